@@ -1,0 +1,59 @@
+"""tdx: one PyTorch-compatible tensor type over peer executors (torch CPU/CUDA/MPS, MLX).
+
+``import tdx as torch`` runs ordinary PyTorch code; which device it runs on comes from
+the config file. Importing this package imports no framework: torch and MLX load the
+first time a tensor lives on one of their devices.
+"""
+
+from __future__ import annotations
+
+import importlib as _importlib
+
+from . import _dtypes, backends, config, return_types
+from ._creation import (arange, as_tensor, asarray, empty, empty_like, eye, full, full_like, linspace,
+                        ones, ones_like, rand, rand_like, randint, randint_like, randn, randn_like,
+                        tensor, zeros, zeros_like)
+from ._device import device
+from ._dtypes import (bfloat16, complex64, complex128, dtype, float16, float32, float64,
+                      get_default_dtype, int8, int16, int32, int64, promote_types, set_default_dtype,
+                      uint8)
+from ._errors import (BackendNotFoundError, CastError, ConfigError, DeviceMismatchError,
+                      DeviceUnavailableError, DtypeError, DtypeMismatchError, InvalidDeviceError,
+                      OpDtypeError, ShapeError, TdxError, TdxIndexError, TdxTypeError, TdxValueError,
+                      UnsupportedOpError)
+from ._functional import *  # noqa: F401,F403 - the torch namespace functions
+from ._functional import __all__ as _functional_all
+from ._random import initial_seed, manual_seed
+from ._tensor import Tensor
+from ._tensor_methods import Size
+from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .backends import get_default_device, set_default_device
+
+__version__ = "0.1.0"
+
+half, float, double = float16, float32, float64  # noqa: A001 - torch's names
+short, int, long = int16, int32, int64  # noqa: A001 - torch's names
+cfloat, cdouble = complex64, complex128
+bool = _dtypes.bool_  # noqa: A001 - torch's name
+
+_LAZY = {"cuda": "tdx.compat.cuda", "mps": "tdx.compat.mps", "mlx": "tdx.compat.mlx",
+         "interop": "tdx.interop", "testing": "tdx.testing", "attention": "tdx.attention",
+         "nn": "tdx.compat.nn"}
+
+
+def __getattr__(name: str):
+    target = _LAZY.get(name)
+    if target is None:
+        raise AttributeError(f"module 'tdx' has no attribute {name!r}")
+    module = _importlib.import_module(target)
+    globals()[name] = module
+    return module
+
+
+__all__ = ["Tensor", "Size", "device", "dtype", "tensor", "as_tensor", "asarray", "zeros", "ones",
+           "empty", "full", "arange", "linspace", "eye", "rand", "randn", "randint", "zeros_like",
+           "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "randint_like",
+           "manual_seed", "initial_seed", "set_default_device", "get_default_device",
+           "get_default_dtype", "set_default_dtype", "promote_types", "no_grad", "enable_grad",
+           "set_grad_enabled", "inference_mode", "is_grad_enabled", "TdxError", "backends", "config",
+           *_functional_all]

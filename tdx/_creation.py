@@ -1,0 +1,207 @@
+"""Factory functions: ``tensor``, ``zeros``, ``arange``, ``rand``... and their ``*_like``.
+
+They resolve the device (through ``tdx.backends.get``, so config translation applies),
+infer dtypes as torch does, and hand the executor plain Python values. Must never
+import a framework.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from . import _dtypes as D
+from . import backends
+from ._errors import TdxTypeError, TdxValueError
+from ._tensor import Tensor
+from ._tensor_methods import shape_args, wrap
+
+
+def _ex_dtype(device, dtype):
+    return backends.get(device), (None if dtype is None else D.as_dtype(dtype))
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A new tensor copying ``data`` (nested lists, scalars, NumPy arrays, tensors)."""
+    ex, dtype = _ex_dtype(device, dtype)
+    if isinstance(data, Tensor):
+        out = data.to(ex.device).clone()
+        return out if dtype is None else out.to(dtype)
+    native = _foreign(data)
+    if native is not None:
+        return wrap(_import(native, ex, dtype, copy=True), ex)
+    return wrap(ex.from_data(_plain(data), dtype, requires_grad=requires_grad), ex)
+
+
+def as_tensor(data, dtype=None, device=None) -> Tensor:
+    """``data`` as a tensor, sharing memory where possible (tensors of the right kind pass through)."""
+    if isinstance(data, Tensor):
+        out = data if device is None else data.to(device)
+        return out if dtype is None else out.to(D.as_dtype(dtype))
+    ex, dtype = _ex_dtype(device, dtype)
+    native = _foreign(data)
+    if native is not None:
+        return wrap(_import(native, ex, dtype, copy=False), ex)
+    return wrap(ex.from_data(_plain(data), dtype), ex)
+
+
+asarray = as_tensor
+
+
+def _plain(data):
+    """Nested lists that may hold 0-d tensors, as plain Python values."""
+    if isinstance(data, (list, tuple)) and any(isinstance(x, (Tensor, list, tuple)) for x in data):
+        return [x.tolist() if isinstance(x, Tensor) else _plain(x) for x in data]
+    return data
+
+
+def _foreign(data):
+    """``data`` if it is a torch tensor or an MLX array (recognized without importing either)."""
+    mod = type(data).__module__
+    if mod.startswith("torch") and "torch" in sys.modules and isinstance(data, sys.modules["torch"].Tensor):
+        return data
+    if mod.startswith("mlx") and "mlx.core" in sys.modules and isinstance(data, sys.modules["mlx.core"].array):
+        return data
+    return None
+
+
+def _import(native, ex, dtype, copy):
+    from .interop import import_native
+
+    out = import_native(native, ex)
+    if dtype is not None:
+        out = ex.astype(out, dtype)
+    return ex.clone(out) if copy else out
+
+
+def _shape(size, op):
+    return shape_args(size, op)
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    ex, dtype = _ex_dtype(device, dtype)
+    return wrap(ex.zeros(_shape(size, "zeros"), dtype or D.get_default_dtype(), requires_grad), ex)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    ex, dtype = _ex_dtype(device, dtype)
+    return wrap(ex.ones(_shape(size, "ones"), dtype or D.get_default_dtype(), requires_grad), ex)
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    ex, dtype = _ex_dtype(device, dtype)
+    return wrap(ex.empty(_shape(size, "empty"), dtype or D.get_default_dtype(), requires_grad), ex)
+
+
+def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    ex, dtype = _ex_dtype(device, dtype)
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    dtype = dtype or D.scalar_dtype(fill_value)
+    return wrap(ex.full(_shape((size,), "full"), fill_value, dtype, requires_grad), ex)
+
+
+def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Values from ``start`` to ``end`` (exclusive) by ``step``; ints give int64, floats the default dtype."""
+    if end is None:
+        start, end = 0, start
+    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    ex, dtype = _ex_dtype(device, dtype)
+    if dtype is None:
+        dtype = D.get_default_dtype() if any(isinstance(v, float) for v in vals) else D.int64
+    if vals[2] == 0:
+        raise TdxValueError("arange(): step must be nonzero")
+    if (vals[1] - vals[0]) * vals[2] < 0:
+        raise TdxValueError(f"arange(): upper bound and larger bound inconsistent with step sign "
+                            f"(start={vals[0]}, end={vals[1]}, step={vals[2]})")
+    return wrap(ex.arange(*vals, dtype, requires_grad), ex)
+
+
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    if not isinstance(steps, int) or steps < 0:
+        raise TdxValueError(f"linspace(): number of steps must be a non-negative int, got {steps!r}")
+    ex, dtype = _ex_dtype(device, dtype)
+    return wrap(ex.linspace(start, end, steps, dtype or D.get_default_dtype(), requires_grad), ex)
+
+
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    ex, dtype = _ex_dtype(device, dtype)
+    if n < 0 or (m is not None and m < 0):
+        raise TdxValueError(f"eye(): n and m must be non-negative, got n={n}, m={m}")
+    return wrap(ex.eye(n, n if m is None else m, dtype or D.get_default_dtype(), requires_grad), ex)
+
+
+def _random(kind, size, dtype, device, generator, requires_grad):
+    ex, dtype = _ex_dtype(device, dtype)
+    dtype = dtype or D.get_default_dtype()
+    if not (dtype.is_floating_point or dtype.is_complex):
+        raise TdxTypeError(f"{kind}(): expected a floating point dtype, got {dtype!r}")
+    out = wrap(getattr(ex, kind)(_shape(size, kind), dtype, generator), ex)
+    return out.requires_grad_() if requires_grad else out
+
+
+def rand(*size, dtype=None, device=None, generator=None, requires_grad=False) -> Tensor:
+    """Uniform samples from [0, 1)."""
+    return _random("rand", size, dtype, device, generator, requires_grad)
+
+
+def randn(*size, dtype=None, device=None, generator=None, requires_grad=False) -> Tensor:
+    """Standard normal samples."""
+    return _random("randn", size, dtype, device, generator, requires_grad)
+
+
+def randint(low=0, high=None, size=None, *, dtype=None, device=None, generator=None) -> Tensor:
+    """Integers uniform in [low, high); ``randint(high, size)`` as torch."""
+    if size is None:
+        low, high, size = 0, low, high
+    if high is None or size is None:
+        raise TdxTypeError("randint() needs high and size: randint(high, size) or randint(low, high, size)")
+    if low >= high:
+        raise TdxValueError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    ex, dtype = _ex_dtype(device, dtype)
+    return wrap(ex.randint(low, high, _shape((size,), "randint"), dtype or D.int64, generator), ex)
+
+
+def _like(t, dtype, device):
+    return (t.device if device is None else device), (t.dtype if dtype is None else dtype)
+
+
+def zeros_like(input, *, dtype=None, device=None, requires_grad=False) -> Tensor:  # noqa: A002
+    device, dtype = _like(input, dtype, device)
+    return zeros(input.shape, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def ones_like(input, *, dtype=None, device=None, requires_grad=False) -> Tensor:  # noqa: A002
+    device, dtype = _like(input, dtype, device)
+    return ones(input.shape, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def empty_like(input, *, dtype=None, device=None, requires_grad=False) -> Tensor:  # noqa: A002
+    device, dtype = _like(input, dtype, device)
+    return empty(input.shape, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:  # noqa: A002
+    device, dtype = _like(input, dtype, device)
+    return full(input.shape, fill_value, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def rand_like(input, *, dtype=None, device=None, requires_grad=False) -> Tensor:  # noqa: A002
+    device, dtype = _like(input, dtype, device)
+    return rand(input.shape, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def randn_like(input, *, dtype=None, device=None, requires_grad=False) -> Tensor:  # noqa: A002
+    device, dtype = _like(input, dtype, device)
+    return randn(input.shape, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def randint_like(input, low=0, high=None, *, dtype=None, device=None) -> Tensor:  # noqa: A002
+    device, dtype = _like(input, dtype, device)
+    if high is None:
+        low, high = 0, low
+    return randint(low, high, input.shape, dtype=dtype, device=device)
+
+
+def _rebuild(array, dtype_name, device_name):
+    """Unpickle a tensor (NumPy payload) onto its device, translated if absent."""
+    return tensor(array, device=device_name).to(D.as_dtype(dtype_name))

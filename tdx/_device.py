@@ -1,0 +1,119 @@
+"""``tdx.device``: parsing and printing of device names.
+
+Accepted forms: ``cpu``, ``cuda``, ``cuda:N``, ``mps``, ``mps:0``, ``mlx`` (MLX's default
+device), ``mlx:gpu``, ``mlx:cpu``, an int N (``cuda:N``), or another ``tdx.device``.
+Which executor a device runs on, availability and translation live in
+``tdx.backends``; this module only parses, never imports a framework.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from ._errors import InvalidDeviceError
+
+_TYPES = ("cpu", "cuda", "mps", "mlx")
+_MLX_KINDS = ("gpu", "cpu")
+_ACCEPTED = "'cpu', 'cuda', 'cuda:N', 'mps', 'mlx', 'mlx:gpu', 'mlx:cpu'"
+_ctx = threading.local()
+
+
+class device:
+    """A device name, as ``torch.device``; tdx adds the ``mlx`` type.
+
+    Attributes:
+        type: ``"cpu"``, ``"cuda"``, ``"mps"`` or ``"mlx"``.
+        index: the ordinal for ``cuda``/``mps``, else ``None``.
+        kind: for ``mlx`` devices ``"gpu"``, ``"cpu"`` or ``None`` (MLX's default), else ``None``.
+
+    Used as a context manager it sets the default device of the current thread, as torch's does.
+    """
+
+    __slots__ = ("type", "index", "kind", "_str")
+
+    def __init__(self, type, index=None):  # noqa: A002 - torch's parameter name
+        if isinstance(type, device):
+            if index is not None:
+                raise InvalidDeviceError(f"device(): index given twice for {type!r}")
+            self.type, self.index, self.kind, self._str = type.type, type.index, type.kind, type._str
+            return
+        if isinstance(type, int) and not isinstance(type, bool):
+            type, index = "cuda", type
+        if not isinstance(type, str):
+            raise InvalidDeviceError(f"device(): expected a str, int or tdx.device, got {type!r}")
+        text = type.strip()
+        name, sep, suffix = text.partition(":")
+        kind = None
+        if name not in _TYPES:
+            raise InvalidDeviceError(f"Expected one of {_ACCEPTED} device string, got {type!r}")
+        if sep:
+            if index is not None:
+                raise InvalidDeviceError(f"device(): index given twice in {type!r} and index={index}")
+            if name == "mlx":
+                if suffix not in _MLX_KINDS:
+                    raise InvalidDeviceError(f"Invalid MLX device {type!r}; accepted: 'mlx', 'mlx:gpu', 'mlx:cpu'")
+                kind = suffix
+            elif suffix.isdigit():
+                index = int(suffix)
+            else:
+                raise InvalidDeviceError(f"Invalid device string: {type!r}; accepted: {_ACCEPTED}")
+        if index is not None:
+            if name == "mlx":
+                raise InvalidDeviceError(f"MLX devices take no index, got {type!r} with index {index}; "
+                                         "use 'mlx:gpu' or 'mlx:cpu'")
+            if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+                raise InvalidDeviceError(f"Device index must be a non-negative int, got {index!r}")
+            if name == "cpu":
+                index = None  # torch keeps cpu:0 as 'cpu' in practice
+        self.type, self.index, self.kind = name, index, kind
+        if kind is not None:
+            self._str = f"{name}:{kind}"
+        elif index is not None:
+            self._str = f"{name}:{index}"
+        else:
+            self._str = name
+
+    def __str__(self) -> str:
+        return self._str
+
+    def __repr__(self) -> str:
+        if self.kind is not None:
+            return f"device(type='{self.type}', kind='{self.kind}')"
+        if self.index is not None:
+            return f"device(type='{self.type}', index={self.index})"
+        return f"device(type='{self.type}')"
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, str):
+            try:
+                other = device(other)
+            except InvalidDeviceError:
+                return False
+        return isinstance(other, device) and self._str == other._str
+
+    def __hash__(self) -> int:
+        return hash(self._str)
+
+    def __reduce__(self):
+        return (device, (self._str,))
+
+    def __enter__(self):
+        stack = getattr(_ctx, "stack", None)
+        if stack is None:
+            stack = _ctx.stack = []
+        stack.append(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _ctx.stack.pop()
+
+
+def context_device():
+    """The innermost ``with tdx.device(...)`` of this thread, or None."""
+    stack = getattr(_ctx, "stack", None)
+    return stack[-1] if stack else None
+
+
+def as_device(obj) -> device:
+    """Coerce a str, int or device to a :class:`device`."""
+    return obj if type(obj) is device else device(obj)

@@ -1,0 +1,217 @@
+"""tdx dtypes and torch's type-promotion rules, in pure Python.
+
+Executors map these objects to their native dtypes; this module knows no
+framework and must never import one. Promotion here is the single source of
+truth for executors that do not promote like torch (MLX); the torch executor
+lets torch promote natively, and the test suite checks the two agree.
+"""
+
+from __future__ import annotations
+
+from ._errors import DtypeError
+
+_BOOL, _INT, _FLOAT, _COMPLEX = 0, 1, 2, 3
+
+
+class dtype:
+    """A tensor element type (``tdx.float32`` etc.), compared by identity."""
+
+    __slots__ = ("name", "itemsize", "_cat", "is_signed", "_rank")
+
+    def __init__(self, name: str, itemsize: int, cat: int, is_signed: bool, rank: int):
+        self.name = name
+        self.itemsize = itemsize
+        self._cat = cat
+        self.is_signed = is_signed
+        self._rank = rank
+
+    @property
+    def is_floating_point(self) -> bool:
+        return self._cat == _FLOAT
+
+    @property
+    def is_complex(self) -> bool:
+        return self._cat == _COMPLEX
+
+    def to_real(self) -> "dtype":
+        return {"complex64": float32, "complex128": float64}.get(self.name, self)
+
+    def to_complex(self) -> "dtype":
+        return {"float32": complex64, "float64": complex128}.get(self.name, self)
+
+    def __repr__(self) -> str:
+        return f"tdx.{self.name}"
+
+    def __reduce__(self):
+        return self.name
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+
+bool_ = dtype("bool", 1, _BOOL, False, 0)
+uint8 = dtype("uint8", 1, _INT, False, 1)
+int8 = dtype("int8", 1, _INT, True, 1)
+int16 = dtype("int16", 2, _INT, True, 2)
+int32 = dtype("int32", 4, _INT, True, 3)
+int64 = dtype("int64", 8, _INT, True, 4)
+float16 = dtype("float16", 2, _FLOAT, True, 1)
+bfloat16 = dtype("bfloat16", 2, _FLOAT, True, 1)
+float32 = dtype("float32", 4, _FLOAT, True, 2)
+float64 = dtype("float64", 8, _FLOAT, True, 3)
+complex64 = dtype("complex64", 8, _COMPLEX, True, 2)
+complex128 = dtype("complex128", 16, _COMPLEX, True, 3)
+
+ALL_DTYPES = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
+              complex64, complex128)
+BY_NAME = {d.name: d for d in ALL_DTYPES}
+ALIASES = {"bool": bool_, "half": float16, "float": float32, "double": float64,
+           "short": int16, "int": int32, "long": int64, "cfloat": complex64,
+           "cdouble": complex128}
+
+_state = {"default_float": float32}
+
+
+def get_default_dtype() -> dtype:
+    """The dtype Python floats become (torch's ``get_default_dtype``)."""
+    return _state["default_float"]
+
+
+def set_default_dtype(d: dtype) -> None:
+    """Set the dtype Python floats become; only floating dtypes are accepted, as in torch."""
+    d = as_dtype(d)
+    if d._cat != _FLOAT:
+        raise DtypeError(f"only floating-point types are supported as the default type, got {d!r}")
+    _state["default_float"] = d
+    import sys  # torch computes some result dtypes (int / int) from its own default
+
+    if "torch" in sys.modules:
+        from .backends import torch_executor
+
+        torch_executor.sync_default_dtype()
+
+
+def default_complex() -> dtype:
+    return complex128 if _state["default_float"] is float64 else complex64
+
+
+def as_dtype(obj) -> dtype:
+    """Turn a tdx dtype, a name, or a numpy/torch/MLX dtype into a tdx dtype.
+
+    Raises:
+        DtypeError: ``obj`` names no dtype tdx knows.
+    """
+    if type(obj) is dtype:
+        return obj
+    if obj is bool:
+        return bool_
+    if obj is int:
+        return int64
+    if obj is float:
+        return get_default_dtype()
+    if obj is complex:
+        return default_complex()
+    name = getattr(obj, "name", None) if not isinstance(obj, str) else obj
+    if not isinstance(name, str):  # torch and MLX dtypes: "torch.float32", "mlx.core.float32"
+        name = str(obj)
+    name = name.rsplit(".", 1)[-1]
+    d = BY_NAME.get(name) or ALIASES.get(name)
+    if d is None:
+        raise DtypeError(f"unknown dtype {obj!r}; accepted: "
+                         + ", ".join(d.name for d in ALL_DTYPES))
+    return d
+
+
+def promote_types(a: dtype, b: dtype) -> dtype:
+    """torch.promote_types for two dtypes."""
+    if a is b:
+        return a
+    if a._cat < b._cat:
+        a, b = b, a
+    # now a's category >= b's
+    if b is bool_:
+        return a
+    if a._cat == _INT:  # both integral
+        if a.is_signed != b.is_signed:  # uint8 with a signed int
+            signed = a if a.is_signed else b
+            return int16 if signed is int8 else signed
+        return a if a._rank >= b._rank else b
+    if a._cat == _FLOAT:
+        if b._cat == _INT:
+            return a
+        if {a.name, b.name} == {"float16", "bfloat16"}:
+            return float32
+        return a if a._rank >= b._rank else b
+    # a is complex
+    if b._cat == _COMPLEX:
+        return a if a._rank >= b._rank else b
+    if b is float64:
+        return complex128
+    return a
+
+
+def _combine(higher: dtype | None, lower: dtype | None) -> dtype | None:
+    if higher is None:
+        return lower
+    if lower is None:
+        return higher
+    if higher._cat == _COMPLEX:
+        return higher
+    if lower._cat == _COMPLEX:
+        if higher._cat == _FLOAT:
+            if higher in (float16, bfloat16):
+                raise DtypeError(f"complex promotion of {higher!r} is not supported by tdx")
+            return higher.to_complex()
+        return lower
+    if higher._cat == _FLOAT:
+        return higher
+    if higher is bool_ or lower._cat == _FLOAT:
+        return promote_types(higher, lower)
+    return higher
+
+
+def scalar_dtype(value) -> dtype:
+    """The dtype a Python scalar takes part in promotion with."""
+    t = type(value)
+    if t is bool:
+        return bool_
+    if t is int:
+        return int64
+    if t is float:
+        return _state["default_float"]
+    if t is complex:
+        return default_complex()
+    raise DtypeError(f"expected a Python bool, int, float or complex scalar, got {t.__name__}")
+
+
+def result_type(dims: tuple, zeros: tuple = (), scalars: tuple = ()) -> dtype:
+    """torch's result type from dtypes of dim>0 tensors, 0-d tensors and Python scalars."""
+    dim_r = zero_r = wrap_r = None
+    for d in dims:
+        dim_r = d if dim_r is None else promote_types(dim_r, d)
+    for d in zeros:
+        zero_r = d if zero_r is None else promote_types(zero_r, d)
+    for s in scalars:
+        d = scalar_dtype(s)
+        wrap_r = d if wrap_r is None else promote_types(wrap_r, d)
+    r = _combine(dim_r, _combine(zero_r, wrap_r))
+    if r is None:
+        raise DtypeError("result_type needs at least one operand")
+    return r
+
+
+def is_floating(d: dtype) -> bool:
+    return d._cat == _FLOAT
+
+
+def is_complex(d: dtype) -> bool:
+    return d._cat == _COMPLEX
+
+
+def is_integral(d: dtype, include_bool: bool = False) -> bool:
+    return d._cat == _INT or (include_bool and d._cat == _BOOL)
+
+
+def float_for(d: dtype) -> dtype:
+    """The dtype an int/bool input becomes in a float-valued op (exp, mean, true division)."""
+    return d if d._cat >= _FLOAT else _state["default_float"]

@@ -1,0 +1,79 @@
+"""Typed errors for tdx.
+
+Every error tdx raises on purpose subclasses :class:`TdxError` *and* the builtin
+exception torch would raise in the same situation, so ``except RuntimeError``
+written for torch keeps working. This module must never import a framework.
+"""
+
+from __future__ import annotations
+
+
+class TdxError(Exception):
+    """Base class of every error tdx raises on purpose."""
+
+
+class DeviceMismatchError(TdxError, RuntimeError):
+    """Tensors on different executors met in one op."""
+
+
+class DeviceUnavailableError(TdxError, RuntimeError):
+    """A device was asked for that is not available and may not be translated."""
+
+
+class InvalidDeviceError(TdxError, RuntimeError):
+    """A device string or object that tdx cannot parse."""
+
+
+class ConfigError(TdxError, ValueError):
+    """A config file or environment variable holds a bad key, type or value."""
+
+
+class DtypeError(TdxError, TypeError):
+    """A dtype an executor or op does not support, or a bad dtype argument."""
+
+
+class UnsupportedOpError(TdxError, NotImplementedError):
+    """An op an executor cannot run with the given arguments."""
+
+
+class ShapeError(TdxError, RuntimeError):
+    """Shapes that do not broadcast or do not fit an op (torch raises RuntimeError)."""
+
+
+class TdxIndexError(TdxError, IndexError):
+    """An index out of range or of an unsupported kind."""
+
+
+class TdxValueError(TdxError, ValueError):
+    """An argument with a bad value."""
+
+
+class TdxTypeError(TdxError, TypeError):
+    """An argument of a bad type."""
+
+
+class BackendNotFoundError(TdxError, KeyError):
+    """No executor is registered under the requested name."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; keep it readable
+        return str(self.args[0]) if self.args else ""
+
+
+def mismatch(op: str, a, b) -> DeviceMismatchError:
+    """Build torch's style of mixed-device error for ``op`` between devices ``a`` and ``b``."""
+    return DeviceMismatchError(
+        f"Expected all tensors to be on the same device, but found at least two devices, "
+        f"{a} and {b}! (when checking arguments for {op}; move one with .to() first)"
+    )
+
+
+class DtypeMismatchError(TdxError, RuntimeError):
+    """Operands whose dtypes an op requires to match (torch raises RuntimeError)."""
+
+
+class CastError(TdxError, RuntimeError):
+    """A result that may not be cast to the output's dtype (in-place ops, ``out=``)."""
+
+
+class OpDtypeError(TdxError, RuntimeError):
+    """An op that is not implemented for a dtype (torch: "... not implemented for 'Float'")."""

@@ -1,0 +1,42 @@
+"""Seeding: ``tdx.manual_seed`` seeds every executor, including ones created later.
+
+Remembers the last seed so an executor built after the call starts from it. Must never
+import a framework: executors that exist are seeded through their own ``manual_seed``.
+"""
+
+from __future__ import annotations
+
+
+
+_state = {"seed": None}
+
+
+def manual_seed(seed: int):
+    """Seed the random generators of every executor (and Python's ``random``).
+
+    Raises:
+        TdxTypeError: ``seed`` is not an int.
+    """
+    from ._errors import TdxTypeError
+    from .backends import _executors
+
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TdxTypeError(f"manual_seed expected an int seed, got {seed!r}")
+    _state["seed"] = seed
+    for ex in list(_executors.values()):
+        ex.manual_seed(seed)
+    return None
+
+
+def initial_seed():
+    """The last seed given to :func:`manual_seed`, or None."""
+    return _state["seed"]
+
+
+def on_new_executor(ex) -> None:
+    """Seed a newly built executor with the remembered seed, if any."""
+    if _state["seed"] is not None:
+        ex.manual_seed(_state["seed"])
+
+
+

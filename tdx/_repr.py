@@ -1,0 +1,49 @@
+"""torch-style printing of tensors: ``tensor([1., 2.], device='mlx:cpu', dtype=tdx.int32)``.
+
+Formats from a host NumPy copy; must never import a framework.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _dtypes as D
+
+
+def _float_formatter(arr: np.ndarray):
+    finite = arr[np.isfinite(arr)] if arr.size else arr
+    if finite.size == 0:
+        return None
+    amax, amin = np.abs(finite).max(), np.abs(finite).min()
+    if np.all(finite == np.round(finite)) and amax < 1e8:
+        return lambda v: f"{v:.0f}." if np.isfinite(v) else str(v)
+    if amax >= 1e8 or (amin > 0 and amax / amin > 1000) or (0 < amax < 1e-4):
+        return lambda v: f"{v:.4e}"
+    return lambda v: f"{v:.4f}" if np.isfinite(v) else str(v)
+
+
+def format_tensor(t) -> str:
+    arr = t._ex.host_numpy(t._n)
+    dtype = t.dtype
+    opts = {"separator": ", ", "prefix": "tensor(", "threshold": 1000, "edgeitems": 3}
+    if arr.dtype.kind == "f":
+        fmt = _float_formatter(arr)
+        if fmt is not None:
+            width = max(len(fmt(v)) for v in arr.flat)
+            opts["formatter"] = {"float_kind": lambda v: fmt(v).rjust(width)}
+    elif arr.dtype.kind == "b":
+        opts["formatter"] = {"bool": lambda v: " True" if v else "False"}
+    body = np.array2string(arr, **opts) if arr.size else "[]"
+    if arr.dtype.kind == "b" and arr.ndim == 0:
+        body = body.strip()
+    suffix = []
+    if t._ex.device.type != "cpu":
+        suffix.append(f"device='{t._ex.device}'")
+    if arr.size == 0 and arr.ndim > 1:
+        suffix.append(f"size={tuple(arr.shape)}")
+    default = {D.get_default_dtype(), D.int64, D.bool_}
+    if dtype not in default or (arr.size == 0 and dtype is not D.get_default_dtype()):
+        suffix.append(f"dtype={dtype!r}")
+    if t.requires_grad:
+        suffix.append("requires_grad=True")
+    return "tensor(" + body + "".join(", " + s for s in suffix) + ")"

@@ -1,0 +1,398 @@
+"""The ``tdx.Tensor`` facade: one native array plus the executor that owns it.
+
+A ``Tensor`` holds exactly two things (``__slots__``): ``_n``, the native torch tensor or
+MLX array, and ``_ex``, the executor for its device. Every op unwraps its operands,
+checks they share an executor, calls the executor, and wraps the result in a new
+``Tensor``. Operators are built by small factories so the hot path does one executor
+attribute lookup and no dictionary work.
+
+This module must never import a framework and never decide anything an executor
+decides (promotion, kernels): it only unwraps, checks devices, calls and wraps.
+"""
+
+from __future__ import annotations
+
+import math
+
+from . import _dtypes as D
+from ._errors import CastError, TdxTypeError, TdxValueError, UnsupportedOpError, mismatch
+from . import _tensor_methods
+from ._tensor_methods import SCALARS as _SCALARS, Size, TensorMethods, scalar as _scalar, wrap
+
+_new = object.__new__
+
+
+def _binary(name: str, reverse: bool = False):
+    def op(self, other):
+        ex = self._ex
+        if other.__class__ is Tensor:
+            if other._ex is not ex:
+                raise mismatch(name, ex.device, other._ex.device)
+            other = other._n
+        elif other.__class__ not in _SCALARS:
+            other = _scalar(other)
+            if other is NotImplemented:
+                return NotImplemented
+        t = _new(Tensor)
+        t._n = getattr(ex, name)(other, self._n) if reverse else getattr(ex, name)(self._n, other)
+        t._ex = ex
+        return t
+
+    op.__name__ = f"__{'r' if reverse else ''}{name.rstrip('_')}__"
+    return op
+
+
+# in-place operator -> (executor op, torch's in-place method)
+_INPLACE = {"add": "add_", "sub": "sub_", "mul": "mul_", "truediv": "div_",
+            "floordiv": "floor_divide_", "remainder": "remainder_", "pow": "pow_",
+            "and_": "bitwise_and_", "or_": "bitwise_or_", "xor": "bitwise_xor_",
+            "lshift": "bitwise_left_shift_", "rshift": "bitwise_right_shift_"}
+
+
+def _can_cast(src, dst) -> bool:
+    """torch's canCast: no complex->real, float->int, or non-bool->bool."""
+    if src.is_complex and not dst.is_complex:
+        return False
+    if src.is_floating_point and not (dst.is_floating_point or dst.is_complex):
+        return False
+    return not (src is not D.bool_ and dst is D.bool_)
+
+
+def _inplace(name: str):
+    method = _INPLACE[name]
+
+    def op(self, other):
+        ex = self._ex
+        if other.__class__ is Tensor:
+            if other._ex is not ex:
+                raise mismatch(method, ex.device, other._ex.device)
+            other = other._n
+        elif other.__class__ not in _SCALARS:
+            other = _scalar(other)
+            if other is NotImplemented:
+                return NotImplemented
+        if ex.caps.mutable:
+            getattr(self._n, method)(other)
+            return self
+        out = getattr(ex, name)(self._n, other)
+        mine, got = ex.dtype(self._n), ex.dtype(out)
+        if not _can_cast(got, mine):
+            raise CastError(f"result type {got.name} can't be cast to the desired output type {mine.name}")
+        if ex.shape(out) != ex.shape(self._n):
+            raise CastError(f"output with shape {list(ex.shape(self._n))} doesn't match the broadcast "
+                            f"shape {list(ex.shape(out))}")
+        self._n = ex.astype(out, mine)
+        return self
+
+    op.__name__ = f"__i{name.rstrip('_')}__"
+    return op
+
+
+class Tensor(TensorMethods):
+    """A multi-dimensional array on one executor, with torch's API.
+
+    Build tensors with the factory functions (``tdx.tensor``, ``tdx.zeros``...), never
+    with this class directly.
+    """
+
+    __slots__ = ("_n", "_ex", "__weakref__")
+    __array_priority__ = 1000  # NumPy defers binary ops to Tensor
+
+    def __new__(cls, *args, **kwargs):
+        raise TdxTypeError("tdx.Tensor has no public constructor; use tdx.tensor(data), tdx.empty(size) "
+                           "or another factory function")
+
+    # properties -----------------------------------------------------------------------
+    @property
+    def shape(self) -> Size:
+        return Size(self._ex.shape(self._n))
+
+    @property
+    def dtype(self):
+        return self._ex.dtype(self._n)
+
+    @property
+    def device(self):
+        return self._ex.device
+
+    @property
+    def ndim(self) -> int:
+        return self._n.ndim
+
+    @property
+    def native(self):
+        """The wrapped native array (a ``torch.Tensor`` or an ``mlx.core.array``)."""
+        return self._n
+
+    @property
+    def executor(self):
+        return self._ex
+
+    @property
+    def is_cuda(self) -> bool:
+        return self._ex.device.type == "cuda"
+
+    @property
+    def is_cpu(self) -> bool:
+        return self._ex.device.type == "cpu"
+
+    @property
+    def is_mps(self) -> bool:
+        return self._ex.device.type == "mps"
+
+    @property
+    def is_mlx(self) -> bool:
+        return self._ex.device.type == "mlx"
+
+    def size(self, dim=None):
+        shape = self._ex.shape(self._n)
+        if dim is None:
+            return Size(shape)
+        from .backends.base import norm_dim
+
+        return shape[norm_dim(dim, len(shape))]
+
+    def dim(self) -> int:
+        return self._n.ndim
+
+    def ndimension(self) -> int:
+        return self._n.ndim
+
+    def numel(self) -> int:
+        return math.prod(self._ex.shape(self._n))
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self.dtype.itemsize
+
+    def is_floating_point(self) -> bool:
+        return self.dtype.is_floating_point
+
+    def is_complex(self) -> bool:
+        return self.dtype.is_complex
+
+    # autograd on executors that record it natively ---------------------------------------
+    def _autograd(self, what):
+        if not self._ex.caps.native_autograd:
+            raise UnsupportedOpError(f"{what} is not supported yet on {self._ex.device}")
+        return self._n
+
+    @property
+    def requires_grad(self) -> bool:
+        return bool(getattr(self._n, "requires_grad", False))
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self._autograd("requires_grad").requires_grad = value
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        self._autograd("requires_grad_").requires_grad_(requires_grad)
+        return self
+
+    @property
+    def grad(self):
+        g = getattr(self._n, "grad", None)
+        return None if g is None else wrap(g, self._ex)
+
+    @grad.setter
+    def grad(self, value) -> None:
+        self._autograd("grad").grad = None if value is None else value._n
+
+    @property
+    def is_leaf(self) -> bool:
+        return bool(getattr(self._n, "is_leaf", True))
+
+    @property
+    def grad_fn(self):
+        return getattr(self._n, "grad_fn", None)
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False) -> None:
+        g = None if gradient is None else gradient._n
+        self._autograd("backward").backward(g, retain_graph=retain_graph, create_graph=create_graph)
+
+    def detach(self) -> "Tensor":
+        n = self._n
+        return wrap(n.detach() if self._ex.caps.native_autograd else n, self._ex)
+
+    @property
+    def data(self) -> "Tensor":
+        return self.detach()
+
+    # conversion -----------------------------------------------------------------------
+    def item(self):
+        return self._ex.item(self._n)
+
+    def tolist(self):
+        return self._ex.tolist(self._n)
+
+    def numpy(self, *, force: bool = False):
+        """A NumPy array sharing memory where the executor allows (torch's rules otherwise)."""
+        return self._ex.host_numpy(self._n) if force else self._ex.numpy(self._n)
+
+    def __array__(self, dtype=None, copy=None):
+        arr = self._ex.host_numpy(self._n)
+        return arr if dtype is None else arr.astype(dtype)
+
+    def __dlpack__(self, *args, **kwargs):
+        return self._n.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self._n.__dlpack_device__()
+
+    def to(self, *args, **kwargs) -> "Tensor":
+        """Move and/or cast: ``to(dtype)``, ``to(device, dtype=None)``, ``to(other)``."""
+        from .interop import parse_to, transfer
+
+        ex, dtype, copy = parse_to(self, args, kwargs)
+        out = self
+        if ex is not self._ex:
+            out = wrap(transfer(self._n, self._ex, ex), ex)
+            copy = False
+        if dtype is not None and dtype is not out.dtype:
+            return wrap(out._ex.astype(out._n, dtype), out._ex)
+        return out.clone() if copy else out
+
+    def cpu(self) -> "Tensor":
+        return self.to("cpu")
+
+    def cuda(self, device=None) -> "Tensor":
+        return self.to("cuda" if device is None else f"cuda:{device}" if isinstance(device, int) else device)
+
+    def mlx(self) -> "Tensor":
+        return self.to("mlx")
+
+    def type_as(self, other: "Tensor") -> "Tensor":
+        return self.to(other.dtype)
+
+    def _cast(self, d) -> "Tensor":
+        return self if self.dtype is d else wrap(self._ex.astype(self._n, d), self._ex)
+
+    def float(self):
+        return self._cast(D.float32)
+
+    def double(self):
+        return self._cast(D.float64)
+
+    def half(self):
+        return self._cast(D.float16)
+
+    def bfloat16(self):
+        return self._cast(D.bfloat16)
+
+    def long(self):
+        return self._cast(D.int64)
+
+    def int(self):
+        return self._cast(D.int32)
+
+    def short(self):
+        return self._cast(D.int16)
+
+    def bool(self):
+        return self._cast(D.bool_)
+
+    def byte(self):
+        return self._cast(D.uint8)
+
+    def char(self):
+        return self._cast(D.int8)
+
+    def clone(self) -> "Tensor":
+        return wrap(self._ex.clone(self._n), self._ex)
+
+    # Python protocol ------------------------------------------------------------------
+    def __repr__(self) -> str:
+        from ._repr import format_tensor
+
+        return format_tensor(self)
+
+    def __len__(self) -> int:
+        shape = self._ex.shape(self._n)
+        if not shape:
+            raise TdxTypeError("len() of a 0-d tensor")
+        return shape[0]
+
+    def __iter__(self):
+        if self._n.ndim == 0:
+            raise TdxTypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(len(self)))
+
+    def __bool__(self) -> bool:
+        if self.numel() != 1:
+            raise TdxValueError(f"Boolean value of Tensor with {self.numel()} elements is ambiguous")
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __complex__(self) -> complex:
+        return complex(self.item())
+
+    def __index__(self) -> int:
+        if self.dtype.is_floating_point or self.dtype.is_complex or self.numel() != 1:
+            raise TdxTypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __getitem__(self, index) -> "Tensor":
+        ex = self._ex
+        return wrap(ex.getitem(self._n, _unwrap_index(index, ex)), ex)
+
+    def __setitem__(self, index, value) -> None:
+        ex = self._ex
+        if value.__class__ is Tensor:
+            if value._ex is not ex:
+                raise mismatch("index_put_", ex.device, value._ex.device)
+            value = value._n
+        self._n = ex.setitem(self._n, _unwrap_index(index, ex), value)
+
+    def __neg__(self):
+        return wrap(self._ex.neg(self._n), self._ex)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return wrap(self._ex.abs(self._n), self._ex)
+
+    def __invert__(self):
+        return wrap(self._ex.bitwise_not(self._n), self._ex)
+
+    def __reduce_ex__(self, protocol):
+        from ._creation import _rebuild
+
+        return (_rebuild, (self._ex.host_numpy(self._n), self.dtype.name, str(self._ex.device)))
+
+
+def _unwrap_index(index, ex):
+    if index.__class__ is Tensor:
+        if index._ex is not ex:
+            raise mismatch("index", ex.device, index._ex.device)
+        return index._n
+    if index.__class__ is tuple:
+        return tuple(_unwrap_index(i, ex) for i in index)
+    if index.__class__ is list and any(i.__class__ is Tensor for i in index):
+        return [_unwrap_index(i, ex) for i in index]
+    return index
+
+
+for _name in ("add", "sub", "mul", "truediv", "floordiv", "pow", "matmul", "and_", "or_", "xor",
+              "lshift", "rshift"):
+    _dunder = _name.rstrip("_")
+    setattr(Tensor, f"__{_dunder}__", _binary(_name))
+    setattr(Tensor, f"__r{_dunder}__", _binary(_name, reverse=True))
+    if _name in _INPLACE:
+        setattr(Tensor, f"__i{_dunder}__", _inplace(_name))
+Tensor.__mod__ = _binary("remainder")
+Tensor.__rmod__ = _binary("remainder", reverse=True)
+Tensor.__imod__ = _inplace("remainder")
+for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
+    setattr(Tensor, f"__{_name}__", _binary(_name))
+
+_tensor_methods.Tensor = Tensor

@@ -1,0 +1,309 @@
+"""Tensor methods for math, reductions and shapes, mixed into ``tdx.Tensor``.
+
+Each method unwraps its operands, calls the executor and wraps the result; argument
+forms torch accepts (``reshape(2, 3)`` and ``reshape((2, 3))``, legacy ``unbiased``) are
+normalized here once, so executors see one signature. This module must never import a
+framework and holds no per-executor special cases: those live in the executors.
+"""
+
+from __future__ import annotations
+
+import math
+
+from . import _dtypes as D
+from . import return_types
+from ._errors import TdxTypeError, TdxValueError, mismatch
+
+SCALARS = frozenset((int, float, bool, complex))
+_new = object.__new__
+Tensor = None  # set by tdx._tensor once the class exists
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple of ints, as ``torch.Size``."""
+
+    __slots__ = ()
+
+    def numel(self) -> int:
+        return math.prod(self)
+
+    def __repr__(self) -> str:
+        return f"tdx.Size({list(self)})"
+
+
+def wrap(native, ex):
+    """A new Tensor around ``native`` owned by executor ``ex``."""
+    t = _new(Tensor)
+    t._n = native
+    t._ex = ex
+    return t
+
+
+def scalar(value):
+    """A Python scalar for a NumPy scalar, or NotImplemented for anything else."""
+    if type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 0:
+        return value.item()
+    return NotImplemented
+
+
+def operand(t, other, op: str):
+    """``other`` as a native array of ``t``'s executor or a Python scalar.
+
+    Raises:
+        DeviceMismatchError: ``other`` lives on another executor.
+        TdxTypeError: ``other`` is neither a Tensor nor a scalar.
+    """
+    if other.__class__ is Tensor:
+        if other._ex is not t._ex:
+            raise mismatch(op, t._ex.device, other._ex.device)
+        return other._n
+    if other.__class__ in SCALARS or other is None:
+        return other
+    value = scalar(other)
+    if value is NotImplemented:
+        raise TdxTypeError(f"{op}(): argument 'other' must be a Tensor or a number, not {type(other).__name__}")
+    return value
+
+
+def shape_args(args, op: str) -> tuple:
+    """``f(2, 3)``, ``f((2, 3))`` and ``f([2, 3])`` all as the tuple ``(2, 3)``."""
+    if len(args) == 1 and not isinstance(args[0], int):
+        args = args[0]
+    try:
+        shape = tuple(int(s) if not isinstance(s, int) else s for s in args)
+    except TypeError:
+        raise TdxTypeError(f"{op}(): expected a sequence of ints, got {args!r}") from None
+    return shape
+
+
+def _unary(name: str):
+    def method(self):
+        return wrap(getattr(self._ex, name)(self._n), self._ex)
+
+    method.__name__ = name
+    method.__doc__ = f"Elementwise ``{name}``, as ``torch.Tensor.{name}``."
+    return method
+
+
+def _binary(name: str, torch_name: str):
+    def method(self, other):
+        return wrap(getattr(self._ex, name)(self._n, operand(self, other, torch_name)), self._ex)
+
+    method.__name__ = torch_name
+    method.__doc__ = f"``{torch_name}`` with torch's broadcasting and promotion."
+    return method
+
+
+UNARY = ("neg", "abs", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt",
+         "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "sigmoid", "relu",
+         "erf", "floor", "ceil", "round", "trunc", "frac", "sign", "reciprocal", "square",
+         "logical_not", "bitwise_not", "isnan", "isinf", "isfinite", "positive")
+BINARY = {"mul": "mul", "truediv": "true_divide", "floordiv": "floor_divide", "remainder": "remainder",
+          "pow": "pow", "matmul": "matmul", "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt",
+          "ge": "ge", "maximum": "maximum", "minimum": "minimum", "atan2": "atan2",
+          "logical_and": "logical_and", "logical_or": "logical_or", "logical_xor": "logical_xor",
+          "and_": "bitwise_and", "or_": "bitwise_or", "xor": "bitwise_xor", "outer": "outer"}
+ALIASES = {"negative": "neg", "absolute": "abs", "arcsin": "asin", "arccos": "acos", "arctan": "atan",
+           "multiply": "mul", "divide": "div", "greater": "gt", "greater_equal": "ge", "less": "lt",
+           "less_equal": "le", "not_equal": "ne", "clip": "clamp", "mm": "matmul", "fix": "trunc",
+           "arctan2": "atan2", "subtract": "sub"}
+
+
+class TensorMethods:
+    """Math, reduction and shape methods of ``tdx.Tensor``."""
+
+    __slots__ = ()
+
+    # arithmetic with extra arguments ----------------------------------------------------
+    def add(self, other, *, alpha=1):
+        ex = self._ex
+        other = operand(self, other, "add")
+        if alpha != 1:
+            other = ex.mul(other, alpha)
+        return wrap(ex.add(self._n, other), ex)
+
+    def sub(self, other, *, alpha=1):
+        ex = self._ex
+        other = operand(self, other, "sub")
+        if alpha != 1:
+            other = ex.mul(other, alpha)
+        return wrap(ex.sub(self._n, other), ex)
+
+    def div(self, other, *, rounding_mode=None):
+        ex = self._ex
+        other = operand(self, other, "div")
+        if rounding_mode is None:
+            return wrap(ex.truediv(self._n, other), ex)
+        if rounding_mode == "floor":
+            return wrap(ex.floordiv(self._n, other), ex)
+        if rounding_mode == "trunc":
+            q = ex.truediv(self._n, other)
+            rt = ex.dtype(ex.add(self._n, other)) if other is not None else self.dtype
+            return wrap(ex.astype(ex.trunc(q), rt), ex)
+        raise TdxValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                            f"{rounding_mode!r}")
+
+    def where(self, condition, other):
+        ex = self._ex
+        return wrap(ex.where(operand(self, condition, "where"), self._n, operand(self, other, "where")), ex)
+
+    def clamp(self, min=None, max=None):  # noqa: A002 - torch's names
+        ex = self._ex
+        return wrap(ex.clamp(self._n, operand(self, min, "clamp"), operand(self, max, "clamp")), ex)
+
+    def tril(self, diagonal=0):
+        return wrap(self._ex.tril(self._n, diagonal), self._ex)
+
+    def triu(self, diagonal=0):
+        return wrap(self._ex.triu(self._n, diagonal), self._ex)
+
+    # reductions -----------------------------------------------------------------------
+    def sum(self, dim=None, keepdim=False, *, dtype=None):
+        return wrap(self._ex.sum(self._n, dim, keepdim, dtype=dtype), self._ex)
+
+    def mean(self, dim=None, keepdim=False, *, dtype=None):
+        return wrap(self._ex.mean(self._n, dim, keepdim, dtype=dtype), self._ex)
+
+    def prod(self, dim=None, keepdim=False, *, dtype=None):
+        return wrap(self._ex.prod(self._n, dim, keepdim, dtype=dtype), self._ex)
+
+    def _moment(self, op, dim, unbiased, keepdim, correction):
+        if isinstance(dim, bool):  # legacy std(unbiased)
+            dim, unbiased = None, dim
+        if correction is None:
+            correction = 0 if unbiased is False else 1
+        return wrap(getattr(self._ex, op)(self._n, dim, correction, keepdim), self._ex)
+
+    def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        return self._moment("var", dim, unbiased, keepdim, correction)
+
+    def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        return self._moment("std", dim, unbiased, keepdim, correction)
+
+    def _extreme(self, which, dim, keepdim):
+        ex = self._ex
+        if dim is None:
+            return wrap(getattr(ex, f"a{which}")(self._n, (), False), ex)
+        if dim.__class__ is Tensor:
+            return wrap(getattr(ex, f"{which}imum")(self._n, operand(self, dim, which)), ex)
+        values, indices = getattr(ex, f"{which}_dim")(self._n, dim, keepdim)
+        return getattr(return_types, which)(wrap(values, ex), wrap(indices, ex))
+
+    def max(self, dim=None, keepdim=False):
+        """``max()``, ``max(dim, keepdim)`` -> (values, indices), or ``max(other)`` elementwise."""
+        return self._extreme("max", dim, keepdim)
+
+    def min(self, dim=None, keepdim=False):
+        """``min()``, ``min(dim, keepdim)`` -> (values, indices), or ``min(other)`` elementwise."""
+        return self._extreme("min", dim, keepdim)
+
+    def amax(self, dim=(), keepdim=False):
+        return wrap(self._ex.amax(self._n, dim, keepdim), self._ex)
+
+    def amin(self, dim=(), keepdim=False):
+        return wrap(self._ex.amin(self._n, dim, keepdim), self._ex)
+
+    def argmax(self, dim=None, keepdim=False):
+        return wrap(self._ex.argmax(self._n, dim, keepdim), self._ex)
+
+    def argmin(self, dim=None, keepdim=False):
+        return wrap(self._ex.argmin(self._n, dim, keepdim), self._ex)
+
+    def all(self, dim=None, keepdim=False):
+        return wrap(self._ex.all(self._n, dim, keepdim), self._ex)
+
+    def any(self, dim=None, keepdim=False):
+        return wrap(self._ex.any(self._n, dim, keepdim), self._ex)
+
+    # shapes ---------------------------------------------------------------------------
+    def reshape(self, *shape):
+        return wrap(self._ex.reshape(self._n, shape_args(shape, "reshape")), self._ex)
+
+    def view(self, *shape):
+        if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list)) and not hasattr(shape[0], "__len__"):
+            raise TdxTypeError(f"view(): expected a shape, got {shape[0]!r} (view(dtype) is not supported)")
+        return wrap(self._ex.view(self._n, shape_args(shape, "view")), self._ex)
+
+    def reshape_as(self, other):
+        return self.reshape(other.shape)
+
+    def view_as(self, other):
+        return self.view(other.shape)
+
+    def permute(self, *dims):
+        return wrap(self._ex.permute(self._n, shape_args(dims, "permute")), self._ex)
+
+    def transpose(self, dim0, dim1):
+        return wrap(self._ex.transpose(self._n, dim0, dim1), self._ex)
+
+    swapaxes = swapdims = transpose
+
+    def t(self):
+        if self._n.ndim > 2:
+            raise TdxValueError(f"t() expects a tensor with <= 2 dimensions, but self is {self._n.ndim}D")
+        return self if self._n.ndim < 2 else self.transpose(0, 1)
+
+    @property
+    def T(self):  # noqa: N802 - torch's name
+        return self.permute(tuple(range(self._n.ndim - 1, -1, -1)))
+
+    @property
+    def mT(self):  # noqa: N802 - torch's name
+        return self.transpose(-2, -1)
+
+    def squeeze(self, dim=None):
+        return wrap(self._ex.squeeze(self._n, dim), self._ex)
+
+    def unsqueeze(self, dim):
+        return wrap(self._ex.unsqueeze(self._n, dim), self._ex)
+
+    def flatten(self, start_dim=0, end_dim=-1):
+        return wrap(self._ex.flatten(self._n, start_dim, end_dim), self._ex)
+
+    def ravel(self):
+        return self.flatten()
+
+    def expand(self, *sizes):
+        return wrap(self._ex.expand(self._n, shape_args(sizes, "expand")), self._ex)
+
+    def expand_as(self, other):
+        return self.expand(other.shape)
+
+    def contiguous(self):
+        n = self._ex.contiguous(self._n)
+        return self if n is self._n else wrap(n, self._ex)
+
+    def split(self, split_size_or_sections, dim=0):
+        """Pieces of ``split_size`` along ``dim`` (the last one smaller), or of the listed sizes."""
+        from .backends.base import norm_dim
+
+        n = self.shape[norm_dim(dim, self._n.ndim)] if self._n.ndim else 0
+        if isinstance(split_size_or_sections, int):
+            step = split_size_or_sections
+            if step <= 0:
+                raise TdxValueError(f"split expects split_size be non-negative, but got split_size={step}")
+            sizes = [step] * (n // step) + ([n % step] if n % step or n == 0 else [])
+        else:
+            sizes = [int(s) for s in split_size_or_sections]
+        return tuple(wrap(p, self._ex) for p in self._ex.split(self._n, sizes, dim))
+
+    def chunk(self, chunks, dim=0):
+        if not isinstance(chunks, int) or chunks <= 0:
+            raise TdxValueError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+        from .backends.base import norm_dim
+
+        n = self.shape[norm_dim(dim, self._n.ndim)]
+        return self.split(max(1, -(-n // chunks)), dim)
+
+    def type(self, dtype=None):
+        if dtype is None:
+            return f"tdx.{self.dtype.name.capitalize()}Tensor"
+        return self.to(D.as_dtype(dtype))
+
+
+for _name in UNARY:
+    setattr(TensorMethods, _name, _unary(_name))
+for _name, _torch_name in BINARY.items():
+    setattr(TensorMethods, _torch_name, _binary(_name, _torch_name))
+for _alias, _target in ALIASES.items():
+    setattr(TensorMethods, _alias, getattr(TensorMethods, _target))

@@ -1,0 +1,257 @@
+"""Executor registry, device resolution and translation, and the ``torch.backends`` mirrors.
+
+Providers come from the ``tdx.backends`` entry-point group (the built-ins register the
+same way). Executors are built on first use, one per device, and cached; a requested
+device that is not available is translated through the config's ``device_map`` and then
+``fallback`` (one ``UserWarning`` per translation), or refused when ``strict = true``.
+
+The flag modules named in ``_MIRRORS`` (``tdx.backends.cuda`` ...) are imported on
+attribute access. Nothing here imports a framework until a device is asked for.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+import warnings
+
+from .. import config as _config
+from .._device import as_device, context_device
+from .._errors import BackendNotFoundError, DeviceUnavailableError, TdxValueError
+from .base import Capabilities, DeviceStatus, Executor, Provider
+
+__all__ = ["register", "get", "available", "providers", "default_executor", "set_default_device",
+           "get_default_device", "Executor", "Provider", "Capabilities", "DeviceStatus"]
+
+_MIRRORS = ("cpu", "cuda", "cudnn", "cusparselt", "mha", "miopen", "mps", "mkl", "mkldnn", "nnpack",
+            "openmp", "opt_einsum", "kleidiai", "python_native", "quantized", "xnnpack", "xeon", "mlx")
+
+_lock = threading.RLock()
+_providers: dict = {}
+_by_type: dict = {}
+_executors: dict = {}    # canonical device name -> Executor
+_resolved: dict = {}     # requested device (str or device) -> Executor
+_statuses: dict = {}     # provider name -> list[DeviceStatus]
+_warned: set = set()
+_state = {"loaded": False, "explicit": None, "default": None}
+
+
+def register(provider: Provider, *, replace: bool = False) -> None:
+    """Add a provider (an instance or a class) of devices.
+
+    Raises:
+        TdxValueError: a provider of that name, or of one of its device types, exists and
+            ``replace`` is false.
+    """
+    if isinstance(provider, type):
+        provider = provider()
+    with _lock:
+        _load()
+        clash = [t for t in provider.device_types if t in _by_type and _by_type[t].name != provider.name]
+        if not replace and (provider.name in _providers or clash):
+            raise TdxValueError(f"a provider named {provider.name!r} or for device types {clash} "
+                                "is already registered; pass replace=True to override it")
+        _add(provider)
+        _forget()
+
+
+def _add(provider: Provider) -> None:
+    _providers[provider.name] = provider
+    for t in provider.device_types:
+        _by_type[t] = provider
+
+
+def _load() -> None:
+    if _state["loaded"]:
+        return
+    from importlib import metadata
+
+    for ep in metadata.entry_points(group="tdx.backends"):
+        obj = ep.load()
+        _add(obj() if isinstance(obj, type) else obj)
+    if not _providers:  # a source checkout without installed metadata
+        from .providers import BUILTIN
+
+        for p in BUILTIN:
+            _add(p)
+    _state["loaded"] = True
+
+
+def _forget() -> None:
+    _resolved.clear()
+    _statuses.clear()
+    _state["default"] = None
+
+
+_config.on_reload(_forget)
+
+
+def providers() -> dict:
+    """Registered providers by name."""
+    with _lock:
+        _load()
+        return dict(_providers)
+
+
+def available() -> list:
+    """Every known device with whether it is available and, if not, why.
+
+    Returns:
+        A list of :class:`DeviceStatus` rows (``cpu``, ``cuda:N``, ``mps``, ``mlx:gpu``, ``mlx:cpu``...).
+    """
+    with _lock:
+        _load()
+        rows = []
+        for p in _providers.values():
+            if p.name not in _statuses:
+                _statuses[p.name] = p.statuses()
+            rows += _statuses[p.name]
+        return rows
+
+
+def _status(name: str):
+    for row in available():
+        if row.device == name:
+            return row
+    return None
+
+
+def _canonical(dev) -> tuple:
+    """(canonical name, DeviceStatus or None) for a parsed device."""
+    _load()
+    provider = _by_type.get(dev.type)
+    if provider is None:
+        return str(dev), None
+    if dev.type == "cuda":
+        rows = [r for r in available() if r.device.split(":")[0] == "cuda"]
+        if not any(r.available for r in rows):  # no CUDA at all: its one row says why
+            return str(dev), rows[0] if rows else None
+    name = provider.canonical(dev)
+    row = _status(name)
+    if row is None:
+        known = ", ".join(r.device for r in available() if r.provider == provider.name)
+        row = DeviceStatus(name, False, f"no such device; {provider.name} knows {known}", provider.name)
+    return name, row
+
+
+def _executor(name: str) -> Executor:
+    ex = _executors.get(name)
+    if ex is None:
+        provider = _by_type[as_device(name).type]
+        ex = _executors[name] = provider.executor(name)
+        from .._random import on_new_executor
+
+        on_new_executor(ex)
+    return ex
+
+
+def _translate(requested, why: str) -> Executor:
+    cfg = _config.current()
+    if cfg["strict"]:
+        raise DeviceUnavailableError(
+            f"device {str(requested)!r} is not available ({why}) and strict = true in "
+            f"{cfg.origin['strict']}; available: {', '.join(r.device for r in available() if r.available)}")
+    dev = as_device(requested)
+    mapping = cfg["device_map"]
+    candidates = [(mapping[k], f"device_map in {cfg.origin['device_map']}")
+                  for k in (str(dev), dev.type) if k in mapping]
+    candidates += [(c, f"fallback in {cfg.origin['fallback']}") for c in cfg["fallback"]]
+    for target, source in candidates:
+        name, row = _canonical(as_device(target))
+        if row is not None and row.available:
+            key = (str(dev), name)
+            if key not in _warned:
+                _warned.add(key)
+                warnings.warn(f"tdx: device {str(dev)!r} is not available ({why}); running on "
+                              f"{name!r} instead ({source})", UserWarning, stacklevel=_user_level())
+            return _executor(name)
+    raise DeviceUnavailableError(
+        f"device {str(dev)!r} is not available ({why}) and no device in device_map or fallback "
+        f"({', '.join(c for c, _ in candidates)}) is available")
+
+
+def _user_level() -> int:
+    """The ``stacklevel`` that points a warning at the first frame outside tdx."""
+    import sys
+
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("tdx."):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def get(dev=None) -> Executor:
+    """The executor for a device request, translating unavailable devices per the config.
+
+    Args:
+        dev: a device string, int or ``tdx.device``; None means the default device.
+
+    Raises:
+        DeviceUnavailableError: the device is unavailable and cannot be translated.
+        InvalidDeviceError: ``dev`` does not parse.
+    """
+    if dev is None:
+        return default_executor()
+    ex = _resolved.get(dev)
+    if ex is not None:
+        return ex
+    with _lock:
+        _load()
+        parsed = as_device(dev)
+        if parsed.type == "cpu" and parsed.index is None and "cpu" in _executors:
+            ex = _executors["cpu"]
+        else:
+            name, row = _canonical(parsed)
+            if row is not None and row.available:
+                ex = _executor(name)
+            else:
+                ex = _translate(parsed, row.reason if row is not None else "no provider for this device type")
+        _resolved[dev] = ex
+        return ex
+
+
+def set_default_device(dev) -> None:
+    """Set the device factory functions use when none is given (None: back to the config's)."""
+    with _lock:
+        _state["explicit"] = None if dev is None else as_device(dev)
+        _state["default"] = None
+
+
+def default_executor() -> Executor:
+    """The executor for the current default device (thread context > explicit > config)."""
+    ctx = context_device()
+    if ctx is not None:
+        return get(ctx)
+    ex = _state["default"]
+    if ex is None:
+        with _lock:
+            if _state["explicit"] is not None:
+                ex = get(_state["explicit"])
+            else:
+                want = _config.current()["default_device"]
+                ex = _auto() if want == "auto" else get(want)
+            _state["default"] = ex
+    return ex
+
+
+def _auto() -> Executor:
+    order = _config.current()["fallback"]
+    for target in order:
+        name, row = _canonical(as_device(target))
+        if row is not None and row.available:
+            return _executor(name)
+    raise DeviceUnavailableError(f"default_device 'auto': none of {', '.join(order)} is available; "
+                                 "install tdx[torch] or tdx[mlx]")
+
+
+def get_default_device():
+    """The ``tdx.device`` factory functions use when none is given."""
+    return default_executor().device
+
+
+def __getattr__(name: str):
+    if name in _MIRRORS:
+        module = importlib.import_module(f"{__name__}.{name}")
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module 'tdx.backends' has no attribute {name!r}")

@@ -1,0 +1,257 @@
+"""Shared machinery of the ``torch.backends`` mirrors (``tdx.backends.cudnn`` and friends).
+
+A mirror answers from torch's own state when torch is present and from tdx-side state when
+it is not. A value set while torch is absent is kept here and applied when torch loads:
+the torch executor calls :func:`on_torch_loaded`, and any later query that finds torch
+imported applies it first. Switches that steer tdx's own kernels (the SDP enables, the
+MHA fast path, ``opt_einsum``) are :class:`Flag` objects with ``load=False``: reading or
+writing them never imports torch, so an MLX-only process can consult them for free.
+
+This module must never import torch or mlx when it is imported, and must never import
+torch to answer a ``load=False`` flag.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+import threading
+import types
+import warnings
+
+from .._errors import TdxError
+
+__all__ = ["BackendUnavailableError", "FlagValueError", "Flag", "FP32Precision", "torch_loaded",
+           "torch_module", "require_torch", "torch_backend", "defer", "pending", "on_torch_loaded",
+           "mlx_core", "installed", "check_bool", "check_precision", "flag_property", "install"]
+
+_lock = threading.RLock()
+_pending: dict = {}  # key -> (description, apply(torch))
+_state = {"synced": None, "import_failed": False, "installed": {}}
+
+PRECISIONS = ("ieee", "tf32", "bf16", "none")
+
+
+class BackendUnavailableError(TdxError, RuntimeError, AssertionError):
+    """A call needs a device or library this process does not have.
+
+    torch raises ``AssertionError`` ("Torch not compiled with CUDA enabled") or
+    ``RuntimeError`` in the same situations; this error is both.
+    """
+
+
+class FlagValueError(TdxError, RuntimeError):
+    """A backend setting got a value torch would refuse (torch raises ``RuntimeError``)."""
+
+
+def installed(name: str) -> bool:
+    """Whether a top-level package can be imported, without importing it.
+
+    Args:
+        name: a top-level module name such as ``"torch"`` or ``"mlx"``.
+    """
+    if name in sys.modules:
+        return sys.modules[name] is not None
+    cache = _state["installed"]
+    if name not in cache:
+        try:
+            cache[name] = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            cache[name] = False
+    return cache[name]
+
+
+def torch_loaded():
+    """torch if it is imported and fully initialized, else None; never imports it.
+
+    The first time it sees torch, values set while torch was absent are applied.
+    """
+    mod = sys.modules.get("torch")
+    if mod is None:
+        return None
+    spec = getattr(mod, "__spec__", None)
+    if getattr(spec, "_initializing", False) or not hasattr(mod, "backends"):
+        return None
+    if _state["synced"] is not mod:
+        _apply_pending(mod)
+    return mod
+
+
+def torch_module():
+    """torch, imported on first need when it is installed; None when it cannot be imported."""
+    mod = torch_loaded()
+    if mod is not None or _state["import_failed"] or not installed("torch"):
+        return mod
+    try:
+        importlib.import_module("torch")
+    except ImportError:
+        _state["import_failed"] = True
+        return None
+    return torch_loaded()
+
+
+def require_torch(what: str):
+    """torch, or a :class:`BackendUnavailableError` saying that ``what`` needs it."""
+    mod = torch_module()
+    if mod is None:
+        raise BackendUnavailableError(f"{what} needs torch, which cannot be imported in this "
+                                      "process; install it with: pip install 'tdx[torch]'")
+    return mod
+
+
+def torch_backend(torch, name: str):
+    """torch's ``torch.backends.<name>`` module (some are not imported by ``import torch``)."""
+    mod = getattr(torch.backends, name, None)
+    if isinstance(mod, types.ModuleType):
+        return mod
+    return importlib.import_module(f"torch.backends.{name}")
+
+
+def mlx_core():
+    """``mlx.core`` when MLX is installed (importing it), else None."""
+    if not installed("mlx"):
+        return None
+    try:
+        return importlib.import_module("mlx.core")
+    except ImportError:
+        return None
+
+
+def defer(key: str, description: str, apply) -> None:
+    """Keep ``apply(torch)`` to run when torch loads; a later call with the same key replaces it.
+
+    Args:
+        key: identifies the setting ("cudnn.enabled").
+        description: shown in the warning if torch refuses the value.
+        apply: a callable taking the torch module.
+    """
+    with _lock:
+        _pending.pop(key, None)
+        _pending[key] = (description, apply)
+
+
+def pending() -> list:
+    """Descriptions of the values waiting for torch, in the order they were set."""
+    with _lock:
+        return [d for d, _ in _pending.values()]
+
+
+def _apply_pending(torch) -> None:
+    with _lock:
+        if _state["synced"] is torch:
+            return
+        _state["synced"] = torch
+        items = list(_pending.values())
+        _pending.clear()
+    for description, apply in items:
+        try:
+            apply(torch)
+        except (RuntimeError, ValueError, TypeError, AttributeError) as e:
+            warnings.warn(f"tdx: torch refused {description} set before it loaded: {e}",
+                          UserWarning, stacklevel=3)
+
+
+def on_torch_loaded() -> None:
+    """Apply every value set while torch was absent; the torch executor calls this after importing torch."""
+    torch_loaded()
+
+
+class Flag:
+    """One setting shared by tdx and torch.
+
+    Args:
+        key: unique name, also used for the pending value ("cudnn.enabled").
+        default: the answer while torch is absent and nothing was set.
+        get: ``get(torch)`` reads torch's value.
+        put: ``put(torch, value)`` writes torch's value.
+        check: ``check(value)`` validates a value set while torch is absent and returns the
+            value to keep; it raises what torch would.
+        load: whether a read may import torch. False for switches of tdx's own kernels.
+    """
+
+    __slots__ = ("key", "value", "get", "put", "check", "load")
+
+    def __init__(self, key, default, get, put, check=None, load=True):
+        self.key, self.value, self.get, self.put, self.check, self.load = key, default, get, put, check, load
+
+    def read(self):
+        """torch's value when torch is present (imported on need if ``load``), else tdx's."""
+        torch = torch_module() if self.load else torch_loaded()
+        return self.value if torch is None else self.get(torch)
+
+    def write(self, value) -> None:
+        """Set torch's value if torch is loaded, else keep it for when torch loads."""
+        torch = torch_loaded()
+        if torch is not None:
+            self.put(torch, value)
+            return
+        if self.check is not None:
+            value = self.check(value)
+        self.value = value
+        defer(self.key, f"{self.key} = {value!r}", lambda t: self.put(t, value))
+
+
+def check_bool(api: str):
+    """A validator that accepts only bools, failing as torch's setter ``api`` does."""
+    def check(value):
+        if not isinstance(value, bool):
+            raise FlagValueError(f"{api} expects a bool, but got {type(value).__name__}")
+        return value
+    return check
+
+
+def check_precision(value):
+    """Validate an ``fp32_precision`` value as torch does."""
+    if value not in PRECISIONS:
+        raise FlagValueError(f"Unknown precision: {value}; expected one of {', '.join(PRECISIONS)}")
+    return value
+
+
+def flag_property(flag: Flag, doc: str = "") -> property:
+    """A module-class property reading and writing ``flag``."""
+    return property(lambda self: flag.read(), lambda self, value: flag.write(value), doc=doc or flag.key)
+
+
+def read_only_property(fget, doc: str) -> property:
+    """A property whose assignment fails as torch's read-only backend attributes do."""
+    def refuse(self, value):
+        raise FlagValueError("Assignment not supported")
+    return property(lambda self: fget(), refuse, doc=doc)
+
+
+def install(module_name: str, cls: type) -> None:
+    """Give the module ``module_name`` the class ``cls`` so its properties work on the module."""
+    sys.modules[module_name].__class__ = cls
+
+
+class FP32Precision:
+    """An object whose ``fp32_precision`` attribute is one precision setting (torch's ``_FP32Precision``).
+
+    Args:
+        backend: torch's backend name (``"cuda"``, ``"mkldnn"``).
+        op: torch's op name (``"conv"``, ``"matmul"``, ``"rnn"``).
+        get: ``get(torch)`` returns torch's object that holds the setting.
+        default: the value while torch is absent.
+    """
+
+    __slots__ = ("_flag",)
+
+    def __init__(self, backend: str, op: str, get, default: str = "none"):
+        flag = Flag(f"{backend}.{op}.fp32_precision", default,
+                    lambda t: get(t).fp32_precision,
+                    lambda t, v: setattr(get(t), "fp32_precision", v), check_precision)
+        object.__setattr__(self, "_flag", flag)
+
+    def __getattr__(self, name):
+        if name == "fp32_precision":
+            return self._flag.read()
+        raise AttributeError("Unknown attribute " + name)
+
+    def __setattr__(self, name, value):
+        if name != "fp32_precision":
+            raise AttributeError("Unknown attribute " + name)
+        self._flag.write(value)
+
+    def __repr__(self) -> str:
+        return f"<fp32_precision setting {self._flag.key!r}>"

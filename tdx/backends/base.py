@@ -1,0 +1,155 @@
+"""The executor base class and capability flags.
+
+An executor runs tdx ops on one device with one framework's native arrays. The base
+class holds the defaults; each executor overrides only what differs. Code and tests
+decide by asking :class:`Capabilities`, never by comparing executor names.
+This module must never import a framework.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .. import _dtypes as D
+from .._errors import DtypeError, TdxIndexError, UnsupportedOpError
+
+
+def norm_dim(d: int, ndim: int) -> int:
+    """A dim in ``[-ndim, ndim)`` made non-negative (0-d tensors accept -1 and 0), as torch.
+
+    Raises:
+        TdxIndexError: ``d`` is out of range, with torch's message.
+    """
+    n = max(ndim, 1)
+    if not -n <= d < n:
+        raise TdxIndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                            f"but got {d})")
+    return d % n
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What an executor can do, consulted instead of its name.
+
+    Attributes:
+        dtypes: names of the tdx dtypes the executor stores.
+        float64: float64 arithmetic is available.
+        native_autograd: the framework records gradients itself (no tdx tape needed).
+        mutable: native arrays can be written in place (views share writes).
+        dlpack_zero_copy_import: importing a host DLPack capsule shares memory.
+        dlpack_zero_copy_export: exporting to a host consumer shares memory.
+        asynchronous: work is queued or lazy; hand-offs must synchronize.
+        sdpa_kernels: names of native attention kernels the executor has.
+    """
+
+    dtypes: frozenset
+    float64: bool = True
+    native_autograd: bool = False
+    mutable: bool = True
+    dlpack_zero_copy_import: bool = False
+    dlpack_zero_copy_export: bool = True
+    asynchronous: bool = False
+    sdpa_kernels: tuple = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class DeviceStatus:
+    """One row of ``tdx.backends.available()``."""
+
+    device: str
+    available: bool
+    reason: str
+    provider: str
+
+    def __str__(self) -> str:
+        state = "available" if self.available else f"unavailable: {self.reason}"
+        return f"{self.device:<10} {self.provider:<6} {state}"
+
+
+class Provider:
+    """What an entry point in the ``tdx.backends`` group names: a light, import-free
+    description of a family of devices, which builds executors on demand.
+
+    Subclasses set ``name``, ``device_types`` and ``module`` (the executor module, imported
+    on first use), and implement :meth:`statuses`.
+    """
+
+    name = "?"
+    device_types: tuple = ()
+    module = ""
+    framework = ""
+
+    def statuses(self) -> list:
+        """Every device this provider knows, available or not (may import the framework)."""
+        raise NotImplementedError
+
+    def canonical(self, dev) -> str:
+        """The concrete device name a request resolves to (``cuda`` -> ``cuda:0``)."""
+        return str(dev)
+
+    def executor(self, name: str):
+        """Build the executor for an available canonical device name."""
+        import importlib
+
+        return importlib.import_module(self.module).make_executor(name)
+
+    def version(self):
+        """The framework's version string, or None when it is not installed."""
+        from importlib import metadata
+
+        try:
+            return metadata.version(self.framework)
+        except metadata.PackageNotFoundError:
+            return None
+
+
+class Executor:
+    """Runs ops on one device. Subclasses bind native functions; see the executor modules.
+
+    Attributes:
+        name: the provider family (``"torch"``, ``"mlx"``).
+        device: the ``tdx.device`` this executor runs on.
+        caps: its :class:`Capabilities`.
+    """
+
+    name = "?"
+    caps = Capabilities(dtypes=frozenset())
+
+    def __init__(self, device):
+        self.device = device
+        self._to_native = {}
+        self._from_native = {}
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.device}>"
+
+    # dtype mapping -----------------------------------------------------------------
+    def _bind_dtypes(self, table: dict) -> None:
+        """Fill the dtype maps from ``{tdx dtype: native dtype}``, limited to ``caps.dtypes``."""
+        for d, native in table.items():
+            if d.name in self.caps.dtypes:
+                self._to_native[d] = native
+                self._from_native[native] = d
+
+    def native_dtype(self, d):
+        """The native dtype for tdx dtype ``d``.
+
+        Raises:
+            DtypeError: the executor cannot hold ``d``.
+        """
+        try:
+            return self._to_native[d]
+        except KeyError:
+            d = D.as_dtype(d)
+            if d in self._to_native:
+                return self._to_native[d]
+            raise DtypeError(
+                f"{d!r} is not supported on {self.device}; supported: "
+                + ", ".join(sorted(self.caps.dtypes))) from None
+
+    def dtype(self, x):
+        """The tdx dtype of native array ``x``."""
+        return self._from_native[x.dtype]
+
+    def unsupported(self, what: str):
+        return UnsupportedOpError(f"{what} is not supported on {self.device} ({self.name} executor)")

@@ -1,0 +1,194 @@
+"""The MLX executor: tdx ops on MLX arrays, with torch's semantics.
+
+MLX promotes, reduces and indexes a little differently from torch; this executor
+makes every result match torch's (dtype promotion from ``tdx._dtypes``, int64 indices,
+bounds checks, torch's reductions). Every op names its stream, so an ``mlx:cpu`` tensor
+stays on the CPU even where MLX's default device is the GPU. Imported the first time an
+MLX device is used; it must never import torch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import mlx.core as mx
+
+from .. import _dtypes as D
+from .._errors import DtypeError, UnsupportedOpError
+from .base import Capabilities, Executor
+from .mlx_ops import MLXOps
+
+_TABLE = {
+    D.bool_: mx.bool_, D.uint8: mx.uint8, D.int8: mx.int8, D.int16: mx.int16, D.int32: mx.int32,
+    D.int64: mx.int64, D.float16: mx.float16, D.bfloat16: mx.bfloat16, D.float32: mx.float32,
+    D.float64: mx.float64, D.complex64: mx.complex64,
+}
+_NP_NAME = {d: d.name if d is not D.bool_ else "bool" for d in _TABLE}
+
+
+class MLXExecutor(MLXOps, Executor):
+    """Runs tdx ops with MLX on its GPU or its CPU."""
+
+    name = "mlx"
+
+    def __init__(self, device):
+        gpu = device.kind == "gpu"
+        names = frozenset(d.name for d in _TABLE)
+        self.caps = Capabilities(
+            dtypes=names - {"float64"} if gpu else names,
+            float64=not gpu,
+            native_autograd=False,
+            mutable=False,
+            dlpack_zero_copy_import=False,
+            dlpack_zero_copy_export=not gpu,
+            asynchronous=True,
+            sdpa_kernels=("mlx_fused",),
+        )
+        super().__init__(device)
+        self.s = mx.gpu if gpu else mx.cpu
+        self._bind_dtypes(_TABLE)
+
+    # creation -------------------------------------------------------------------------
+    def _nd(self, dtype):
+        return self.native_dtype(dtype)
+
+    def from_data(self, data, dtype, requires_grad=False):
+        self._no_grad(requires_grad)
+        if isinstance(data, np.ndarray):
+            arr = data
+            dtype = dtype or D.as_dtype(arr.dtype.name)
+        else:
+            arr = np.asarray(data)
+            dtype = dtype or infer_dtype(arr)
+        return self.from_host(arr, dtype)
+
+    def from_host(self, arr: np.ndarray, dtype):
+        """Copy a NumPy array into MLX as tdx dtype ``dtype`` (or its own dtype if None)."""
+        if dtype is None:
+            dtype = D.as_dtype(arr.dtype.name)
+        nd = self._nd(dtype)
+        if arr.dtype.kind == "c" and not dtype.is_complex:
+            arr = arr.real
+        src = arr if arr.dtype.name in ("bool", "uint8", "int8", "int16", "int32", "int64", "float16",
+                                         "float32", "float64", "complex64") else arr.astype(np.float64)
+        if src.dtype == np.float64 and dtype is not D.float64:
+            src = src.astype(np.float32 if dtype is not D.complex64 else np.complex64)
+        if src.dtype == np.complex128:
+            src = src.astype(np.complex64)
+        out = mx.array(np.ascontiguousarray(src))
+        return out if out.dtype == nd else out.astype(nd, stream=self.s)
+
+    def _no_grad(self, requires_grad):
+        if requires_grad:
+            raise UnsupportedOpError(f"requires_grad=True is not supported yet on {self.device}")
+
+    def zeros(self, shape, dtype, requires_grad=False):
+        self._no_grad(requires_grad)
+        return mx.zeros(shape, self._nd(dtype), stream=self.s)
+
+    def ones(self, shape, dtype, requires_grad=False):
+        self._no_grad(requires_grad)
+        return mx.ones(shape, self._nd(dtype), stream=self.s)
+
+    empty = zeros
+
+    def full(self, shape, value, dtype, requires_grad=False):
+        self._no_grad(requires_grad)
+        return mx.full(shape, mx.array(value, self._nd(dtype)), self._nd(dtype), stream=self.s)
+
+    def arange(self, start, end, step, dtype, requires_grad=False):
+        self._no_grad(requires_grad)
+        if step == 0:
+            raise DtypeError("arange: step must be nonzero")
+        if D.is_floating(dtype) or any(isinstance(v, float) for v in (start, end, step)):
+            n = max(0, int(np.ceil((end - start) / step)))
+            out = mx.arange(n, dtype=mx.float64 if self.caps.float64 else mx.float32, stream=self.s)
+            out = out * step + start
+            return out.astype(self._nd(dtype), stream=self.s)
+        return mx.arange(start, end, step, dtype=self._nd(dtype), stream=self.s)
+
+    def linspace(self, start, end, steps, dtype, requires_grad=False):
+        self._no_grad(requires_grad)
+        wide = mx.float32 if dtype in (D.float16, D.bfloat16) or not self.caps.float64 else mx.float64
+        out = mx.linspace(start, end, steps, dtype=wide, stream=self.s)
+        return out.astype(self._nd(dtype), stream=self.s)
+
+    def eye(self, n, m, dtype, requires_grad=False):
+        self._no_grad(requires_grad)
+        return mx.eye(n, m, dtype=self._nd(dtype), stream=self.s)
+
+    def _no_generator(self, generator):
+        if generator is not None:
+            raise UnsupportedOpError(f"generator= is not supported yet on {self.device}")
+
+    def rand(self, shape, dtype, generator=None):
+        self._no_generator(generator)
+        return mx.random.uniform(shape=shape, dtype=self._nd(dtype), stream=self.s)
+
+    def randn(self, shape, dtype, generator=None):
+        self._no_generator(generator)
+        return mx.random.normal(shape, dtype=self._nd(dtype), stream=self.s)
+
+    def randint(self, low, high, shape, dtype, generator=None):
+        self._no_generator(generator)
+        return mx.random.randint(low, high, shape, dtype=self._nd(dtype), stream=self.s)
+
+    def manual_seed(self, seed: int) -> None:
+        mx.random.seed(seed)
+
+    # conversion -----------------------------------------------------------------------
+    @staticmethod
+    def shape(x):
+        return tuple(x.shape)
+
+    def astype(self, x, dtype):
+        nd = self._nd(dtype)
+        return x if x.dtype == nd else x.astype(nd, stream=self.s)
+
+    def numpy(self, x):
+        if x.dtype == mx.bfloat16:
+            raise DtypeError("Got unsupported ScalarType BFloat16: NumPy has no bfloat16; "
+                             "call .float() first")
+        return np.array(x, copy=False)
+
+    def host_numpy(self, x):
+        """A NumPy view or copy of ``x`` (bfloat16 widened to float32)."""
+        if x.dtype == mx.bfloat16:
+            x = x.astype(mx.float32, stream=self.s)
+        return np.array(x, copy=False)
+
+    @staticmethod
+    def item(x):
+        if x.size != 1:
+            raise ValueError(f"a Tensor with {x.size} elements cannot be converted to Scalar")
+        return x.item()
+
+    @staticmethod
+    def tolist(x):
+        return x.tolist()
+
+    def synchronize(self) -> None:
+        mx.synchronize(self.s)
+
+    def clone(self, x):
+        return mx.array(x)  # a new array object; MLX arrays are values
+
+
+def infer_dtype(arr: np.ndarray):
+    """The tdx dtype torch.tensor() would give data that NumPy parsed as ``arr``."""
+    kind = arr.dtype.kind
+    if kind == "b":
+        return D.bool_
+    if kind in "iu":
+        return D.int64
+    if kind == "f":
+        return D.get_default_dtype()
+    if kind == "c":
+        return D.default_complex()
+    raise DtypeError(f"could not infer a dtype from data of NumPy kind {arr.dtype!r}; "
+                     "accepted: bool, int, float, complex")
+
+
+def make_executor(name: str) -> MLXExecutor:
+    from .._device import device
+
+    return MLXExecutor(device(name))

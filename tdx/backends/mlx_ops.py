@@ -1,0 +1,560 @@
+"""torch-semantics ops over MLX arrays: elementwise math, reductions, shapes, indexing.
+
+A mixin of :class:`tdx.backends.mlx_executor.MLXExecutor`: methods take and return MLX
+arrays and rely on ``self.s`` (the stream), ``self._nd`` and ``self._from_native``.
+Promotion follows ``tdx._dtypes``; dims are checked as torch checks them. It must never
+import torch.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import mlx.core as mx
+
+from .. import _dtypes as D
+from .base import norm_dim
+from .._errors import (DtypeMismatchError, OpDtypeError, ShapeError, TdxIndexError,
+                       TdxTypeError, TdxValueError)
+
+_SCALARS = (bool, int, float, complex)
+_INTS = frozenset((mx.bool_, mx.uint8, mx.int8, mx.int16, mx.int32, mx.int64))
+
+
+def _dims(dim, ndim):
+    """torch's ``dim`` argument (None, (), int, sequence) as an MLX axis list or None (all)."""
+    if dim is None:
+        return None
+    if isinstance(dim, int):
+        return [norm_dim(dim, ndim)] if ndim else None
+    dims = [norm_dim(d, ndim) for d in dim]
+    if len(set(dims)) != len(dims):
+        raise ShapeError(f"dim {dims} appears multiple times in the list of dims")
+    return dims or None if ndim else None
+
+
+class MLXOps:
+    """Ops with torch's semantics, mixed into the MLX executor."""
+
+    # promotion ------------------------------------------------------------------------
+    def _tdx(self, v):
+        return self._from_native[v.dtype]
+
+    def _promote(self, *vals):
+        """The torch result dtype of arrays and Python scalars in ``vals`` (None skipped)."""
+        dims, zeros, scalars = [], [], []
+        for v in vals:
+            if v is None:
+                continue
+            if isinstance(v, mx.array):
+                (dims if v.ndim else zeros).append(self._from_native[v.dtype])
+            elif isinstance(v, _SCALARS):
+                scalars.append(v)
+            else:
+                raise TdxTypeError(f"expected a Tensor or a Python scalar, got {type(v).__name__}")
+        return D.result_type(dims, zeros, scalars)
+
+    def _cast(self, v, d):
+        nd = self._nd(d)
+        if isinstance(v, mx.array):
+            return v if v.dtype == nd else v.astype(nd, stream=self.s)
+        return mx.array(v, dtype=nd)
+
+    def _args(self, a, b):
+        if type(a) is mx.array and type(b) is mx.array and a.dtype == b.dtype:
+            return a, b, self._from_native[a.dtype]
+        rt = self._promote(a, b)
+        return self._cast(a, rt), self._cast(b, rt), rt
+
+    # binary arithmetic ----------------------------------------------------------------
+    def add(self, a, b):
+        a, b, _ = self._args(a, b)
+        return mx.add(a, b, stream=self.s)
+
+    def sub(self, a, b):
+        a, b, rt = self._args(a, b)
+        if rt is D.bool_:
+            raise OpDtypeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                               "Use the `^` or `logical_xor()` operator instead.")
+        return mx.subtract(a, b, stream=self.s)
+
+    def mul(self, a, b):
+        a, b, _ = self._args(a, b)
+        return mx.multiply(a, b, stream=self.s)
+
+    def truediv(self, a, b):
+        rt = D.float_for(self._promote(a, b))
+        return mx.divide(self._cast(a, rt), self._cast(b, rt), stream=self.s)
+
+    def floordiv(self, a, b):
+        a, b, rt = self._args(a, b)
+        if rt is D.bool_:
+            raise OpDtypeError("\"div_floor\" not implemented for 'Bool'")
+        return mx.floor_divide(a, b, stream=self.s)
+
+    def remainder(self, a, b):
+        a, b, rt = self._args(a, b)
+        if rt is D.bool_:
+            raise OpDtypeError("\"remainder\" not implemented for 'Bool'")
+        return mx.remainder(a, b, stream=self.s)
+
+    def pow(self, a, b):
+        a, b, rt = self._args(a, b)
+        if D.is_integral(rt, include_bool=True) and bool(mx.any(b < 0)):
+            raise TdxValueError("Integers to negative integer powers are not allowed.")
+        return mx.power(a, b, stream=self.s)
+
+    def matmul(self, a, b):
+        if not (isinstance(a, mx.array) and isinstance(b, mx.array)):
+            raise TdxTypeError("matmul: both arguments must be tensors")
+        if a.ndim == 0 or b.ndim == 0:
+            raise ShapeError(f"both arguments to matmul need to be at least 1D, but they are "
+                             f"{a.ndim}D and {b.ndim}D")
+        if a.dtype != b.dtype:
+            raise DtypeMismatchError(f"expected m1 and m2 to have the same dtype, but got: "
+                                     f"{self._tdx(a).name} != {self._tdx(b).name}")
+        ka, kb = a.shape[-1], b.shape[-2] if b.ndim > 1 else b.shape[0]
+        if ka != kb:
+            raise ShapeError(f"mat1 and mat2 shapes cannot be multiplied ({a.shape} and {b.shape})")
+        if a.dtype in _INTS:
+            if a.dtype == mx.bool_:
+                raise OpDtypeError("\"addmm\" not implemented for 'Bool'")
+            out = np.matmul(np.array(a), np.array(b))
+            return mx.array(out).astype(a.dtype, stream=self.s)
+        return mx.matmul(a, b, stream=self.s)
+
+    def _compare(self, fn, a, b):
+        a, b, _ = self._args(a, b)
+        return fn(a, b, stream=self.s)
+
+    def eq(self, a, b):
+        return self._compare(mx.equal, a, b)
+
+    def ne(self, a, b):
+        return self._compare(mx.not_equal, a, b)
+
+    def lt(self, a, b):
+        return self._compare(mx.less, a, b)
+
+    def le(self, a, b):
+        return self._compare(mx.less_equal, a, b)
+
+    def gt(self, a, b):
+        return self._compare(mx.greater, a, b)
+
+    def ge(self, a, b):
+        return self._compare(mx.greater_equal, a, b)
+
+    def _bitwise(self, fn, name, a, b):
+        a, b, rt = self._args(a, b)
+        if not D.is_integral(rt, include_bool=True):
+            raise OpDtypeError(f"\"{name}\" not implemented for '{rt.name}'")
+        return fn(a, b, stream=self.s)
+
+    def and_(self, a, b):
+        return self._bitwise(mx.bitwise_and, "bitwise_and", a, b)
+
+    def or_(self, a, b):
+        return self._bitwise(mx.bitwise_or, "bitwise_or", a, b)
+
+    def xor(self, a, b):
+        return self._bitwise(mx.bitwise_xor, "bitwise_xor", a, b)
+
+    def lshift(self, a, b):
+        return self._bitwise(mx.left_shift, "lshift", a, b)
+
+    def rshift(self, a, b):
+        return self._bitwise(mx.right_shift, "rshift", a, b)
+
+    def maximum(self, a, b):
+        a, b, _ = self._args(a, b)
+        return mx.maximum(a, b, stream=self.s)
+
+    def minimum(self, a, b):
+        a, b, _ = self._args(a, b)
+        return mx.minimum(a, b, stream=self.s)
+
+    def atan2(self, a, b):
+        rt = D.float_for(self._promote(a, b))
+        return mx.arctan2(self._cast(a, rt), self._cast(b, rt), stream=self.s)
+
+    def logical_and(self, a, b):
+        return mx.logical_and(self._cast(a, D.bool_), self._cast(b, D.bool_), stream=self.s)
+
+    def logical_or(self, a, b):
+        return mx.logical_or(self._cast(a, D.bool_), self._cast(b, D.bool_), stream=self.s)
+
+    def logical_xor(self, a, b):
+        return mx.not_equal(self._cast(a, D.bool_), self._cast(b, D.bool_), stream=self.s)
+
+    def where(self, cond, a, b):
+        if not (isinstance(cond, mx.array) and cond.dtype == mx.bool_):
+            raise OpDtypeError("where expected condition to be a boolean tensor")
+        a, b, _ = self._args(a, b)
+        return mx.where(cond, a, b, stream=self.s)
+
+    def clamp(self, x, min=None, max=None):  # noqa: A002 - torch's names
+        if min is None and max is None:
+            raise TdxValueError("torch.clamp: At least one of 'min' or 'max' must not be None")
+        rt = self._promote(x, min, max)
+        out = self._cast(x, rt)
+        if min is not None:
+            out = mx.maximum(out, self._cast(min, rt), stream=self.s)
+        if max is not None:
+            out = mx.minimum(out, self._cast(max, rt), stream=self.s)
+        return out
+
+    def outer(self, a, b):
+        a, b, _ = self._args(a, b)
+        return mx.outer(a, b, stream=self.s)
+
+    def tril(self, x, diagonal=0):
+        return mx.tril(x, diagonal, stream=self.s)
+
+    def triu(self, x, diagonal=0):
+        return mx.triu(x, diagonal, stream=self.s)
+
+    # unary ----------------------------------------------------------------------------
+    def _float_in(self, x):
+        if x.dtype in _INTS:
+            return x.astype(self._nd(D.get_default_dtype()), stream=self.s)
+        return x
+
+    def neg(self, x):
+        if x.dtype == mx.bool_:
+            raise OpDtypeError("Negation, the `-` operator, on a bool tensor is not supported. "
+                               "If you are trying to invert a mask, use the `~` or `logical_not()` "
+                               "operator instead.")
+        return mx.negative(x, stream=self.s)
+
+    def abs(self, x):
+        return x if x.dtype == mx.bool_ else mx.abs(x, stream=self.s)
+
+    def sign(self, x):
+        return x if x.dtype == mx.bool_ else mx.sign(x, stream=self.s)
+
+    def square(self, x):
+        return mx.square(x.astype(mx.int64) if x.dtype == mx.bool_ else x, stream=self.s)
+
+    def positive(self, x):
+        return x
+
+    conj = positive
+
+    def relu(self, x):
+        if x.dtype == mx.bool_:
+            raise OpDtypeError("\"clamp_min_scalar_cpu\" not implemented for 'Bool'")
+        return mx.maximum(x, mx.array(0, x.dtype), stream=self.s)
+
+    def _rounding(self, fn, x):
+        return x if x.dtype in _INTS else fn(x, stream=self.s)
+
+    def floor(self, x):
+        return self._rounding(mx.floor, x)
+
+    def ceil(self, x):
+        return self._rounding(mx.ceil, x)
+
+    def round(self, x):
+        return self._rounding(mx.round, x)
+
+    def trunc(self, x):
+        if x.dtype in _INTS:
+            return x
+        return mx.where(x < 0, mx.ceil(x, stream=self.s), mx.floor(x, stream=self.s), stream=self.s)
+
+    def frac(self, x):
+        if x.dtype in _INTS:
+            raise OpDtypeError(f"\"frac_cpu\" not implemented for '{self._tdx(x).name}'")
+        return mx.subtract(x, self.trunc(x), stream=self.s)
+
+    def exp2(self, x):
+        x = self._float_in(x)
+        return mx.power(mx.array(2, x.dtype), x, stream=self.s)
+
+    def rsqrt(self, x):
+        return mx.rsqrt(self._float_in(x), stream=self.s)
+
+    def logical_not(self, x):
+        return mx.logical_not(x.astype(mx.bool_) if x.dtype != mx.bool_ else x, stream=self.s)
+
+    def bitwise_not(self, x):
+        if x.dtype == mx.bool_:
+            return mx.logical_not(x, stream=self.s)
+        if x.dtype not in _INTS:
+            raise OpDtypeError(f"\"bitwise_not_cpu\" not implemented for '{self._tdx(x).name}'")
+        return mx.bitwise_invert(x, stream=self.s)
+
+    def isnan(self, x):
+        return mx.isnan(x, stream=self.s) if x.dtype not in _INTS else mx.zeros(x.shape, mx.bool_)
+
+    def isinf(self, x):
+        return mx.isinf(x, stream=self.s) if x.dtype not in _INTS else mx.zeros(x.shape, mx.bool_)
+
+    def isfinite(self, x):
+        return mx.isfinite(x, stream=self.s) if x.dtype not in _INTS else mx.ones(x.shape, mx.bool_)
+
+    # reductions -----------------------------------------------------------------------
+    def _acc(self, x, dtype):
+        if dtype is not None:
+            return self._cast(x, D.as_dtype(dtype))
+        return x.astype(mx.int64, stream=self.s) if x.dtype in _INTS else x
+
+    def sum(self, x, dim=None, keepdim=False, dtype=None):
+        return mx.sum(self._acc(x, dtype), axis=_dims(dim, x.ndim), keepdims=keepdim, stream=self.s)
+
+    def prod(self, x, dim=None, keepdim=False, dtype=None):
+        return mx.prod(self._acc(x, dtype), axis=_dims(dim, x.ndim), keepdims=keepdim, stream=self.s)
+
+    def _need_float(self, x, op):
+        if x.dtype in _INTS:
+            raise OpDtypeError(f"{op}(): could not infer output dtype. Input dtype must be either a "
+                               f"floating point or complex dtype. Got: {self._tdx(x).name}")
+
+    def mean(self, x, dim=None, keepdim=False, dtype=None):
+        if dtype is None:
+            self._need_float(x, "mean")
+        return mx.mean(self._acc(x, dtype), axis=_dims(dim, x.ndim), keepdims=keepdim, stream=self.s)
+
+    def var(self, x, dim=None, correction=1, keepdim=False):
+        self._need_float(x, "var")
+        return mx.var(x, axis=_dims(dim, x.ndim), keepdims=keepdim, ddof=correction, stream=self.s)
+
+    def std(self, x, dim=None, correction=1, keepdim=False):
+        self._need_float(x, "std")
+        return mx.sqrt(self.var(x, dim, correction, keepdim), stream=self.s)
+
+    def _nonempty(self, x, dim, op):
+        if x.size == 0 and (dim is None or x.shape[norm_dim(dim, x.ndim)] == 0 if isinstance(dim, int)
+                            else True):
+            raise TdxIndexError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0 "
+                                "or the reduction dim to be non-empty.")
+
+    def amax(self, x, dim=(), keepdim=False):
+        self._nonempty(x, dim if isinstance(dim, int) else None, "amax")
+        return mx.max(x, axis=_dims(dim, x.ndim), keepdims=keepdim, stream=self.s)
+
+    def amin(self, x, dim=(), keepdim=False):
+        self._nonempty(x, dim if isinstance(dim, int) else None, "amin")
+        return mx.min(x, axis=_dims(dim, x.ndim), keepdims=keepdim, stream=self.s)
+
+    def _arg(self, fn, op, x, dim, keepdim):
+        self._nonempty(x, dim, op)
+        if dim is None:
+            out = fn(mx.reshape(x, (-1,), stream=self.s), stream=self.s)
+            if keepdim:
+                out = mx.reshape(out, (1,) * x.ndim, stream=self.s)
+        else:
+            out = fn(x, axis=norm_dim(dim, x.ndim) if x.ndim else None, keepdims=keepdim, stream=self.s)
+        return out.astype(mx.int64, stream=self.s)
+
+    def argmax(self, x, dim=None, keepdim=False):
+        return self._arg(mx.argmax, "argmax", x, dim, keepdim)
+
+    def argmin(self, x, dim=None, keepdim=False):
+        return self._arg(mx.argmin, "argmin", x, dim, keepdim)
+
+    def max_dim(self, x, dim, keepdim=False):
+        return self.amax(x, dim, keepdim), self._arg(mx.argmax, "max", x, dim, keepdim)
+
+    def min_dim(self, x, dim, keepdim=False):
+        return self.amin(x, dim, keepdim), self._arg(mx.argmin, "min", x, dim, keepdim)
+
+    def all(self, x, dim=None, keepdim=False):
+        return mx.all(x, axis=_dims(dim, x.ndim), keepdims=keepdim, stream=self.s)
+
+    def any(self, x, dim=None, keepdim=False):
+        return mx.any(x, axis=_dims(dim, x.ndim), keepdims=keepdim, stream=self.s)
+
+    # shapes ---------------------------------------------------------------------------
+    def reshape(self, x, shape):
+        shape = tuple(shape)
+        known = math.prod(s for s in shape if s != -1)
+        if shape.count(-1) > 1:
+            raise ShapeError("only one dimension can be inferred")
+        if (-1 in shape and (known == 0 or x.size % known)) or (-1 not in shape and known != x.size):
+            raise ShapeError(f"shape '{list(shape)}' is invalid for input of size {x.size}")
+        if -1 in shape:
+            shape = tuple(x.size // known if s == -1 else s for s in shape)
+        return mx.reshape(x, shape, stream=self.s)
+
+    view = reshape
+
+    def permute(self, x, dims):
+        dims = [norm_dim(d, x.ndim) for d in dims]
+        if sorted(dims) != list(range(x.ndim)):
+            raise ShapeError(f"permute(): dims {list(dims)} are not a permutation of the "
+                             f"{x.ndim} dims of the input")
+        return mx.transpose(x, dims, stream=self.s)
+
+    def transpose(self, x, dim0, dim1):
+        if x.ndim < 2:
+            norm_dim(dim0, x.ndim), norm_dim(dim1, x.ndim)
+            return x
+        axes = list(range(x.ndim))
+        a, b = norm_dim(dim0, x.ndim), norm_dim(dim1, x.ndim)
+        axes[a], axes[b] = axes[b], axes[a]
+        return mx.transpose(x, axes, stream=self.s)
+
+    def unsqueeze(self, x, dim):
+        return mx.expand_dims(x, norm_dim(dim, x.ndim + 1), stream=self.s)
+
+    def squeeze(self, x, dim=None):
+        if dim is None:
+            axes = [i for i, s in enumerate(x.shape) if s == 1]
+        else:
+            dims = [dim] if isinstance(dim, int) else list(dim)
+            axes = [d for d in (norm_dim(d, x.ndim) for d in dims) if x.ndim and x.shape[d] == 1]
+        return mx.squeeze(x, axes, stream=self.s) if axes else x
+
+    def flatten(self, x, start_dim=0, end_dim=-1):
+        if x.ndim == 0:
+            return mx.reshape(x, (1,), stream=self.s)
+        a, b = norm_dim(start_dim, x.ndim), norm_dim(end_dim, x.ndim)
+        if a > b:
+            raise ShapeError("flatten() has invalid args: start_dim cannot come after end_dim")
+        shape = x.shape[:a] + [math.prod(x.shape[a:b + 1])] + x.shape[b + 1:]
+        return mx.reshape(x, shape, stream=self.s)
+
+    def expand(self, x, shape):
+        shape = list(shape)
+        if len(shape) < x.ndim:
+            raise ShapeError(f"expand: the number of sizes provided ({len(shape)}) must be greater or "
+                             f"equal to the number of dimensions in the tensor ({x.ndim})")
+        lead = len(shape) - x.ndim
+        for i, have in enumerate(x.shape):
+            want = shape[lead + i]
+            if want == -1:
+                shape[lead + i] = have
+            elif have != 1 and want != have:
+                raise ShapeError(f"The expanded size of the tensor ({want}) must match the existing size "
+                                 f"({have}) at non-singleton dimension {lead + i}.  Target sizes: "
+                                 f"{list(shape)}.  Tensor sizes: {list(x.shape)}")
+        if any(s < 0 for s in shape):
+            raise ShapeError(f"expand: -1 is not allowed in a leading, non-existing dimension: {shape}")
+        return mx.broadcast_to(x, shape, stream=self.s)
+
+    def contiguous(self, x):
+        return x
+
+    def _same_dtype(self, xs):
+        rt = D.result_type([self._tdx(x) for x in xs])
+        return [self._cast(x, rt) for x in xs]
+
+    def cat(self, xs, dim=0):
+        xs = [x for x in xs if not (x.ndim == 1 and x.size == 0)] or list(xs[:1])
+        ref = xs[0]
+        d = norm_dim(dim, ref.ndim)
+        for i, x in enumerate(xs):
+            if x.ndim != ref.ndim or any(a != b for j, (a, b) in enumerate(zip(x.shape, ref.shape)) if j != d):
+                raise ShapeError(f"Sizes of tensors must match except in dimension {d}. Expected "
+                                 f"{list(ref.shape)} but got {list(x.shape)} for tensor number {i} in the list.")
+        return mx.concatenate(self._same_dtype(xs), axis=d, stream=self.s)
+
+    def stack(self, xs, dim=0):
+        ref = xs[0]
+        for i, x in enumerate(xs):
+            if x.shape != ref.shape:
+                raise ShapeError(f"stack expects each tensor to be equal size, but got {list(ref.shape)} "
+                                 f"at entry 0 and {list(x.shape)} at entry {i}")
+        return mx.stack(self._same_dtype(xs), axis=norm_dim(dim, ref.ndim + 1), stream=self.s)
+
+    def split(self, x, sizes, dim=0):
+        d = norm_dim(dim, x.ndim)
+        if sum(sizes) != x.shape[d]:
+            raise ShapeError(f"split_with_sizes expects split_sizes to sum exactly to {x.shape[d]} "
+                             f"(input tensor's size at dimension {d}), but got split_sizes={list(sizes)}")
+        cuts = list(np.cumsum(sizes)[:-1])
+        return tuple(mx.split(x, [int(c) for c in cuts], axis=d, stream=self.s)) if cuts else (x,)
+
+    # indexing -------------------------------------------------------------------------
+    def _index(self, x, index):
+        """Turn a torch-style index into one MLX accepts, checking bounds as torch does."""
+        items = index if isinstance(index, tuple) else (index,)
+        out, dim = [], 0
+        consumed = sum(it.ndim if isinstance(it, mx.array) and it.dtype == mx.bool_ else
+                       0 if it is None or it is Ellipsis or isinstance(it, bool) else 1 for it in items)
+        for it in items:
+            if it is None or it is True:
+                out.append(None)
+                continue
+            if it is Ellipsis:
+                out.append(it)
+                dim += x.ndim - consumed
+                continue
+            if isinstance(it, list):
+                it = mx.array(np.asarray(it)) if it else mx.array([], dtype=mx.int64)
+            if isinstance(it, np.ndarray):
+                it = mx.array(it)
+            if it is False:
+                raise TdxIndexError("indexing with a False scalar is not supported on MLX")
+            if isinstance(it, int):
+                size = x.shape[dim] if dim < x.ndim else None
+                if size is None:
+                    raise TdxIndexError(f"too many indices for tensor of dimension {x.ndim}")
+                if not -size <= it < size:
+                    raise TdxIndexError(f"index {it} is out of bounds for dimension {dim} with size {size}")
+                out.append(it)
+                dim += 1
+            elif isinstance(it, slice):
+                if it.step is not None and it.step <= 0:
+                    raise TdxValueError("step must be greater than zero")
+                out.append(it)
+                dim += 1
+            elif isinstance(it, mx.array):
+                if it.dtype == mx.bool_:
+                    k = max(it.ndim, 1)
+                    if it.ndim and tuple(it.shape) != tuple(x.shape[dim:dim + it.ndim]):
+                        raise TdxIndexError(f"The shape of the mask {list(it.shape)} at index {dim} does "
+                                            f"not match the shape of the indexed tensor {list(x.shape)}")
+                    if it.ndim == 0:
+                        raise TdxIndexError("indexing with a 0-d bool tensor is not supported on MLX")
+                    nz = np.nonzero(np.array(it))
+                    out.extend(mx.array(n.astype(np.int64)) for n in nz)
+                    dim += k
+                else:
+                    if it.dtype not in _INTS:
+                        raise TdxIndexError("tensors used as indices must be long, int, byte or bool tensors")
+                    size = x.shape[dim] if dim < x.ndim else 0
+                    if it.size:
+                        lo, hi = int(mx.min(it).item()), int(mx.max(it).item())
+                        if lo < -size or hi >= size:
+                            bad = hi if hi >= size else lo
+                            raise TdxIndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
+                    out.append(it)
+                    dim += 1
+            else:
+                raise TdxIndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long or byte "
+                                    f"Variables are valid indices (got {type(it).__name__})")
+        if dim > x.ndim:
+            raise TdxIndexError(f"too many indices for tensor of dimension {x.ndim}")
+        return tuple(out)
+
+    def getitem(self, x, index):
+        return x[self._index(x, index)]
+
+    def setitem(self, x, index, value):
+        if isinstance(index, mx.array) and index.dtype == mx.bool_ and tuple(index.shape) == tuple(x.shape):
+            return mx.where(index, self._cast(value, self._tdx(x)), x, stream=self.s)
+        x[self._index(x, index)] = self._cast(value, self._tdx(x))
+        return x
+
+
+_FLOAT_UNARY = {"exp": mx.exp, "expm1": mx.expm1, "log": mx.log, "log2": mx.log2, "log10": mx.log10,
+                "log1p": mx.log1p, "sqrt": mx.sqrt, "sin": mx.sin, "cos": mx.cos, "tan": mx.tan,
+                "asin": mx.arcsin, "acos": mx.arccos, "atan": mx.arctan, "sinh": mx.sinh,
+                "cosh": mx.cosh, "tanh": mx.tanh, "sigmoid": mx.sigmoid, "erf": mx.erf,
+                "reciprocal": mx.reciprocal}
+
+
+def _float_unary(fn):
+    def op(self, x):
+        return fn(self._float_in(x), stream=self.s)
+
+    op.__name__ = fn.__name__
+    return op
+
+
+for _name, _fn in _FLOAT_UNARY.items():
+    setattr(MLXOps, _name, _float_unary(_fn))

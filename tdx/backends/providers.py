@@ -1,0 +1,94 @@
+"""The built-in providers, named by the ``tdx.backends`` entry points.
+
+They describe devices without importing a framework until a status or an executor is
+asked for. A third-party executor ships a :class:`tdx.backends.base.Provider` subclass
+and an entry point of its own.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+from .base import DeviceStatus, Provider
+
+
+def _installed(module: str) -> bool:
+    return module in sys.modules or importlib.util.find_spec(module) is not None
+
+
+class TorchProvider(Provider):
+    """torch on cpu, cuda:N and mps."""
+
+    name = "torch"
+    framework = "torch"
+    device_types = ("cpu", "cuda", "mps")
+    module = "tdx.backends.torch_executor"
+
+    def statuses(self) -> list:
+        if not _installed("torch"):
+            why = "not installed: pip install 'tdx[torch]'"
+            return [DeviceStatus(d, False, why, self.name) for d in ("cpu", "cuda", "mps")]
+        import torch
+
+        rows = [DeviceStatus("cpu", True, "", self.name)]
+        n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if n:
+            rows += [DeviceStatus(f"cuda:{i}", True, "", self.name) for i in range(n)]
+        elif torch.version.cuda is None and getattr(torch.version, "hip", None) is None:
+            rows.append(DeviceStatus("cuda", False, "torch build has no CUDA (CPU-only wheel)", self.name))
+        else:
+            rows.append(DeviceStatus("cuda", False, "no driver: no CUDA GPU or driver found", self.name))
+        mps = torch.backends.mps
+        if mps.is_available():
+            rows.append(DeviceStatus("mps", True, "", self.name))
+        elif sys.platform != "darwin":
+            rows.append(DeviceStatus("mps", False, "wrong platform: MPS needs macOS on Apple silicon", self.name))
+        elif not mps.is_built():
+            rows.append(DeviceStatus("mps", False, "torch build has no MPS support", self.name))
+        else:
+            rows.append(DeviceStatus("mps", False, "no driver: MPS needs macOS 12.3+ on Apple silicon", self.name))
+        return rows
+
+    def canonical(self, dev) -> str:
+        if dev.type == "cuda" and dev.index is None:
+            import torch
+
+            return f"cuda:{torch.cuda.current_device()}" if torch.cuda.is_available() else "cuda:0"
+        if dev.type == "mps":
+            return "mps"
+        return str(dev)
+
+
+class MLXProvider(Provider):
+    """MLX on its GPU (Metal or CUDA) and its CPU."""
+
+    name = "mlx"
+    framework = "mlx"
+    device_types = ("mlx",)
+    module = "tdx.backends.mlx_executor"
+
+    def statuses(self) -> list:
+        if not _installed("mlx"):
+            why = "not installed: pip install 'tdx[mlx]'"
+            return [DeviceStatus(d, False, why, self.name) for d in ("mlx:gpu", "mlx:cpu")]
+        import mlx.core as mx
+
+        gpu = mx.metal.is_available() or (hasattr(mx, "cuda") and mx.cuda.is_available())
+        if gpu:
+            row = DeviceStatus("mlx:gpu", True, "", self.name)
+        elif sys.platform == "darwin":
+            row = DeviceStatus("mlx:gpu", False, "no driver: Metal is not available", self.name)
+        else:
+            row = DeviceStatus("mlx:gpu", False,
+                               "this MLX build has no GPU backend (mlx[cpu]); mlx[cuda12] adds one", self.name)
+        return [row, DeviceStatus("mlx:cpu", True, "", self.name)]
+
+    def canonical(self, dev) -> str:
+        if dev.kind is None:
+            gpu = any(s.available for s in self.statuses() if s.device == "mlx:gpu")
+            return "mlx:gpu" if gpu else "mlx:cpu"
+        return str(dev)
+
+
+BUILTIN = (TorchProvider(), MLXProvider())
