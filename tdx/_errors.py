@@ -77,3 +77,26 @@ class CastError(TdxError, RuntimeError):
 
 class OpDtypeError(TdxError, RuntimeError):
     """An op that is not implemented for a dtype (torch: "... not implemented for 'Float'")."""
+
+
+class TdxRuntimeError(TdxError, RuntimeError):
+    """A framework's RuntimeError, carried as a TdxError."""
+
+
+class TdxNotImplementedError(TdxError, NotImplementedError):
+    """A framework's NotImplementedError (torch: op not implemented for a dtype)."""
+
+
+NATIVE_ERRORS = (RuntimeError, TypeError, ValueError, IndexError)
+_KINDS = ((IndexError, TdxIndexError), (NotImplementedError, TdxNotImplementedError),
+          (TypeError, TdxTypeError), (ValueError, TdxValueError), (RuntimeError, TdxRuntimeError))
+
+
+def translate(err: BaseException, kind=None) -> TdxError:
+    """``err`` as a TdxError of the same builtin kind (or of ``kind``), keeping its message."""
+    if isinstance(err, TdxError):
+        return err
+    cls = next(t for b, t in _KINDS if isinstance(err, b)) if kind is None else dict(_KINDS)[kind]
+    out = cls(str(err))
+    out.__cause__ = err
+    return out

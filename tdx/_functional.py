@@ -8,7 +8,9 @@ framework.
 from __future__ import annotations
 
 from . import _dtypes as D
-from ._errors import TdxTypeError, TdxValueError, mismatch
+import functools
+
+from ._errors import NATIVE_ERRORS, TdxTypeError, TdxValueError, mismatch, translate
 from ._tensor import Tensor
 from ._tensor_methods import ALIASES, BINARY, UNARY, operand, wrap
 
@@ -17,7 +19,23 @@ __all__ = []
 
 def _export(fn):
     __all__.append(fn.__name__)
-    return fn
+    return _typed(fn)
+
+
+def _typed(fn):
+    """Framework exceptions from ``fn`` surface as TdxErrors, translated by the first tensor's executor."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except NATIVE_ERRORS as err:
+            first = args[0] if args else None
+            if isinstance(first, (list, tuple)) and first:
+                first = first[0]
+            ex = getattr(first, "_ex", None)
+            raise (ex.native_error(err) if ex is not None else translate(err)) from None
+
+    return wrapper
 
 
 def _need_tensor(x, op: str, arg: str = "input"):

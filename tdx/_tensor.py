@@ -15,9 +15,9 @@ from __future__ import annotations
 import math
 
 from . import _dtypes as D
-from ._errors import CastError, TdxTypeError, TdxValueError, UnsupportedOpError, mismatch
+from ._errors import NATIVE_ERRORS, CastError, TdxTypeError, TdxValueError, UnsupportedOpError, mismatch
 from . import _tensor_methods
-from ._tensor_methods import SCALARS as _SCALARS, Size, TensorMethods, scalar as _scalar, wrap
+from ._tensor_methods import SCALARS as _SCALARS, Size, TensorMethods, scalar as _scalar, typed_errors, wrap
 
 _new = object.__new__
 
@@ -33,8 +33,12 @@ def _binary(name: str, reverse: bool = False):
             other = _scalar(other)
             if other is NotImplemented:
                 return NotImplemented
+        try:
+            n = getattr(ex, name)(other, self._n) if reverse else getattr(ex, name)(self._n, other)
+        except NATIVE_ERRORS as err:
+            raise ex.native_error(err) from None
         t = _new(Tensor)
-        t._n = getattr(ex, name)(other, self._n) if reverse else getattr(ex, name)(self._n, other)
+        t._n = n
         t._ex = ex
         return t
 
@@ -71,10 +75,13 @@ def _inplace(name: str):
             other = _scalar(other)
             if other is NotImplemented:
                 return NotImplemented
-        if ex.caps.mutable:
-            getattr(self._n, method)(other)
-            return self
-        out = getattr(ex, name)(self._n, other)
+        try:
+            if ex.caps.mutable:
+                getattr(self._n, method)(other)
+                return self
+            out = getattr(ex, name)(self._n, other)
+        except NATIVE_ERRORS as err:
+            raise ex.native_error(err) from None
         mine, got = ex.dtype(self._n), ex.dtype(out)
         if not _can_cast(got, mine):
             raise CastError(f"result type {got.name} can't be cast to the desired output type {mine.name}")
@@ -362,6 +369,8 @@ class Tensor(TensorMethods):
         return wrap(self._ex.abs(self._n), self._ex)
 
     def __invert__(self):
+        if self.dtype.is_floating_point or self.dtype.is_complex:
+            raise TdxTypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
         return wrap(self._ex.bitwise_not(self._n), self._ex)
 
     def __reduce_ex__(self, protocol):
@@ -394,5 +403,11 @@ Tensor.__rmod__ = _binary("remainder", reverse=True)
 Tensor.__imod__ = _inplace("remainder")
 for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
     setattr(Tensor, f"__{_name}__", _binary(_name))
-
+_PLAIN = {"__new__", "__repr__", "__hash__", "__len__", "__iter__", "__reduce_ex__", "__array__",
+          "__dlpack__", "__dlpack_device__", "__pos__"}
+for _name, _fn in list(vars(Tensor).items()):
+    if callable(_fn) and not isinstance(_fn, type) and _name not in _PLAIN and not _name.startswith("_") \
+            or _name in ("__getitem__", "__setitem__", "__neg__", "__abs__", "__invert__", "__bool__",
+                         "__index__", "__float__", "__int__"):
+        setattr(Tensor, _name, typed_errors(_fn))
 _tensor_methods.Tensor = Tensor

@@ -8,11 +8,12 @@ framework and holds no per-executor special cases: those live in the executors.
 
 from __future__ import annotations
 
+import functools
 import math
 
 from . import _dtypes as D
 from . import return_types
-from ._errors import TdxTypeError, TdxValueError, mismatch
+from ._errors import NATIVE_ERRORS, TdxTypeError, TdxValueError, mismatch, translate
 
 SCALARS = frozenset((int, float, bool, complex))
 _new = object.__new__
@@ -37,6 +38,20 @@ def wrap(native, ex):
     t._n = native
     t._ex = ex
     return t
+
+
+def typed_errors(fn):
+    """Wrap a method so framework exceptions surface as TdxErrors of the same builtin kind."""
+
+    @functools.wraps(fn)
+    def method(self, *args, **kwargs):
+        try:
+            return fn(self, *args, **kwargs)
+        except NATIVE_ERRORS as err:
+            ex = getattr(self, "_ex", None)
+            raise (ex.native_error(err) if ex is not None else translate(err)) from None
+
+    return method
 
 
 def scalar(value):
@@ -305,5 +320,8 @@ for _name in UNARY:
     setattr(TensorMethods, _name, _unary(_name))
 for _name, _torch_name in BINARY.items():
     setattr(TensorMethods, _torch_name, _binary(_name, _torch_name))
+for _name, _fn in list(vars(TensorMethods).items()):
+    if callable(_fn) and not _name.startswith("_"):
+        setattr(TensorMethods, _name, typed_errors(_fn))
 for _alias, _target in ALIASES.items():
     setattr(TensorMethods, _alias, getattr(TensorMethods, _target))

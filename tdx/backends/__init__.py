@@ -106,7 +106,8 @@ def available() -> list:
             if p.name not in _statuses:
                 _statuses[p.name] = p.statuses()
             rows += _statuses[p.name]
-        return rows
+        order = {"cpu": 0, "cuda": 1, "mps": 2, "mlx": 3}
+        return sorted(rows, key=lambda r: order.get(r.device.split(":")[0], 4))
 
 
 def _status(name: str):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .. import _dtypes as D
-from .._errors import DtypeError, TdxIndexError, UnsupportedOpError
+from .._errors import DtypeError, TdxIndexError, UnsupportedOpError, translate
 
 
 def norm_dim(d: int, ndim: int) -> int:
@@ -150,6 +150,10 @@ class Executor:
     def dtype(self, x):
         """The tdx dtype of native array ``x``."""
         return self._from_native[x.dtype]
+
+    def native_error(self, err: BaseException):
+        """The TdxError to raise for an exception the framework raised (same builtin kind)."""
+        return translate(err)
 
     def unsupported(self, what: str):
         return UnsupportedOpError(f"{what} is not supported on {self.device} ({self.name} executor)")

@@ -13,7 +13,7 @@ import numpy as np
 import mlx.core as mx
 
 from .. import _dtypes as D
-from .._errors import DtypeError, UnsupportedOpError
+from .._errors import DtypeError, TdxError, UnsupportedOpError, translate
 from .base import Capabilities, Executor
 from .mlx_ops import MLXOps
 
@@ -74,7 +74,7 @@ class MLXExecutor(MLXOps, Executor):
             src = src.astype(np.float32 if dtype is not D.complex64 else np.complex64)
         if src.dtype == np.complex128:
             src = src.astype(np.complex64)
-        out = mx.array(np.ascontiguousarray(src))
+        out = mx.array(src if src.flags.c_contiguous else src.copy(order="C"))
         return out if out.dtype == nd else out.astype(nd, stream=self.s)
 
     def _no_grad(self, requires_grad):
@@ -168,6 +168,12 @@ class MLXExecutor(MLXOps, Executor):
 
     def synchronize(self) -> None:
         mx.synchronize(self.s)
+
+    def native_error(self, err: BaseException):
+        """MLX raises ValueError for shape and broadcast problems where torch raises RuntimeError."""
+        if isinstance(err, ValueError) and not isinstance(err, TdxError):
+            return translate(err, RuntimeError)
+        return translate(err)
 
     def clone(self, x):
         return mx.array(x)  # a new array object; MLX arrays are values

@@ -16,10 +16,14 @@ import mlx.core as mx
 from .. import _dtypes as D
 from .base import norm_dim
 from .._errors import (DtypeMismatchError, OpDtypeError, ShapeError, TdxIndexError,
-                       TdxTypeError, TdxValueError)
+                       TdxRuntimeError, TdxTypeError, TdxValueError)
 
 _SCALARS = (bool, int, float, complex)
 _INTS = frozenset((mx.bool_, mx.uint8, mx.int8, mx.int16, mx.int32, mx.int64))
+
+
+def _is_bool(v) -> bool:
+    return v.dtype == mx.bool_ if isinstance(v, mx.array) else isinstance(v, bool)
 
 
 def _dims(dim, ndim):
@@ -73,10 +77,11 @@ class MLXOps:
         return mx.add(a, b, stream=self.s)
 
     def sub(self, a, b):
-        a, b, rt = self._args(a, b)
-        if rt is D.bool_:
-            raise OpDtypeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
-                               "Use the `^` or `logical_xor()` operator instead.")
+        if _is_bool(a) or _is_bool(b):
+            raise OpDtypeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                               "If you are trying to invert a mask, use the `~` or `logical_not()` "
+                               "operator instead.")
+        a, b, _ = self._args(a, b)
         return mx.subtract(a, b, stream=self.s)
 
     def mul(self, a, b):
@@ -100,7 +105,11 @@ class MLXOps:
         return mx.remainder(a, b, stream=self.s)
 
     def pow(self, a, b):
+        if isinstance(a, mx.array) and isinstance(b, mx.array) and _is_bool(a) and _is_bool(b):
+            raise OpDtypeError("\"pow\" not implemented for 'Bool'")
         a, b, rt = self._args(a, b)
+        if rt is D.bool_:
+            return mx.power(a.astype(mx.int32), b.astype(mx.int32), stream=self.s).astype(mx.bool_)
         if D.is_integral(rt, include_bool=True) and bool(mx.any(b < 0)):
             raise TdxValueError("Integers to negative integer powers are not allowed.")
         return mx.power(a, b, stream=self.s)
@@ -196,7 +205,7 @@ class MLXOps:
 
     def clamp(self, x, min=None, max=None):  # noqa: A002 - torch's names
         if min is None and max is None:
-            raise TdxValueError("torch.clamp: At least one of 'min' or 'max' must not be None")
+            raise TdxRuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
         rt = self._promote(x, min, max)
         out = self._cast(x, rt)
         if min is not None:
@@ -228,8 +237,13 @@ class MLXOps:
                                "operator instead.")
         return mx.negative(x, stream=self.s)
 
+    def _not_bool(self, x, op):
+        if x.dtype == mx.bool_:
+            raise OpDtypeError(f"\"{op}\" not implemented for 'Bool'")
+
     def abs(self, x):
-        return x if x.dtype == mx.bool_ else mx.abs(x, stream=self.s)
+        self._not_bool(x, "abs")
+        return mx.abs(x, stream=self.s)
 
     def sign(self, x):
         return x if x.dtype == mx.bool_ else mx.sign(x, stream=self.s)
@@ -244,10 +258,11 @@ class MLXOps:
 
     def relu(self, x):
         if x.dtype == mx.bool_:
-            raise OpDtypeError("\"clamp_min_scalar_cpu\" not implemented for 'Bool'")
+            raise OpDtypeError("Boolean inputs not supported for relu")
         return mx.maximum(x, mx.array(0, x.dtype), stream=self.s)
 
     def _rounding(self, fn, x):
+        self._not_bool(x, fn.__name__)
         return x if x.dtype in _INTS else fn(x, stream=self.s)
 
     def floor(self, x):
@@ -260,6 +275,7 @@ class MLXOps:
         return self._rounding(mx.round, x)
 
     def trunc(self, x):
+        self._not_bool(x, "trunc")
         if x.dtype in _INTS:
             return x
         return mx.where(x < 0, mx.ceil(x, stream=self.s), mx.floor(x, stream=self.s), stream=self.s)

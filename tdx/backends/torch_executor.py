@@ -137,7 +137,7 @@ class TorchExecutor(Executor):
 
     def from_host(self, arr: np.ndarray, dtype):
         """Import a NumPy array (copying it to the device), then cast to ``dtype``."""
-        t = torch.from_numpy(np.ascontiguousarray(arr)).to(self.tdev)
+        t = torch.from_numpy(arr if arr.flags.c_contiguous and arr.flags.writeable else arr.copy(order="C")).to(self.tdev)
         return t if dtype is None else t.to(self.native_dtype(dtype))
 
     def synchronize(self) -> None:

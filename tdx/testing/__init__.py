@@ -1,0 +1,89 @@
+"""Testing helpers: compare tdx tensors with a torch-on-CPU oracle, per-dtype tolerances.
+
+``assert_close(actual, expected)`` accepts tdx tensors, torch tensors, NumPy arrays or
+scalars and checks shape, dtype and values with tolerances chosen per dtype. The pytest
+plugin in :mod:`tdx.testing.plugin` adds the ``device`` fixture. Importing this module
+imports no framework.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _dtypes as D
+
+# (rtol, atol) per dtype, as torch.testing's defaults
+TOLERANCES = {
+    "float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5), "float32": (1.3e-6, 1e-5),
+    "float64": (1e-7, 1e-7), "complex64": (1.3e-6, 1e-5), "complex128": (1e-7, 1e-7),
+}
+
+
+def _as_numpy(x):
+    """(float64-or-exact NumPy array, tdx dtype name or None) for any supported value."""
+    from .._tensor import Tensor
+
+    if isinstance(x, Tensor):
+        return np.asarray(x._ex.host_numpy(x._n)), x.dtype.name
+    mod = type(x).__module__
+    if mod.startswith("torch"):
+        name = str(x.dtype).rsplit(".", 1)[-1]
+        t = x.detach().cpu()
+        if name == "bfloat16":
+            t = t.float()
+        return t.resolve_conj().numpy(), name
+    if mod.startswith("mlx"):
+        name = str(x.dtype).rsplit(".", 1)[-1]
+        if name == "bfloat16":
+            import mlx.core as mx
+
+            x = x.astype(mx.float32)
+        return np.array(x), name
+    arr = np.asarray(x)
+    return arr, None
+
+
+def assert_close(actual, expected, *, rtol=None, atol=None, check_dtype=True, equal_nan=True, msg=""):
+    """Assert ``actual`` matches ``expected`` in shape, dtype and values.
+
+    Args:
+        actual: a tdx tensor (or anything :func:`numpy.asarray` takes).
+        expected: the oracle: usually a torch tensor on CPU.
+        rtol, atol: override the per-dtype defaults of :data:`TOLERANCES` (exact for ints/bool).
+        check_dtype: compare tdx dtype names too.
+        equal_nan: NaNs in the same places compare equal.
+        msg: prefix for the failure message.
+
+    Raises:
+        AssertionError: naming what differs.
+    """
+    a, adt = _as_numpy(actual)
+    e, edt = _as_numpy(expected)
+    where = f"{msg}: " if msg else ""
+    if check_dtype and adt and edt and adt != edt:
+        raise AssertionError(f"{where}dtype differs: got {adt}, expected {edt}")
+    if a.shape != e.shape:
+        raise AssertionError(f"{where}shape differs: got {a.shape}, expected {e.shape}")
+    name = edt or adt or ""
+    default = TOLERANCES.get(name, (0.0, 0.0))
+    rtol = default[0] if rtol is None else rtol
+    atol = default[1] if atol is None else atol
+    if a.dtype.kind in "biu" and e.dtype.kind in "biu" and rtol == atol == 0:
+        bad = a != e
+    else:
+        ok = np.isclose(a.astype(np.complex128 if "c" in (a.dtype.kind + e.dtype.kind) else np.float64),
+                        e.astype(np.complex128 if "c" in (a.dtype.kind + e.dtype.kind) else np.float64),
+                        rtol=rtol, atol=atol, equal_nan=equal_nan)
+        bad = ~ok
+    if np.any(bad):
+        idx = tuple(int(i[0]) for i in np.nonzero(bad)) if a.ndim else ()
+        raise AssertionError(f"{where}{int(np.sum(bad))} of {a.size} elements differ (rtol={rtol}, atol={atol}); "
+                             f"first at {idx}: got {a[idx]!r}, expected {e[idx]!r}")
+
+
+def tolerance(dtype) -> tuple:
+    """(rtol, atol) used for ``dtype`` (a tdx dtype or name)."""
+    return TOLERANCES.get(D.as_dtype(dtype).name, (0.0, 0.0))
+
+
+__all__ = ["assert_close", "tolerance", "TOLERANCES"]

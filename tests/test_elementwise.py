@@ -1,0 +1,160 @@
+"""Elementwise operators and math against torch on CPU: broadcasting, promotion, scalars."""
+
+from __future__ import annotations
+
+import operator
+
+import pytest
+import torch
+
+import tdx
+from conftest import check, pair, sample
+
+SHAPES = [((3, 4), (3, 4)), ((3, 1), (1, 4)), ((2, 3, 4), (4,)), ((), (3,)), ((5,), ()),
+          ((0, 3), (1, 3)), ((), ())]
+DTYPE_PAIRS = [("float32", "float32"), ("int64", "int64"), ("bool", "bool"), ("float32", "int64"),
+               ("int64", "bool"), ("int32", "int64"), ("uint8", "int8"), ("float16", "float32")]
+OPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
+       "floordiv": operator.floordiv, "mod": operator.mod, "pow": operator.pow, "eq": operator.eq,
+       "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
+       "and": operator.and_, "or": operator.or_, "xor": operator.xor}
+
+
+def _divisor_safe(name, arr, dtype):
+    if name in ("floordiv", "mod") and dtype == "bool":
+        arr[...] = True  # integer division by zero raises in torch; keep divisors non-zero
+    if name in ("floordiv", "mod") and dtype.startswith(("int", "uint")):
+        arr[arr == 0] = 3
+    if name == "pow" and dtype.startswith(("int", "uint")):
+        arr[...] = abs(arr) % 3
+    return arr
+
+
+@pytest.mark.parametrize("op", list(OPS))
+@pytest.mark.parametrize("dtypes", DTYPE_PAIRS, ids=lambda d: f"{d[0]}-{d[1]}")
+@pytest.mark.parametrize("shapes", SHAPES, ids=str)
+def test_binary_operator(device, op, dtypes, shapes):
+    fn = OPS[op]
+    a = sample(shapes[0], dtypes[0], seed=1)
+    b = _divisor_safe(op, sample(shapes[1], dtypes[1], seed=2), dtypes[1])
+    xa, ta = pair(a, device, dtypes[0])
+    xb, tb = pair(b, device, dtypes[1])
+    check(lambda: fn(xa, xb), lambda: fn(ta, tb), msg=f"{op} {dtypes} {shapes}", rtol=2e-3 if
+          "float16" in dtypes else None, atol=2e-3 if "float16" in dtypes else None)
+
+
+@pytest.mark.parametrize("op", list(OPS))
+@pytest.mark.parametrize("dtype", ["float32", "int64", "bool", "int32", "float16"])
+@pytest.mark.parametrize("scalar", [2, 2.5, True, -3])
+def test_scalar_promotion(device, op, dtype, scalar):
+    fn = OPS[op]
+    a = _divisor_safe(op, sample((2, 3), dtype, seed=3), dtype)
+    if op == "pow" and isinstance(scalar, int) and scalar < 0:
+        scalar = 2
+    x, t = pair(a, device, dtype)
+    tol = {"rtol": 2e-3, "atol": 2e-3} if dtype == "float16" else {}
+    check(lambda: fn(x, scalar), lambda: fn(t, scalar), msg=f"x {op} {scalar!r}", **tol)
+    if op not in ("pow", "floordiv", "mod", "truediv"):
+        check(lambda: fn(scalar, x), lambda: fn(scalar, t), msg=f"{scalar!r} {op} x", **tol)
+
+
+@pytest.mark.parametrize("zero_dtype", ["int64", "float64", "int32"])
+@pytest.mark.parametrize("dtype", ["int32", "float16", "uint8", "float32"])
+def test_zero_dim_tensors_promote_like_scalars(device, dtype, zero_dtype):
+    x, t = pair(sample((3,), dtype, seed=4), device, dtype)
+    if zero_dtype == "float64" and not tdx.backends.get(device).caps.float64:
+        pytest.skip(f"{device} has no float64")
+    z, tz = pair(sample((), zero_dtype, seed=5), device, zero_dtype)
+    check(lambda: x + z, lambda: t + tz, msg="dim + zero-dim", rtol=1e-2, atol=1e-2)
+    check(lambda: z * x, lambda: tz * t, msg="zero-dim * dim", rtol=1e-2, atol=1e-2)
+
+
+UNARY = ["neg", "abs", "exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu", "floor", "ceil",
+         "round", "trunc", "sign", "reciprocal", "rsqrt", "log1p", "expm1", "log2", "exp2", "erf",
+         "square", "logical_not", "isnan", "isinf", "isfinite", "bitwise_not", "frac", "tan", "atan"]
+
+
+@pytest.mark.parametrize("name", UNARY)
+@pytest.mark.parametrize("dtype", ["float32", "int64", "bool"])
+def test_unary(device, name, dtype):
+    x, t = pair(sample((3, 4), dtype, seed=6), device, dtype)
+    check(lambda: getattr(x, name)(), lambda: getattr(t, name)(), msg=f"{name}", rtol=1e-5, atol=1e-5)
+    check(lambda: getattr(tdx, name)(x), lambda: getattr(torch, name)(t), msg=f"tdx.{name}", rtol=1e-5,
+          atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64"])
+def test_special_values(device, dtype):
+    vals = [0.0, -0.0, 1.5, -2.5, float("inf"), float("-inf"), float("nan")] if dtype == "float32" else [0, -7, 7]
+    x, t = pair(vals, device, dtype)
+    for name in ("exp", "log", "sqrt", "abs", "isnan", "isinf", "floor", "sign", "neg", "sigmoid"):
+        check(lambda: getattr(x, name)(), lambda: getattr(t, name)(), msg=name, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64"])
+def test_where_clamp_maximum(device, dtype):
+    a, ta = pair(sample((3, 4), dtype, seed=7), device, dtype)
+    b, tb = pair(sample((4,), dtype, seed=8), device, dtype)
+    c, tc = pair(sample((3, 1), "bool", seed=9), device, "bool")
+    check(lambda: tdx.where(c, a, b), lambda: torch.where(tc, ta, tb))
+    check(lambda: tdx.where(c, a, 0.5), lambda: torch.where(tc, ta, 0.5))
+    check(lambda: tdx.where(c, 2, a), lambda: torch.where(tc, 2, ta))
+    check(lambda: a.clamp(-1, 2), lambda: ta.clamp(-1, 2))
+    check(lambda: a.clamp(min=-0.5), lambda: ta.clamp(min=-0.5))
+    check(lambda: a.clamp(max=b), lambda: ta.clamp(max=tb))
+    check(lambda: tdx.clamp(a), lambda: torch.clamp(ta))
+    check(lambda: tdx.maximum(a, b), lambda: torch.maximum(ta, tb))
+    check(lambda: tdx.minimum(a, b), lambda: torch.minimum(ta, tb))
+    check(lambda: a.add(b, alpha=2), lambda: ta.add(tb, alpha=2))
+    check(lambda: a.sub(b, alpha=3), lambda: ta.sub(tb, alpha=3))
+    nz_b = b.clone()
+    nz_b[nz_b == 0] = 3
+    nz_tb = tb.clone()
+    nz_tb[nz_tb == 0] = 3
+    for mode in (None, "floor", "trunc"):
+        check(lambda: a.div(nz_b, rounding_mode=mode), lambda: ta.div(nz_tb, rounding_mode=mode),
+              msg=f"div {mode}", rtol=1e-5)
+
+
+@pytest.mark.parametrize("shapes", [((3, 4), (4, 5)), ((2, 3, 4), (4, 5)), ((4,), (4,)), ((2, 3, 4), (2, 4, 2)),
+                                    ((4,), (4, 3)), ((3, 4), (4,)), ((1, 3, 4), (5, 4, 2)), ((3, 4), (5, 2))],
+                         ids=str)
+@pytest.mark.parametrize("dtype", ["float32", "int64"])
+def test_matmul(device, shapes, dtype):
+    a, ta = pair(sample(shapes[0], dtype, seed=10), device, dtype)
+    b, tb = pair(sample(shapes[1], dtype, seed=11), device, dtype)
+    check(lambda: a @ b, lambda: ta @ tb, rtol=1e-5, atol=1e-5)
+    check(lambda: tdx.matmul(a, b), lambda: torch.matmul(ta, tb), rtol=1e-5, atol=1e-5)
+
+
+def test_matmul_dtype_mismatch_raises(device):
+    a, _ = pair(sample((2, 2), "float32"), device, "float32")
+    b, _ = pair(sample((2, 2), "int64"), device, "int64")
+    with pytest.raises(RuntimeError):
+        a @ b
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "truediv"])
+@pytest.mark.parametrize("dtype", ["float32", "int64"])
+def test_inplace_operators(device, op, dtype):
+    fn = getattr(operator, f"i{op}")
+    x, t = pair(sample((3, 4), dtype, seed=12), device, dtype)
+    y, u = pair(sample((4,), dtype, seed=13) + 5, device, dtype)
+
+    def run(a, b):
+        a = a.clone()
+        a = fn(a, b)
+        return a
+
+    check(lambda: run(x, y), lambda: run(t, u), msg=f"i{op}")
+    check(lambda: run(x, 1.5), lambda: run(t, 1.5), msg=f"i{op} float scalar")
+    small, tsmall = pair(sample((4,), dtype), device, dtype)
+    check(lambda: run(small, x), lambda: run(tsmall, t), msg="broadcast into smaller")
+
+
+def test_inplace_keeps_identity(device):
+    x = tdx.zeros(3, device=device)
+    same = x
+    x += 1
+    assert x is same
+    assert x.tolist() == [1.0, 1.0, 1.0]
