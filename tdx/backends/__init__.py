@@ -256,3 +256,9 @@ def __getattr__(name: str):
         globals()[name] = module
         return module
     raise AttributeError(f"module 'tdx.backends' has no attribute {name!r}")
+
+
+from . import _flags  # noqa: E402 - torch.backends' own top-level names
+from ._flags import disable_global_flags, flags, flags_frozen, set_flags  # noqa: E402,F401
+
+_flags.install(__name__, _flags.BackendsModule)  # tdx.backends.fp32_precision as a live attribute

@@ -6,6 +6,9 @@ the torch executor calls :func:`on_torch_loaded`, and any later query that finds
 imported applies it first. Switches that steer tdx's own kernels (the SDP enables, the
 MHA fast path, ``opt_einsum``) are :class:`Flag` objects with ``load=False``: reading or
 writing them never imports torch, so an MLX-only process can consult them for free.
+It also holds torch.backends' own top-level names (``fp32_precision`` through
+:class:`BackendsModule`, ``flags``, ``set_flags``, ``disable_global_flags``, ``flags_frozen``)
+for the ``tdx.backends`` package to expose.
 
 This module must never import torch or mlx when it is imported, and must never import
 torch to answer a ``load=False`` flag.
@@ -19,18 +22,22 @@ import sys
 import threading
 import types
 import warnings
+from contextlib import contextmanager
 
 from .._errors import TdxError
 
 __all__ = ["BackendUnavailableError", "FlagValueError", "Flag", "FP32Precision", "torch_loaded",
            "torch_module", "require_torch", "torch_backend", "defer", "pending", "on_torch_loaded",
-           "mlx_core", "installed", "check_bool", "check_precision", "flag_property", "install"]
+           "mlx_core", "installed", "check_bool", "check_precision", "flag_property", "install",
+           "read_only_property", "mutable", "disable_global_flags", "flags_frozen", "set_flags", "flags",
+           "BackendsModule"]
 
 _lock = threading.RLock()
 _pending: dict = {}  # key -> (description, apply(torch))
-_state = {"synced": None, "import_failed": False, "installed": {}}
+_state = {"synced": None, "import_failed": False, "installed": {}, "frozen": False, "mutable": 0}
 
 PRECISIONS = ("ieee", "tf32", "bf16", "none")
+_FROZEN_KEY = "backends.frozen"
 
 
 class BackendUnavailableError(TdxError, RuntimeError, AssertionError):
@@ -142,7 +149,9 @@ def _apply_pending(torch) -> None:
         if _state["synced"] is torch:
             return
         _state["synced"] = torch
-        items = list(_pending.values())
+        # freezing goes last, so the values kept inside flags() blocks still reach torch
+        items = [v for k, v in _pending.items() if k != _FROZEN_KEY] + \
+                [v for k, v in _pending.items() if k == _FROZEN_KEY]
         _pending.clear()
     for description, apply in items:
         try:
@@ -168,12 +177,15 @@ class Flag:
         check: ``check(value)`` validates a value set while torch is absent and returns the
             value to keep; it raises what torch would.
         load: whether a read may import torch. False for switches of tdx's own kernels.
+        guarded: whether :func:`disable_global_flags` forbids assigning it outside ``flags()``
+            (torch's ``ContextProp`` attributes).
     """
 
-    __slots__ = ("key", "value", "get", "put", "check", "load")
+    __slots__ = ("key", "value", "get", "put", "check", "load", "guarded")
 
-    def __init__(self, key, default, get, put, check=None, load=True):
+    def __init__(self, key, default, get, put, check=None, load=True, guarded=False):
         self.key, self.value, self.get, self.put, self.check, self.load = key, default, get, put, check, load
+        self.guarded = guarded
 
     def read(self):
         """torch's value when torch is present (imported on need if ``load``), else tdx's."""
@@ -186,6 +198,9 @@ class Flag:
         if torch is not None:
             self.put(torch, value)
             return
+        if self.guarded and _state["frozen"] and not _state["mutable"]:
+            raise FlagValueError(f"not allowed to set {self.key.rpartition('.')[0] or 'backends'} flags after "
+                                 "disable_global_flags; please use flags() context manager instead")
         if self.check is not None:
             value = self.check(value)
         self.value = value
@@ -255,3 +270,68 @@ class FP32Precision:
 
     def __repr__(self) -> str:
         return f"<fp32_precision setting {self._flag.key!r}>"
+
+
+# --- torch.backends' own top-level names (fp32_precision, flags, global-flag freezing) -----------
+
+@contextmanager
+def mutable():
+    """Allow guarded flags to be set inside the block even after :func:`disable_global_flags`."""
+    _state["mutable"] += 1
+    try:
+        yield
+    finally:
+        _state["mutable"] -= 1
+
+
+def disable_global_flags() -> None:
+    """Forbid assigning backend flag attributes outside ``flags()`` blocks (as torch's test suites do).
+
+    Without torch, tdx enforces it for the flags it keeps; torch gets it when it loads.
+    """
+    _state["frozen"] = True
+    torch = torch_loaded()
+    if torch is not None:
+        torch.backends.disable_global_flags()
+    else:
+        defer(_FROZEN_KEY, "disable_global_flags()", lambda t: t.backends.disable_global_flags())
+
+
+def flags_frozen() -> bool:
+    """Whether :func:`disable_global_flags` was called."""
+    torch = torch_loaded()
+    return torch.backends.flags_frozen() if torch is not None else _state["frozen"]
+
+
+GENERIC_FP32_PRECISION = Flag("backends.fp32_precision", "none", lambda t: t.backends.fp32_precision,
+                              lambda t, v: setattr(t.backends, "fp32_precision", v), check_precision,
+                              guarded=True)
+
+
+def set_flags(_fp32_precision="none"):
+    """Set the generic float32 precision (unless None) and return the previous value as a 1-tuple."""
+    torch = torch_module()
+    if torch is not None:
+        return torch.backends.set_flags(_fp32_precision)
+    orig = (GENERIC_FP32_PRECISION.read(),)
+    if _fp32_precision is not None:
+        with mutable():
+            GENERIC_FP32_PRECISION.write(_fp32_precision)
+    return orig
+
+
+@contextmanager
+def flags(fp32_precision="none"):
+    """Set the generic float32 precision for the ``with`` block and restore it after, even on error."""
+    orig = set_flags(fp32_precision)
+    try:
+        yield
+    finally:
+        set_flags(*orig)
+
+
+class BackendsModule(types.ModuleType):
+    """A class for the ``tdx.backends`` package that makes ``fp32_precision`` a live attribute."""
+
+    fp32_precision = flag_property(GENERIC_FP32_PRECISION, "The float32 precision of every backend and op "
+                                   "that does not set its own: 'ieee', 'tf32', 'bf16' or 'none'.")

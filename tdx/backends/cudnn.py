@@ -27,9 +27,9 @@ def _mod(t):
     return _flags.torch_backend(t, "cudnn")
 
 
-def _flag(name, default, check):
+def _flag(name, default, check, guarded=True):
     return _flags.Flag(f"cudnn.{name}", default, lambda t: getattr(_mod(t), name),
-                       lambda t, v: setattr(_mod(t), name, v), check)
+                       lambda t, v: setattr(_mod(t), name, v), check, guarded=guarded)
 
 
 def _check_depthwise(value):
@@ -41,7 +41,7 @@ def _check_depthwise(value):
 
 _ENABLED = _flag("enabled", True, _flags.check_bool("set_enabled_cudnn"))
 _BENCHMARK = _flag("benchmark", False, _flags.check_bool("set_benchmark_cudnn"))
-_BENCHMARK_LIMIT = _flag("benchmark_limit", None, None)
+_BENCHMARK_LIMIT = _flag("benchmark_limit", None, None, guarded=False)  # a plain attribute without cuDNN
 _DETERMINISTIC = _flag("deterministic", False, _flags.check_bool("set_deterministic_cudnn"))
 _ALLOW_TF32 = _flag("allow_tf32", True, _flags.check_bool("set_allow_tf32_cudnn"))
 _FP32_PRECISION = _flag("fp32_precision", "none", _flags.check_precision)
@@ -94,11 +94,12 @@ def set_flags(_enabled=None, _benchmark=None, _benchmark_limit=None, _determinis
                                      _allow_tf32, _fp32_precision, _depthwise_kernel)
     orig = (_ENABLED.read(), _BENCHMARK.read(), None, _DETERMINISTIC.read(), _ALLOW_TF32.read(),
             _FP32_PRECISION.read(), _DEPTHWISE_KERNEL.read())
-    for flag, value in ((_ENABLED, _enabled), (_BENCHMARK, _benchmark), (_DETERMINISTIC, _deterministic),
-                        (_ALLOW_TF32, _allow_tf32), (_FP32_PRECISION, _fp32_precision),
-                        (_DEPTHWISE_KERNEL, _depthwise_kernel)):
-        if value is not None:
-            flag.write(value)
+    with _flags.mutable():
+        for flag, value in ((_ENABLED, _enabled), (_BENCHMARK, _benchmark), (_DETERMINISTIC, _deterministic),
+                            (_ALLOW_TF32, _allow_tf32), (_FP32_PRECISION, _fp32_precision),
+                            (_DEPTHWISE_KERNEL, _depthwise_kernel)):
+            if value is not None:
+                flag.write(value)
     return orig
 
 

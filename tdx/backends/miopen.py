@@ -5,7 +5,6 @@ included. Values set while torch is absent are applied when it loads. Never impo
 on module import.
 """
 
-import sys as _sys
 import types as _types
 from contextlib import contextmanager as _contextmanager
 
@@ -16,7 +15,7 @@ _TDX_EXTENSIONS = ()  # names tdx adds to torch.backends.miopen: none
 _IMMEDIATE = _flags.Flag("miopen.immediate", False,
                          lambda t: t.backends.miopen.immediate,
                          lambda t, v: setattr(_flags.torch_backend(t, "miopen"), "immediate", v),
-                         _flags.check_bool("set_immediate_miopen"))
+                         _flags.check_bool("set_immediate_miopen"), guarded=True)
 
 
 def set_flags(_immediate=None):
@@ -26,7 +25,8 @@ def set_flags(_immediate=None):
         return torch.backends.miopen.set_flags(_immediate)
     orig = (_IMMEDIATE.read(),)
     if _immediate is not None:
-        _IMMEDIATE.write(_immediate)
+        with _flags.mutable():
+            _IMMEDIATE.write(_immediate)
     return orig
 
 

@@ -25,7 +25,7 @@ def _mod(t):
 
 def _flag(name, default, check):
     return _flags.Flag(f"mkldnn.{name}", default, lambda t: getattr(_mod(t), name),
-                       lambda t, v: setattr(_mod(t), name, v), check)
+                       lambda t, v: setattr(_mod(t), name, v), check, guarded=True)
 
 
 _ENABLED = _flag("enabled", True, _flags.check_bool("set_enabled_mkldnn"))
@@ -84,10 +84,11 @@ def set_flags(_enabled=None, _deterministic=None, _allow_tf32=None, _fp32_precis
     if torch is not None:
         return torch.backends.mkldnn.set_flags(_enabled, _deterministic, _allow_tf32, _fp32_precision)
     orig = (_ENABLED.read(), _DETERMINISTIC.read(), _ALLOW_TF32.read(), _FP32_PRECISION.read())
-    for flag, value in ((_ENABLED, _enabled), (_DETERMINISTIC, _deterministic),
-                        (_ALLOW_TF32, _allow_tf32), (_FP32_PRECISION, _fp32_precision)):
-        if value is not None:
-            flag.write(value)
+    with _flags.mutable():
+        for flag, value in ((_ENABLED, _enabled), (_DETERMINISTIC, _deterministic),
+                            (_ALLOW_TF32, _allow_tf32), (_FP32_PRECISION, _fp32_precision)):
+            if value is not None:
+                flag.write(value)
     return orig
 
 

@@ -30,12 +30,23 @@ def _dims(dim, ndim):
     """torch's ``dim`` argument (None, (), int, sequence) as an MLX axis list or None (all)."""
     if dim is None:
         return None
-    if isinstance(dim, int):
-        return [norm_dim(dim, ndim)] if ndim else None
-    dims = [norm_dim(d, ndim) for d in dim]
+    dims = [norm_dim(d, ndim) for d in ((dim,) if isinstance(dim, int) else dim)]
     if len(set(dims)) != len(dims):
         raise ShapeError(f"dim {dims} appears multiple times in the list of dims")
     return dims or None if ndim else None
+
+
+def _kw(x, dim, keepdim) -> dict:
+    """MLX reduction keywords for torch's ``dim``/``keepdim`` (0-d inputs reduce to themselves)."""
+    axes = _dims(dim, x.ndim)
+    return {"axis": axes, "keepdims": keepdim} if x.ndim else {}
+
+
+def _reduced_shape(shape, axes, keepdim) -> tuple:
+    axes = range(len(shape)) if axes is None else axes
+    if keepdim:
+        return tuple(1 if i in axes else s for i, s in enumerate(shape))
+    return tuple(s for i, s in enumerate(shape) if i not in axes)
 
 
 class MLXOps:
@@ -317,11 +328,20 @@ class MLXOps:
             return self._cast(x, D.as_dtype(dtype))
         return x.astype(mx.int64, stream=self.s) if x.dtype in _INTS else x
 
+    def _reduce(self, fn, identity, x, dim, keepdim):
+        """``fn`` over ``dim``; empty inputs give ``identity`` (MLX mishandles empty reductions)."""
+        kw = _kw(x, dim, keepdim)
+        if x.size == 0:
+            return mx.full(_reduced_shape(x.shape, kw["axis"], keepdim), identity, x.dtype, stream=self.s)
+        return fn(x, **kw, stream=self.s)
+
     def sum(self, x, dim=None, keepdim=False, dtype=None):
-        return mx.sum(self._acc(x, dtype), axis=_dims(dim, x.ndim), keepdims=keepdim, stream=self.s)
+        return self._reduce(mx.sum, 0, self._acc(x, dtype), dim, keepdim)
 
     def prod(self, x, dim=None, keepdim=False, dtype=None):
-        return mx.prod(self._acc(x, dtype), axis=_dims(dim, x.ndim), keepdims=keepdim, stream=self.s)
+        if dim is not None and not isinstance(dim, int):
+            raise TdxTypeError(f"prod(): argument 'dim' (position 1) must be int, not {type(dim).__name__}")
+        return self._reduce(mx.prod, 1, self._acc(x, dtype), dim, keepdim)
 
     def _need_float(self, x, op):
         if x.dtype in _INTS:
@@ -331,38 +351,46 @@ class MLXOps:
     def mean(self, x, dim=None, keepdim=False, dtype=None):
         if dtype is None:
             self._need_float(x, "mean")
-        return mx.mean(self._acc(x, dtype), axis=_dims(dim, x.ndim), keepdims=keepdim, stream=self.s)
+        return mx.mean(self._acc(x, dtype), **_kw(x, dim, keepdim), stream=self.s)
 
     def var(self, x, dim=None, correction=1, keepdim=False):
         self._need_float(x, "var")
-        return mx.var(x, axis=_dims(dim, x.ndim), keepdims=keepdim, ddof=correction, stream=self.s)
+        return mx.var(x, **_kw(x, dim, keepdim), ddof=correction, stream=self.s)
 
     def std(self, x, dim=None, correction=1, keepdim=False):
         self._need_float(x, "std")
         return mx.sqrt(self.var(x, dim, correction, keepdim), stream=self.s)
 
     def _nonempty(self, x, dim, op):
-        if x.size == 0 and (dim is None or x.shape[norm_dim(dim, x.ndim)] == 0 if isinstance(dim, int)
-                            else True):
-            raise TdxIndexError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0 "
-                                "or the reduction dim to be non-empty.")
+        if x.size:
+            return
+        axes = _dims(dim, x.ndim)
+        if axes is None:
+            raise TdxRuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0. "
+                                  "Specify the reduction dim with the 'dim' argument.")
+        for a in axes:
+            if x.shape[a] == 0:
+                raise TdxIndexError(f"{op}(): Expected reduction dim {a} to have non-zero size.")
 
     def amax(self, x, dim=(), keepdim=False):
-        self._nonempty(x, dim if isinstance(dim, int) else None, "amax")
-        return mx.max(x, axis=_dims(dim, x.ndim), keepdims=keepdim, stream=self.s)
+        self._nonempty(x, dim, "amax")
+        return mx.max(x, **_kw(x, dim, keepdim), stream=self.s)
 
     def amin(self, x, dim=(), keepdim=False):
-        self._nonempty(x, dim if isinstance(dim, int) else None, "amin")
-        return mx.min(x, axis=_dims(dim, x.ndim), keepdims=keepdim, stream=self.s)
+        self._nonempty(x, dim, "amin")
+        return mx.min(x, **_kw(x, dim, keepdim), stream=self.s)
 
     def _arg(self, fn, op, x, dim, keepdim):
         self._nonempty(x, dim, op)
+        if x.ndim == 0:
+            norm_dim(dim if dim is not None else 0, 0)
+            return mx.zeros((), mx.int64)
         if dim is None:
             out = fn(mx.reshape(x, (-1,), stream=self.s), stream=self.s)
             if keepdim:
                 out = mx.reshape(out, (1,) * x.ndim, stream=self.s)
         else:
-            out = fn(x, axis=norm_dim(dim, x.ndim) if x.ndim else None, keepdims=keepdim, stream=self.s)
+            out = fn(x, axis=norm_dim(dim, x.ndim), keepdims=keepdim, stream=self.s)
         return out.astype(mx.int64, stream=self.s)
 
     def argmax(self, x, dim=None, keepdim=False):
@@ -378,10 +406,10 @@ class MLXOps:
         return self.amin(x, dim, keepdim), self._arg(mx.argmin, "min", x, dim, keepdim)
 
     def all(self, x, dim=None, keepdim=False):
-        return mx.all(x, axis=_dims(dim, x.ndim), keepdims=keepdim, stream=self.s)
+        return self._reduce(mx.all, True, x.astype(mx.bool_, stream=self.s), dim, keepdim)
 
     def any(self, x, dim=None, keepdim=False):
-        return mx.any(x, axis=_dims(dim, x.ndim), keepdims=keepdim, stream=self.s)
+        return self._reduce(mx.any, False, x.astype(mx.bool_, stream=self.s), dim, keepdim)
 
     # shapes ---------------------------------------------------------------------------
     def reshape(self, x, shape):
@@ -430,7 +458,7 @@ class MLXOps:
         a, b = norm_dim(start_dim, x.ndim), norm_dim(end_dim, x.ndim)
         if a > b:
             raise ShapeError("flatten() has invalid args: start_dim cannot come after end_dim")
-        shape = x.shape[:a] + [math.prod(x.shape[a:b + 1])] + x.shape[b + 1:]
+        shape = [*x.shape[:a], math.prod(x.shape[a:b + 1]), *x.shape[b + 1:]]
         return mx.reshape(x, shape, stream=self.s)
 
     def expand(self, x, shape):

@@ -36,7 +36,7 @@ def _switch(kind: str, names, disable: bool) -> None:
                      lambda t, n=name: getattr(_mod(t), f"{verb}_{kind}")(n))
 
 
-class PythonNativeModule(_types.ModuleType):
+class _PythonNativeModule(_types.ModuleType):
     """The class of this module: DSL lists and switches, as in torch."""
 
     @property
@@ -108,4 +108,4 @@ class PythonNativeModule(_types.ModuleType):
         return sorted(set(super().__dir__()) | set(_METHODS) | set(self.all_dsls))
 
 
-_flags.install(__name__, PythonNativeModule)
+_flags.install(__name__, _PythonNativeModule)

@@ -1,0 +1,169 @@
+"""The bridge kernel: run the inputs on a peer executor's kernel through DLPack exchange.
+
+A peer is the other framework's executor on the same memory (``mlx:cpu`` <-> ``cpu``,
+``mlx:gpu`` <-> ``mps``, :data:`PEERS`). The bridge is legal only where the inputs reach the peer
+without a copy (the executors' ``dlpack_zero_copy_export`` / ``dlpack_zero_copy_import``
+capabilities); the result comes back as a copy where the pair copies (priced in
+:func:`estimate`). From MLX, ``mx.vjp``/``mx.grad`` work: the backward
+pass recomputes on the peer under torch's autograd, with the forward pass's random state.
+
+It must never import a framework at module level, and chooses the peer's kernel only
+through ``tdx.attention._kernels``.
+"""
+
+from __future__ import annotations
+
+from . import _state
+from ._state import SDPBackend
+
+__all__ = ["PEERS", "peer", "refusal", "estimate", "run"]
+
+PEERS = {"mlx:cpu": "cpu", "cpu": "mlx:cpu", "mlx:gpu": "mps", "mps": "mlx:gpu"}
+_peers: dict = {}
+
+
+def peer(ex):
+    """(peer executor or None, reason when None) of executor ``ex``."""
+    hit = _peers.get(ex)
+    if hit is not None:
+        return hit
+    name = PEERS.get(str(ex.device))
+    if name is None:
+        hit = (None, f"{ex.device} has no peer executor sharing its memory")
+    else:
+        from .. import backends
+
+        row = next((r for r in backends.available() if r.device == name), None)
+        if row is None or not row.available:
+            why = row.reason if row is not None else "no provider"
+            hit = (None, f"its peer {name} is not available ({why})")
+        else:
+            hit = (backends.get(name), None)
+    _peers[ex] = hit
+    return hit
+
+
+def _moved(p, ex, arrays=None):
+    """``p`` with its arrays handed to executor ``ex`` (zero-copy where the pair allows).
+
+    Args:
+        p: canonical params.
+        ex: the peer executor.
+        arrays: (q, k, v) already on ``ex``, or None to transfer ``p``'s.
+    """
+    from ..interop import transfer
+    from ._ops import ops_for
+    from ._params import Params
+
+    n = Params()
+    for name in Params.__slots__:
+        setattr(n, name, getattr(p, name))
+    n.ex, n.ops = ex, ops_for(ex)
+    if arrays is None:
+        arrays = [transfer(x, p.ex, ex) for x in (p.q, p.k, p.v)]
+    n.q, n.k, n.v = arrays
+    n.mask = None if p.mask is None else transfer(p.mask, p.ex, ex)
+    n.requires_grad = False
+    n.mask_requires_grad = False
+    return n
+
+
+def _peer_choice(p):
+    """(peer params, peer backend) or (None, reason)."""
+    ex, why = peer(p.ex)
+    if ex is None:
+        return None, why
+    if not p.ex.caps.dlpack_zero_copy_export:
+        return None, f"{p.ex.device} cannot hand its memory to {ex.device} without a copy"
+    if not ex.caps.dlpack_zero_copy_import:
+        return None, f"{ex.device} cannot import {p.ex.device}'s memory without a copy"
+    if p.requires_grad or p.mask_requires_grad:
+        return None, f"gradients would not flow back from {ex.device} to {p.ex.device}'s autograd"
+    from . import _kernels
+
+    pp = _moved(p, ex)
+    verdicts, chosen = _kernels.evaluate(pp, _state.for_peer(_state.enabled()), exclude=(SDPBackend.BRIDGE,))
+    if chosen is None:
+        reasons = "; ".join(f"{v.backend.name}: {v.reason}" for v in verdicts)
+        return None, f"no kernel on {ex.device} can run the inputs ({reasons})"
+    return pp, chosen
+
+
+def refusal(p):
+    """None when the bridge can run ``p``, else the reason it cannot."""
+    pp, why = _peer_choice(p)
+    return why if pp is None else None
+
+
+def estimate(p) -> float:
+    """Expected seconds: the peer kernel's estimate plus the copy of the result back."""
+    from . import _kernels
+
+    pp, chosen = _peer_choice(p)
+    if pp is None:
+        return float("inf")
+    out_bytes = p.B * p.Hq * p.Tq * p.Ev * p.dtype.itemsize
+    copy = 0.0 if p.ex.caps.dlpack_zero_copy_import else out_bytes / _kernels.BRIDGE_COPY_BPS
+    return _kernels.estimate(chosen, pp) + copy + _kernels.BRIDGE_OVERHEAD
+
+
+def run(p):
+    """The result of the peer's best kernel, handed back to ``p``'s executor."""
+    from . import _kernels
+    from ..interop import transfer
+
+    ex, why = peer(p.ex)
+    if ex is None:
+        raise _kernels.NoKernelError(f"the bridge kernel cannot run: {why}")
+    pp = _moved(p, ex)
+    chosen = _kernels.choose(pp, exclude=(SDPBackend.BRIDGE,), en=_state.for_peer(_state.enabled()))
+    kernel = _kernels.KERNELS[chosen]
+    mx = getattr(p.ops, "mx", None)
+    if mx is None:
+        return transfer(kernel.run(pp, chosen), pp.ex, p.ex)
+    return _mlx_bridge(mx, p, pp, kernel, chosen)
+
+
+def _to_mlx(mx, t):
+    """A floating-point torch CPU tensor copied into an MLX array of the same dtype.
+
+    (bfloat16 travels as int16 bits; float64 is kept, which ``mx.array`` alone would narrow.)
+    """
+    import torch
+
+    t = t.detach()
+    if t.dtype == torch.bfloat16:
+        return mx.array(t.view(torch.int16).numpy()).view(mx.bfloat16)
+    arr = t.numpy()
+    return mx.array(arr, dtype={"float64": mx.float64, "float32": mx.float32, "float16": mx.float16}[arr.dtype.name])
+
+
+def _mlx_bridge(mx, p, pp, kernel, chosen):
+    """The bridge from MLX as an ``mx.custom_function`` whose VJP recomputes under torch's autograd."""
+    import torch
+
+    from ..interop import transfer
+
+    src, dst = p.ex, pp.ex
+    rng = torch.get_rng_state() if pp.dropout_p > 0 else None
+
+    @mx.custom_function
+    def attend(q, k, v):
+        with torch.no_grad():
+            return _to_mlx(mx, kernel.run(pp, chosen))
+
+    @attend.vjp
+    def attend_vjp(primals, cotangent, output):
+        q, k, v = primals
+        leaves = [transfer(x, src, dst).detach().requires_grad_(True) for x in (q, k, v)]
+        pg = _moved(p, dst, leaves)
+        pg.requires_grad = True
+        with torch.random.fork_rng(devices=[]):
+            if rng is not None:
+                torch.set_rng_state(rng)
+            with torch.enable_grad():
+                out = kernel.run(pg, chosen)
+            grads = torch.autograd.grad(out, leaves, transfer(cotangent, src, dst))
+        return tuple(_to_mlx(mx, g) for g in grads)
+
+    return attend(p.q, p.k, p.v)

@@ -1,0 +1,67 @@
+"""torch's own attention kernels, run for tdx on torch executors.
+
+On the CPU, tdx calls the kernel it chose directly (``aten._scaled_dot_product_flash_attention_for_cpu``
+or ``aten._scaled_dot_product_attention_math``): no process-wide torch flag is touched, so a
+choice made in one thread cannot change another thread's kernel. Masks are prepared as
+``F.scaled_dot_product_attention`` prepares them (bool masks become additive ``0/-inf`` masks,
+which gives torch's zeros on fully-masked rows). On CUDA and MPS tdx calls
+``F.scaled_dot_product_attention`` itself, directly when torch would pick the same kernel and
+otherwise inside torch's ``sdpa_kernel`` (torch's flags are process-wide there).
+
+Imported on first use of a torch kernel; it imports torch, never MLX.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import torch
+
+from ._state import SDPBackend
+
+__all__ = ["run", "cuda_can_use"]
+
+_aten = torch.ops.aten
+_CAN_USE = {SDPBackend.FLASH_ATTENTION: "can_use_flash_attention",
+            SDPBackend.EFFICIENT_ATTENTION: "can_use_efficient_attention",
+            SDPBackend.CUDNN_ATTENTION: "can_use_cudnn_attention"}
+
+
+def additive(mask, dtype):
+    """A bool mask as an additive ``0 / -inf`` mask of ``dtype``; float masks pass through."""
+    if mask is None or mask.dtype != torch.bool:
+        return mask
+    return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill_(mask.logical_not(), float("-inf"))
+
+
+def run(p, backend):
+    """Run torch kernel ``backend`` on canonical params ``p``; the ``(B, Hq, Tq, Ev)`` result."""
+    if p.ex.device.type == "cpu":
+        mask = additive(p.mask, p.q.dtype)
+        if backend is SDPBackend.FLASH_ATTENTION:
+            return _aten._scaled_dot_product_flash_attention_for_cpu(p.q, p.k, p.v, 0.0, p.is_causal,
+                                                                      attn_mask=mask, scale=p.scale)[0]
+        return _aten._scaled_dot_product_attention_math(p.q, p.k, p.v, mask, p.dropout_p, p.is_causal, None,
+                                                        scale=p.scale, enable_gqa=p.groups > 1)[0]
+    kw = dict(attn_mask=p.mask, dropout_p=p.dropout_p, is_causal=p.is_causal, scale=p.scale,
+              enable_gqa=p.groups > 1)
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    if int(torch._fused_sdp_choice(p.q, p.k, p.v, **kw)) == int(backend):
+        return sdpa(p.q, p.k, p.v, **kw)
+    from torch.nn.attention import SDPBackend as TorchBackend, sdpa_kernel
+
+    with sdpa_kernel([getattr(TorchBackend, backend.name)]):
+        return sdpa(p.q, p.k, p.v, **kw)
+
+
+def cuda_can_use(backend, p) -> tuple:
+    """(torch's ``can_use_*`` verdict, its reasons) for a CUDA kernel on canonical params ``p``."""
+    fn = getattr(torch.backends.cuda, _CAN_USE[backend], None)
+    if fn is None:
+        return False, f"this torch build has no {_CAN_USE[backend]}"
+    params = torch.backends.cuda.SDPAParams(p.q, p.k, p.v, p.mask, p.dropout_p, p.is_causal, p.groups > 1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ok = bool(fn(params, True))
+    reasons = "; ".join(str(w.message).strip() for w in caught)
+    return ok, reasons or f"torch's {_CAN_USE[backend]} refuses these inputs"

@@ -1,0 +1,578 @@
+"""Scaled-dot-product attention: every kernel on every device against torch's float64 math path.
+
+The oracle is ``torch.nn.functional.scaled_dot_product_attention`` restricted to torch's math
+kernel, on CPU, in float64. Each case runs through every kernel the device can reach
+(``tdx.attention.explain`` lists them), forced with ``sdpa_kernel``; gradients go through torch's
+autograd on torch devices and through ``mx.vjp`` of the kernel on MLX devices. Also: dropout
+(determinism, expectation, the mask the backward pass uses), ``sdpa_kernel`` state (restore,
+threads, asyncio tasks, priority), the global switches, the config's priority, ``explain`` and
+``can_use_*`` reasons, and the typed errors for bad inputs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+import tdx
+import tdx.attention as A
+from tdx.attention import SDPBackend, sdpa_kernel
+from tdx.attention import _chunked, _kernels
+
+F = tdx.nn.functional
+TOL = {"float32": 1e-5, "float64": 1e-10, "float16": 1e-2, "bfloat16": 1e-2}
+
+
+# --- fixtures ------------------------------------------------------------------------------
+
+@pytest.fixture(autouse=True)
+def _cpu_flash_declared():
+    """Declare torch's CPU flash kernel on the cpu executor if its capabilities do not yet."""
+    ex = tdx.backends.get("cpu")
+    saved = ex.caps
+    if "flash" not in saved.sdpa_kernels:
+        ex.caps = dataclasses.replace(saved, sdpa_kernels=("flash",) + tuple(saved.sdpa_kernels))
+    _kernels.clear_cache()
+    yield
+    ex.caps = saved
+    _kernels.clear_cache()
+
+
+@pytest.fixture
+def small_blocks():
+    """Blocks of 2..4 rows/columns, so the chunked kernel crosses many blocks on small inputs."""
+    saved = _chunked.MIN_BLOCK, _chunked.MAX_BLOCK
+    _chunked.MIN_BLOCK, _chunked.MAX_BLOCK = 2, 4
+    yield
+    _chunked.MIN_BLOCK, _chunked.MAX_BLOCK = saved
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+def _quantize(a, dtype):
+    """``a`` (float64) rounded to ``dtype`` and back, so every framework sees the same values."""
+    return torch.tensor(a).to(getattr(torch, dtype)).double().numpy()
+
+
+def _tdx(a, device, dtype):
+    if a is None:
+        return None
+    if a.dtype == bool:
+        return tdx.tensor(a, device=device)
+    return tdx.tensor(a, device=device).to(getattr(tdx, dtype))
+
+
+def _host(t):
+    return np.asarray(t.float().numpy() if t.dtype in (tdx.float16, tdx.bfloat16) else t.numpy(), np.float64)
+
+
+def _oracle(q, k, v, mask=None, cot=None, **kw):
+    """torch's math kernel in float64: the output and, given a cotangent, the input gradients."""
+    ts = [torch.tensor(a, requires_grad=cot is not None) for a in (q, k, v)]
+    m = None if mask is None else torch.tensor(mask)
+    with torch.nn.attention.sdpa_kernel([torch.nn.attention.SDPBackend.MATH]):
+        out = torch.nn.functional.scaled_dot_product_attention(*ts, attn_mask=m, **kw)
+    if cot is None:
+        return out.detach().numpy()
+    grads = torch.autograd.grad(out, ts, torch.tensor(cot))
+    return [out.detach().numpy()] + [g.numpy() for g in grads]
+
+
+def _rel(got, want):
+    scale = max(float(np.abs(want).max()), 1e-12) if want.size else 1.0
+    return float(np.abs(got - want).max()) / scale if want.size else 0.0
+
+
+def _usable(q, k, v, mask=None, **kw):
+    exp = A.explain(q, k, v, attn_mask=mask, **kw)
+    return [v_.backend for v_ in exp.verdicts if v_.usable]
+
+
+def _case(name, E=16, dtype="float32", seed=0):
+    """(q, k, v, mask, kwargs) as float64 arrays quantized to ``dtype``."""
+    rng = np.random.default_rng(seed)
+    B, H, Hk, Tq, Tk, Ev = 2, 3, 3, 5, 7, E
+    kw, mask = {}, None
+    if name.startswith("causal"):
+        Tq, Tk = {"causal_short_q": (5, 7), "causal_square": (6, 6), "causal_long_q": (7, 5)}[name]
+        kw["is_causal"] = True
+    if name in ("gqa", "mqa"):
+        H, Hk = 4, 2 if name == "gqa" else 1
+        kw["enable_gqa"] = name == "gqa"
+    if name == "value_dim":
+        Ev = E + 8
+    if name == "scale":
+        kw["scale"] = 0.3
+    if name == "empty_keys":
+        Tk = 0
+    qs, ks, vs = (B, H, Tq, E), (B, Hk, Tk, E), (B, Hk, Tk, Ev)
+    if name == "rank3":
+        qs, ks, vs = (H, Tq, E), (H, Tk, E), (H, Tk, Ev)
+    if name == "rank5_broadcast":
+        qs, ks, vs = (2, 1, H, Tq, E), (1, 2, H, Tk, E), (1, 2, H, Tk, Ev)
+    q, k, v = (_quantize(rng.standard_normal(s), dtype) for s in (qs, ks, vs))
+    if name == "bool_mask":
+        mask = rng.random((B, H, Tq, Tk)) > 0.3
+        mask[0, 1, 2] = False  # a row that sees no key
+    if name == "float_mask":
+        mask = np.where(rng.random((Tq, Tk)) > 0.3, rng.standard_normal((Tq, Tk)), -np.inf)
+        mask[3] = -np.inf
+        mask = _quantize(mask, dtype)
+    if name == "broadcast_mask":
+        mask = rng.random((B, 1, 1, Tk)) > 0.3
+        mask[1, 0, 0] = False  # batch 1 sees no key at all
+    if name == "float32_mask":
+        mask = rng.standard_normal((1, H, Tq, 1)).astype(np.float32)
+    return q, k, v, mask, kw
+
+
+CASES = ["plain", "bool_mask", "float_mask", "broadcast_mask", "float32_mask", "causal_short_q",
+         "causal_square", "causal_long_q", "gqa", "mqa", "scale", "value_dim", "rank3", "rank5_broadcast",
+         "empty_keys"]
+
+
+def _mask_dtype(mask, dtype, name):
+    if mask is None or mask.dtype == bool:
+        return None
+    return "float32" if name == "float32_mask" else dtype
+
+
+# --- forward against the oracle ------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("name", CASES)
+def test_forward_every_kernel(device, name, dtype, small_blocks):
+    q, k, v, mask, kw = _case(name, dtype=dtype)
+    want = _oracle(q, k, v, mask, **kw)
+    md = _mask_dtype(mask, dtype, name)
+    tq, tk, tv = (_tdx(a, device, dtype) for a in (q, k, v))
+    tm = _tdx(mask, device, md or dtype)
+    kernels = _usable(tq, tk, tv, tm, **kw)
+    assert kernels, f"no kernel can run {name} on {device}"
+    for b in kernels:
+        with sdpa_kernel([b]):
+            out = F.scaled_dot_product_attention(tq, tk, tv, attn_mask=tm, **kw)
+        assert out.dtype == tq.dtype and tuple(out.shape) == want.shape, (b, out.shape, want.shape)
+        err = _rel(_host(out), want)
+        assert err <= TOL[dtype], f"{device} {b.name} {name} {dtype}: relative error {err:.3g}"
+    auto = F.scaled_dot_product_attention(tq, tk, tv, attn_mask=tm, **kw)
+    assert _rel(_host(auto), want) <= TOL[dtype]
+
+
+def test_every_kernel_is_reachable(device):
+    q, k, v, mask, kw = _case("plain")
+    ex = tdx.backends.get(device)
+    t = [_tdx(a, device, "float32") for a in (q, k, v)]
+    got = set(_usable(*t))
+    expect = {SDPBackend.MATH, SDPBackend.CHUNKED}
+    if "flash" in ex.caps.sdpa_kernels:
+        expect.add(SDPBackend.FLASH_ATTENTION)
+    if "mlx_fused" in ex.caps.sdpa_kernels:
+        expect.add(SDPBackend.MLX_FUSED)
+    if ex.caps.dlpack_zero_copy_export and str(device) in ("mlx:cpu",):
+        expect.add(SDPBackend.BRIDGE)
+    assert expect <= got, f"{device}: reachable {sorted(b.name for b in got)}"
+
+
+@pytest.mark.parametrize("E", [32, 64, 128, 256])
+def test_head_dims(device, E):
+    q, k, v, mask, kw = _case("causal_short_q", E=E, seed=E)
+    want = _oracle(q, k, v, **kw)
+    t = [_tdx(a, device, "float32") for a in (q, k, v)]
+    for b in _usable(*t, **kw):
+        with sdpa_kernel([b]):
+            out = F.scaled_dot_product_attention(*t, **kw)
+        assert _rel(_host(out), want) <= TOL["float32"], (device, b, E)
+
+
+def test_float64(device):
+    if not tdx.backends.get(device).caps.float64:
+        pytest.skip(f"{device} has no float64")
+    q, k, v, mask, kw = _case("bool_mask", dtype="float64")
+    want = _oracle(q, k, v, mask, **kw)
+    t = [_tdx(a, device, "float64") for a in (q, k, v)]
+    tm = _tdx(mask, device, "float64")
+    # MLX computes exp in float64 to float32's precision only
+    tol = 1e-10 if tdx.backends.get(device).caps.native_autograd else 1e-6
+    for b in _usable(*t, tm, **kw):
+        with sdpa_kernel([b]):
+            out = F.scaled_dot_product_attention(*t, attn_mask=tm, **kw)
+        assert out.dtype == tdx.float64
+        assert _rel(out.numpy(), want) <= tol, (device, b)
+
+
+def test_fully_masked_rows_are_zeros(device, small_blocks):
+    q, k, v, mask, kw = _case("bool_mask")
+    t = [_tdx(a, device, "float32") for a in (q, k, v)]
+    tm = _tdx(mask, device, "float32")
+    for b in _usable(*t, tm):
+        with sdpa_kernel([b]):
+            out = _host(F.scaled_dot_product_attention(*t, attn_mask=tm))
+        assert np.all(out[0, 1, 2] == 0) and np.isfinite(out).all(), (device, b)
+
+
+# --- gradients -----------------------------------------------------------------------------
+
+GRAD_CASES = ["plain", "bool_mask", "float_mask", "causal_short_q", "causal_long_q", "gqa", "mqa", "scale",
+              "value_dim", "rank5_broadcast"]
+
+
+def _grads_torch(device, b, q, k, v, mask, cot, dtype, md, kw):
+    leaves = [_tdx(a, device, dtype).requires_grad_() for a in (q, k, v)]
+    tm = _tdx(mask, device, md or dtype)
+    with sdpa_kernel([b]):
+        out = F.scaled_dot_product_attention(*leaves, attn_mask=tm, **kw)
+    out.backward(_tdx(cot, device, dtype))
+    return [_host(out.detach())] + [_host(x.grad) for x in leaves]
+
+
+def _grads_mlx(device, b, q, k, v, mask, cot, dtype, md, kw):
+    import mlx.core as mx
+
+    from tdx._tensor_methods import wrap
+
+    ex = tdx.backends.get(device)
+    prim = [_tdx(a, device, dtype)._n for a in (q, k, v)]
+    tm = _tdx(mask, device, md or dtype)
+
+    def kernel(qn, kn, vn):
+        with sdpa_kernel([b]):
+            return F.scaled_dot_product_attention(wrap(qn, ex), wrap(kn, ex), wrap(vn, ex), attn_mask=tm, **kw)._n
+
+    outs, grads = mx.vjp(kernel, prim, [_tdx(cot, device, dtype)._n])
+    return [_host(wrap(x, ex)) for x in [outs[0], *grads]]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("name", GRAD_CASES)
+def test_gradients_every_kernel(device, name, dtype, small_blocks):
+    q, k, v, mask, kw = _case(name, dtype=dtype, seed=1)
+    want = _oracle(q, k, v, mask, cot=None, **kw)
+    cot = _quantize(np.random.default_rng(2).standard_normal(want.shape), dtype)
+    want = _oracle(q, k, v, mask, cot=cot, **kw)
+    md = _mask_dtype(mask, dtype, name)
+    ex = tdx.backends.get(device)
+    t = [_tdx(a, device, dtype) for a in (q, k, v)]
+    run = _grads_torch if ex.caps.native_autograd else _grads_mlx
+    for b in _usable(*t, _tdx(mask, device, md or dtype), **kw):
+        got = run(device, b, q, k, v, mask, cot, dtype, md, kw)
+        for what, g, w in zip(("out", "dq", "dk", "dv"), got, want):
+            assert g.shape == w.shape, (b, what, g.shape, w.shape)
+            err = _rel(g, w)
+            assert err <= TOL[dtype], f"{device} {b.name} {name} {dtype} {what}: relative error {err:.3g}"
+
+
+# --- dropout -------------------------------------------------------------------------------
+
+def _dropout_kernels(device, t):
+    return [b for b in _usable(*t, dropout_p=0.3)]
+
+
+def test_dropout_is_deterministic_per_seed(device, small_blocks):
+    q, k, v, _, _ = _case("plain")
+    t = [_tdx(a, device, "float32") for a in (q, k, v)]
+    kernels = _dropout_kernels(device, t)
+    assert SDPBackend.MLX_FUSED not in kernels and SDPBackend.FLASH_ATTENTION not in kernels
+    assert kernels
+    for b in kernels:
+        outs = []
+        for seed in (7, 7, 8):
+            tdx.manual_seed(seed)
+            with sdpa_kernel([b]):
+                outs.append(_host(F.scaled_dot_product_attention(*t, dropout_p=0.3)))
+        assert np.array_equal(outs[0], outs[1]), (device, b)
+        assert not np.array_equal(outs[0], outs[2]), (device, b)
+
+
+def test_dropout_expectation_matches_no_dropout(device, small_blocks):
+    rng = np.random.default_rng(3)
+    n, p = 3000, 0.25
+    q, k, v = (np.broadcast_to(rng.standard_normal((1, 1, 4, 6)), (n, 1, 4, 6)).copy() for _ in range(3))
+    t = [_tdx(a, device, "float32") for a in (q, k, v)]
+    ref = _oracle(q[:1], k[:1], v[:1])[0]
+    tdx.manual_seed(0)
+    for b in _dropout_kernels(device, t):
+        with sdpa_kernel([b]):
+            out = _host(F.scaled_dot_product_attention(*t, dropout_p=p))
+        mean, sem = out.mean(0), out.std(0) / np.sqrt(n)
+        assert np.all(np.abs(mean - ref) <= 5 * sem + 1e-3), (device, b, np.abs(mean - ref).max())
+        with sdpa_kernel([b]):
+            zeros = _host(F.scaled_dot_product_attention(*t, dropout_p=1.0))
+        assert np.all(zeros == 0), (device, b)
+
+
+def test_dropout_backward_uses_forward_mask(device, small_blocks):
+    """With ``v = I`` the output is the dropped attention matrix ``A``; ``dv`` must be ``A^T @ dout``."""
+    rng = np.random.default_rng(4)
+    B, H, Tq, Tk, E = 1, 2, 5, 6, 8
+    q, k = rng.standard_normal((B, H, Tq, E)), rng.standard_normal((B, H, Tk, E))
+    eye = np.broadcast_to(np.eye(Tk), (B, H, Tk, Tk)).copy()
+    v = rng.standard_normal((B, H, Tk, Tk))
+    cot = rng.standard_normal((B, H, Tq, Tk))
+    ex = tdx.backends.get(device)
+    t = [_tdx(a, device, "float32") for a in (q, k, v)]
+    for b in _dropout_kernels(device, t):
+        tdx.manual_seed(11)
+        with sdpa_kernel([b]):
+            attn = _host(F.scaled_dot_product_attention(t[0], t[1], _tdx(eye, device, "float32"), dropout_p=0.4))
+        tdx.manual_seed(11)
+        if ex.caps.native_autograd:
+            got = _grads_torch(device, b, q, k, v, None, cot, "float32", None, {"dropout_p": 0.4})
+        else:
+            got = _grads_mlx(device, b, q, k, v, None, cot, "float32", None, {"dropout_p": 0.4})
+        want_dv = np.swapaxes(attn, -1, -2) @ cot
+        assert _rel(got[3], want_dv) <= 1e-5, (device, b)
+
+
+# --- sdpa_kernel state -------------------------------------------------------------------------
+
+def test_sdpa_kernel_restores_even_on_error():
+    before = A.enabled_backends()
+    with pytest.raises(KeyError):
+        with sdpa_kernel([SDPBackend.CHUNKED]):
+            assert A.enabled_backends() == (SDPBackend.CHUNKED,)
+            with sdpa_kernel(SDPBackend.MATH):
+                assert A.enabled_backends() == (SDPBackend.MATH,)
+            assert A.enabled_backends() == (SDPBackend.CHUNKED,)
+            raise KeyError("boom")
+    assert A.enabled_backends() == before and A.context_backends() is None
+
+
+def test_sdpa_kernel_as_decorator_and_torch_members():
+    @sdpa_kernel([torch.nn.attention.SDPBackend.MATH, "chunked"])
+    def inner():
+        return A.enabled_backends()
+
+    assert inner() == (SDPBackend.MATH, SDPBackend.CHUNKED)
+    assert inner() == (SDPBackend.MATH, SDPBackend.CHUNKED)
+    with pytest.raises(TypeError):
+        with sdpa_kernel([3.5]):
+            pass
+
+
+def test_sdpa_kernel_is_per_thread():
+    barrier = threading.Barrier(2, timeout=10)
+    seen = {}
+
+    def worker():
+        with sdpa_kernel([SDPBackend.CHUNKED]):
+            barrier.wait()
+            seen["worker"] = A.enabled_backends()
+            barrier.wait()
+
+    th = threading.Thread(target=worker)
+    th.start()
+    barrier.wait()
+    seen["main"] = A.enabled_backends()
+    barrier.wait()
+    th.join()
+    assert seen["worker"] == (SDPBackend.CHUNKED,)
+    assert len(seen["main"]) > 1 and A.context_backends() is None
+
+
+def test_sdpa_kernel_is_per_asyncio_task():
+    async def task(backend, out):
+        with sdpa_kernel([backend]):
+            for _ in range(3):
+                await asyncio.sleep(0)
+                out.append(A.enabled_backends())
+
+    async def main():
+        a, b = [], []
+        await asyncio.gather(task(SDPBackend.MATH, a), task(SDPBackend.CHUNKED, b))
+        return a, b
+
+    a, b = asyncio.run(main())
+    assert set(a) == {(SDPBackend.MATH,)} and set(b) == {(SDPBackend.CHUNKED,)}
+
+
+def test_set_priority_orders_the_choice(device):
+    q, k, v, _, _ = _case("plain")
+    t = [_tdx(a, device, "float32") for a in (q, k, v)]
+    with sdpa_kernel([SDPBackend.CHUNKED, SDPBackend.MATH], set_priority=True):
+        assert A.explain(*t).kernel is SDPBackend.CHUNKED
+    with sdpa_kernel([SDPBackend.MATH, SDPBackend.CHUNKED], set_priority=True):
+        assert A.explain(*t).kernel is SDPBackend.MATH
+
+
+def test_automatic_choice_prefers_fast_kernels(device):
+    t = [tdx.randn(1, 8, 256, 64, device=device) for _ in range(3)]
+    ex = tdx.backends.get(device)
+    chosen = A.explain(*t).kernel
+    if "flash" in ex.caps.sdpa_kernels:
+        assert chosen is SDPBackend.FLASH_ATTENTION
+    if str(device) == "mlx:cpu":
+        assert chosen is SDPBackend.BRIDGE  # MLX's CPU kernels are far slower than torch's
+    with sdpa_kernel([SDPBackend.MATH, SDPBackend.CHUNKED]):
+        assert A.explain(*t).kernel is SDPBackend.MATH  # small inputs: the materializing kernel is cheaper
+    tiny = [tdx.randn(1, 1, 4, 8, device=device) for _ in range(3)]
+    if "mlx_fused" in ex.caps.sdpa_kernels:
+        assert A.explain(*tiny).kernel is SDPBackend.MLX_FUSED  # the bridge's fixed cost dominates
+
+
+def test_no_kernel_left_is_a_typed_error(device):
+    q, k, v, _, _ = _case("plain")
+    t = [_tdx(a, device, "float32") for a in (q, k, v)]
+    with sdpa_kernel([]):
+        with pytest.raises(A.NoKernelError) as info:
+            F.scaled_dot_product_attention(*t)
+    assert isinstance(info.value, RuntimeError) and isinstance(info.value, tdx.TdxError)
+    assert "not listed" in str(info.value) and SDPBackend.MATH in info.value.reasons
+    with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+        with pytest.raises(A.NoKernelError, match="cudnn"):
+            F.scaled_dot_product_attention(*t)
+
+
+def test_global_switches_govern_every_executor(device):
+    cuda = pytest.importorskip("tdx.backends.cuda")
+    q, k, v, _, _ = _case("plain")
+    t = [_tdx(a, device, "float32") for a in (q, k, v)]
+    cuda.enable_math_sdp(False)
+    try:
+        exp = A.explain(*t)
+        assert "enable_math_sdp(False)" in exp.reasons[SDPBackend.MATH]
+        with sdpa_kernel([SDPBackend.MATH]):  # an explicit block overrides the switch, as torch's does
+            assert A.explain(*t).kernel is SDPBackend.MATH
+    finally:
+        cuda.enable_math_sdp(True)
+    assert SDPBackend.MATH in A.enabled_backends()
+
+
+def test_mlx_fused_switch(device):
+    if "mlx_fused" not in tdx.backends.get(device).caps.sdpa_kernels:
+        pytest.skip(f"{device} has no MLX fused kernel")
+    mlx_flags = pytest.importorskip("tdx.backends.mlx")
+    q, k, v, _, _ = _case("plain")
+    t = [_tdx(a, device, "float32") for a in (q, k, v)]
+    with mlx_flags.flags(fused_sdpa=False):
+        assert "fused" in A.explain(*t).reasons[SDPBackend.MLX_FUSED]
+    assert SDPBackend.MLX_FUSED in A.enabled_backends()
+
+
+def test_config_priority(device, tmp_path, monkeypatch):
+    (tmp_path / "tdx.toml").write_text('[attention]\npriority = ["chunked", "math"]\n')
+    monkeypatch.chdir(tmp_path)
+    q, k, v, _, _ = _case("plain")
+    t = [_tdx(a, device, "float32") for a in (q, k, v)]
+    tdx.config.reload()
+    try:
+        exp = A.explain(*t)
+        assert exp.kernel is SDPBackend.CHUNKED
+        assert "priority" in exp.reasons[SDPBackend.MLX_FUSED if str(device).startswith("mlx")
+                                          else SDPBackend.FLASH_ATTENTION]
+    finally:
+        monkeypatch.undo()
+        tdx.config.reload()
+
+
+# --- explain, can_use, warnings ------------------------------------------------------------------
+
+def test_explain_names_every_refusal(device):
+    q, k, v, _, _ = _case("plain")
+    t = [_tdx(a, device, "float32") for a in (q, k, v)]
+    exp = A.explain(*t, dropout_p=0.2)
+    assert exp.kernel is not None and exp.kernel not in (SDPBackend.FLASH_ATTENTION, SDPBackend.MLX_FUSED)
+    ex = tdx.backends.get(device)
+    for b in (SDPBackend.FLASH_ATTENTION, SDPBackend.MLX_FUSED):
+        if b is SDPBackend.FLASH_ATTENTION and "flash" not in ex.caps.sdpa_kernels:
+            continue
+        if b is SDPBackend.MLX_FUSED and "mlx_fused" not in ex.caps.sdpa_kernels:
+            continue
+        assert "dropout" in exp.reasons[b], exp.reasons[b]
+    assert "has no native 'cudnn' kernel" in exp.reasons[SDPBackend.CUDNN_ATTENTION]
+    text = str(exp)
+    assert exp.kernel.name in text and "->" in text
+
+
+def test_can_use_reports_reasons(device):
+    q, k, v, _, _ = _case("plain")
+    t = [_tdx(a, device, "float32") for a in (q, k, v)]
+    params = A.SDPAParams(*t, None, 0.5, False, False)
+    assert not A.can_use_cudnn_attention(params)
+    with pytest.warns(UserWarning, match="cannot be used"):
+        A.can_use_flash_attention(params, debug=True)
+    assert A.can_use(SDPBackend.CHUNKED, params)
+    assert A.can_use("math", A.SDPAParams(*t))
+
+
+def test_warn_for_unfused_kernels(monkeypatch):
+    q, k, v, _, _ = _case("plain")
+    t = [_tdx(a, "cpu", "float32") for a in (q, k, v)]
+    monkeypatch.setattr(A, "WARN_FOR_UNFUSED_KERNELS", True)
+    with pytest.warns(UserWarning, match="unfused math kernel"):
+        with sdpa_kernel([SDPBackend.MATH]):
+            F.scaled_dot_product_attention(*t)
+
+
+def test_chunked_memory_is_bounded():
+    for B, H, L in [(1, 8, 16384), (4, 32, 8192), (1, 1, 131072)]:
+        bq, bk = _chunked.block_sizes(B, H, L, L)
+        assert B * H * bq * bk <= max(_chunked.BLOCK_BUDGET, B * H * _chunked.MIN_BLOCK ** 2)
+        assert B * H * bq * bk * 4 * 8 < B * H * L * L * 4 / 4  # well under a quarter of the scores
+
+
+def test_import_loads_no_framework():
+    code = ("import sys, tdx.attention, tdx.compat.nn.functional, tdx.compat.nn; "
+            "assert 'torch' not in sys.modules and 'mlx' not in sys.modules, "
+            "[m for m in sys.modules if m.startswith(('torch', 'mlx'))]")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    subprocess.run([sys.executable, "-c", code], check=True, env=env)
+
+
+# --- bad inputs ----------------------------------------------------------------------------
+
+def _bad(device, qs=(2, 4, 8, 16), ks=(2, 4, 8, 16), vs=(2, 4, 8, 16), dtype="float32", mask=None, **kw):
+    rng = np.random.default_rng(0)
+    t = [_tdx(rng.standard_normal(s), device, dtype) for s in (qs, ks, vs)]
+    return lambda: F.scaled_dot_product_attention(*t, attn_mask=mask, **kw)
+
+
+BAD = {
+    "batch": (dict(ks=(3, 4, 8, 16), vs=(3, 4, 8, 16)), A.AttentionShapeError, "batch dims"),
+    "heads": (dict(ks=(2, 3, 8, 16), vs=(2, 3, 8, 16)), A.AttentionShapeError, "head dims"),
+    "gqa_not_divisible": (dict(ks=(2, 3, 8, 16), vs=(2, 3, 8, 16), enable_gqa=True), A.AttentionShapeError,
+                          "must divide"),
+    "gqa_hint": (dict(ks=(2, 2, 8, 16), vs=(2, 2, 8, 16)), A.AttentionShapeError, "enable_gqa=True"),
+    "feature": (dict(ks=(2, 4, 8, 8), vs=(2, 4, 8, 8)), A.AttentionShapeError, "embedding dim"),
+    "kv_length": (dict(vs=(2, 4, 9, 16)), A.AttentionShapeError, "same sequence length"),
+    "rank1": (dict(qs=(16,), ks=(16,), vs=(16,)), A.AttentionShapeError, "at least 2 dimensional"),
+    "int_dtype": (dict(dtype="int64"), A.AttentionDtypeError, "floating-point"),
+    "dropout": (dict(dropout_p=1.5), A.AttentionValueError, "between 0 and 1"),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD))
+def test_bad_inputs_raise_typed_errors(device, name):
+    kw, err, text = BAD[name]
+    with pytest.raises(err, match=text) as info:
+        _bad(device, **kw)()
+    assert isinstance(info.value, tdx.TdxError)
+    assert isinstance(info.value, RuntimeError if err is not A.AttentionValueError else ValueError)
+
+
+def test_bad_masks_and_mixtures(device):
+    mask = tdx.ones(3, 8, dtype=tdx.bool, device=device)
+    with pytest.raises(A.AttentionShapeError, match=r"\[3, 8\] does not broadcast"):
+        _bad(device, mask=mask)()
+    with pytest.raises(A.AttentionDtypeError, match="attn_mask dtype"):
+        _bad(device, mask=tdx.ones(8, 8, dtype=tdx.int64, device=device))()
+    with pytest.raises(A.SDPAError, match="is_causal"):
+        _bad(device, mask=tdx.ones(8, 8, dtype=tdx.bool, device=device), is_causal=True)()
+    rng = np.random.default_rng(0)
+    q = _tdx(rng.standard_normal((2, 4, 8, 16)), device, "float32")
+    with pytest.raises(A.AttentionDtypeError, match="same dtype"):
+        F.scaled_dot_product_attention(q, q.double() if tdx.backends.get(device).caps.float64 else q.half(), q)
+    with pytest.raises(TypeError):
+        F.scaled_dot_product_attention(q, q, np.zeros((2, 4, 8, 16)))
+    other = "mlx:cpu" if str(device) == "cpu" else "cpu"
+    if any(r.device == other and r.available for r in tdx.backends.available()):
+        with pytest.raises(tdx.DeviceMismatchError):
+            F.scaled_dot_product_attention(q, q, q.to(other))

@@ -1,0 +1,121 @@
+"""Reductions and shape ops against torch on CPU."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tdx
+from conftest import check, pair, sample
+
+RED_SHAPES = [(3, 4), (2, 3, 4), (), (0, 3), (5,)]
+DIMS = [None, 0, -1, (0, 1), 1]
+
+
+def _dims_ok(shape, dim):
+    n = max(len(shape), 1)
+    ds = [] if dim is None else [dim] if isinstance(dim, int) else list(dim)
+    return all(-n <= d < n for d in ds) or True  # out-of-range dims must raise like torch
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "prod", "std", "var", "amax", "amin", "all", "any"])
+@pytest.mark.parametrize("dtype", ["float32", "int64", "bool"])
+@pytest.mark.parametrize("shape", RED_SHAPES, ids=str)
+@pytest.mark.parametrize("dim", DIMS, ids=str)
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_reduction(device, name, dtype, shape, dim, keepdim):
+    x, t = pair(sample(shape, dtype, seed=20), device, dtype)
+    if dim is None and name in ("amax", "amin"):
+        fx, ft = (lambda: getattr(x, name)(keepdim=keepdim)), (lambda: getattr(t, name)(keepdim=keepdim))
+    elif dim is None:
+        fx, ft = (lambda: getattr(x, name)()), (lambda: getattr(t, name)())
+    else:
+        fx, ft = (lambda: getattr(x, name)(dim, keepdim=keepdim)), (lambda: getattr(t, name)(dim, keepdim=keepdim))
+    check(fx, ft, msg=f"{name}({dim}, keepdim={keepdim})", rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["max", "min", "argmax", "argmin"])
+@pytest.mark.parametrize("dtype", ["float32", "int64"])
+@pytest.mark.parametrize("shape", [(3, 4), (2, 3, 4), (), (5,)], ids=str)
+@pytest.mark.parametrize("dim", [None, 0, -1])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_extremes(device, name, dtype, shape, dim, keepdim):
+    x, t = pair(sample(shape, dtype, seed=21, low=-100, high=100), device, dtype)
+    if dim is None:
+        if name.startswith("arg"):
+            check(lambda: getattr(x, name)(keepdim=keepdim), lambda: getattr(t, name)(keepdim=keepdim))
+        else:
+            check(lambda: getattr(x, name)(), lambda: getattr(t, name)())
+    else:
+        check(lambda: getattr(x, name)(dim, keepdim), lambda: getattr(t, name)(dim, keepdim))
+        check(lambda: getattr(tdx, name)(x, dim, keepdim), lambda: getattr(torch, name)(t, dim, keepdim))
+
+
+def test_max_returns_named_tuple(device):
+    x, t = pair(sample((3, 4), "float32", seed=22), device, "float32")
+    got, want = x.max(dim=1), t.max(dim=1)
+    assert type(got).__name__ == "max" and got._fields == ("values", "indices")
+    check(lambda: got.values, lambda: want.values)
+    check(lambda: got.indices, lambda: want.indices)
+    y, u = pair(sample((4,), "float32", seed=23), device, "float32")
+    check(lambda: x.max(y), lambda: t.max(u))
+
+
+@pytest.mark.parametrize("correction", [0, 1, 2])
+def test_std_var_correction(device, correction):
+    x, t = pair(sample((4, 5), "float32", seed=24), device, "float32")
+    check(lambda: x.std(1, correction=correction), lambda: t.std(1, correction=correction), rtol=1e-5)
+    check(lambda: x.var(correction=correction), lambda: t.var(correction=correction), rtol=1e-5)
+    check(lambda: x.var(0, unbiased=False), lambda: t.var(0, unbiased=False), rtol=1e-5)
+    check(lambda: x.std(False), lambda: t.std(False), rtol=1e-5)
+
+
+def test_reduction_dtype_argument(device):
+    x, t = pair(sample((3, 4), "int64", seed=25), device, "int64")
+    check(lambda: x.sum(dtype=tdx.float32), lambda: t.sum(dtype=torch.float32))
+    check(lambda: x.mean(dtype=tdx.float32), lambda: t.mean(dtype=torch.float32))
+    check(lambda: x.prod(1, dtype=tdx.int32), lambda: t.prod(1, dtype=torch.int32))
+
+
+SHAPE_CASES = [
+    ("reshape", lambda a: a.reshape(4, 6)), ("reshape -1", lambda a: a.reshape(-1, 3)),
+    ("reshape tuple", lambda a: a.reshape((2, 12))), ("reshape bad", lambda a: a.reshape(5, 5)),
+    ("view", lambda a: a.view(6, 4)), ("view list", lambda a: a.view([24])),
+    ("transpose", lambda a: a.transpose(0, 2)), ("transpose neg", lambda a: a.transpose(-1, 0)),
+    ("transpose bad", lambda a: a.transpose(0, 5)), ("permute", lambda a: a.permute(2, 0, 1)),
+    ("permute tuple", lambda a: a.permute((1, 2, 0))), ("permute bad", lambda a: a.permute(0, 0, 1)),
+    ("unsqueeze", lambda a: a.unsqueeze(1)), ("unsqueeze neg", lambda a: a.unsqueeze(-1)),
+    ("unsqueeze bad", lambda a: a.unsqueeze(5)), ("squeeze", lambda a: a.reshape(1, 2, 1, 12).squeeze()),
+    ("squeeze dim", lambda a: a.reshape(1, 2, 1, 12).squeeze(2)),
+    ("squeeze noop", lambda a: a.squeeze(0)), ("squeeze tuple", lambda a: a.reshape(1, 24, 1).squeeze((0, 2))),
+    ("flatten", lambda a: a.flatten()), ("flatten range", lambda a: a.flatten(1)),
+    ("flatten mid", lambda a: a.flatten(0, 1)), ("expand", lambda a: a[:, :1, :].expand(2, 3, 4)),
+    ("expand -1", lambda a: a[:1].expand(5, -1, -1, -1)), ("expand bad", lambda a: a.expand(3, 3, 4)),
+    ("contiguous", lambda a: a.transpose(0, 1).contiguous()), ("t", lambda a: a[0].t()),
+    ("T", lambda a: a.T), ("mT", lambda a: a.mT), ("split", lambda a: a.split(2, dim=2)),
+    ("split sizes", lambda a: a.split([1, 3], dim=-1)), ("split bad", lambda a: a.split([1, 1], dim=0)),
+    ("chunk", lambda a: a.chunk(3, dim=2)), ("chunk uneven", lambda a: a.chunk(2, dim=1)),
+    ("expand_as", lambda a: a[:1].expand_as(a)), ("reshape 0-d", lambda a: a[0, 0, 0].reshape(1, 1)),
+]
+
+
+@pytest.mark.parametrize("case", SHAPE_CASES, ids=lambda c: c[0])
+@pytest.mark.parametrize("dtype", ["float32", "int64", "bool"])
+def test_shape_ops(device, case, dtype):
+    x, t = pair(sample((2, 3, 4), dtype, seed=26), device, dtype)
+    check(lambda: case[1](x), lambda: case[1](t), msg=case[0])
+
+
+@pytest.mark.parametrize("dtypes", [("float32", "float32"), ("int64", "float32"), ("int32", "int64"),
+                                    ("bool", "int64")], ids=str)
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_cat_stack(device, dtypes, dim):
+    a, ta = pair(sample((2, 3), dtypes[0], seed=27), device, dtypes[0])
+    b, tb = pair(sample((2, 3), dtypes[1], seed=28), device, dtypes[1])
+    check(lambda: tdx.cat([a, b], dim), lambda: torch.cat([ta, tb], dim))
+    check(lambda: tdx.stack([a, b], dim), lambda: torch.stack([ta, tb], dim))
+    check(lambda: tdx.stack((a, b, a), dim=2), lambda: torch.stack((ta, tb, ta), dim=2))
+    c, tc = pair(sample((2, 4), dtypes[0], seed=29), device, dtypes[0])
+    check(lambda: tdx.cat([a, c], 1), lambda: torch.cat([ta, tc], 1))
+    check(lambda: tdx.cat([a, c], 0), lambda: torch.cat([ta, tc], 0), msg="mismatched sizes")
+    check(lambda: tdx.stack([a, c]), lambda: torch.stack([ta, tc]), msg="stack unequal")
