@@ -11,7 +11,7 @@ import sys
 
 from . import _dtypes as D
 from . import backends
-from ._errors import TdxTypeError, TdxValueError
+from ._errors import TdxRuntimeError, TdxTypeError, TdxValueError
 from ._tensor import Tensor
 from ._tensor_methods import shape_args, wrap
 
@@ -111,7 +111,7 @@ def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=
     if vals[2] == 0:
         raise TdxValueError("arange(): step must be nonzero")
     if (vals[1] - vals[0]) * vals[2] < 0:
-        raise TdxValueError(f"arange(): upper bound and larger bound inconsistent with step sign "
+        raise TdxRuntimeError(f"arange(): upper bound and lower bound inconsistent with step sign "
                             f"(start={vals[0]}, end={vals[1]}, step={vals[2]})")
     return wrap(ex.arange(*vals, dtype, requires_grad), ex)
 

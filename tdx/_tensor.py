@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 from . import _dtypes as D
-from ._errors import NATIVE_ERRORS, CastError, TdxTypeError, TdxValueError, UnsupportedOpError, mismatch
+from ._errors import NATIVE_ERRORS, CastError, TdxRuntimeError, TdxTypeError, UnsupportedOpError, mismatch
 from . import _tensor_methods
 from ._tensor_methods import SCALARS as _SCALARS, Size, TensorMethods, scalar as _scalar, typed_errors, wrap
 
@@ -327,7 +327,7 @@ class Tensor(TensorMethods):
 
     def __bool__(self) -> bool:
         if self.numel() != 1:
-            raise TdxValueError(f"Boolean value of Tensor with {self.numel()} elements is ambiguous")
+            raise TdxRuntimeError(f"Boolean value of Tensor with {self.numel()} elements is ambiguous")
         return bool(self.item())
 
     def __float__(self) -> float:

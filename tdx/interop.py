@@ -174,7 +174,7 @@ def _rule(s: str, t: str, env: Env) -> tuple:
     return COPY, f"{kind} tensors live in device memory: copied to or from the host (synchronizing)"
 
 
-def decide(source, target: str, env: Env | None = None) -> tuple:
+def decide(source: str, target: str, env: Env | None = None) -> tuple:
     """How ``source`` reaches ``target``: ``(mode, why)``, mode one of zero-copy / copy / unavailable.
 
     Raises:
@@ -213,7 +213,7 @@ _RUNTIME = {}
 
 
 def _runtime_env() -> Env:
-    """Versions, platform and MLX's GPU kind (no availability scan), cached for transfers."""
+    """Versions, platform and MLX's GPU kind (no availability scan), cached once MLX is loaded."""
     env = _RUNTIME.get("env")
     if env is None:
         gpu = None
@@ -222,8 +222,9 @@ def _runtime_env() -> Env:
             gpu = "cuda"
         elif mx is not None and mx.metal.is_available():
             gpu = "metal"
-        env = _RUNTIME["env"] = Env(sys.platform, _installed_version("torch"),
-                                    _installed_version("mlx"), gpu)
+        env = Env(sys.platform, _installed_version("torch"), _installed_version("mlx"), gpu)
+        if mx is not None:  # before MLX loads, its GPU kind is unknown: ask again next time
+            _RUNTIME["env"] = env
     return env
 
 

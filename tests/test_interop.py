@@ -138,10 +138,6 @@ def test_every_pair_keeps_its_matrix_promise(source, target):
         return
     # a write through the mutable side must show on the other side exactly when memory is shared
     writer, reader = (x, y) if source in MUTABLE else (y, x)
-    if writer is x and target.startswith("mlx") and mode == "copy":
-        _write(x, 7.0)
-        assert torch.equal(_host(y), t), f"{source} -> {target} is a copy, yet saw a later write"
-        return
     _write(writer, 7.0)
     seen = torch.equal(_host(reader), torch.full((5, 3), 7.0))
     assert seen == (mode == "zero-copy"), f"{source} -> {target}: matrix says {mode}, write seen={seen}"

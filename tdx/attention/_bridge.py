@@ -20,6 +20,17 @@ __all__ = ["PEERS", "peer", "refusal", "estimate", "run"]
 
 PEERS = {"mlx:cpu": "cpu", "cpu": "mlx:cpu", "mlx:gpu": "mps", "mps": "mlx:gpu"}
 _peers: dict = {}
+_ALL_ENABLED = _state.Enabled(_state.ALL, False, {})
+
+
+def _peer_enabled():
+    """The peer's enabled state: the enclosing ``sdpa_kernel`` block's kernels but the bridge, or, when
+    there is no block or it lists only the bridge, None (the global switches and the config)."""
+    override = _state.current_override()
+    if override is None:
+        return None
+    rest = tuple(b for b in override.backends if b is not SDPBackend.BRIDGE)
+    return _state.Enabled(rest, override.priority, {}) if rest else None
 
 
 def peer(ex):
@@ -82,7 +93,7 @@ def _peer_choice(p):
     from . import _kernels
 
     pp = _moved(p, ex)
-    verdicts, chosen = _kernels.evaluate(pp, _state.for_peer(_state.enabled()), exclude=(SDPBackend.BRIDGE,))
+    verdicts, chosen = _kernels.evaluate(pp, _ALL_ENABLED, exclude=(SDPBackend.BRIDGE,))
     if chosen is None:
         reasons = "; ".join(f"{v.backend.name}: {v.reason}" for v in verdicts)
         return None, f"no kernel on {ex.device} can run the inputs ({reasons})"
@@ -116,7 +127,7 @@ def run(p):
     if ex is None:
         raise _kernels.NoKernelError(f"the bridge kernel cannot run: {why}")
     pp = _moved(p, ex)
-    chosen = _kernels.choose(pp, exclude=(SDPBackend.BRIDGE,), en=_state.for_peer(_state.enabled()))
+    chosen = _kernels.choose(pp, exclude=(SDPBackend.BRIDGE,), en=_peer_enabled())
     kernel = _kernels.KERNELS[chosen]
     mx = getattr(p.ops, "mx", None)
     if mx is None:

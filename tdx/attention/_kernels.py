@@ -337,42 +337,74 @@ def evaluate(p, en=None, exclude=()) -> tuple:
     return tuple(verdicts), best.backend
 
 
-_cache: dict = {}
-_CACHE_MAX = 2048
+_legal_cache: dict = {}
+_CACHE_MAX = 4096
+
+
+def legal(p, exclude=()) -> tuple:
+    """The backends whose rules pass for ``p``, cheapest first, as ``(backend, cost)`` pairs (cached
+    per input signature; rules and costs do not depend on which kernels are enabled)."""
+    key = (p.signature(), exclude)
+    hit = _legal_cache.get(key)
+    if hit is None:
+        rows = [(b, estimate(b, p)) for b in _state.ALL if b not in exclude and KERNELS[b].refusal(p) is None]
+        rows.sort(key=lambda r: r[1])
+        if len(_legal_cache) >= _CACHE_MAX:
+            _legal_cache.clear()
+        hit = _legal_cache[key] = tuple(rows)
+    return hit
+
+
+def _first(candidates, ok, allowed):
+    for b in candidates:
+        if b in ok and allowed(b):
+            return b
+    return None
 
 
 def choose(p, exclude=(), en=None):
-    """The backend to run ``p`` with (``en``: the enabled state, ``_state.enabled()`` when None).
+    """The backend to run ``p`` with.
+
+    Args:
+        p: canonical params.
+        exclude: backends never to choose.
+        en: an explicit enabled state (``_state.Enabled``); None reads this thread/task's
+            ``sdpa_kernel`` block, else the global switches and the config.
 
     Raises:
         NoKernelError: no kernel is both enabled and able to run the inputs; the message lists
             every kernel with the reason it was refused.
     """
-    en = _state.enabled() if en is None else en
-    key = (p.signature(), en.backends, en.priority, exclude)
-    hit = _cache.get(key)
-    if hit is not None:
-        return hit
-    verdicts, chosen = evaluate(p, en, exclude)
+    rows = legal(p, exclude)
+    ok = {b for b, _ in rows}
+    by_cost = [b for b, _ in rows]
+    if en is None:
+        override = _state.current_override()
+        if override is not None:
+            en = _state.Enabled(override.backends, override.priority, {})
+    if en is not None:
+        members = set(en.backends)
+        chosen = _first(en.backends if en.priority else by_cost, ok, members.__contains__)
+    else:
+        listed = _state.config_priority()
+        chosen = _first(listed or by_cost, ok, _state.switch)
     if chosen is None:
+        verdicts, _ = evaluate(p, en if en is not None else _state.enabled(), exclude)
         lines = "\n".join(f"  {v.backend.name}: {v.reason}" for v in verdicts)
         raise NoKernelError(f"No available kernel for scaled_dot_product_attention ({p.describe()}); every "
                             f"kernel is disabled or cannot run these inputs:\n{lines}",
                             {v.backend: v.reason for v in verdicts})
     if chosen is _B.MATH and _warn_unfused():
+        verdicts, _ = evaluate(p, en, exclude)
         refused = "; ".join(f"{v.backend.name}: {v.reason}" for v in verdicts if v.backend in FUSED)
         warnings.warn(f"scaled_dot_product_attention runs the unfused math kernel on {p.ex.device}: {refused}",
                       UserWarning, stacklevel=4)
-        return chosen  # warn on every call while the flag is on: not cached
-    if len(_cache) >= _CACHE_MAX:
-        _cache.clear()
-    _cache[key] = chosen
     return chosen
 
 
 def clear_cache() -> None:
-    """Forget cached choices (after changing :data:`RATES` or a capability)."""
-    _cache.clear()
+    """Forget cached legality and costs (after changing :data:`RATES` or a capability)."""
+    _legal_cache.clear()
 
 
 def _warn_unfused() -> bool:

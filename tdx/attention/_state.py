@@ -138,6 +138,26 @@ def sdpa_kernel(backends, set_priority: bool = False):
         _CTX.reset(token)
 
 
+def current_override():
+    """The innermost ``sdpa_kernel`` block's state in this thread/task (``.backends``, ``.priority``), or None."""
+    return _CTX.get()
+
+
+def config_priority() -> tuple:
+    """The backends of the config's ``[attention] priority``, in order (empty: automatic)."""
+    listed = _config.current()["attention.priority"]
+    if not listed:
+        return ()
+    key = tuple(listed)
+    hit = _priority_cache.get(key)
+    if hit is None:
+        hit = _priority_cache[key] = tuple(_BY_NAME[n] for n in listed)
+    return hit
+
+
+_priority_cache: dict = {}
+
+
 def context_backends():
     """The backends of the innermost ``sdpa_kernel`` block of this thread/task, or None outside one."""
     override = _CTX.get()
@@ -215,15 +235,6 @@ def enabled() -> Enabled:
     if override is not None:
         disabled = {b: f"not listed in the enclosing {override!r}" for b in ALL if b not in override.backends}
         return Enabled(override.backends, override.priority, disabled)
-    return global_enabled()
-
-
-def for_peer(en: Enabled) -> Enabled:
-    """The kernels a bridge's peer may use: the enabled ones but the bridge, or, when the bridge
-    alone is enabled, those the global switches and the config enable."""
-    rest = tuple(b for b in en.backends if b is not SDPBackend.BRIDGE)
-    if rest:
-        return Enabled(rest, en.priority, en.disabled)
     return global_enabled()
 
 

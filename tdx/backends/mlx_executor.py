@@ -13,7 +13,7 @@ import numpy as np
 import mlx.core as mx
 
 from .. import _dtypes as D
-from .._errors import DtypeError, TdxError, UnsupportedOpError, translate
+from .._errors import DtypeError, TdxError, TdxRuntimeError, UnsupportedOpError, translate
 from .base import Capabilities, Executor
 from .mlx_ops import MLXOps
 
@@ -159,7 +159,7 @@ class MLXExecutor(MLXOps, Executor):
     @staticmethod
     def item(x):
         if x.size != 1:
-            raise ValueError(f"a Tensor with {x.size} elements cannot be converted to Scalar")
+            raise TdxRuntimeError(f"a Tensor with {x.size} elements cannot be converted to Scalar")
         return x.item()
 
     @staticmethod

@@ -1,0 +1,148 @@
+"""Config discovery, precedence, validation, and device translation; ``import tdx`` stays light."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import tdx
+from tdx import config
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(code: str, cwd, env=None) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh interpreter in ``cwd`` with a clean tdx environment."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("TDX_")}
+    base["XDG_CONFIG_HOME"] = str(Path(cwd) / "xdg")
+    base.update(env or {})
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=cwd, env=base,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_import_tdx_imports_no_framework(tmp_path):
+    r = run("""
+        import sys, tdx, tdx.backends, tdx.config, tdx.testing, tdx.autograd
+        tdx.device("cuda:1"); tdx.float32; tdx.backends.providers()
+        bad = [m for m in sys.modules if m.split('.')[0] in ('torch', 'mlx')]
+        assert not bad, bad
+        print("ok")
+    """, tmp_path)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+def test_tdx_toml_sets_default_device_and_env_overrides(tmp_path):
+    (tmp_path / "tdx.toml").write_text('default_device = "mlx"\n')
+    code = "import tdx; print(tdx.zeros(3).device.type, tdx.config.current().origin['default_device'])"
+    r = run(code, tmp_path)
+    assert r.returncode == 0, r.stderr
+    kind, origin = r.stdout.split()
+    assert kind == "mlx" and origin.endswith("tdx.toml")
+    r = run(code, tmp_path, {"TDX_DEVICE": "cpu"})
+    assert r.returncode == 0 and r.stdout.split() == ["cpu", "TDX_DEVICE"], r.stderr
+    r = run("import tdx; tdx.set_default_device('mlx:cpu'); print(tdx.zeros(1).device)", tmp_path,
+            {"TDX_DEVICE": "cpu"})
+    assert r.stdout.strip() == "mlx:cpu", r.stderr
+
+
+def test_typo_key_names_file_key_value_and_allowed(tmp_path):
+    (tmp_path / "tdx.toml").write_text('defualt_device = "mlx"\n')
+    r = run("import tdx; tdx.zeros(1)", tmp_path)
+    assert r.returncode != 0
+    err = r.stderr.strip().splitlines()[-1]
+    assert "ConfigError" in err and "tdx.toml" in err and "'defualt_device'" in err
+    assert "did you mean 'default_device'" in err and "allowed keys" in err
+
+
+def _layers(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for k in ("TDX_DEVICE", "TDX_CONFIG"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    return config.Config(config.sources(tmp_path))
+
+
+def test_precedence_order(tmp_path, monkeypatch):
+    (tmp_path / "xdg" / "tdx").mkdir(parents=True)
+    (tmp_path / "xdg" / "tdx" / "config.toml").write_text('default_device = "cpu"\nstrict = true\n'
+                                                         'fallback = ["cpu"]\n')
+    (tmp_path / "pyproject.toml").write_text('[tool.tdx]\ndefault_device = "mlx:cpu"\nstrict = false\n')
+    cfg = _layers(tmp_path, monkeypatch)
+    assert cfg["default_device"] == "mlx:cpu" and cfg.origin["default_device"].endswith("[tool.tdx]")
+    assert cfg["strict"] is False and cfg["fallback"] == ["cpu"] and cfg.origin["fallback"].endswith("config.toml")
+    assert cfg.origin["device_map"] == config.BUILTIN
+    (tmp_path / "tdx.toml").write_text('default_device = "mps"\n[attention]\npriority = ["math"]\n')
+    cfg = _layers(tmp_path, monkeypatch)
+    assert cfg["default_device"] == "mps" and cfg["attention.priority"] == ["math"]
+    other = tmp_path / "other.toml"
+    other.write_text('default_device = "cuda:1"\n')
+    monkeypatch.setenv("TDX_CONFIG", str(other))
+    cfg = config.Config(config.sources(tmp_path))
+    assert cfg["default_device"] == "cuda:1" and "TDX_CONFIG" in cfg.origin["default_device"]
+    monkeypatch.setenv("TDX_DEVICE", "mlx")
+    cfg = config.Config(config.sources(tmp_path))
+    assert cfg["default_device"] == "mlx" and cfg.origin["default_device"] == "TDX_DEVICE"
+
+
+def test_nearest_pyproject_is_found_from_a_subfolder(tmp_path, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text('[tool.tdx]\nstrict = true\n')
+    sub = tmp_path / "a" / "b"
+    sub.mkdir(parents=True)
+    assert _layers(sub, monkeypatch)["strict"] is True
+
+
+@pytest.mark.parametrize("text, needle", [
+    ('default_device = "tpu"', "'default_device' has bad value 'tpu'"),
+    ('default_device = 3', "expected a device string"),
+    ('strict = "yes"', "'strict' has bad value 'yes': expected true or false"),
+    ('fallback = "cpu"', "'fallback' has bad value 'cpu'"),
+    ('fallback = ["cpu", "gpu"]', "entry 'gpu'"),
+    ('device_map = {cuda = "metal"}', "entry 'metal'"),
+    ('[backends.torch]\nnum_threads = 0', "'backends.torch.num_threads'"),
+    ('[attention]\npriority = ["fastest"]', "unknown kernel 'fastest'"),
+    ('[backends.jax]\nx = 1', "unknown key 'backends.jax'"),
+    ('default_device = ', "not valid TOML"),
+])
+def test_bad_values_are_named(tmp_path, monkeypatch, text, needle):
+    (tmp_path / "tdx.toml").write_text(text + "\n")
+    with pytest.raises(tdx.ConfigError) as info:
+        _layers(tmp_path, monkeypatch)
+    assert needle in str(info.value) and "tdx.toml" in str(info.value)
+    assert isinstance(info.value, ValueError)
+
+
+def test_bad_env_device(tmp_path, monkeypatch):
+    monkeypatch.setenv("TDX_DEVICE", "gpu0")
+    with pytest.raises(tdx.ConfigError, match="TDX_DEVICE has bad value 'gpu0'"):
+        config.sources(tmp_path)
+
+
+def test_translation_warns_once_and_strict_refuses(tmp_path):
+    (tmp_path / "tdx.toml").write_text('device_map = {cuda = "mlx:cpu"}\n')
+    r = run("""
+        import warnings, tdx
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            a = tdx.zeros(2, device="cuda"); b = tdx.ones(2, device="cuda:0"); c = tdx.zeros(1).to("cuda")
+        msgs = [str(x.message) for x in w if issubclass(x.category, UserWarning)]
+        print(a.device, b.device, c.device, len(msgs)); print(msgs[0])
+    """, tmp_path)
+    assert r.returncode == 0, r.stderr
+    first, msg = r.stdout.strip().splitlines()
+    devs = first.split()
+    assert devs[:3] == ["mlx:cpu"] * 3 and int(devs[3]) <= 2  # 'cuda' and 'cuda:0' are two requests
+    assert "'cuda'" in msg and "'mlx:cpu'" in msg and "device_map" in msg
+    (tmp_path / "tdx.toml").write_text('strict = true\n')
+    r = run("import tdx; tdx.zeros(2, device='cuda')", tmp_path)
+    assert r.returncode != 0 and "DeviceUnavailableError" in r.stderr and "strict = true" in r.stderr
+
+
+def test_fallback_without_map(tmp_path):
+    (tmp_path / "tdx.toml").write_text('fallback = ["mlx:gpu", "mlx:cpu"]\n')
+    r = run("import tdx; print(tdx.zeros(1, device='mps').device)", tmp_path)
+    assert r.returncode == 0 and r.stdout.strip() == "mlx:cpu", r.stderr

@@ -1,0 +1,114 @@
+"""Devices, the executor registry and capabilities, and the facade's structure."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+import tdx
+from tdx import backends
+from tdx.backends.base import Executor, Provider
+
+
+@pytest.mark.parametrize("text, kind, index, kind2", [
+    ("cpu", "cpu", None, None), ("cuda", "cuda", None, None), ("cuda:1", "cuda", 1, None),
+    ("mps", "mps", None, None), ("mlx", "mlx", None, None), ("mlx:gpu", "mlx", None, "gpu"),
+    ("mlx:cpu", "mlx", None, "cpu")])
+def test_device_parsing(text, kind, index, kind2):
+    d = tdx.device(text)
+    assert (d.type, d.index, d.kind, str(d)) == (kind, index, kind2, text)
+    assert d == text and tdx.device(d) == d and hash(d) == hash(tdx.device(text))
+    assert tdx.device(2) == "cuda:2" and tdx.device("cuda", 3) == "cuda:3"
+
+
+@pytest.mark.parametrize("bad", ["tpu", "cuda:x", "mlx:1", "cuda:-1", "", 1.5])
+def test_bad_device_strings(bad):
+    with pytest.raises(tdx.InvalidDeviceError) as info:
+        tdx.device(bad)
+    assert isinstance(info.value, RuntimeError) and repr(bad)[1:-1] in str(info.value) or bad == ""
+
+
+def test_available_lists_every_device_with_reason():
+    rows = backends.available()
+    names = [r.device for r in rows]
+    assert names[0] == "cpu" and "mlx:cpu" in names and "mlx:gpu" in names and "mps" in names
+    assert any(n.startswith("cuda") for n in names)
+    for r in rows:
+        assert r.available or r.reason, r
+
+
+def test_device_context_manager_and_default(device):
+    with tdx.device(device):
+        assert str(tdx.zeros(1).device) == device
+    tdx.set_default_device(device)
+    try:
+        assert str(tdx.get_default_device()) == device and str(tdx.ones(2).device) == device
+    finally:
+        tdx.set_default_device(None)
+
+
+def test_mixing_executors_raises_torch_style_error():
+    x, y = tdx.zeros(2, device="cpu"), tdx.zeros(2, device="mlx:cpu")
+    for fn in (lambda: x + y, lambda: y * x, lambda: tdx.cat([x, y]), lambda: x.add(y),
+               lambda: tdx.where(x > 0, x, y), lambda: x[y.long()]):
+        with pytest.raises(tdx.DeviceMismatchError) as info:
+            fn()
+        assert isinstance(info.value, RuntimeError)
+        assert "Expected all tensors to be on the same device" in str(info.value)
+
+
+def test_capabilities_not_names(device):
+    ex = backends.get(device)
+    caps = ex.caps
+    assert {"float32", "int64", "bool"} <= caps.dtypes
+    assert caps.float64 == ("float64" in caps.dtypes)
+    x = tdx.zeros(2, device=device)
+    if not caps.float64:
+        with pytest.raises(tdx.DtypeError):
+            x.double()
+    else:
+        assert x.double().dtype is tdx.float64
+
+
+def test_register_third_party_provider():
+    class Fake(Provider):
+        name = "fake"
+        device_types = ("cuda",)
+
+        def statuses(self):
+            return []
+
+    with pytest.raises(tdx.TdxValueError, match="already registered"):
+        backends.register(Fake)
+
+
+def test_tensor_facade_is_slotted_and_private():
+    x = tdx.zeros(1)
+    assert not hasattr(x, "__dict__")
+    with pytest.raises(AttributeError):
+        x.foo = 1
+    with pytest.raises(TypeError):
+        tdx.Tensor([1, 2])
+    assert isinstance(x, tdx.Tensor) and type(x.native).__module__.startswith("torch")
+    assert type(x + 1) is tdx.Tensor and type(x.sum()) is tdx.Tensor and type(x[0]) is tdx.Tensor
+
+
+def test_every_executor_op_has_the_public_signature():
+    """Executor methods written in Python take the same parameters as the base/MLX reference."""
+    from tdx.backends.mlx_executor import MLXExecutor
+    from tdx.backends.torch_executor import TorchExecutor
+
+    checked = 0
+    for name in ("sum", "mean", "prod", "var", "std", "max_dim", "min_dim", "all", "any", "squeeze", "split",
+                 "from_data", "zeros", "ones", "full", "arange", "linspace", "eye", "rand", "randn", "randint"):
+        sigs = []
+        for cls in (TorchExecutor, MLXExecutor):
+            fn = inspect.getattr_static(cls, name)
+            fn = fn.__func__ if isinstance(fn, staticmethod) else fn
+            params = [p for p in inspect.signature(fn).parameters if p != "self"]
+            sigs.append(params)
+        assert sigs[0] == sigs[1], f"{name}: torch {sigs[0]} vs mlx {sigs[1]}"
+        checked += 1
+    assert checked == 21
+    assert issubclass(MLXExecutor, Executor) and issubclass(TorchExecutor, Executor)

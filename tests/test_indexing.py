@@ -1,0 +1,89 @@
+"""Basic and advanced indexing, and ``__setitem__``, against torch on CPU."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import tdx
+from conftest import check, pair, sample
+
+INDEX_CASES = [
+    ("int", lambda m: 1), ("neg int", lambda m: -1), ("slice", lambda m: slice(1, 3)),
+    ("slice step", lambda m: slice(None, None, 2)), ("neg slice", lambda m: slice(-2, None)),
+    ("tuple", lambda m: (slice(None), 0)), ("ellipsis", lambda m: (Ellipsis, 1)),
+    ("none", lambda m: None), ("none mid", lambda m: (0, None, slice(None))),
+    ("list", lambda m: [0, 2]), ("list neg", lambda m: [-1, 0, 0]),
+    ("tensor", lambda m: m.tensor([2, 0])), ("tensor 2d", lambda m: m.tensor([[0, 1], [2, 2]])),
+    ("bool mask", lambda m: m.tensor([True, False, True])),
+    ("bool mask 2d", lambda m: m.tensor([[True, False, True, False]] * 3)),
+    ("adv pair", lambda m: (m.tensor([0, 2]), m.tensor([1, 3]))),
+    ("adv split by slice", lambda m: (m.tensor([0, 2]), slice(None), m.tensor([1, 0]))),
+    ("adv after slice", lambda m: (slice(None), m.tensor([3, 0]))),
+    ("ellipsis adv", lambda m: (Ellipsis, m.tensor([1, 1]))),
+    ("out of range", lambda m: 5), ("neg out of range", lambda m: -4),
+    ("tensor out of range", lambda m: m.tensor([0, 3])), ("too many", lambda m: (0, 0, 0, 0)),
+    ("neg step", lambda m: slice(None, None, -1)), ("float tensor", lambda m: m.tensor([0.0])),
+    ("empty list", lambda m: []), ("0-d int tensor", lambda m: m.tensor(1)),
+]
+
+
+def _index(case, module, device):
+    def tensor(v):
+        return module.tensor(v, device=device) if module is tdx else module.tensor(v)
+
+    class M:
+        pass
+
+    m = M()
+    m.tensor = tensor
+    return case[1](m)
+
+
+@pytest.mark.parametrize("case", INDEX_CASES, ids=lambda c: c[0])
+@pytest.mark.parametrize("dtype", ["float32", "int64"])
+def test_getitem(device, case, dtype):
+    x, t = pair(sample((3, 4, 5), dtype, seed=30), device, dtype)
+    check(lambda: x[_index(case, tdx, device)], lambda: t[_index(case, torch, device)], msg=case[0])
+
+
+SET_CASES = [c for c in INDEX_CASES if c[0] not in ("neg step", "float tensor", "empty list")]
+
+
+@pytest.mark.parametrize("case", SET_CASES, ids=lambda c: c[0])
+@pytest.mark.parametrize("value", ["scalar", "float scalar", "tensor"])
+def test_setitem(device, case, value):
+    x, t = pair(sample((3, 4, 5), "float32", seed=31), device, "float32")
+    xi, ti = _index(case, tdx, device), _index(case, torch, device)
+
+    def run(a, idx, mod):
+        a = a.clone()
+        v = {"scalar": 7, "float scalar": -1.5}.get(value)
+        if v is None:
+            v = mod.tensor([100.0, 200.0, 300.0, 400.0, 500.0])
+            if mod is tdx:
+                v = v.to(device)
+        a[idx] = v
+        return a
+
+    check(lambda: run(x, xi, tdx), lambda: run(t, ti, torch), msg=f"{case[0]} = {value}")
+
+
+def test_setitem_casts_to_destination_dtype(device):
+    x, t = pair(np.arange(6).reshape(2, 3), device, "int64")
+    x[0] = 2.7
+    t[0] = 2.7
+    check(lambda: x, lambda: t)
+    x[x > 3] = 0
+    t[t > 3] = 0
+    check(lambda: x, lambda: t)
+
+
+def test_setitem_other_device_raises(device):
+    other = "mlx:cpu" if device == "cpu" else "cpu"
+    if not any(r.device == other and r.available for r in tdx.backends.available()):
+        pytest.skip(f"{other} unavailable")
+    x = tdx.zeros(3, device=device)
+    with pytest.raises(RuntimeError, match="same device"):
+        x[0] = tdx.ones((), device=other)
