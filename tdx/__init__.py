@@ -24,6 +24,7 @@ from ._errors import (BackendNotFoundError, CastError, ConfigError, DeviceMismat
 from ._functional import *  # noqa: F401,F403 - the torch namespace functions
 from ._functional import __all__ as _functional_all
 from ._random import initial_seed, manual_seed
+from .interop import CopyRequiredError, InteropError, from_dlpack
 from ._tensor import Tensor
 from ._tensor_methods import Size
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
@@ -56,4 +57,5 @@ __all__ = ["Tensor", "Size", "device", "dtype", "tensor", "as_tensor", "asarray"
            "manual_seed", "initial_seed", "set_default_device", "get_default_device",
            "get_default_dtype", "set_default_dtype", "promote_types", "no_grad", "enable_grad",
            "set_grad_enabled", "inference_mode", "is_grad_enabled", "TdxError", "backends", "config",
+           "from_dlpack",
            *_functional_all]

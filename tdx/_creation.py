@@ -38,9 +38,10 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
         out = data if device is None else data.to(device)
         return out if dtype is None else out.to(D.as_dtype(dtype))
     ex, dtype = _ex_dtype(device, dtype)
-    native = _foreign(data)
-    if native is not None:
-        return wrap(_import(native, ex, dtype, copy=False), ex)
+    from .interop import adopt, exchangeable
+
+    if exchangeable(data):
+        return wrap(adopt(data, ex, dtype)[0], ex)
     return wrap(ex.from_data(_plain(data), dtype), ex)
 
 
@@ -65,12 +66,9 @@ def _foreign(data):
 
 
 def _import(native, ex, dtype, copy):
-    from .interop import import_native
+    from .interop import adopt
 
-    out = import_native(native, ex)
-    if dtype is not None:
-        out = ex.astype(out, dtype)
-    return ex.clone(out) if copy else out
+    return adopt(native, ex, dtype, True if copy else None)[0]
 
 
 def _shape(size, op):

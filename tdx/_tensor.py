@@ -241,11 +241,15 @@ class Tensor(TensorMethods):
         arr = self._ex.host_numpy(self._n)
         return arr if dtype is None else arr.astype(dtype)
 
-    def __dlpack__(self, *args, **kwargs):
-        return self._n.__dlpack__(*args, **kwargs)
+    def __dlpack__(self, stream=None, *, max_version=None, dl_device=None, copy=None):
+        from .interop import export_dlpack
+
+        return export_dlpack(self, stream, max_version=max_version, dl_device=dl_device, copy=copy)
 
     def __dlpack_device__(self):
-        return self._n.__dlpack_device__()
+        from .interop import export_device
+
+        return export_device(self)
 
     def to(self, *args, **kwargs) -> "Tensor":
         """Move and/or cast: ``to(dtype)``, ``to(device, dtype=None)``, ``to(other)``."""

@@ -52,7 +52,8 @@ def _top_level_imports(path: str) -> tuple:
 
 
 def _public_names(mod) -> set:
-    names = {n for n in dir(mod) if not n.startswith("_")}
+    # '@py_builtins'/'@pytest_ar' are pytest's assertion-rewrite globals, not part of any API
+    names = {n for n in dir(mod) if not n.startswith(("_", "@"))}
     names |= {n for n in dir(type(mod)) if not n.startswith("_")} - set(dir(types.ModuleType))
     inner = mod.__dict__.get("m")
     if isinstance(inner, types.ModuleType):

@@ -25,12 +25,12 @@ _ALL_ENABLED = _state.Enabled(_state.ALL, False, {})
 
 def _peer_enabled():
     """The peer's enabled state: the enclosing ``sdpa_kernel`` block's kernels but the bridge, or, when
-    there is no block or it lists only the bridge, None (the global switches and the config)."""
+    there is no block (None) or it lists only the bridge, the global switches and the config."""
     override = _state.current_override()
     if override is None:
         return None
     rest = tuple(b for b in override.backends if b is not SDPBackend.BRIDGE)
-    return _state.Enabled(rest, override.priority, {}) if rest else None
+    return _state.Enabled(rest, override.priority, {}) if rest else _state.global_enabled()
 
 
 def peer(ex):

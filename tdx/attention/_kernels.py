@@ -378,6 +378,7 @@ def choose(p, exclude=(), en=None):
     rows = legal(p, exclude)
     ok = {b for b, _ in rows}
     by_cost = [b for b, _ in rows]
+    given = en
     if en is None:
         override = _state.current_override()
         if override is not None:
@@ -389,13 +390,13 @@ def choose(p, exclude=(), en=None):
         listed = _state.config_priority()
         chosen = _first(listed or by_cost, ok, _state.switch)
     if chosen is None:
-        verdicts, _ = evaluate(p, en if en is not None else _state.enabled(), exclude)
+        verdicts, _ = evaluate(p, given if given is not None else _state.enabled(), exclude)
         lines = "\n".join(f"  {v.backend.name}: {v.reason}" for v in verdicts)
         raise NoKernelError(f"No available kernel for scaled_dot_product_attention ({p.describe()}); every "
                             f"kernel is disabled or cannot run these inputs:\n{lines}",
                             {v.backend: v.reason for v in verdicts})
     if chosen is _B.MATH and _warn_unfused():
-        verdicts, _ = evaluate(p, en, exclude)
+        verdicts, _ = evaluate(p, given, exclude)
         refused = "; ".join(f"{v.backend.name}: {v.reason}" for v in verdicts if v.backend in FUSED)
         warnings.warn(f"scaled_dot_product_attention runs the unfused math kernel on {p.ex.device}: {refused}",
                       UserWarning, stacklevel=4)

@@ -75,10 +75,19 @@ def _grad(x) -> bool:
     return bool(getattr(x, "requires_grad", False))
 
 
-def _unwrap(name, t, ex):
+def _tensor_class():
     from .._tensor import Tensor
 
-    if t.__class__ is not Tensor:
+    global _Tensor
+    _Tensor = Tensor
+    return Tensor
+
+
+_Tensor = None
+
+
+def _unwrap(name, t, ex):
+    if t.__class__ is not (_Tensor or _tensor_class()):
         raise TdxTypeError(f"scaled_dot_product_attention(): argument '{name}' must be a tdx.Tensor, "
                            f"not {type(t).__name__}")
     if ex is not None and t._ex is not ex:
@@ -100,24 +109,58 @@ def prepare(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, s
         AttentionValueError: ``dropout_p`` outside [0, 1] or a non-finite ``scale``.
         SDPAError: ``is_causal`` together with ``attn_mask``.
     """
-    ex = query._ex if hasattr(query, "_ex") else None
-    qn, kn, vn = _unwrap("query", query, None), _unwrap("key", key, ex), _unwrap("value", value, ex)
+    qn = _unwrap("query", query, None)
+    ex = query._ex
+    kn, vn = _unwrap("key", key, ex), _unwrap("value", value, ex)
     mn = None if attn_mask is None else _unwrap("attn_mask", attn_mask, ex)
-    dq, dk, dv = ex.dtype(qn), ex.dtype(kn), ex.dtype(vn)
-    if not (dq is dk is dv):
+    dq = ex.dtype(qn)
+    if qn.dtype != kn.dtype or qn.dtype != vn.dtype:
         raise AttentionDtypeError(f"Expected query, key, and value to have the same dtype, but got "
-                                  f"query.dtype: {dq.name} key.dtype: {dk.name} and value.dtype: {dv.name} "
-                                  "instead.")
+                                  f"query.dtype: {dq.name} key.dtype: {ex.dtype(kn).name} and value.dtype: "
+                                  f"{ex.dtype(vn).name} instead.")
     if dq not in _FLOATS:
         raise AttentionDtypeError(f"scaled_dot_product_attention expects floating-point query, key and "
                                   f"value (float16, bfloat16, float32, float64), got {dq.name}")
-    if isinstance(dropout_p, bool) or not isinstance(dropout_p, (int, float)) or not 0.0 <= dropout_p <= 1.0:
+    if dropout_p.__class__ is not float and (isinstance(dropout_p, bool) or not isinstance(dropout_p, (int, float))):
+        raise AttentionValueError(f"dropout probability has to be a number between 0 and 1, but got {dropout_p!r}")
+    if not 0.0 <= dropout_p <= 1.0:
         raise AttentionValueError(f"dropout probability has to be between 0 and 1, but got {dropout_p!r}")
     if is_causal and attn_mask is not None:
         raise SDPAError("scaled_dot_product_attention: attn_mask must be None when is_causal=True "
                         f"(got a mask of shape {list(ex.shape(mn))}); fold the causal structure into the "
                         "mask, or drop the mask")
-    sq, sk, sv = ex.shape(qn), ex.shape(kn), ex.shape(vn)
+    sq, sk, sv = tuple(qn.shape), tuple(kn.shape), tuple(vn.shape)
+    p = Params()
+    p.ex, p.ops, p.dtype = ex, ops_for(ex), dq
+    p.dropout_p, p.is_causal, p.enable_gqa = float(dropout_p), bool(is_causal), bool(enable_gqa)
+    p.requires_grad = _grad(qn) or _grad(kn) or _grad(vn)
+    p.mask_requires_grad = _grad(mn)
+    fast = (len(sq) == len(sk) == len(sv) == 4 and sq[0] == sk[0] == sv[0] and sk[1] == sv[1]
+            and sk[2] == sv[2] and sq[3] == sk[3]
+            and (sq[1] == sk[1] or (enable_gqa and sk[1] and sq[1] % sk[1] == 0)))
+    if fast:
+        B, H, Tq, E = sq
+        p.B, p.Hq, p.Hk, p.Tq, p.Tk, p.E, p.Ev = B, H, sk[1], Tq, sk[2], E, sv[3]
+        p.q, p.k, p.v = qn, kn, vn
+        p.out_shape = (B, H, Tq, sv[3])
+        lead, rank = (B,), 4
+    else:
+        lead, rank = _general(p, qn, kn, vn, sq, sk, sv, enable_gqa)
+    p.groups = p.Hq // p.Hk
+    E = p.E
+    if scale is None:
+        p.scale = 1.0 / math.sqrt(E) if E else 1.0
+    else:
+        p.scale = float(scale)
+        if not math.isfinite(p.scale):
+            raise AttentionValueError(f"scale must be a finite number, got {scale!r}")
+    _prepare_mask(p, ex, mn, lead, rank)
+    return p
+
+
+def _general(p, qn, kn, vn, sq, sk, sv, enable_gqa):
+    """The general shape rules (any rank >= 2, broadcasting, GQA); fills ``p``'s sizes and arrays."""
+    ops, ex = p.ops, p.ex
     if min(len(sq), len(sk), len(sv)) < 2:
         raise AttentionShapeError(f"Expected query, key, and value to all be at least 2 dimensional, but "
                                   f"got query {list(sq)}, key {list(sk)}, value {list(sv)}")
@@ -130,13 +173,11 @@ def prepare(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, s
     if Tv != Tk:
         raise AttentionShapeError(f"key and value must have the same sequence length (dim -2), but got "
                                   f"key {list(sk)} and value {list(sv)}")
-    heads = [s[-3] if len(s) >= 3 else 1 for s in (sq, sk, sv)]
-    leads = [s[:-3] for s in (sq, sk, sv)]
-    lead = _broadcast(leads, "batch")
+    hq, hk, hv = (s[-3] if len(s) >= 3 else 1 for s in (sq, sk, sv))
+    lead = _broadcast([s[:-3] for s in (sq, sk, sv)], "batch")
     if lead is None:
         raise AttentionShapeError(f"the batch dims of query {list(sq)}, key {list(sk)} and value {list(sv)} "
                                   "(all but the last three) do not broadcast")
-    hq, hk, hv = heads
     if enable_gqa and (hk != hq or hv != hq):
         if hq % hk or hq % hv:
             raise AttentionShapeError(f"Number of heads in key and value must divide the number of heads in "
@@ -153,19 +194,7 @@ def prepare(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, s
         H = H[0]
     rank = max(len(sq), len(sk), len(sv))
     B = math.prod(lead)
-    ops = ops_for(ex)
-    p = Params()
-    p.ex, p.ops, p.dtype = ex, ops, dq
     p.B, p.Hq, p.Tq, p.Tk, p.E, p.Ev = B, H, Tq, Tk, E, Ev
-    p.requires_grad = _grad(qn) or _grad(kn) or _grad(vn)
-    p.mask_requires_grad = _grad(mn)
-    p.dropout_p, p.is_causal, p.enable_gqa = float(dropout_p), bool(is_causal), bool(enable_gqa)
-    if scale is None:
-        p.scale = 1.0 / math.sqrt(E) if E else 1.0
-    else:
-        p.scale = float(scale)
-        if not math.isfinite(p.scale):
-            raise AttentionValueError(f"scale must be a finite number, got {scale!r}")
     p.out_shape = (Tq, Ev) if rank == 2 else tuple(lead) + (H, Tq, Ev)
     p.q = _canon(ops, ex, qn, sq, lead, B, H if hq == 1 else hq)
     if hk != hv:  # both divide H: bring both to H heads
@@ -173,11 +202,9 @@ def prepare(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, s
         vn = _heads_to(ops, ex, vn, sv, H)
         hk = H
     p.Hk = hk
-    p.groups = H // hk
     p.k = _canon(ops, ex, kn, sk, lead, B, hk)
     p.v = _canon(ops, ex, vn, sv, lead, B, hk)
-    _prepare_mask(p, ex, mn, lead, rank)
-    return p
+    return lead, rank
 
 
 def _heads_to(ops, ex, x, shape, H):
@@ -211,7 +238,7 @@ def _prepare_mask(p, ex, mn, lead, rank) -> None:
     else:
         raise AttentionDtypeError(f"Expected attn_mask dtype to be bool or float32 or to match query dtype, "
                                   f"but got attn_mask.dtype: {md.name} and query.dtype: {p.dtype.name}")
-    sm = ex.shape(mn)
+    sm = tuple(mn.shape)
     scores = (p.Tq, p.Tk) if rank == 2 else tuple(lead) + (p.Hq, p.Tq, p.Tk)
     ok = len(sm) <= len(scores) and all(m in (1, s) for m, s in zip(sm[::-1], scores[::-1]))
     if not ok:
@@ -221,7 +248,9 @@ def _prepare_mask(p, ex, mn, lead, rank) -> None:
     padded = (1,) * (len(scores) - len(sm)) + tuple(sm)
     padded = (1,) * max(0, 4 - len(padded)) + padded
     mlead, tail = padded[:-3], padded[-3:]
-    if all(d == 1 for d in mlead):
+    if len(padded) == 4:
+        mn = ops_reshape(p.ops, mn, padded)
+    elif all(d == 1 for d in mlead):
         mn = ops_reshape(p.ops, mn, (1,) + tail)
     else:
         full = tuple(lead) + tail

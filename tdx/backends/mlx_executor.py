@@ -74,7 +74,8 @@ class MLXExecutor(MLXOps, Executor):
             src = src.astype(np.float32 if dtype is not D.complex64 else np.complex64)
         if src.dtype == np.complex128:
             src = src.astype(np.complex64)
-        out = mx.array(src if src.flags.c_contiguous else src.copy(order="C"))
+        src = src if src.flags.c_contiguous else src.copy(order="C")
+        out = mx.array(src, dtype=mx.float64) if src.dtype == np.float64 else mx.array(src)
         return out if out.dtype == nd else out.astype(nd, stream=self.s)
 
     def _no_grad(self, requires_grad):

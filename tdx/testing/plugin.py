@@ -67,7 +67,10 @@ def pytest_runtest_logreport(report):
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if config.getoption("--tdx-no-matrix") or not _results:
         return
-    devices = _devices_seen
+    from tdx import backends
+
+    order = [r.device for r in backends.available()]
+    devices = sorted(_devices_seen, key=lambda d: order.index(d) if d in order else len(order))
     tr = terminalreporter
     tr.section("tdx device matrix (passed/failed/skipped)")
     width = max(len(m) for m in _results)
