@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml constraints.txt
 install: $(STAMP)
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -n auto -q
+	$(BIN)/python -m pytest -n auto -q --timeout=900
 
 demo: $(STAMP)
 	$(BIN)/python -m tdx demo

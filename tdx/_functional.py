@@ -46,7 +46,13 @@ def _need_tensor(x, op: str, arg: str = "input"):
 
 def _unary_fn(name):
     def fn(input):  # noqa: A002 - torch's name
-        return getattr(_need_tensor(input, name), name)()
+        if input.__class__ is not Tensor:
+            _need_tensor(input, name)
+        ex = input._ex
+        try:
+            return wrap(getattr(ex, name)(input._n), ex)
+        except NATIVE_ERRORS as err:
+            raise ex.native_error(err) from None
 
     fn.__name__ = name
     fn.__doc__ = f"Elementwise ``{name}`` of ``input``, as ``torch.{name}``."
@@ -54,12 +60,20 @@ def _unary_fn(name):
 
 
 def _binary_fn(name):
+    op = _METHOD_TO_OP[name]
+
     def fn(input, other):  # noqa: A002 - torch's name
-        if not isinstance(input, Tensor):  # torch.pow(2, t), torch.mul(3, t)
+        if input.__class__ is not Tensor:  # torch.pow(2, t), torch.mul(3, t)
             _need_tensor(other, name, "other")
             ex = other._ex
-            return wrap(getattr(ex, _METHOD_TO_OP[name])(input, other._n), ex)
-        return getattr(input, name)(other)
+            a, b = input, other._n
+        else:
+            ex = input._ex
+            a, b = input._n, operand(input, other, name)
+        try:
+            return wrap(getattr(ex, op)(a, b), ex)
+        except NATIVE_ERRORS as err:
+            raise ex.native_error(err) from None
 
     fn.__name__ = name
     fn.__doc__ = f"``{name}`` of ``input`` and ``other`` with broadcasting and torch's promotion."
@@ -69,9 +83,11 @@ def _binary_fn(name):
 _METHOD_TO_OP = {v: k for k, v in BINARY.items()}
 
 for _name in UNARY:
-    globals()[_name] = _export(_unary_fn(_name))
+    globals()[_name] = _unary_fn(_name)
+    __all__.append(_name)
 for _name in BINARY.values():
-    globals()[_name] = _export(_binary_fn(_name))
+    globals()[_name] = _binary_fn(_name)
+    __all__.append(_name)
 
 
 @_export

@@ -353,7 +353,12 @@ class Tensor(TensorMethods):
 
     def __getitem__(self, index) -> "Tensor":
         ex = self._ex
-        return wrap(ex.getitem(self._n, _unwrap_index(index, ex)), ex)
+        if index.__class__ is not int and index.__class__ is not slice:
+            index = _unwrap_index(index, ex)
+        try:
+            return wrap(ex.getitem(self._n, index), ex)
+        except NATIVE_ERRORS as err:
+            raise ex.native_error(err) from None
 
     def __setitem__(self, index, value) -> None:
         ex = self._ex
@@ -411,7 +416,7 @@ _PLAIN = {"__new__", "__repr__", "__hash__", "__len__", "__iter__", "__reduce_ex
           "__dlpack__", "__dlpack_device__", "__pos__"}
 for _name, _fn in list(vars(Tensor).items()):
     if callable(_fn) and not isinstance(_fn, type) and _name not in _PLAIN and not _name.startswith("_") \
-            or _name in ("__getitem__", "__setitem__", "__neg__", "__abs__", "__invert__", "__bool__",
+            or _name in ("__setitem__", "__neg__", "__abs__", "__invert__", "__bool__",
                          "__index__", "__float__", "__int__"):
         setattr(Tensor, _name, typed_errors(_fn))
 _tensor_methods.Tensor = Tensor

@@ -91,9 +91,20 @@ def shape_args(args, op: str) -> tuple:
     return shape
 
 
+def inline_typed(fn):
+    """Mark a method that translates framework errors itself (the hot path skips the wrapper)."""
+    fn._typed = True
+    return fn
+
+
 def _unary(name: str):
+    @inline_typed
     def method(self):
-        return wrap(getattr(self._ex, name)(self._n), self._ex)
+        ex = self._ex
+        try:
+            return wrap(getattr(ex, name)(self._n), ex)
+        except NATIVE_ERRORS as err:
+            raise ex.native_error(err) from None
 
     method.__name__ = name
     method.__doc__ = f"Elementwise ``{name}``, as ``torch.Tensor.{name}``."
@@ -101,8 +112,19 @@ def _unary(name: str):
 
 
 def _binary(name: str, torch_name: str):
+    @inline_typed
     def method(self, other):
-        return wrap(getattr(self._ex, name)(self._n, operand(self, other, torch_name)), self._ex)
+        ex = self._ex
+        if other.__class__ is Tensor:
+            if other._ex is not ex:
+                raise mismatch(torch_name, ex.device, other._ex.device)
+            other = other._n
+        elif other.__class__ not in SCALARS:
+            other = operand(self, other, torch_name)
+        try:
+            return wrap(getattr(ex, name)(self._n, other), ex)
+        except NATIVE_ERRORS as err:
+            raise ex.native_error(err) from None
 
     method.__name__ = torch_name
     method.__doc__ = f"``{torch_name}`` with torch's broadcasting and promotion."
@@ -173,11 +195,21 @@ class TensorMethods:
         return wrap(self._ex.triu(self._n, diagonal), self._ex)
 
     # reductions -----------------------------------------------------------------------
+    @inline_typed
     def sum(self, dim=None, keepdim=False, *, dtype=None):
-        return wrap(self._ex.sum(self._n, dim, keepdim, dtype=dtype), self._ex)
+        ex = self._ex
+        try:
+            return wrap(ex.sum(self._n, dim, keepdim, dtype), ex)
+        except NATIVE_ERRORS as err:
+            raise ex.native_error(err) from None
 
+    @inline_typed
     def mean(self, dim=None, keepdim=False, *, dtype=None):
-        return wrap(self._ex.mean(self._n, dim, keepdim, dtype=dtype), self._ex)
+        ex = self._ex
+        try:
+            return wrap(ex.mean(self._n, dim, keepdim, dtype), ex)
+        except NATIVE_ERRORS as err:
+            raise ex.native_error(err) from None
 
     def prod(self, dim=None, keepdim=False, *, dtype=None):
         return wrap(self._ex.prod(self._n, dim, keepdim, dtype=dtype), self._ex)
@@ -231,8 +263,16 @@ class TensorMethods:
         return wrap(self._ex.any(self._n, dim, keepdim), self._ex)
 
     # shapes ---------------------------------------------------------------------------
+    @inline_typed
     def reshape(self, *shape):
-        return wrap(self._ex.reshape(self._n, shape_args(shape, "reshape")), self._ex)
+        ex = self._ex
+        try:
+            return wrap(ex.reshape(self._n, shape if shape[0].__class__ is int else shape_args(shape, "reshape")),
+                        ex)
+        except NATIVE_ERRORS as err:
+            raise ex.native_error(err) from None
+        except IndexError:
+            raise TdxTypeError("reshape() missing 1 required positional argument: 'shape'") from None
 
     def view(self, *shape):
         if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list)) and not hasattr(shape[0], "__len__"):
@@ -248,8 +288,13 @@ class TensorMethods:
     def permute(self, *dims):
         return wrap(self._ex.permute(self._n, shape_args(dims, "permute")), self._ex)
 
+    @inline_typed
     def transpose(self, dim0, dim1):
-        return wrap(self._ex.transpose(self._n, dim0, dim1), self._ex)
+        ex = self._ex
+        try:
+            return wrap(ex.transpose(self._n, dim0, dim1), ex)
+        except NATIVE_ERRORS as err:
+            raise ex.native_error(err) from None
 
     swapaxes = swapdims = transpose
 
@@ -321,7 +366,7 @@ for _name in UNARY:
 for _name, _torch_name in BINARY.items():
     setattr(TensorMethods, _torch_name, _binary(_name, _torch_name))
 for _name, _fn in list(vars(TensorMethods).items()):
-    if callable(_fn) and not _name.startswith("_"):
+    if callable(_fn) and not _name.startswith("_") and not getattr(_fn, "_typed", False):
         setattr(TensorMethods, _name, typed_errors(_fn))
 for _alias, _target in ALIASES.items():
     setattr(TensorMethods, _alias, getattr(TensorMethods, _target))

@@ -116,6 +116,8 @@ def _case(name, E=16, dtype="float32", seed=0):
     qs, ks, vs = (B, H, Tq, E), (B, Hk, Tk, E), (B, Hk, Tk, Ev)
     if name == "rank3":
         qs, ks, vs = (H, Tq, E), (H, Tk, E), (H, Tk, Ev)
+    if name == "rank2":
+        qs, ks, vs = (Tq, E), (Tk, E), (Tk, Ev)
     if name == "rank5_broadcast":
         qs, ks, vs = (2, 1, H, Tq, E), (1, 2, H, Tk, E), (1, 2, H, Tk, Ev)
     q, k, v = (_quantize(rng.standard_normal(s), dtype) for s in (qs, ks, vs))
@@ -135,8 +137,8 @@ def _case(name, E=16, dtype="float32", seed=0):
 
 
 CASES = ["plain", "bool_mask", "float_mask", "broadcast_mask", "float32_mask", "causal_short_q",
-         "causal_square", "causal_long_q", "gqa", "mqa", "scale", "value_dim", "rank3", "rank5_broadcast",
-         "empty_keys"]
+         "causal_square", "causal_long_q", "gqa", "mqa", "scale", "value_dim", "rank2", "rank3",
+         "rank5_broadcast", "empty_keys"]
 
 
 def _mask_dtype(mask, dtype, name):
@@ -268,6 +270,45 @@ def test_gradients_every_kernel(device, name, dtype, small_blocks):
             assert g.shape == w.shape, (b, what, g.shape, w.shape)
             err = _rel(g, w)
             assert err <= TOL[dtype], f"{device} {b.name} {name} {dtype} {what}: relative error {err:.3g}"
+
+
+def test_mask_gradient_on_torch():
+    """A float mask that requires grad: flash refuses it, and torch's math kernel gives its gradient."""
+    q, k, v, mask, kw = _case("float_mask")
+    mask = np.where(np.isfinite(mask), mask, -30.0)
+    cot = np.random.default_rng(5).standard_normal((2, 3, 5, 16))
+    tm = torch.tensor(mask, requires_grad=True)
+    with torch.nn.attention.sdpa_kernel([torch.nn.attention.SDPBackend.MATH]):
+        out = torch.nn.functional.scaled_dot_product_attention(*(torch.tensor(a) for a in (q, k, v)), attn_mask=tm)
+    (want,) = torch.autograd.grad(out, [tm], torch.tensor(cot))
+    t = [_tdx(a, "cpu", "float32") for a in (q, k, v)]
+    m = _tdx(mask, "cpu", "float32").requires_grad_()
+    exp = A.explain(*t, attn_mask=m)
+    assert "attn_mask" in exp.reasons[SDPBackend.FLASH_ATTENTION] and exp.kernel is SDPBackend.MATH
+    F.scaled_dot_product_attention(*t, attn_mask=m).backward(_tdx(cot, "cpu", "float32"))
+    assert _rel(_host(m.grad), want.numpy()) <= 1e-5
+
+
+def test_torch_device_path_logic():
+    """The CUDA/MPS code path (torch's own choice, else torch's sdpa_kernel) run on CPU tensors."""
+    from tdx.attention import _params, _torch
+
+    q, k, v, mask, kw = _case("bool_mask")
+    want = _oracle(q, k, v, mask)
+    t = [_tdx(a, "cpu", "float32") for a in (q, k, v)]
+    p = _params.prepare(*t, attn_mask=_tdx(mask, "cpu", "float32"))
+
+    class Device:
+        type = "cuda"
+
+    class Executor:
+        device = Device()
+
+    p.ex = Executor()
+    for b in (SDPBackend.MATH, SDPBackend.FLASH_ATTENTION):
+        assert _rel(_torch.run(p, b).numpy(), want) <= 1e-5, b
+    ok, why = _torch.cuda_can_use(SDPBackend.FLASH_ATTENTION, p)
+    assert not ok and isinstance(why, str) and why
 
 
 # --- dropout -------------------------------------------------------------------------------

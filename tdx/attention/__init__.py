@@ -73,11 +73,12 @@ class Explanation:
         reasons: ``{backend: reason}`` for every kernel that would not run; usable kernels that
             lost on cost have the reason ``"slower: ..."``.
         summary: the inputs in canonical form.
+        via: for a usable bridge, the peer kernel it reaches (``"FLASH_ATTENTION on cpu"``).
     """
 
-    def __init__(self, kernel, device, verdicts, summary, priority):
+    def __init__(self, kernel, device, verdicts, summary, priority, via=None):
         self.kernel, self.device, self.verdicts, self.summary = kernel, device, verdicts, summary
-        self.priority = priority
+        self.priority, self.via = priority, via
         self.reasons = {}
         best = next((v.cost for v in verdicts if v.backend is kernel), None)
         for v in verdicts:
@@ -101,6 +102,8 @@ class Explanation:
             mark = "->" if v.backend is self.kernel else "  "
             cost = f" (~{v.cost * 1e3:.3g} ms)" if v.cost is not None else ""
             detail = "runs" if v.backend is self.kernel else self.reasons.get(v.backend, "")
+            if v.backend is SDPBackend.BRIDGE and v.usable and self.via:
+                detail += f" (via {self.via})"
             lines.append(f"  {mark} {v.backend.name:<20}{cost} {detail}")
         return "\n".join(lines)
 
@@ -118,7 +121,12 @@ def explain(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, s
     p = _prepare(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     en = _state.enabled()
     verdicts, chosen = _kernels.evaluate(p, en)
-    return Explanation(chosen, p.ex.device, verdicts, p.describe(), en.priority)
+    via = None
+    if any(v.backend is SDPBackend.BRIDGE and v.usable for v in verdicts):
+        from . import _bridge
+
+        via = _bridge.describe(p)
+    return Explanation(chosen, p.ex.device, verdicts, p.describe(), en.priority, via)
 
 
 class SDPAParams:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from . import _state
 from ._state import SDPBackend
 
-__all__ = ["PEERS", "peer", "refusal", "estimate", "run"]
+__all__ = ["PEERS", "peer", "refusal", "estimate", "describe", "run"]
 
 PEERS = {"mlx:cpu": "cpu", "cpu": "mlx:cpu", "mlx:gpu": "mps", "mps": "mlx:gpu"}
 _peers: dict = {}
@@ -98,6 +98,14 @@ def _peer_choice(p):
         reasons = "; ".join(f"{v.backend.name}: {v.reason}" for v in verdicts)
         return None, f"no kernel on {ex.device} can run the inputs ({reasons})"
     return pp, chosen
+
+
+def describe(p) -> str:
+    """Which kernel the bridge would reach for ``p`` (``"FLASH_ATTENTION on cpu"``), or why none."""
+    pp, chosen = _peer_choice(p)
+    if pp is None:
+        return chosen
+    return f"{chosen.name} on {pp.ex.device}"
 
 
 def refusal(p):

@@ -18,7 +18,7 @@ import warnings
 
 from . import _state
 from ._errors import NoKernelError
-from ._state import KERNEL_NAMES, SDPBackend
+from ._state import SDPBackend
 
 __all__ = ["Rule", "Kernel", "KERNELS", "evaluate", "choose", "estimate", "device_class"]
 
@@ -76,8 +76,8 @@ def _has(name):
                           f"{', '.join(p.ex.caps.sdpa_kernels) or 'none'})")
 
 
-def _torch_cpu(p) -> bool:
-    return p.ex.caps.native_autograd and p.ex.device.type == "cpu"
+def _on_cpu(p) -> bool:
+    return p.ex.device.type == "cpu"
 
 
 def _cuda(p) -> bool:
@@ -96,14 +96,14 @@ _NO_GRAD_OR_TAPE = Rule(lambda p: not p.requires_grad or p.ex.caps.native_autogr
                         lambda p: f"{p.ex.device} records no gradients")
 # torch's CPU flash kernel (mirrors torch's own CPU checks)
 _CPU_FLASH = (
-    Rule(lambda p: not _torch_cpu(p) or p.dropout_p == 0,
+    Rule(lambda p: not _on_cpu(p) or p.dropout_p == 0,
          lambda p: f"flash attention on cpu has no dropout (dropout_p={p.dropout_p})"),
-    Rule(lambda p: not _torch_cpu(p) or p.E == p.Ev,
+    Rule(lambda p: not _on_cpu(p) or p.E == p.Ev,
          lambda p: f"flash attention on cpu needs the same head dim for query/key and value "
                    f"(E={p.E}, Ev={p.Ev})"),
-    Rule(lambda p: not _torch_cpu(p) or (p.Tq > 0 and p.Tk > 0),
+    Rule(lambda p: not _on_cpu(p) or (p.Tq > 0 and p.Tk > 0),
          lambda p: f"flash attention on cpu needs non-empty sequences (Tq={p.Tq}, Tk={p.Tk})"),
-    Rule(lambda p: not _torch_cpu(p) or not p.mask_requires_grad,
+    Rule(lambda p: not _on_cpu(p) or not p.mask_requires_grad,
          lambda p: "flash attention on cpu computes no gradient for attn_mask, which requires grad"),
 )
 
@@ -149,14 +149,16 @@ def _peer_why(p):
 
 # --- run functions (frameworks load on first use) ------------------------------------------
 
+# native kernel (a name in Capabilities.sdpa_kernels) -> the tdx module that runs it; only the
+# executors that declare the name reach it (torch's kernels on torch devices, MLX's on MLX devices)
+_NATIVE = {_B.FLASH_ATTENTION: "_torch", _B.EFFICIENT_ATTENTION: "_torch", _B.CUDNN_ATTENTION: "_torch",
+           _B.MATH: "_torch", _B.MLX_FUSED: "_mlx"}
+
+
 def _run_native(p, backend):
-    if p.ex.name == "torch":
-        from . import _torch
+    import importlib
 
-        return _torch.run(p, backend)
-    from . import _mlx
-
-    return _mlx.run_fused(p)
+    return importlib.import_module(f"{__package__}.{_NATIVE[backend]}").run(p, backend)
 
 
 def _run_math(p, backend):
@@ -193,7 +195,7 @@ KERNELS = {
     _B.CHUNKED: Kernel(_B.CHUNKED, (_HAS_OPS, _NO_MASK_GRAD, _NO_GRAD_OR_TAPE), _run_chunked),
     _B.BRIDGE: Kernel(_B.BRIDGE, (Rule(_peer_ok, _peer_why),), _run_bridge),
     _B.OVERRIDEABLE: Kernel(_B.OVERRIDEABLE, (Rule(lambda p: False, lambda p: "tdx has no overrideable "
-                                                   "(out-of-tree device) attention kernel"),), _run_native),
+                                                   "(out-of-tree device) attention kernel"),), None),
 }
 
 
@@ -413,6 +415,3 @@ def _warn_unfused() -> bool:
     return bool(getattr(mod, "WARN_FOR_UNFUSED_KERNELS", False))
 
 
-def kernel_name(backend) -> str:
-    """The config name of ``backend`` (``"flash"``...)."""
-    return KERNEL_NAMES.get(backend, backend.name.lower())

@@ -13,7 +13,7 @@ import mlx.core as mx
 
 from ._math import causal_keep
 
-__all__ = ["run_fused", "UPCAST_HALF"]
+__all__ = ["run", "UPCAST_HALF"]
 
 # device classes where the fused kernel runs float16/bfloat16 inputs in float32: MLX's CPU path is
 # unfused and emulates half-precision math, so float32 is both faster there and as precise as
@@ -21,7 +21,7 @@ __all__ = ["run_fused", "UPCAST_HALF"]
 UPCAST_HALF = frozenset({"mlx:cpu"})
 
 
-def run_fused(p):
+def run(p, backend=None):
     """MLX's fused kernel on canonical params; the ``(B, Hq, Tq, Ev)`` result."""
     dt = p.q.dtype
     if dt in (mx.float16, mx.bfloat16) and str(p.ex.device) in UPCAST_HALF:

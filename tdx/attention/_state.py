@@ -191,15 +191,19 @@ def _mlx_config_switch() -> bool:
 
 
 def _getter(backend):
-    """The zero-argument function answering ``backend``'s switch (resolved once)."""
+    """The zero-argument function answering ``backend``'s switch (resolved once the mirror exists)."""
     fn = _bound.get(backend)
     if fn is None:
         module, name = _GETTERS[backend]
         fn = getattr(_mirror(module), name, None)
-        if fn is None:  # the mirror module is not there (yet): the switch is on
-            fn = _mlx_config_switch if backend is SDPBackend.MLX_FUSED else (lambda: True)
+        if fn is None:  # the mirror module is not there: the config (MLX) or "on" answers
+            return _mlx_config_switch if backend is SDPBackend.MLX_FUSED else _on
         _bound[backend] = fn
     return fn
+
+
+def _on() -> bool:
+    return True
 
 
 def switch(backend: SDPBackend) -> bool:

@@ -147,18 +147,11 @@ class TorchExecutor(Executor):
             torch.mps.synchronize()
 
     # ops whose tdx signature differs a little from torch's -------------------------------
-    @staticmethod
-    def reduce(name, x, dim, keepdim, dtype):
-        fn = getattr(torch, name)
-        if dim is None:
-            return fn(x, dtype=dtype) if not keepdim else fn(x, tuple(range(x.ndim)), True, dtype=dtype)
-        return fn(x, dim, keepdim, dtype=dtype)
-
     def sum(self, x, dim=None, keepdim=False, dtype=None):
-        return self.reduce("sum", x, dim, keepdim, None if dtype is None else self.native_dtype(dtype))
+        return torch.sum(x, dim, keepdim, dtype=None if dtype is None else self._to_native[dtype])
 
     def mean(self, x, dim=None, keepdim=False, dtype=None):
-        return self.reduce("mean", x, dim, keepdim, None if dtype is None else self.native_dtype(dtype))
+        return torch.mean(x, dim, keepdim, dtype=None if dtype is None else self._to_native[dtype])
 
     def prod(self, x, dim=None, keepdim=False, dtype=None):
         nd = None if dtype is None else self.native_dtype(dtype)
@@ -217,21 +210,11 @@ class TorchExecutor(Executor):
     def clone(x):
         return x.clone()
 
-    @staticmethod
-    def getitem(x, index):
-        return x[index]
+    getitem = staticmethod(operator.getitem)
 
     @staticmethod
     def setitem(x, index, value):
         x[index] = value
-        return x
-
-    def iadd(self, x, other):
-        return x.add_(other)
-
-    def inplace(self, name, x, other):
-        """Run torch's in-place ``name`` (``add_``...) and return ``x``."""
-        getattr(x, name)(other)
         return x
 
 
