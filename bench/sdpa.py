@@ -150,7 +150,8 @@ def inputs(device, B, H, L, D, seed=0):
 
 
 def label(kernel) -> str:
-    return kernel if isinstance(kernel, str) else kernel.name.lower()
+    """A kernel's config name (``flash``, ``mlx_fused``...), or ``auto`` / ``native``."""
+    return kernel if isinstance(kernel, str) else tdx.attention.KERNEL_NAMES.get(kernel, kernel.name.lower())
 
 
 def bench_shape(device, B, H, L, D, causal, series, args, rows):
@@ -208,7 +209,7 @@ def bench_shape(device, B, H, L, D, causal, series, args, rows):
 # --- report --------------------------------------------------------------------------------
 
 def print_table(rows, out=sys.stdout):
-    head = f"{'device':<9}{'L':>6}{'D':>5} {'causal':<7}{'kernel':<21}{'ms':>11}{'vs native':>10}{'peak MiB':>10}  note"
+    head = f"{'device':<9}{'L':>6}{'D':>5} {'causal':<7}{'kernel':<12}{'ms':>11}{'vs native':>10}{'peak MiB':>10}  note"
     print(head, file=out)
     print("-" * len(head), file=out)
     native = {(r["device"], r["L"], r["D"], r["causal"]): r["ms"] for r in rows if r["kernel"] == NATIVE}
@@ -217,7 +218,7 @@ def print_table(rows, out=sys.stdout):
         ms = f"{r['ms']:.2f}" if r["ms"] is not None else "-"
         ratio = f"{r['ms'] / nat:.2f}x" if r["ms"] is not None and nat else "-"
         mib = f"{r['mib']:.1f}" if r.get("mib") is not None else "-"
-        print(f"{r['device']:<9}{r['L']:>6}{r['D']:>5} {str(r['causal']):<7}{r['kernel']:<21}{ms:>11}{ratio:>10}"
+        print(f"{r['device']:<9}{r['L']:>6}{r['D']:>5} {str(r['causal']):<7}{r['kernel']:<12}{ms:>11}{ratio:>10}"
               f"{mib:>10}  {r['note']}", file=out)
 
 

@@ -17,6 +17,7 @@ import math
 from . import _dtypes as D
 from ._errors import NATIVE_ERRORS, CastError, TdxRuntimeError, TdxTypeError, UnsupportedOpError, mismatch
 from . import _tensor_methods
+from ._tensor_more import MoreTensorMethods
 from ._tensor_methods import SCALARS as _SCALARS, Size, TensorMethods, scalar as _scalar, typed_errors, wrap
 
 _new = object.__new__
@@ -95,7 +96,7 @@ def _inplace(name: str):
     return op
 
 
-class Tensor(TensorMethods):
+class Tensor(TensorMethods, MoreTensorMethods):
     """A multi-dimensional array on one executor, with torch's API.
 
     Build tensors with the factory functions (``tdx.tensor``, ``tdx.zeros``...), never

@@ -15,6 +15,7 @@ import mlx.core as mx
 from .. import _dtypes as D
 from .._errors import DtypeError, TdxError, TdxRuntimeError, UnsupportedOpError, translate
 from .base import Capabilities, Executor
+from .mlx_more import MLXMoreOps
 from .mlx_ops import MLXOps
 
 _TABLE = {
@@ -25,7 +26,7 @@ _TABLE = {
 _NP_NAME = {d: d.name if d is not D.bool_ else "bool" for d in _TABLE}
 
 
-class MLXExecutor(MLXOps, Executor):
+class MLXExecutor(MLXOps, MLXMoreOps, Executor):
     """Runs tdx ops with MLX on its GPU or its CPU."""
 
     name = "mlx"
