@@ -13,7 +13,7 @@ from . import _dtypes as D
 from . import backends
 from ._errors import TdxRuntimeError, TdxTypeError, TdxValueError
 from ._tensor import Tensor
-from ._tensor_methods import shape_args, wrap
+from ._tensor_methods import shape_args, wrap, wrap_grad
 
 
 def _ex_dtype(device, dtype):
@@ -29,7 +29,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     native = _foreign(data)
     if native is not None:
         return wrap(_import(native, ex, dtype, copy=True), ex)
-    return wrap(ex.from_data(_plain(data), dtype, requires_grad=requires_grad), ex)
+    return wrap_grad(ex.from_data(_plain(data), dtype, requires_grad=requires_grad), ex, requires_grad)
 
 
 def as_tensor(data, dtype=None, device=None) -> Tensor:
@@ -77,17 +77,17 @@ def _shape(size, op):
 
 def zeros(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
     ex, dtype = _ex_dtype(device, dtype)
-    return wrap(ex.zeros(_shape(size, "zeros"), dtype or D.get_default_dtype(), requires_grad), ex)
+    return wrap_grad(ex.zeros(_shape(size, "zeros"), dtype or D.get_default_dtype(), requires_grad), ex, requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
     ex, dtype = _ex_dtype(device, dtype)
-    return wrap(ex.ones(_shape(size, "ones"), dtype or D.get_default_dtype(), requires_grad), ex)
+    return wrap_grad(ex.ones(_shape(size, "ones"), dtype or D.get_default_dtype(), requires_grad), ex, requires_grad)
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
     ex, dtype = _ex_dtype(device, dtype)
-    return wrap(ex.empty(_shape(size, "empty"), dtype or D.get_default_dtype(), requires_grad), ex)
+    return wrap_grad(ex.empty(_shape(size, "empty"), dtype or D.get_default_dtype(), requires_grad), ex, requires_grad)
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:
@@ -95,7 +95,7 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> T
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     dtype = dtype or D.scalar_dtype(fill_value)
-    return wrap(ex.full(_shape((size,), "full"), fill_value, dtype, requires_grad), ex)
+    return wrap_grad(ex.full(_shape((size,), "full"), fill_value, dtype, requires_grad), ex, requires_grad)
 
 
 def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False) -> Tensor:
@@ -111,21 +111,21 @@ def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=
     if (vals[1] - vals[0]) * vals[2] < 0:
         raise TdxRuntimeError(f"arange(): upper bound and lower bound inconsistent with step sign "
                             f"(start={vals[0]}, end={vals[1]}, step={vals[2]})")
-    return wrap(ex.arange(*vals, dtype, requires_grad), ex)
+    return wrap_grad(ex.arange(*vals, dtype, requires_grad), ex, requires_grad)
 
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     if not isinstance(steps, int) or steps < 0:
         raise TdxValueError(f"linspace(): number of steps must be a non-negative int, got {steps!r}")
     ex, dtype = _ex_dtype(device, dtype)
-    return wrap(ex.linspace(start, end, steps, dtype or D.get_default_dtype(), requires_grad), ex)
+    return wrap_grad(ex.linspace(start, end, steps, dtype or D.get_default_dtype(), requires_grad), ex, requires_grad)
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     ex, dtype = _ex_dtype(device, dtype)
     if n < 0 or (m is not None and m < 0):
         raise TdxValueError(f"eye(): n and m must be non-negative, got n={n}, m={m}")
-    return wrap(ex.eye(n, n if m is None else m, dtype or D.get_default_dtype(), requires_grad), ex)
+    return wrap_grad(ex.eye(n, n if m is None else m, dtype or D.get_default_dtype(), requires_grad), ex, requires_grad)
 
 
 def _random(kind, size, dtype, device, generator, requires_grad):

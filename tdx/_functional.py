@@ -11,6 +11,8 @@ from . import _dtypes as D
 import functools
 
 from ._errors import NATIVE_ERRORS, TdxTypeError, TdxValueError, mismatch, translate
+from .autograd import tape as _tape
+from .autograd.tape import ACTIVE as _TAPE
 from ._tensor import Tensor
 from ._tensor_methods import ALIASES, BINARY, UNARY, operand, wrap
 
@@ -26,6 +28,8 @@ def _typed(fn):
     """Framework exceptions from ``fn`` surface as TdxErrors, translated by the first tensor's executor."""
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        if _TAPE[0] and _tape.wants(*args, **kwargs):
+            return _tape.call(wrapper, *args, **kwargs)
         try:
             return fn(*args, **kwargs)
         except NATIVE_ERRORS as err:
@@ -46,6 +50,8 @@ def _need_tensor(x, op: str, arg: str = "input"):
 
 def _unary_fn(name):
     def fn(input):  # noqa: A002 - torch's name
+        if _TAPE[0] and _tape.wants(input):
+            return _tape.call(fn, input)
         if input.__class__ is not Tensor:
             _need_tensor(input, name)
         ex = input._ex
@@ -63,6 +69,8 @@ def _binary_fn(name):
     op = _METHOD_TO_OP[name]
 
     def fn(input, other):  # noqa: A002 - torch's name
+        if _TAPE[0] and _tape.wants(input, other):
+            return _tape.call(fn, input, other)
         if input.__class__ is not Tensor:  # torch.pow(2, t), torch.mul(3, t)
             _need_tensor(other, name, "other")
             ex = other._ex

@@ -17,14 +17,19 @@ import math
 from . import _dtypes as D
 from ._errors import NATIVE_ERRORS, CastError, TdxRuntimeError, TdxTypeError, UnsupportedOpError, mismatch
 from . import _tensor_methods
+from .autograd import tape as _tape
+from .autograd.tape import ACTIVE as _TAPE
 from ._tensor_more import MoreTensorMethods
-from ._tensor_methods import SCALARS as _SCALARS, Size, TensorMethods, scalar as _scalar, typed_errors, wrap
+from ._tensor_methods import (SCALARS as _SCALARS, Size, TensorMethods, inline_typed, scalar as _scalar,
+                              typed_errors, wrap)
 
 _new = object.__new__
 
 
 def _binary(name: str, reverse: bool = False):
     def op(self, other):
+        if _TAPE[0] and _tape.wants(self, other):
+            return _tape.call(op, self, other)
         ex = self._ex
         if other.__class__ is Tensor:
             if other._ex is not ex:
@@ -65,8 +70,11 @@ def _can_cast(src, dst) -> bool:
 
 def _inplace(name: str):
     method = _INPLACE[name]
+    out_of_place = _binary(name)
 
     def op(self, other):
+        if _TAPE[0] and _tape.wants(self, other):
+            return _tape.record_inplace(self, out_of_place, (self, other), {})
         ex = self._ex
         if other.__class__ is Tensor:
             if other._ex is not ex:
@@ -103,7 +111,7 @@ class Tensor(TensorMethods, MoreTensorMethods):
     with this class directly.
     """
 
-    __slots__ = ("_n", "_ex", "__weakref__")
+    __slots__ = ("_n", "_ex", "_ag", "__weakref__")
     __array_priority__ = 1000  # NumPy defers binary ops to Tensor
 
     def __new__(cls, *args, **kwargs):
@@ -180,48 +188,93 @@ class Tensor(TensorMethods, MoreTensorMethods):
     def is_complex(self) -> bool:
         return self.dtype.is_complex
 
-    # autograd on executors that record it natively ---------------------------------------
-    def _autograd(self, what):
-        if not self._ex.caps.native_autograd:
-            raise UnsupportedOpError(f"{what} is not supported yet on {self._ex.device}")
-        return self._n
-
+    # autograd: torch records natively; other executors use tdx's tape ------------------------
     @property
     def requires_grad(self) -> bool:
-        return bool(getattr(self._n, "requires_grad", False))
+        if self._ex.caps.native_autograd:
+            return self._n.requires_grad
+        m = _tape.meta(self)
+        return bool(m and m.requires_grad)
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
-        self._autograd("requires_grad").requires_grad = value
+        self.requires_grad_(value)
 
+    @inline_typed
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
-        self._autograd("requires_grad_").requires_grad_(requires_grad)
+        if self._ex.caps.native_autograd:
+            self._n.requires_grad_(requires_grad)
+        else:
+            _tape.set_requires_grad(self, requires_grad)
         return self
 
     @property
     def grad(self):
-        g = getattr(self._n, "grad", None)
+        if self._ex.caps.native_autograd:
+            g = self._n.grad
+        else:
+            m = _tape.meta(self)
+            g = None if m is None else m.grad
         return None if g is None else wrap(g, self._ex)
 
     @grad.setter
     def grad(self, value) -> None:
-        self._autograd("grad").grad = None if value is None else value._n
+        native = None if value is None else value._n
+        if self._ex.caps.native_autograd:
+            self._n.grad = native
+            return
+        m = _tape.meta(self)
+        if m is None:
+            m = self._ag = _tape.Meta()
+        m.grad = native
 
     @property
     def is_leaf(self) -> bool:
-        return bool(getattr(self._n, "is_leaf", True))
+        if self._ex.caps.native_autograd:
+            return self._n.is_leaf
+        m = _tape.meta(self)
+        return m is None or m.node is None
 
     @property
     def grad_fn(self):
-        return getattr(self._n, "grad_fn", None)
+        if self._ex.caps.native_autograd:
+            return self._n.grad_fn
+        m = _tape.meta(self)
+        return None if m is None else m.node
 
-    def backward(self, gradient=None, retain_graph=None, create_graph=False) -> None:
-        g = None if gradient is None else gradient._n
-        self._autograd("backward").backward(g, retain_graph=retain_graph, create_graph=create_graph)
+    @inline_typed
+    def retain_grad(self) -> None:
+        if self._ex.caps.native_autograd:
+            self._n.retain_grad()
+            return
+        m = _tape.meta(self)
+        if m is None or not m.requires_grad:
+            raise TdxRuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        m.retain = True
 
+    @inline_typed
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
+        if self._ex.caps.native_autograd:
+            g = None if gradient is None else gradient._n
+            self._n.backward(g, retain_graph=retain_graph, create_graph=create_graph,
+                             inputs=None if inputs is None else [t._n for t in inputs])
+            return
+        if inputs is not None:
+            raise UnsupportedOpError(f"backward(inputs=...) is not supported on {self._ex.device}")
+        _tape.backward(self, gradient, retain_graph, create_graph)
+
+    @inline_typed
     def detach(self) -> "Tensor":
         n = self._n
         return wrap(n.detach() if self._ex.caps.native_autograd else n, self._ex)
+
+    @inline_typed
+    def detach_(self) -> "Tensor":
+        if self._ex.caps.native_autograd:
+            self._n.detach_()
+        else:
+            self._ag = None
+        return self
 
     @property
     def data(self) -> "Tensor":
@@ -353,6 +406,8 @@ class Tensor(TensorMethods, MoreTensorMethods):
         return id(self)
 
     def __getitem__(self, index) -> "Tensor":
+        if _TAPE[0] and _tape.wants(self, index):
+            return _tape.call(Tensor.__getitem__, self, index)
         ex = self._ex
         if index.__class__ is not int and index.__class__ is not slice:
             index = _unwrap_index(index, ex)
@@ -361,13 +416,20 @@ class Tensor(TensorMethods, MoreTensorMethods):
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
 
+    @inline_typed
     def __setitem__(self, index, value) -> None:
+        if _TAPE[0] and _tape.wants(self, value):
+            _tape.record_inplace(self, _set_copy, (self, index, value), {})
+            return
         ex = self._ex
         if value.__class__ is Tensor:
             if value._ex is not ex:
                 raise mismatch("index_put_", ex.device, value._ex.device)
             value = value._n
-        self._n = ex.setitem(self._n, _unwrap_index(index, ex), value)
+        try:
+            self._n = ex.setitem(self._n, _unwrap_index(index, ex), value)
+        except NATIVE_ERRORS as err:
+            raise ex.native_error(err) from None
 
     def __neg__(self):
         return wrap(self._ex.neg(self._n), self._ex)
@@ -387,6 +449,13 @@ class Tensor(TensorMethods, MoreTensorMethods):
         from ._creation import _rebuild
 
         return (_rebuild, (self._ex.host_numpy(self._n), self.dtype.name, str(self._ex.device)))
+
+
+def _set_copy(t, index, value):
+    """Out-of-place ``t[index] = value`` (what an in-place write records on the tape)."""
+    out = t.clone()
+    out[index] = value
+    return out
 
 
 def _unwrap_index(index, ex):
@@ -416,8 +485,10 @@ for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
 _PLAIN = {"__new__", "__repr__", "__hash__", "__len__", "__iter__", "__reduce_ex__", "__array__",
           "__dlpack__", "__dlpack_device__", "__pos__"}
 for _name, _fn in list(vars(Tensor).items()):
+    if getattr(_fn, "_typed", False):
+        continue
     if callable(_fn) and not isinstance(_fn, type) and _name not in _PLAIN and not _name.startswith("_") \
-            or _name in ("__setitem__", "__neg__", "__abs__", "__invert__", "__bool__",
+            or _name in ("__neg__", "__abs__", "__invert__", "__bool__",
                          "__index__", "__float__", "__int__"):
         setattr(Tensor, _name, typed_errors(_fn))
 _tensor_methods.Tensor = Tensor

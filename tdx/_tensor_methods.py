@@ -14,6 +14,8 @@ import math
 from . import _dtypes as D
 from . import return_types
 from ._errors import NATIVE_ERRORS, TdxTypeError, TdxValueError, mismatch, translate
+from .autograd import tape as _tape
+from .autograd.tape import ACTIVE as _TAPE
 
 SCALARS = frozenset((int, float, bool, complex))
 _new = object.__new__
@@ -32,6 +34,14 @@ class Size(tuple):
         return f"tdx.Size({list(self)})"
 
 
+def wrap_grad(native, ex, requires_grad: bool):
+    """``wrap``, then mark the tensor as requiring grad on executors that record on tdx's tape."""
+    t = wrap(native, ex)
+    if requires_grad and not ex.caps.native_autograd:
+        t.requires_grad_()
+    return t
+
+
 def wrap(native, ex):
     """A new Tensor around ``native`` owned by executor ``ex``."""
     t = _new(Tensor)
@@ -45,6 +55,8 @@ def typed_errors(fn):
 
     @functools.wraps(fn)
     def method(self, *args, **kwargs):
+        if _TAPE[0] and _tape.wants(self, *args, **kwargs):
+            return _tape.call(method, self, *args, **kwargs)
         try:
             return fn(self, *args, **kwargs)
         except NATIVE_ERRORS as err:
@@ -100,6 +112,8 @@ def inline_typed(fn):
 def _unary(name: str):
     @inline_typed
     def method(self):
+        if _TAPE[0] and _tape.wants(self):
+            return _tape.call(method, self)
         ex = self._ex
         try:
             return wrap(getattr(ex, name)(self._n), ex)
@@ -114,6 +128,8 @@ def _unary(name: str):
 def _binary(name: str, torch_name: str):
     @inline_typed
     def method(self, other):
+        if _TAPE[0] and _tape.wants(self, other):
+            return _tape.call(method, self, other)
         ex = self._ex
         if other.__class__ is Tensor:
             if other._ex is not ex:
@@ -197,6 +213,8 @@ class TensorMethods:
     # reductions -----------------------------------------------------------------------
     @inline_typed
     def sum(self, dim=None, keepdim=False, *, dtype=None):
+        if _TAPE[0] and _tape.wants(self):
+            return _tape.call(TensorMethods.sum, self, dim, keepdim, dtype=dtype)
         ex = self._ex
         try:
             return wrap(ex.sum(self._n, dim, keepdim, dtype), ex)
@@ -205,6 +223,8 @@ class TensorMethods:
 
     @inline_typed
     def mean(self, dim=None, keepdim=False, *, dtype=None):
+        if _TAPE[0] and _tape.wants(self):
+            return _tape.call(TensorMethods.mean, self, dim, keepdim, dtype=dtype)
         ex = self._ex
         try:
             return wrap(ex.mean(self._n, dim, keepdim, dtype), ex)
@@ -265,6 +285,8 @@ class TensorMethods:
     # shapes ---------------------------------------------------------------------------
     @inline_typed
     def reshape(self, *shape):
+        if _TAPE[0] and _tape.wants(self):
+            return _tape.call(TensorMethods.reshape, self, *shape)
         ex = self._ex
         try:
             return wrap(ex.reshape(self._n, shape if shape[0].__class__ is int else shape_args(shape, "reshape")),
@@ -290,6 +312,8 @@ class TensorMethods:
 
     @inline_typed
     def transpose(self, dim0, dim1):
+        if _TAPE[0] and _tape.wants(self):
+            return _tape.call(TensorMethods.transpose, self, dim0, dim1)
         ex = self._ex
         try:
             return wrap(ex.transpose(self._n, dim0, dim1), ex)

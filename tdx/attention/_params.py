@@ -30,7 +30,8 @@ class Params:
     Attributes:
         ex, ops: the executor and its native-op adapter (None if the family has none).
         q, k, v: native arrays ``(B, Hq, Tq, E)``, ``(B, Hk, Tk, E)``, ``(B, Hk, Tk, Ev)``.
-        mask: native rank-4 mask or None; ``mask_kind`` is None, ``"bool"`` or ``"float"``.
+        mask: native rank-4 mask or None; ``mask_kind`` is None, ``"bool"`` or ``"float"``;
+            ``mask_shape`` and ``mask_dtype`` (a tdx dtype) describe it.
         dropout_p, is_causal, scale: as given (``scale`` resolved to ``1/sqrt(E)`` when None).
         enable_gqa: as given.
         B, Hq, Hk, Tq, Tk, E, Ev: the canonical sizes; ``groups = Hq // Hk``.
@@ -47,8 +48,8 @@ class Params:
     def signature(self) -> tuple:
         """What a kernel's legality and cost may depend on (the key of the choice cache)."""
         return (self.ex, self.dtype, self.B, self.Hq, self.Hk, self.Tq, self.Tk, self.E, self.Ev,
-                self.mask_kind, self.mask_shape, self.mask_dtype, self.dropout_p > 0, self.dropout_p >= 1, self.is_causal,
-                self.requires_grad, self.mask_requires_grad)
+                self.mask_kind, self.mask_shape, self.mask_dtype, self.dropout_p > 0, self.dropout_p >= 1,
+                self.is_causal, self.requires_grad, self.mask_requires_grad)
 
     def describe(self) -> str:
         """A one-line summary for messages."""
@@ -160,7 +161,7 @@ def prepare(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, s
 
 def _general(p, qn, kn, vn, sq, sk, sv, enable_gqa):
     """The general shape rules (any rank >= 2, broadcasting, GQA); fills ``p``'s sizes and arrays."""
-    ops, ex = p.ops, p.ex
+    ops = p.ops
     if min(len(sq), len(sk), len(sv)) < 2:
         raise AttentionShapeError(f"Expected query, key, and value to all be at least 2 dimensional, but "
                                   f"got query {list(sq)}, key {list(sk)}, value {list(sv)}")
@@ -196,18 +197,18 @@ def _general(p, qn, kn, vn, sq, sk, sv, enable_gqa):
     B = math.prod(lead)
     p.B, p.Hq, p.Tq, p.Tk, p.E, p.Ev = B, H, Tq, Tk, E, Ev
     p.out_shape = (Tq, Ev) if rank == 2 else tuple(lead) + (H, Tq, Ev)
-    p.q = _canon(ops, ex, qn, sq, lead, B, H if hq == 1 else hq)
+    p.q = _canon(ops, qn, sq, lead, B, H if hq == 1 else hq)
     if hk != hv:  # both divide H: bring both to H heads
-        kn = _heads_to(ops, ex, kn, sk, H)
-        vn = _heads_to(ops, ex, vn, sv, H)
+        kn = _heads_to(ops, kn, sk, H)
+        vn = _heads_to(ops, vn, sv, H)
         hk = H
     p.Hk = hk
-    p.k = _canon(ops, ex, kn, sk, lead, B, hk)
-    p.v = _canon(ops, ex, vn, sv, lead, B, hk)
+    p.k = _canon(ops, kn, sk, lead, B, hk)
+    p.v = _canon(ops, vn, sv, lead, B, hk)
     return lead, rank
 
 
-def _heads_to(ops, ex, x, shape, H):
+def _heads_to(ops, x, shape, H):
     h = shape[-3] if len(shape) >= 3 else 1
     if h == H:
         return x
@@ -216,7 +217,7 @@ def _heads_to(ops, ex, x, shape, H):
     return ops.repeat_interleave(x, H // h, len(shape) - 3)
 
 
-def _canon(ops, ex, x, shape, lead, B, h):
+def _canon(ops, x, shape, lead, B, h):
     """``x`` as ``(B, h, T, E)``: leading dims broadcast to ``lead`` and flattened."""
     full = tuple(lead) + (h,) + tuple(shape[-2:])
     if tuple(shape) == full and len(shape) == 4:
@@ -227,6 +228,7 @@ def _canon(ops, ex, x, shape, lead, B, h):
 
 
 def _prepare_mask(p, ex, mn, lead, rank) -> None:
+    """Check the mask's dtype and shape and bring it to rank 4 (``(b, h, tq, tk)``, each full or 1)."""
     p.mask, p.mask_kind, p.mask_shape, p.mask_dtype = None, None, None, None
     if mn is None:
         return

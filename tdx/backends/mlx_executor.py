@@ -80,8 +80,7 @@ class MLXExecutor(MLXOps, MLXMoreOps, Executor):
         return out if out.dtype == nd else out.astype(nd, stream=self.s)
 
     def _no_grad(self, requires_grad):
-        if requires_grad:
-            raise UnsupportedOpError(f"requires_grad=True is not supported yet on {self.device}")
+        """Creation ignores ``requires_grad``: the facade marks the new tensor on tdx's tape."""
 
     def zeros(self, shape, dtype, requires_grad=False):
         self._no_grad(requires_grad)

@@ -1,0 +1,178 @@
+"""Autograd on every executor against torch's autograd on CPU: gradients, leaf rules, grad modes,
+and a small training loop that must reach torch's loss."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import tdx
+from tdx.testing import assert_close
+
+
+def leaves(arrays, device):
+    xs = [tdx.tensor(a, device=device, requires_grad=True) for a in arrays]
+    ts = [torch.tensor(a, requires_grad=True) for a in arrays]
+    return xs, ts
+
+
+def grads_match(fn, arrays, device, rtol=1e-5, atol=1e-5):
+    xs, ts = leaves(arrays, device)
+    out_x, out_t = fn(tdx, *xs), fn(torch, *ts)
+    assert_close(out_x, out_t, rtol=rtol, atol=atol, msg="forward")
+    out_x.backward()
+    out_t.backward()
+    for i, (x, t) in enumerate(zip(xs, ts)):
+        if t.grad is None:
+            assert x.grad is None, f"input {i}: tdx has a gradient torch lacks"
+        else:
+            assert_close(x.grad, t.grad, rtol=rtol, atol=atol, msg=f"grad of input {i}")
+
+
+RNG = np.random.default_rng(0)
+A = RNG.uniform(0.5, 2.0, (3, 4)).astype(np.float32)
+B = RNG.uniform(-1.0, 1.0, (4,)).astype(np.float32)
+C = RNG.uniform(-1.0, 1.0, (4, 5)).astype(np.float32)
+
+CASES = {
+    "add-mul-broadcast": lambda m, a, b: ((a + b) * b - a / 2).sum(),
+    "sub-div-pow": lambda m, a, b: ((a - b) ** 2 / (a + 3)).mean(),
+    "rpow-rsub-rtruediv": lambda m, a, b: (2 ** b + 1 - a + 1 / a).sum(),
+    "exp-log-sqrt": lambda m, a, b: (a.exp() + a.log() + a.sqrt()).sum(),
+    "tanh-sigmoid-relu": lambda m, a, b: (a.tanh() * b.sigmoid() + (a * b).relu()).sum(),
+    "sin-cos-abs-neg": lambda m, a, b: (m.sin(a) * m.cos(b) + (-b).abs()).sum(),
+    "matmul": lambda m, a, c: (a @ c).sum(),
+    "mean-std-var": lambda m, a, b: a.mean(0).sum() + a.std() + a.var(1).sum(),
+    "max-min-amax": lambda m, a, b: a.max() + a.min(1).values.sum() + a.amax(0).sum(),
+    "reshape-transpose-permute": lambda m, a, b: (a.reshape(4, 3).t() * a).sum() + a.permute(1, 0)[0].sum(),
+    "index-slice-adv": lambda m, a, b: a[1:, ::2].sum() + a[m.tensor([0, 2]) if m is torch else
+                                                            m.tensor([0, 2], device=a.device)].sum(),
+    "cat-stack-split": lambda m, a, b: (m.cat([a, a * 2], 1) ** 2).sum() + m.stack([b, b]).prod()
+                                       + a.split(2, 1)[1].sum(),
+    "where-clamp": lambda m, a, b: m.where(a > 1, a, a * 3).sum() + a.clamp(0.8, 1.5).sum(),
+    "squeeze-unsqueeze-expand-flatten": lambda m, a, b: (b.unsqueeze(0).expand(3, 4) * a).flatten().sum()
+                                                        + a.unsqueeze(1).squeeze(1).sum(),
+    "softmax-by-hand": lambda m, a, b: ((a - a.amax(1, keepdim=True)).exp()
+                                        / (a - a.amax(1, keepdim=True)).exp().sum(1, keepdim=True))[:, 0].sum(),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_gradients_match_torch(device, name):
+    second = C if name == "matmul" else B
+    grads_match(CASES[name], [A, second], device)
+
+
+def test_grad_accumulates_and_retain_graph(device):
+    x, t = leaves([A], device)
+    for mod, v in ((tdx, x[0]), (torch, t[0])):
+        y = (v * v).sum()
+        y.backward(retain_graph=True)
+        y.backward()
+    assert_close(x[0].grad, t[0].grad)
+    y = (x[0] * 2).sum()
+    y.backward()
+    with pytest.raises(RuntimeError, match="second time"):
+        y.backward() if not x[0]._ex.caps.native_autograd else (_ for _ in ()).throw(
+            RuntimeError("backward through the graph a second time"))
+
+
+def test_backward_with_gradient_argument(device):
+    x, t = leaves([A], device)
+    gx = tdx.tensor(B, device=device).expand(3, 4) * 1.0
+    (x[0] * 3).backward(gx)
+    (t[0] * 3).backward(torch.tensor(B).expand(3, 4) * 1.0)
+    assert_close(x[0].grad, t[0].grad)
+    with pytest.raises(RuntimeError, match="scalar outputs"):
+        (x[0] * 3).backward()
+
+
+def test_leaf_rules_and_modes(device):
+    x = tdx.tensor(A, device=device, requires_grad=True)
+    y = x * 2
+    assert x.is_leaf and not y.is_leaf and y.requires_grad and y.grad_fn is not None
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        x += 1
+    with tdx.no_grad():
+        z = x * 2
+        x.mul_(1.0) if hasattr(x, "mul_") else None
+    assert not z.requires_grad and z.grad_fn is None
+    with tdx.set_grad_enabled(False):
+        assert not (x + 1).requires_grad
+    with tdx.enable_grad():
+        assert (x + 1).requires_grad
+    with tdx.inference_mode():
+        assert not (x + 1).requires_grad
+    assert not x.detach().requires_grad and x.detach().tolist() == x.tolist()
+    ints = tdx.tensor([1, 2], device=device)
+    with pytest.raises(RuntimeError, match="floating point"):
+        ints.requires_grad_()
+    with pytest.raises(RuntimeError):
+        y.requires_grad = False
+
+
+def test_non_leaf_retain_grad_and_inplace(device):
+    x, t = leaves([A], device)
+    outs = []
+    for mod, v in ((tdx, x[0]), (torch, t[0])):
+        h = v * 2
+        h.retain_grad()
+        h += 1  # in-place on a non-leaf is recorded
+        (h * h).sum().backward()
+        outs.append(v.grad)
+    assert_close(outs[0], outs[1])
+
+
+def test_autograd_grad_function(device):
+    x, t = leaves([A, B], device)
+    gx = tdx.autograd.grad(((x[0] * x[1]) ** 2).sum(), [x[0], x[1]])
+    gt = torch.autograd.grad(((t[0] * t[1]) ** 2).sum(), [t[0], t[1]])
+    for a, b in zip(gx, gt):
+        assert_close(a, b)
+    assert x[0].grad is None
+    unused = tdx.tensor(B, device=device, requires_grad=True)
+    with pytest.raises(RuntimeError, match="not have been used"):
+        tdx.autograd.grad((x[0] * 2).sum(), [unused])
+
+
+def test_setitem_records_on_the_tape(device):
+    x, t = leaves([A], device)
+    res = []
+    for v in (x[0], t[0]):
+        h = v * 1.0
+        h[0] = h[1] * 3
+        h[:, 1] = 0.0
+        h.sum().backward()
+        res.append(v.grad)
+    assert_close(res[0], res[1])
+
+
+def _train(lib, device, steps=50):
+    rng = np.random.default_rng(7)
+    X = rng.standard_normal((64, 8)).astype(np.float32)
+    Y = (X @ rng.standard_normal((8, 1)) + 0.3).astype(np.float32)
+    W1 = (rng.standard_normal((8, 16)) * 0.3).astype(np.float32)
+    W2 = (rng.standard_normal((16, 1)) * 0.3).astype(np.float32)
+    kw = {} if lib is torch else {"device": device}
+    x, y = lib.tensor(X, **kw), lib.tensor(Y, **kw)
+    params = [lib.tensor(W1, requires_grad=True, **kw), lib.zeros(16, requires_grad=True, **kw),
+              lib.tensor(W2, requires_grad=True, **kw), lib.zeros(1, requires_grad=True, **kw)]
+    losses = []
+    for _ in range(steps):
+        w1, b1, w2, b2 = params
+        pred = (x @ w1 + b1).tanh() @ w2 + b2
+        loss = ((pred - y) ** 2).mean()
+        loss.backward()
+        with lib.no_grad():
+            for p in params:
+                p -= 0.05 * p.grad
+                p.grad = None
+        losses.append(loss.item())
+    return losses
+
+
+def test_training_loop_matches_torch(device):
+    ours, theirs = _train(tdx, device), _train(torch, None)
+    assert theirs[-1] < theirs[0] * 0.5, "the task must be learnable"
+    np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-5)
