@@ -16,7 +16,7 @@ import math
 
 from . import _dtypes as D
 from ._errors import NATIVE_ERRORS, CastError, TdxRuntimeError, TdxTypeError, UnsupportedOpError, mismatch
-from . import _tensor_methods
+from . import _tensor_methods, _views
 from .autograd import tape as _tape
 from .autograd.tape import ACTIVE as _TAPE
 from ._tensor_more import MoreTensorMethods
@@ -97,7 +97,7 @@ def _inplace(name: str):
         if ex.shape(out) != ex.shape(self._n):
             raise CastError(f"output with shape {list(ex.shape(self._n))} doesn't match the broadcast "
                             f"shape {list(ex.shape(out))}")
-        self._n = ex.astype(out, mine)
+        _views.assign(self, ex.astype(out, mine))
         return self
 
     op.__name__ = f"__i{name.rstrip('_')}__"
@@ -111,7 +111,7 @@ class Tensor(TensorMethods, MoreTensorMethods):
     with this class directly.
     """
 
-    __slots__ = ("_n", "_ex", "_ag", "__weakref__")
+    __slots__ = ("_n", "_ex", "_ag", "_view", "__weakref__")
     __array_priority__ = 1000  # NumPy defers binary ops to Tensor
 
     def __new__(cls, *args, **kwargs):
@@ -265,8 +265,12 @@ class Tensor(TensorMethods, MoreTensorMethods):
 
     @inline_typed
     def detach(self) -> "Tensor":
-        n = self._n
-        return wrap(n.detach() if self._ex.caps.native_autograd else n, self._ex)
+        ex = self._ex
+        if ex.caps.native_autograd:
+            return wrap(self._n.detach(), ex)
+        out = wrap(self._n, ex)  # shares storage with self, as torch's detach
+        lay = _views.layout_of(self)
+        return _views.link(out, self, lay.shape, lay.strides, lay.offset) if not ex.mutable else out
 
     @inline_typed
     def detach_(self) -> "Tensor":
@@ -412,9 +416,14 @@ class Tensor(TensorMethods, MoreTensorMethods):
         if index.__class__ is not int and index.__class__ is not slice:
             index = _unwrap_index(index, ex)
         try:
-            return wrap(ex.getitem(self._n, index), ex)
+            out = wrap(ex.getitem(self._n, index), ex)
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
+        if not ex.mutable:
+            lay = _views.basic_index(_views.layout_of(self), index)
+            if lay is not None:
+                _views.link(out, self, *lay)
+        return out
 
     @inline_typed
     def __setitem__(self, index, value) -> None:
@@ -427,9 +436,11 @@ class Tensor(TensorMethods, MoreTensorMethods):
                 raise mismatch("index_put_", ex.device, value._ex.device)
             value = value._n
         try:
-            self._n = ex.setitem(self._n, _unwrap_index(index, ex), value)
+            new = ex.setitem(self._n, _unwrap_index(index, ex), value)
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
+        if not ex.mutable:
+            _views.assign(self, new)
 
     def __neg__(self):
         return wrap(self._ex.neg(self._n), self._ex)

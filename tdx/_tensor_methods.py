@@ -12,8 +12,8 @@ import functools
 import math
 
 from . import _dtypes as D
-from . import return_types
-from ._errors import NATIVE_ERRORS, TdxTypeError, TdxValueError, mismatch, translate
+from . import _views, return_types
+from ._errors import NATIVE_ERRORS, TdxRuntimeError, TdxTypeError, TdxValueError, mismatch, translate
 from .autograd import tape as _tape
 from .autograd.tape import ACTIVE as _TAPE
 
@@ -71,6 +71,24 @@ def scalar(value):
     if type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 0:
         return value.item()
     return NotImplemented
+
+
+def _reshaped(out, src, must_view: bool):
+    """Link ``out`` (src reshaped) as a view when torch's stride rule allows, else it is a copy."""
+    lay = _views.layout_of(src)
+    shape = out._ex.shape(out._n)
+    strides = _views.view_strides(lay.shape, lay.strides, shape)
+    if strides is None:
+        if must_view:
+            raise TdxRuntimeError("view size is not compatible with input tensor's size and stride (at least one "
+                                  "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
+        return out
+    return _views.link(out, src, shape, strides, lay.offset)
+
+
+def _permuted(out, src, order):
+    lay = _views.layout_of(src)
+    return _views.link(out, src, [lay.shape[i] for i in order], [lay.strides[i] for i in order], lay.offset)
 
 
 def operand(t, other, op: str):
@@ -289,17 +307,20 @@ class TensorMethods:
             return _tape.call(TensorMethods.reshape, self, *shape)
         ex = self._ex
         try:
-            return wrap(ex.reshape(self._n, shape if shape[0].__class__ is int else shape_args(shape, "reshape")),
-                        ex)
+            out = wrap(ex.reshape(self._n, shape if shape[0].__class__ is int else shape_args(shape, "reshape")),
+                       ex)
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
         except IndexError:
             raise TdxTypeError("reshape() missing 1 required positional argument: 'shape'") from None
+        return out if ex.mutable else _reshaped(out, self, must_view=False)
 
     def view(self, *shape):
         if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list)) and not hasattr(shape[0], "__len__"):
             raise TdxTypeError(f"view(): expected a shape, got {shape[0]!r} (view(dtype) is not supported)")
-        return wrap(self._ex.view(self._n, shape_args(shape, "view")), self._ex)
+        ex = self._ex
+        out = wrap(ex.view(self._n, shape_args(shape, "view")), ex)
+        return out if ex.mutable else _reshaped(out, self, must_view=True)
 
     def reshape_as(self, other):
         return self.reshape(other.shape)
@@ -308,7 +329,10 @@ class TensorMethods:
         return self.view(other.shape)
 
     def permute(self, *dims):
-        return wrap(self._ex.permute(self._n, shape_args(dims, "permute")), self._ex)
+        ex = self._ex
+        dims = shape_args(dims, "permute")
+        out = wrap(ex.permute(self._n, dims), ex)
+        return out if ex.mutable else _permuted(out, self, [d % max(self._n.ndim, 1) for d in dims])
 
     @inline_typed
     def transpose(self, dim0, dim1):
@@ -316,9 +340,17 @@ class TensorMethods:
             return _tape.call(TensorMethods.transpose, self, dim0, dim1)
         ex = self._ex
         try:
-            return wrap(ex.transpose(self._n, dim0, dim1), ex)
+            out = wrap(ex.transpose(self._n, dim0, dim1), ex)
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
+        if ex.mutable:
+            return out
+        n = self._n.ndim
+        order = list(range(n))
+        if n:
+            a, b = dim0 % n, dim1 % n
+            order[a], order[b] = order[b], order[a]
+        return _permuted(out, self, order)
 
     swapaxes = swapdims = transpose
 
@@ -336,26 +368,46 @@ class TensorMethods:
         return self.transpose(-2, -1)
 
     def squeeze(self, dim=None):
-        return wrap(self._ex.squeeze(self._n, dim), self._ex)
+        ex = self._ex
+        out = wrap(ex.squeeze(self._n, dim), ex)
+        return out if ex.mutable else _reshaped(out, self, must_view=True)
 
     def unsqueeze(self, dim):
-        return wrap(self._ex.unsqueeze(self._n, dim), self._ex)
+        ex = self._ex
+        out = wrap(ex.unsqueeze(self._n, dim), ex)
+        return out if ex.mutable else _reshaped(out, self, must_view=True)
 
     def flatten(self, start_dim=0, end_dim=-1):
-        return wrap(self._ex.flatten(self._n, start_dim, end_dim), self._ex)
+        ex = self._ex
+        out = wrap(ex.flatten(self._n, start_dim, end_dim), ex)
+        if ex.mutable or out.ndim == self._n.ndim:
+            return out
+        return _reshaped(out, self, must_view=False)
 
     def ravel(self):
         return self.flatten()
 
     def expand(self, *sizes):
-        return wrap(self._ex.expand(self._n, shape_args(sizes, "expand")), self._ex)
+        ex = self._ex
+        out = wrap(ex.expand(self._n, shape_args(sizes, "expand")), ex)
+        if ex.mutable:
+            return out
+        lay = _views.layout_of(self)
+        shape = ex.shape(out.native)
+        lead = len(shape) - len(lay.shape)
+        strides = [0] * lead + [0 if have == 1 and want != 1 else s
+                                for have, want, s in zip(lay.shape, shape[lead:], lay.strides)]
+        return _views.link(out, self, shape, strides, lay.offset)
 
     def expand_as(self, other):
         return self.expand(other.shape)
 
     def contiguous(self):
-        n = self._ex.contiguous(self._n)
-        return self if n is self._n else wrap(n, self._ex)
+        ex = self._ex
+        if not ex.mutable:  # a non-contiguous view becomes a copy, as torch's
+            return self if _views.layout_of(self).is_contiguous() else wrap(self._n, ex)
+        n = ex.contiguous(self._n)
+        return self if n is self._n else wrap(n, ex)
 
     def split(self, split_size_or_sections, dim=0):
         """Pieces of ``split_size`` along ``dim`` (the last one smaller), or of the listed sizes."""
@@ -369,7 +421,16 @@ class TensorMethods:
             sizes = [step] * (n // step) + ([n % step] if n % step or n == 0 else [])
         else:
             sizes = [int(s) for s in split_size_or_sections]
-        return tuple(wrap(p, self._ex) for p in self._ex.split(self._n, sizes, dim))
+        pieces = tuple(wrap(p, self._ex) for p in self._ex.split(self._n, sizes, dim))
+        if not self._ex.mutable:
+            from .backends.base import norm_dim
+
+            d, start = norm_dim(dim, self._n.ndim), 0
+            for piece, size in zip(pieces, sizes):
+                index = (slice(None),) * d + (slice(start, start + size),)
+                _views.link(piece, self, *_views.basic_index(_views.layout_of(self), index))
+                start += size
+        return pieces
 
     def chunk(self, chunks, dim=0):
         if not isinstance(chunks, int) or chunks <= 0:

@@ -77,6 +77,18 @@ class Node:
         return [o._n for o in outs]
 
 
+class _Stale:
+    """The history of a view whose base was written in place after the view was recorded."""
+
+    fn = None
+    n_out = 1
+    metas = natives = inputs = ()
+    name = "StaleViewBackward"
+
+
+STALE = _Stale()
+
+
 def meta(t):
     """The tape state of ``t``, or None."""
     return getattr(t, "_ag", None)
@@ -147,6 +159,11 @@ def record_inplace(t, fn, args, kwargs):
     m = getattr(t, "_ag", None)
     if m is not None and m.requires_grad and m.node is None:
         raise TdxRuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    from .. import _views
+
+    if getattr(t, "_view", None) is not None:
+        raise UnsupportedOpError(f"in-place writes through a view of a tensor that requires grad are not "
+                                 f"supported on {t._ex.device} yet; clone() the view first")
     from .._tensor_methods import wrap
 
     old = wrap(t._n, t._ex)
@@ -162,6 +179,11 @@ def record_inplace(t, fn, args, kwargs):
     inputs = [x for x in _tensors(new_args, kwargs) if getattr(x, "_ag", None) is not None and x._ag.requires_grad]
     t._n = out._n
     t._ag = Meta(True, Node(fn, new_args, kwargs, inputs, 1), 0)
+    for v in _views.family(t):  # views now show the new values; their recorded history is stale
+        _views.refresh_one(v)
+        vm = getattr(v, "_ag", None)
+        if vm is not None and vm.requires_grad:
+            v._ag = Meta(True, STALE, 0)
     return t
 
 
@@ -205,6 +227,9 @@ def _topo(root_node):
 def _vjp(node, cotangents):
     import mlx.core as mx
 
+    if node is STALE:
+        raise TdxRuntimeError("one of the variables needed for gradient computation has been modified by an "
+                              "inplace operation: a view was used after its base was written in place")
     if node.fn is None:
         raise TdxRuntimeError("Trying to backward through the graph a second time (or directly access saved "
                               "tensors after they have already been freed). Specify retain_graph=True if you "

@@ -114,6 +114,7 @@ class Executor:
 
     name = "?"
     caps = Capabilities(dtypes=frozenset())
+    mutable = True  # same as caps.mutable; a plain attribute for the hot path
 
     def __init__(self, device):
         self.device = device

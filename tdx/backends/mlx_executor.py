@@ -30,6 +30,7 @@ class MLXExecutor(MLXOps, MLXMoreOps, Executor):
     """Runs tdx ops with MLX on its GPU or its CPU."""
 
     name = "mlx"
+    mutable = False
 
     def __init__(self, device):
         gpu = device.kind == "gpu"

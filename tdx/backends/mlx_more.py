@@ -1,10 +1,240 @@
 """torch-semantics MLX ops for the wider surface, a mixin of the MLX executor.
 
-Same conventions as ``tdx.backends.mlx_ops``. Must never import torch.
+Holds ``fmod``, scans and normalizing reductions (``cumsum``, ``logsumexp``, ``norm``,
+``softmax``...), batched and Einstein products, ``diag``/``trace`` and the ``fill_``/``copy_``
+writes (which return a new array: MLX arrays are values, the facade rebinds). Indexing
+and ordering ops live in :mod:`tdx.backends.mlx_index`, sampling in
+:mod:`tdx.backends.mlx_random`; both are bases of :class:`MLXMoreOps`. Same conventions
+as :mod:`tdx.backends.mlx_ops`: ``self.s`` on every call, torch's promotion and checks,
+typed errors. Must never import torch.
 """
 
 from __future__ import annotations
 
+import math
 
-class MLXMoreOps:
+import numpy as np
+import mlx.core as mx
+
+from .. import _dtypes as D
+from .._errors import DtypeMismatchError, OpDtypeError, ShapeError, TdxRuntimeError, TdxTypeError
+from .base import norm_dim
+from .mlx_index import MLXIndexOps, broadcast_shape, scalar_name
+from .mlx_random import MLXRandomOps
+
+_INTS = frozenset((mx.bool_, mx.uint8, mx.int8, mx.int16, mx.int32, mx.int64))
+_HALF = frozenset((mx.float16, mx.bfloat16))
+
+
+def _axes(dim, ndim: int):
+    """torch's ``dim`` (None, int or sequence) as a list of axes, or None for all."""
+    if dim is None:
+        return None
+    axes = [norm_dim(d, ndim) for d in ((dim,) if isinstance(dim, int) else dim)]
+    if len(set(axes)) != len(axes):
+        raise ShapeError(f"dim {axes} appears multiple times in the list of dims")
+    return axes or None
+
+
+def _out_shape(shape, axes, keepdim: bool) -> tuple:
+    axes = range(len(shape)) if axes is None else axes
+    if keepdim:
+        return tuple(1 if i in axes else s for i, s in enumerate(shape))
+    return tuple(s for i, s in enumerate(shape) if i not in axes)
+
+
+class MLXMoreOps(MLXIndexOps, MLXRandomOps):
     """Further MLX ops with torch's semantics."""
+
+    # elementwise --------------------------------------------------------------------------
+    def fmod(self, a, b):
+        if not isinstance(a, mx.array):
+            raise TdxTypeError(f"fmod(): argument 'input' must be Tensor, not {type(a).__name__}")
+        a, b, rt = self._args(a, b)
+        if rt is D.bool_ or rt.is_complex:
+            raise OpDtypeError(f"\"fmod_cpu\" not implemented for '{scalar_name(rt)}'")
+        if a.dtype in _INTS:
+            if bool(mx.any(mx.equal(b, 0, stream=self.s), stream=self.s).item()):
+                raise TdxRuntimeError("ZeroDivisionError")
+            r = mx.remainder(a, b, stream=self.s)  # sign of b; C's fmod takes the sign of a
+            fix = mx.logical_and(mx.not_equal(r, 0, stream=self.s),
+                                 mx.not_equal(r < 0, a < 0, stream=self.s), stream=self.s)
+            return mx.where(fix, mx.subtract(r, b, stream=self.s), r, stream=self.s)
+        r = mx.remainder(mx.abs(a, stream=self.s), mx.abs(b, stream=self.s), stream=self.s)
+        return mx.where(a < 0, mx.negative(r, stream=self.s), r, stream=self.s)
+
+    # reductions and scans -------------------------------------------------------------------
+    def _floating(self, x, dtype=None):
+        """``x`` cast to ``dtype`` if given, else ints and bools to the default float."""
+        if dtype is not None:
+            return self._cast(x, D.as_dtype(dtype))
+        return self._float_in(x)
+
+    def logsumexp(self, x, dim, keepdim=False):
+        x = self._floating(x)
+        axes = _axes(dim, x.ndim) if x.ndim else None
+        if x.ndim == 0:
+            return x
+        if x.size == 0:
+            shape = _out_shape(x.shape, axes, keepdim)
+            return mx.full(shape, -math.inf, x.dtype, stream=self.s)
+        wide = x.astype(mx.float32, stream=self.s) if x.dtype in _HALF else x
+        out = mx.logsumexp(wide, axis=axes, keepdims=keepdim, stream=self.s)
+        return out.astype(x.dtype, stream=self.s)
+
+    def _scan(self, fn, x, dim, dtype):
+        norm_dim(dim, x.ndim)
+        x = self._acc(x, dtype)
+        if x.ndim == 0 or x.size == 0:
+            return mx.array(x)
+        return fn(x, axis=norm_dim(dim, x.ndim), stream=self.s)
+
+    def cumsum(self, x, dim, dtype=None):
+        return self._scan(mx.cumsum, x, dim, dtype)
+
+    def cumprod(self, x, dim, dtype=None):
+        return self._scan(mx.cumprod, x, dim, dtype)
+
+    def norm(self, x, p="fro", dim=None, keepdim=False, dtype=None):
+        if dtype is not None:
+            x = self._cast(x, D.as_dtype(dtype))
+        if x.dtype in _INTS:
+            raise TdxRuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
+                                  f"Got {scalar_name(self._tdx(x))}")
+        axes = _axes(dim, x.ndim) if x.ndim else None
+        if p == "nuc":
+            if axes is None or len(axes) != 2:
+                raise TdxRuntimeError("linalg.matrix_norm: dim must be a 2-tuple. Got " + str(dim))
+            out = mx.linalg.norm(x, "nuc", axis=axes, keepdims=keepdim, stream=mx.cpu)
+            return out.astype(x.dtype if x.dtype != mx.complex64 else mx.float32, stream=self.s)
+        if p == "fro":
+            p = 2
+        if isinstance(p, str):
+            raise TdxRuntimeError(f"norm(): unsupported norm type {p!r}; accepted: 'fro', 'nuc' or a number")
+        out_dtype = mx.float32 if x.dtype == mx.complex64 else x.dtype
+        a = mx.abs(x, stream=self.s).astype(out_dtype, stream=self.s)
+        if a.dtype in _HALF:
+            a = a.astype(mx.float32, stream=self.s)
+        kw = {"axis": axes, "keepdims": keepdim} if x.ndim else {}
+        if a.size == 0 and math.isinf(p):
+            raise TdxRuntimeError(f"linalg.vector_norm cannot compute the {p} norm on an empty tensor because "
+                                  "the operation does not have an identity")
+        if a.size == 0:
+            out = mx.zeros(_out_shape(x.shape, axes, keepdim), a.dtype, stream=self.s)
+        elif p == math.inf:
+            out = mx.max(a, **kw, stream=self.s)
+        elif p == -math.inf:
+            out = mx.min(a, **kw, stream=self.s)
+        elif p == 0:
+            out = mx.sum(mx.not_equal(a, 0, stream=self.s).astype(a.dtype, stream=self.s), **kw, stream=self.s)
+        elif p == 1:
+            out = mx.sum(a, **kw, stream=self.s)
+        elif p == 2:
+            out = mx.sqrt(mx.sum(mx.square(a, stream=self.s), **kw, stream=self.s), stream=self.s)
+        else:
+            s = mx.sum(mx.power(a, p, stream=self.s), **kw, stream=self.s)
+            out = mx.power(s, 1.0 / p, stream=self.s)
+        return out.astype(out_dtype, stream=self.s)
+
+    def _softmax_in(self, x, dim, dtype, op):
+        if dtype is not None:
+            x = self._cast(x, D.as_dtype(dtype))
+        if x.dtype in _INTS or x.dtype == mx.complex64:
+            raise OpDtypeError(f"\"{op}_kernel_impl\" not implemented for '{scalar_name(self._tdx(x))}'")
+        return x, norm_dim(dim, x.ndim)
+
+    def softmax(self, x, dim, dtype=None):
+        x, d = self._softmax_in(x, dim, dtype, "softmax")
+        if x.size == 0:
+            return mx.array(x)
+        if x.ndim == 0:
+            return mx.exp(mx.subtract(x, x, stream=self.s), stream=self.s)
+        return mx.softmax(x, axis=d, precise=True, stream=self.s)
+
+    def log_softmax(self, x, dim, dtype=None):
+        x, d = self._softmax_in(x, dim, dtype, "log_softmax")
+        if x.size == 0:
+            return mx.array(x)
+        if x.ndim == 0:
+            return mx.subtract(x, x, stream=self.s)
+        wide = x.astype(mx.float32, stream=self.s) if x.dtype in _HALF else x
+        out = wide - mx.logsumexp(wide, axis=d, keepdims=True, stream=self.s)
+        return out.astype(x.dtype, stream=self.s)
+
+    # linear algebra -------------------------------------------------------------------------
+    def bmm(self, a, b):
+        for name, t in (("batch1", a), ("batch2", b)):
+            if not isinstance(t, mx.array):
+                raise TdxTypeError(f"bmm(): argument '{name}' must be Tensor, not {type(t).__name__}")
+            if t.ndim != 3:
+                raise TdxRuntimeError(f"{name} must be a 3D tensor")
+        if a.dtype != b.dtype:
+            raise DtypeMismatchError(f"expected scalar type {scalar_name(self._tdx(a))} but found "
+                                     f"{scalar_name(self._tdx(b))}")
+        if a.dtype == mx.bool_:
+            raise OpDtypeError("\"bmm\" not implemented for 'Bool'")
+        if b.shape[0] != a.shape[0] or b.shape[1] != a.shape[2]:
+            raise ShapeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                             f"[{a.shape[0]}, {a.shape[2]}] but got: [{b.shape[0]}, {b.shape[1]}].")
+        return self.matmul(a, b)
+
+    def einsum(self, equation, operands):
+        if not operands:
+            raise TdxRuntimeError("einsum(): must provide at least one operand")
+        first = operands[0]
+        for t in operands[1:]:
+            if t.dtype != first.dtype:
+                raise DtypeMismatchError(f"expected scalar type {scalar_name(self._tdx(first))} but found "
+                                         f"{scalar_name(self._tdx(t))}")
+        if first.dtype in _INTS:
+            arrays = [np.array(t) for t in operands]
+            try:
+                out = np.einsum(equation, *arrays)
+            except ValueError as err:
+                raise TdxRuntimeError(f"einsum(): {err}") from None
+            return mx.array(np.asarray(out)).astype(first.dtype, stream=self.s)
+        return mx.einsum(equation, *operands, stream=self.s)
+
+    def diag(self, x, diagonal=0):
+        if x.ndim not in (1, 2):
+            raise TdxRuntimeError(f"diag(): Supports 1D or 2D tensors. Got {x.ndim}D")
+        if x.ndim == 2:
+            rows, cols = x.shape
+            if diagonal >= cols or -diagonal >= rows:
+                return mx.zeros((0,), x.dtype, stream=self.s)
+        if x.ndim == 1 and x.size == 0:
+            n = abs(diagonal)
+            return mx.zeros((n, n), x.dtype, stream=self.s)
+        return mx.diag(x, diagonal, stream=self.s)
+
+    def trace(self, x):
+        if x.ndim != 2:
+            raise TdxRuntimeError(f"trace: expected a matrix, but got tensor with dim {x.ndim}")
+        if x.dtype == mx.bool_:
+            raise OpDtypeError("\"trace\" not implemented for 'Bool'")
+        n = min(x.shape)
+        if n == 0:
+            return self.sum(mx.zeros((0,), x.dtype, stream=self.s))
+        return self.sum(mx.diagonal(x, stream=self.s))
+
+    # writes: return the new value; the facade rebinds -----------------------------------------
+    def fill_(self, x, value):
+        if isinstance(value, mx.array) and value.ndim:
+            raise TdxRuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
+                                  f"{value.ndim} dimensions.")
+        if isinstance(value, complex) and x.dtype != mx.complex64:
+            raise TdxRuntimeError(f"value cannot be converted to type {self._tdx(x).name} without overflow")
+        return mx.full(x.shape, self._cast(value, self._tdx(x)), stream=self.s)
+
+    def copy_(self, x, src):
+        if not isinstance(src, mx.array):
+            raise TdxTypeError(f"copy_(): argument 'other' must be Tensor, not {type(src).__name__}")
+        shape = tuple(x.shape)
+        if broadcast_shape(shape, tuple(src.shape)) != shape:
+            raise ShapeError(f"output with shape {list(shape)} doesn't match the broadcast shape "
+                             f"{list(broadcast_shape(shape, tuple(src.shape)))}")
+        if src.dtype == mx.complex64 and x.dtype != mx.complex64:
+            src = mx.real(src, stream=self.s)
+        out = mx.broadcast_to(src.astype(x.dtype, stream=self.s), shape, stream=self.s)
+        return mx.array(out) if out is src else out
+

@@ -579,10 +579,12 @@ class MLXOps:
         return x[self._index(x, index)]
 
     def setitem(self, x, index, value):
+        """``x`` with ``x[index] = value`` applied, as a new array (``x`` itself is never mutated)."""
         if isinstance(index, mx.array) and index.dtype == mx.bool_ and tuple(index.shape) == tuple(x.shape):
             return mx.where(index, self._cast(value, self._tdx(x)), x, stream=self.s)
-        x[self._index(x, index)] = self._cast(value, self._tdx(x))
-        return x
+        out = mx.array(x)
+        out[self._index(x, index)] = self._cast(value, self._tdx(x))
+        return out
 
 
 _FLOAT_UNARY = {"exp": mx.exp, "expm1": mx.expm1, "log": mx.log, "log2": mx.log2, "log10": mx.log10,

@@ -1,11 +1,137 @@
-"""Torch-executor adapters for the wider surface, a mixin of the torch executor.
+"""Torch-executor ops for the wider surface, a mixin of the torch executor.
 
-Ops whose tdx signature is torch's are bound directly in ``torch_executor``; only the ones
-needing an adapter live here. Must never import MLX.
+Ops whose tdx executor signature is exactly torch's are bound as they are; the others get
+a small adapter (tdx dtypes to native ones, tuples instead of named tuples, generators).
+In-place ops (``fill_``, ``normal_``...) write into the tensor and return it, so views
+see the write. Must never import MLX.
 """
 
 from __future__ import annotations
 
+import torch
+
 
 class TorchMoreOps:
-    """Further torch ops whose tdx signature differs from torch's."""
+    """Further torch ops: gather/scatter, sorting, scans, softmax, linear algebra, randomness."""
+
+    fmod = staticmethod(torch.fmod)
+    bmm = staticmethod(torch.bmm)
+    diag = staticmethod(torch.diag)
+    trace = staticmethod(torch.trace)
+    gather = staticmethod(torch.gather)
+    scatter_add = staticmethod(torch.scatter_add)
+    index_select = staticmethod(torch.index_select)
+    masked_fill = staticmethod(torch.masked_fill)
+    masked_select = staticmethod(torch.masked_select)
+    nonzero = staticmethod(torch.nonzero)
+    roll = staticmethod(torch.roll)
+    flip = staticmethod(torch.flip)
+    tile = staticmethod(torch.tile)
+    narrow = staticmethod(torch.narrow)
+    unbind = staticmethod(torch.unbind)
+    movedim = staticmethod(torch.movedim)
+
+    def _nd_or_none(self, dtype):
+        return None if dtype is None else self.native_dtype(dtype)
+
+    # reductions and scans ---------------------------------------------------------------
+    @staticmethod
+    def logsumexp(x, dim, keepdim=False):
+        return torch.logsumexp(x, dim, keepdim)
+
+    def cumsum(self, x, dim, dtype=None):
+        return torch.cumsum(x, dim, dtype=self._nd_or_none(dtype))
+
+    def cumprod(self, x, dim, dtype=None):
+        return torch.cumprod(x, dim, dtype=self._nd_or_none(dtype))
+
+    def norm(self, x, p="fro", dim=None, keepdim=False, dtype=None):
+        return torch.norm(x, p, dim, keepdim, dtype=self._nd_or_none(dtype))
+
+    def softmax(self, x, dim, dtype=None):
+        return torch.softmax(x, dim, dtype=self._nd_or_none(dtype))
+
+    def log_softmax(self, x, dim, dtype=None):
+        return torch.log_softmax(x, dim, dtype=self._nd_or_none(dtype))
+
+    @staticmethod
+    def einsum(equation, operands):
+        return torch.einsum(equation, *operands)
+
+    # indexing and ordering ----------------------------------------------------------------
+    @staticmethod
+    def scatter(x, dim, index, src, reduce=None):
+        if reduce is None:
+            return torch.scatter(x, dim, index, src)
+        return torch.scatter(x, dim, index, src, reduce=reduce)
+
+    @staticmethod
+    def topk(x, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - torch's name
+        r = torch.topk(x, k, dim, largest, sorted)
+        return r.values, r.indices
+
+    @staticmethod
+    def sort(x, dim=-1, descending=False, stable=False):
+        r = torch.sort(x, dim=dim, descending=descending, stable=stable)
+        return r.values, r.indices
+
+    @staticmethod
+    def argsort(x, dim=-1, descending=False, stable=False):
+        return torch.argsort(x, dim=dim, descending=descending, stable=stable)
+
+    @staticmethod
+    def unique(x, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+        r = torch.unique(x, sorted=sorted, return_inverse=True, return_counts=True, dim=dim)
+        return r[0], r[1] if return_inverse else None, r[2] if return_counts else None
+
+    @staticmethod
+    def repeat(x, sizes):
+        return x.repeat(sizes)
+
+    @staticmethod
+    def repeat_interleave(x, repeats, dim=None, output_size=None):
+        return torch.repeat_interleave(x, repeats, dim, output_size=output_size)
+
+    # in place: write into ``x`` and return it -------------------------------------------
+    @staticmethod
+    def fill_(x, value):
+        return x.fill_(value)
+
+    @staticmethod
+    def copy_(x, src):
+        return x.copy_(src)
+
+    # randomness --------------------------------------------------------------------------
+    def generator_state(self, seed: int):
+        """A native generator for this device seeded with ``seed``."""
+        return torch.Generator(device=self.tdev).manual_seed(seed)
+
+    @staticmethod
+    def generator_arg(state):
+        """What one random call takes as ``generator=`` (torch's generator is its own state)."""
+        return state
+
+    def randperm(self, n, dtype, generator=None):
+        return torch.randperm(n, generator=generator, dtype=self.native_dtype(dtype), device=self.tdev)
+
+    @staticmethod
+    def multinomial(x, num_samples, replacement=False, generator=None):
+        return torch.multinomial(x, num_samples, replacement, generator=generator)
+
+    @staticmethod
+    def bernoulli(x, p=None, generator=None):
+        if p is None:
+            return torch.bernoulli(x, generator=generator)
+        return torch.bernoulli(x, p, generator=generator)
+
+    @staticmethod
+    def bernoulli_(x, p=0.5, generator=None):
+        return x.bernoulli_(p, generator=generator)
+
+    @staticmethod
+    def normal_(x, mean=0.0, std=1.0, generator=None):
+        return x.normal_(mean, std, generator=generator)
+
+    @staticmethod
+    def uniform_(x, low=0.0, high=1.0, generator=None):
+        return x.uniform_(low, high, generator=generator)

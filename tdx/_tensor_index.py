@@ -1,0 +1,176 @@
+"""Tensor methods that index, order and rearrange: gather/scatter, masks, sort/topk/unique,
+roll/flip/repeat/tile, narrow/unbind/movedim.
+
+A mixin of ``tdx.Tensor`` (through :class:`tdx._tensor_more.MoreTensorMethods`), with the
+conventions of :mod:`tdx._tensor_methods`: unwrap operands (checking they share the
+executor), normalize torch's argument forms, call the executor, wrap. Must never import
+a framework and holds no per-executor special case.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+from . import _dtypes as D
+from ._errors import TdxTypeError
+from ._tensor_methods import operand, shape_args, wrap
+
+# torch.return_types.sort / topk
+sort_result = namedtuple("sort", ["values", "indices"])
+topk_result = namedtuple("topk", ["values", "indices"])
+
+
+def tensor_arg(t, x, op: str, arg: str):
+    """``x`` as a native array of ``t``'s executor; it must be a Tensor.
+
+    Raises:
+        TdxTypeError: ``x`` is not a Tensor.
+        DeviceMismatchError: ``x`` lives on another executor.
+    """
+    native = operand(t, x, op)
+    if native is None or native is x:
+        raise TdxTypeError(f"{op}(): argument '{arg}' must be Tensor, not {type(x).__name__}")
+    return native
+
+
+def int_arg(x, op: str, arg: str) -> int:
+    """A Python int from an int or a one-element integer tensor.
+
+    Raises:
+        TdxTypeError: ``x`` is neither.
+    """
+    if isinstance(x, int) and not isinstance(x, bool):
+        return x
+    try:
+        return x.__index__()
+    except (AttributeError, TypeError):
+        raise TdxTypeError(f"{op}(): argument '{arg}' must be int, not {type(x).__name__}") from None
+
+
+def dims_arg(dims, op: str) -> tuple:
+    """``f(0, 1)``, ``f((0, 1))``, ``f([0, 1])`` and ``f(0)`` as the tuple ``(0, 1)`` / ``(0,)``."""
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        dims = dims[0]
+    return tuple(int_arg(d, op, "dims") for d in dims)
+
+
+class IndexTensorMethods:
+    """Indexing, ordering and rearranging methods of ``tdx.Tensor``."""
+
+    __slots__ = ()
+
+    # gather / scatter -------------------------------------------------------------------
+    def gather(self, dim, index, *, sparse_grad=False):
+        """Values along ``dim`` at ``index`` (same rank as self), as ``torch.gather``."""
+        ex = self._ex
+        return wrap(ex.gather(self._n, dim, tensor_arg(self, index, "gather", "index")), ex)
+
+    def _scatter_src(self, src, value, op):
+        if src is None and value is None:
+            raise TdxTypeError(f"{op}() missing 1 required argument: 'src' or 'value'")
+        return operand(self, src if src is not None else value, op)
+
+    def scatter(self, dim, index, src=None, *, value=None, reduce=None):
+        """Self with ``src`` (a Tensor, or a number) written at ``index`` along ``dim``.
+
+        ``reduce`` may be ``"add"`` or ``"multiply"`` (torch's legacy form).
+        """
+        ex = self._ex
+        idx = tensor_arg(self, index, "scatter", "index")
+        return wrap(ex.scatter(self._n, dim, idx, self._scatter_src(src, value, "scatter"), reduce), ex)
+
+    def scatter_add(self, dim, index, src):
+        """Self with ``src`` added at ``index`` along ``dim`` (repeated indices accumulate)."""
+        ex = self._ex
+        idx = tensor_arg(self, index, "scatter_add", "index")
+        return wrap(ex.scatter_add(self._n, dim, idx, tensor_arg(self, src, "scatter_add", "src")), ex)
+
+    def index_select(self, dim, index):
+        """The slices at ``index`` (a 1-D int tensor) along ``dim``."""
+        ex = self._ex
+        return wrap(ex.index_select(self._n, dim, tensor_arg(self, index, "index_select", "index")), ex)
+
+    # masks --------------------------------------------------------------------------------
+    def masked_fill(self, mask, value):
+        """Self with ``value`` (a number or 0-d tensor) where the bool ``mask`` holds."""
+        ex = self._ex
+        return wrap(ex.masked_fill(self._n, tensor_arg(self, mask, "masked_fill", "mask"),
+                                   operand(self, value, "masked_fill")), ex)
+
+    def masked_select(self, mask):
+        """The elements where the bool ``mask`` (broadcast with self) holds, as a 1-D tensor."""
+        ex = self._ex
+        return wrap(ex.masked_select(self._n, tensor_arg(self, mask, "masked_select", "mask")), ex)
+
+    def nonzero(self, *, as_tuple=False):
+        """Indices of the non-zero elements: an (n, ndim) int64 tensor, or one 1-D tensor per dim."""
+        ex = self._ex
+        idx = wrap(ex.nonzero(self._n), ex)
+        if not as_tuple:
+            return idx
+        if self._n.ndim == 0:
+            return (wrap(ex.zeros((idx.shape[0],), D.int64), ex),)
+        return idx.unbind(1)
+
+    # ordering -------------------------------------------------------------------------------
+    def sort(self, dim=-1, descending=False, *, stable=False):
+        """(values, indices) sorted along ``dim``; ties keep their order, NaN sorts above numbers."""
+        ex = self._ex
+        values, indices = ex.sort(self._n, dim, descending, stable)
+        return sort_result(wrap(values, ex), wrap(indices, ex))
+
+    def argsort(self, dim=-1, descending=False, *, stable=False):
+        """The int64 indices that sort self along ``dim``."""
+        return wrap(self._ex.argsort(self._n, dim, descending, stable), self._ex)
+
+    def topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - torch's name
+        """(values, indices) of the ``k`` largest (or smallest) elements along ``dim``."""
+        ex = self._ex
+        values, indices = ex.topk(self._n, int_arg(k, "topk", "k"), dim, largest, sorted)
+        return topk_result(wrap(values, ex), wrap(indices, ex))
+
+    def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+        """The sorted distinct values, with the inverse map and counts when asked."""
+        ex = self._ex
+        values, inverse, counts = ex.unique(self._n, sorted, return_inverse, return_counts, dim)
+        out = (wrap(values, ex),) + tuple(wrap(x, ex) for x in (inverse, counts) if x is not None)
+        return out[0] if len(out) == 1 else out
+
+    # rearranging ----------------------------------------------------------------------------
+    def roll(self, shifts, dims=None):
+        """Rotate elements along ``dims`` (the flattened tensor when None) by ``shifts``."""
+        return wrap(self._ex.roll(self._n, shifts, dims), self._ex)
+
+    def flip(self, *dims):
+        """Reverse the order of elements along ``dims``."""
+        return wrap(self._ex.flip(self._n, dims_arg(dims, "flip")), self._ex)
+
+    def repeat(self, *sizes):
+        """Tile self ``sizes`` times (at least one size per dim; extra sizes add leading dims)."""
+        return wrap(self._ex.repeat(self._n, shape_args(sizes, "repeat")), self._ex)
+
+    def tile(self, *dims):
+        """Tile self; fewer ``dims`` than self's rank are padded with ones in front."""
+        return wrap(self._ex.tile(self._n, shape_args(dims, "tile")), self._ex)
+
+    def repeat_interleave(self, repeats, dim=None, *, output_size=None):
+        """Repeat each element ``repeats`` times (an int or a 1-D tensor of counts)."""
+        ex = self._ex
+        reps = operand(self, repeats, "repeat_interleave") if repeats.__class__ is not int else repeats
+        return wrap(ex.repeat_interleave(self._n, reps, dim, output_size), ex)
+
+    def narrow(self, dim, start, length):
+        """The ``length`` elements from ``start`` along ``dim``."""
+        return wrap(self._ex.narrow(self._n, int_arg(dim, "narrow", "dim"), int_arg(start, "narrow", "start"),
+                                    int_arg(length, "narrow", "length")), self._ex)
+
+    def unbind(self, dim=0):
+        """The slices along ``dim``, as a tuple of tensors one rank lower."""
+        return tuple(wrap(x, self._ex) for x in self._ex.unbind(self._n, dim))
+
+    def movedim(self, source, destination):
+        """Move dims ``source`` to positions ``destination``, keeping the others in order."""
+        return wrap(self._ex.movedim(self._n, source, destination), self._ex)
+
+    moveaxis = movedim
+

@@ -1,0 +1,201 @@
+"""torch's view semantics on executors whose arrays are immutable (MLX).
+
+A view op on such an executor (basic indexing, ``view``/``reshape``, ``transpose``/``permute``,
+``squeeze``/``unsqueeze``, ``expand``, ``detach``...) records the result's layout
+relative to its root tensor: shape, strides and offset, computed with torch's own rules
+(so ``view`` refuses exactly the layouts torch refuses, and ``reshape`` copies exactly
+when torch copies). An in-place write to any tensor of the family goes through
+:func:`assign`: the new values are scattered into the root's flat buffer through the
+writer's index map, and every live view is refreshed from the root. No per-op inverse
+rules: one index map serves every view.
+
+Executors that write in place natively (torch) never come here. This module must never
+import a framework at module level.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+
+import numpy as np
+
+from ._errors import TdxRuntimeError, UnsupportedOpError
+
+
+class Layout:
+    """Where a view's elements sit in its root's flat buffer (torch's sizes/strides/offset)."""
+
+    __slots__ = ("root", "shape", "strides", "offset")
+
+    def __init__(self, root, shape, strides, offset):
+        self.root, self.shape, self.strides, self.offset = root, tuple(shape), tuple(strides), offset
+
+    def index_map(self) -> np.ndarray:
+        """Flat root positions of every element, shaped like the view."""
+        idx = np.full(self.shape, self.offset, dtype=np.int64)
+        for d, (n, s) in enumerate(zip(self.shape, self.strides)):
+            shape = [1] * len(self.shape)
+            shape[d] = n
+            idx = idx + (np.arange(n, dtype=np.int64) * s).reshape(shape)
+        return idx
+
+    def is_contiguous(self) -> bool:
+        return self.strides == contiguous_strides(self.shape) or math.prod(self.shape) <= 1
+
+
+# id(root) -> {id(view): weakref(view)}; keyed by id because tensors compare elementwise
+_families: dict = {}
+
+
+def family(root) -> list:
+    """The live views of ``root``."""
+    views = _families.get(id(root))
+    if not views:
+        return []
+    return [v for v in (r() for r in list(views.values())) if v is not None]
+
+
+def contiguous_strides(shape) -> tuple:
+    strides, acc = [], 1
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def layout_of(t) -> Layout:
+    """``t``'s layout; a tensor that is no view is its own contiguous root."""
+    lay = getattr(t, "_view", None)
+    if lay is not None:
+        return lay
+    shape = t._ex.shape(t._n)
+    return Layout(t, shape, contiguous_strides(shape), 0)
+
+
+def link(out, src, shape, strides, offset):
+    """Make ``out`` a view of ``src``'s root with the given layout (in root coordinates)."""
+    root = layout_of(src).root
+    out._view = Layout(root, shape, strides, offset)
+    views = _families.get(id(root))
+    if views is None:
+        views = _families[id(root)] = {}
+        weakref.finalize(root, _families.pop, id(root), None)
+    views[id(out)] = weakref.ref(out, lambda _, key=id(out), bucket=views: bucket.pop(key, None))
+    return out
+
+
+# layouts of the view ops, in torch's terms -----------------------------------------------------
+def basic_index(lay: Layout, index):
+    """The layout ``lay[index]`` has for a basic index (ints, slices, None, Ellipsis), else None."""
+    items = index if isinstance(index, tuple) else (index,)
+    if not all(i is None or i is Ellipsis or isinstance(i, slice) or (isinstance(i, int) and not isinstance(i, bool))
+               for i in items):
+        return None
+    consumed = sum(1 for i in items if i is not None and i is not Ellipsis)
+    shape, strides, offset, d = [], [], lay.offset, 0
+    for it in items:
+        if it is None:
+            shape.append(1)
+            strides.append(0)
+        elif it is Ellipsis:
+            for _ in range(len(lay.shape) - consumed):
+                shape.append(lay.shape[d])
+                strides.append(lay.strides[d])
+                d += 1
+        elif isinstance(it, slice):
+            start, stop, step = it.indices(lay.shape[d])
+            shape.append(len(range(start, stop, step)))
+            strides.append(lay.strides[d] * step)
+            offset += start * lay.strides[d] if shape[-1] else 0
+            d += 1
+        else:
+            offset += (it % lay.shape[d]) * lay.strides[d]
+            d += 1
+    shape += lay.shape[d:]
+    strides += lay.strides[d:]
+    return shape, strides, offset
+
+
+def view_strides(old_shape, old_strides, new_shape):
+    """Strides for viewing ``old`` as ``new_shape`` without a copy, or None (torch's rule)."""
+    if math.prod(old_shape) == 0 or not old_shape:
+        return contiguous_strides(new_shape)
+    new_strides = [0] * len(new_shape)
+    view_d = len(new_shape) - 1
+    chunk_stride = old_strides[-1]
+    tensor_numel = view_numel = 1
+    for d in range(len(old_shape) - 1, -1, -1):
+        tensor_numel *= old_shape[d]
+        if d == 0 or (old_shape[d - 1] != 1 and old_strides[d - 1] != tensor_numel * chunk_stride):
+            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
+                new_strides[view_d] = view_numel * chunk_stride
+                view_numel *= new_shape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if d > 0:
+                chunk_stride = old_strides[d - 1]
+                tensor_numel = view_numel = 1
+    return tuple(new_strides) if view_d == -1 else None
+
+
+# writes ------------------------------------------------------------------------------------
+def assign(t, native) -> None:
+    """Give ``t`` the value ``native`` (same shape and dtype) as an in-place write torch would make.
+
+    Raises:
+        TdxRuntimeError: ``t`` is an expanded view whose elements overlap, as torch refuses.
+    """
+    ex = t._ex
+    lay = getattr(t, "_view", None)
+    if lay is None:
+        root = t
+        if id(root) in _families:
+            _check_tape(root)
+        root._n = native
+    else:
+        root = lay.root
+        _check_tape(root)
+        idx = lay.index_map().ravel()
+        if np.unique(idx).size != idx.size:
+            raise TdxRuntimeError("unsupported operation: more than one element of the written-to tensor refers "
+                                  "to a single memory location. Please clone() the tensor before performing "
+                                  "the operation.")
+        import mlx.core as mx  # only immutable executors reach here
+
+        flat = mx.reshape(root._n, (-1,), stream=ex.s)
+        flat = mx.array(flat)
+        flat[mx.array(idx)] = mx.reshape(native, (-1,), stream=ex.s)
+        root._n = mx.reshape(flat, ex.shape(root._n), stream=ex.s)
+    _refresh(root)
+
+
+def refresh_one(v) -> None:
+    """Recompute view ``v`` from its root."""
+    import mlx.core as mx
+
+    lay = v._view
+    ex = lay.root._ex
+    flat = mx.reshape(lay.root._n, (-1,), stream=ex.s)
+    v._n = mx.take(flat, mx.array(lay.index_map()) if lay.shape else mx.array(lay.offset), stream=ex.s)
+
+
+def _refresh(root) -> None:
+    views = family(root)
+    if not views:
+        return
+    for v in views:
+        refresh_one(v)
+
+
+def _check_tape(root) -> None:
+    from .autograd.tape import ACTIVE, meta
+
+    if not ACTIVE[0]:
+        return
+    for t in (root, *family(root)):
+        m = meta(t)
+        if m is not None and m.requires_grad:
+            raise UnsupportedOpError(f"in-place writes through views of tensors that require grad are not "
+                                     f"supported on {root._ex.device} yet; clone() first")

@@ -1,0 +1,370 @@
+"""torch-semantics MLX ops that index, order and rearrange: gather/scatter, masks, sorting,
+unique, roll/flip/repeat/tile, narrow/unbind/movedim.
+
+A mixin of the MLX executor (through :class:`tdx.backends.mlx_more.MLXMoreOps`): methods
+take and return MLX arrays, pass ``self.s`` to every MLX call, check arguments as torch
+checks them and raise tdx's typed errors. Index outputs are int64 and sorts are stable,
+with NaN ordered above every number, as torch on CPU. Ops whose output size depends on
+the data (``nonzero``, ``masked_select``, ``unique``) read the data on the host. Must
+never import torch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import mlx.core as mx
+
+from .._errors import OpDtypeError, ShapeError, TdxIndexError, TdxRuntimeError, TdxTypeError
+from .base import norm_dim
+
+_INTS = frozenset((mx.bool_, mx.uint8, mx.int8, mx.int16, mx.int32, mx.int64))
+_INDEX = frozenset((mx.int32, mx.int64))
+_TORCH_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
+                "int64": "Long", "float16": "Half", "bfloat16": "BFloat16", "float32": "Float",
+                "float64": "Double", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+
+
+def scalar_name(d) -> str:
+    """torch's scalar-type name for tdx dtype ``d`` ("Long", "Float"...), as its errors print it."""
+    return _TORCH_NAMES[d.name]
+
+
+def dim_list(dims, ndim: int, op: str) -> list:
+    """``dims`` (an int or a sequence) normalized, refusing repeats as torch does.
+
+    Raises:
+        TdxIndexError: a dim is out of range.
+        ShapeError: a dim appears twice.
+    """
+    out = [norm_dim(d, ndim) for d in ((dims,) if isinstance(dims, int) else dims)]
+    for d in out:
+        if out.count(d) > 1:
+            raise ShapeError(f"dim {d} appears multiple times in the list of dims")
+    return out
+
+
+class MLXIndexOps:
+    """Indexing, ordering and rearranging ops with torch's semantics."""
+
+    # gather / scatter -------------------------------------------------------------------
+    def _check_index(self, index, op: str, allowed=_INDEX):
+        if not isinstance(index, mx.array):
+            raise TdxTypeError(f"{op}(): argument 'index' must be Tensor, not {type(index).__name__}")
+        if index.dtype not in allowed:
+            raise TdxRuntimeError(f"{op}(): Expected dtype int32/int64 for index")
+
+    def _in_bounds(self, index, size: int, d: int, negative: bool = False):
+        if not index.size:
+            return
+        lo, hi = int(mx.min(index, stream=self.s).item()), int(mx.max(index, stream=self.s).item())
+        low = -size if negative else 0
+        if lo < low or hi >= size:
+            bad = hi if hi >= size else lo
+            raise TdxRuntimeError(f"index {bad} is out of bounds for dimension {d} with size {size}")
+
+    def _fit_dims(self, x, index, d: int, op: str, what: str = "self"):
+        xs = x.shape if x.ndim else (1,)
+        ix = index.shape if index.ndim else (1,)
+        if len(ix) != len(xs):
+            raise TdxRuntimeError(f"Index tensor must have the same number of dimensions as {what} tensor")
+        for k, (a, b) in enumerate(zip(ix, xs)):
+            if k != d and a > b:
+                raise TdxRuntimeError(f"Size does not match at dimension {k} expected index {list(ix)} to be "
+                                      f"no larger than {what} {list(xs)} apart from dimension {d}")
+
+    def gather(self, x, dim, index):
+        self._check_index(index, "gather")
+        d = norm_dim(dim, x.ndim)
+        self._fit_dims(x, index, d, "gather")
+        self._in_bounds(index, x.shape[d] if x.ndim else 1, d)
+        if index.size == 0:
+            return mx.zeros(index.shape, x.dtype, stream=self.s)
+        xs, ix = (x, index) if x.ndim else (mx.reshape(x, (1,), stream=self.s), index)
+        ix = ix if ix.ndim else mx.reshape(ix, (1,), stream=self.s)
+        xs = xs[tuple(slice(None) if k == d else slice(0, n) for k, n in enumerate(ix.shape))]
+        out = mx.take_along_axis(xs, ix, axis=d, stream=self.s)
+        return mx.reshape(out, index.shape, stream=self.s)
+
+    def _flat_targets(self, x, d: int, index):
+        """Flat positions in ``x`` that each element of ``index`` addresses along dim ``d``."""
+        shape = index.shape
+        flat = mx.zeros(shape, mx.int64, stream=self.s)
+        stride = 1
+        for k in range(len(shape) - 1, -1, -1):
+            if k == d:
+                coord = index.astype(mx.int64, stream=self.s)
+            else:
+                coord = mx.arange(shape[k], dtype=mx.int64, stream=self.s)
+                coord = mx.reshape(coord, [-1 if j == k else 1 for j in range(len(shape))], stream=self.s)
+            flat = flat + coord * stride
+            stride *= x.shape[k]
+        return mx.reshape(flat, (-1,), stream=self.s)
+
+    def _scatter_prep(self, x, dim, index, src, op):
+        self._check_index(index, op, frozenset((mx.int64,)))
+        d = norm_dim(dim, x.ndim)
+        if isinstance(src, mx.array):
+            if src.dtype != x.dtype:
+                raise TdxRuntimeError(f"{op}(): Expected self.dtype to be equal to src.dtype")
+            self._fit_dims(src, index, -1, op, "src")
+        self._fit_dims(x, index, d, op)
+        self._in_bounds(index, x.shape[d] if x.ndim else 1, d)
+        if index.size == 0:
+            return None, None, None
+        xs = x if x.ndim else mx.reshape(x, (1,), stream=self.s)
+        ix = index if index.ndim else mx.reshape(index, (1,), stream=self.s)
+        flat = self._flat_targets(xs, d, ix)
+        if isinstance(src, mx.array):
+            sv = src if src.ndim else mx.reshape(src, (1,), stream=self.s)
+            sv = sv[tuple(slice(0, n) for n in ix.shape)]
+            vals = mx.reshape(sv, (-1,), stream=self.s)
+        else:
+            vals = mx.full((flat.size,), self._cast(src, self._tdx(x)), stream=self.s)
+        return mx.reshape(x, (-1,), stream=self.s), flat, vals
+
+    def scatter(self, x, dim, index, src, reduce=None):
+        if reduce not in (None, "add", "multiply"):
+            raise TdxRuntimeError(f"reduce argument must be either add or multiply, got {reduce!r}")
+        out, flat, vals = self._scatter_prep(x, dim, index, src, "scatter")
+        if out is None:
+            return x
+        if reduce == "add":
+            out = out.at[flat].add(vals)
+        elif reduce == "multiply":
+            out = out.at[flat].multiply(vals)
+        else:
+            out[flat] = vals
+        return mx.reshape(out, x.shape, stream=self.s)
+
+    def scatter_add(self, x, dim, index, src):
+        if not isinstance(src, mx.array):
+            raise TdxTypeError(f"scatter_add(): argument 'src' must be Tensor, not {type(src).__name__}")
+        return self.scatter(x, dim, index, src, "add")
+
+    def index_select(self, x, dim, index):
+        self._check_index(index, "index_select")
+        if index.ndim > 1:
+            raise TdxIndexError("index_select(): Index is supposed to be a vector")
+        d = norm_dim(dim, x.ndim)
+        size = x.shape[d] if x.ndim else 1
+        if index.size:
+            lo, hi = int(mx.min(index, stream=self.s).item()), int(mx.max(index, stream=self.s).item())
+            if lo < 0 or hi >= size:
+                raise TdxIndexError(f"index_select(): index {hi if hi >= size else lo} is out of range "
+                                    f"for dimension {d} with size {size}")
+        if x.ndim == 0:
+            return x
+        idx = mx.reshape(index, (-1,), stream=self.s)
+        return mx.take(x, idx, axis=d, stream=self.s)
+
+    # masks --------------------------------------------------------------------------------
+    def masked_fill(self, x, mask, value):
+        if not isinstance(mask, mx.array) or mask.dtype != mx.bool_:
+            name = self._tdx(mask).name if isinstance(mask, mx.array) else type(mask).__name__
+            raise TdxRuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {name}")
+        if isinstance(value, mx.array) and value.ndim:
+            raise TdxRuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor "
+                                  f"with {value.ndim} dimension(s).")
+        return mx.where(mask, self._cast(value, self._tdx(x)), x, stream=self.s)
+
+    def masked_select(self, x, mask):
+        if not isinstance(mask, mx.array) or mask.dtype != mx.bool_:
+            raise TdxRuntimeError("masked_select: expected BoolTensor for mask")
+        shape = broadcast_shape(tuple(x.shape), tuple(mask.shape))
+        xb = mx.reshape(mx.broadcast_to(x, shape, stream=self.s), (-1,), stream=self.s)
+        where = np.flatnonzero(np.broadcast_to(np.array(mask), shape))
+        return mx.take(xb, mx.array(where.astype(np.int64)), axis=0, stream=self.s)
+
+    def nonzero(self, x):
+        arr = self.host_numpy(x)
+        if arr.ndim == 0:
+            return mx.zeros((int(arr != 0), 0), mx.int64, stream=self.s)
+        return mx.array(np.stack(np.nonzero(arr), axis=1).astype(np.int64))
+
+    # ordering -------------------------------------------------------------------------------
+    def _stable_argsort(self, x, d: int, descending: bool):
+        """Stable argsort along ``d`` with NaN above every number (ties keep index order)."""
+        if not descending:
+            return mx.argsort(x, axis=d, stream=self.s).astype(mx.int64, stream=self.s)
+        n = x.shape[d]
+        flip = tuple(slice(None, None, -1) if k == d else slice(None) for k in range(x.ndim))
+        idx = mx.argsort(x[flip], axis=d, stream=self.s).astype(mx.int64, stream=self.s)
+        return (n - 1) - idx[flip]
+
+    def _orderable(self, x, op: str):
+        if x.dtype == mx.complex64:
+            raise TdxRuntimeError(f"{op}(): Sort does not support complex dtypes on CPU")
+
+    def sort(self, x, dim=-1, descending=False, stable=False):
+        self._orderable(x, "sort")
+        d = norm_dim(dim, x.ndim)
+        if x.ndim == 0:
+            return x, mx.zeros((), mx.int64, stream=self.s)
+        if x.size == 0:
+            return x, mx.zeros(x.shape, mx.int64, stream=self.s)
+        idx = self._stable_argsort(x, d, descending)
+        return mx.take_along_axis(x, idx, axis=d, stream=self.s), idx
+
+    def argsort(self, x, dim=-1, descending=False, stable=False):
+        return self.sort(x, dim, descending, stable)[1]
+
+    def topk(self, x, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - torch's name
+        if x.dtype == mx.bool_:
+            raise TdxRuntimeError("topk does not support bool dtypes on CPU")
+        self._orderable(x, "topk")
+        d = norm_dim(dim, x.ndim)
+        size = x.shape[d] if x.ndim else 1
+        if not 0 <= k <= size:
+            raise TdxRuntimeError(f"selected index k out of range (k={k}, size {size} at dimension {d})")
+        values, idx = self.sort(x, d, largest)
+        if x.ndim == 0:
+            return values, idx
+        cut = tuple(slice(0, k) if j == d else slice(None) for j in range(x.ndim))
+        return values[cut], idx[cut]
+
+    def unique(self, x, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+        if x.dtype == mx.complex64:
+            raise OpDtypeError("\"unique\" not implemented for 'ComplexFloat'")
+        arr = self.host_numpy(x)
+        if dim is None:
+            vals, inv, counts = np.unique(arr.reshape(-1), return_inverse=True, return_counts=True,
+                                          equal_nan=False)
+            inv = inv.reshape(arr.shape)
+        else:
+            d = norm_dim(dim, x.ndim)
+            if arr.ndim == 0 or arr.shape[d] == 0:
+                vals, inv, counts = arr, np.zeros((0,), np.int64), np.zeros((0,), np.int64)
+            else:
+                vals, inv, counts = np.unique(arr, return_inverse=True, return_counts=True, axis=d,
+                                              equal_nan=False)
+                inv = inv.reshape(-1)
+        values = self._cast(mx.array(vals), self._tdx(x))
+        inverse = mx.array(inv.astype(np.int64)) if return_inverse else None
+        return values, inverse, mx.array(counts.astype(np.int64)) if return_counts else None
+
+    # rearranging ----------------------------------------------------------------------------
+    def roll(self, x, shifts, dims=None):
+        shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+        if dims is None:
+            if len(shifts) != 1:
+                raise TdxRuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
+            if x.size == 0:
+                return x
+            flat = mx.roll(mx.reshape(x, (-1,), stream=self.s), shifts[0], axis=0, stream=self.s)
+            return mx.reshape(flat, x.shape, stream=self.s)
+        dims = (dims,) if isinstance(dims, int) else tuple(dims)
+        if len(shifts) != len(dims):
+            raise TdxRuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
+        axes = [norm_dim(d, x.ndim) for d in dims]
+        if x.size == 0 or x.ndim == 0:
+            return x
+        for s, a in zip(shifts, axes):
+            x = mx.roll(x, s, axis=a, stream=self.s)
+        return x
+
+    def flip(self, x, dims):
+        axes = dim_list(dims, x.ndim, "flip")
+        if x.ndim == 0 or not axes:
+            return mx.array(x)
+        return x[tuple(slice(None, None, -1) if k in axes else slice(None) for k in range(x.ndim))]
+
+    def repeat(self, x, sizes):
+        sizes = tuple(sizes)
+        if len(sizes) < x.ndim:
+            raise TdxRuntimeError("Number of dimensions of repeat dims can not be smaller than number of "
+                                  "dimensions of tensor")
+        if any(s < 0 for s in sizes):
+            raise TdxRuntimeError(f"Trying to create tensor with negative dimension {min(sizes)}: {list(sizes)}")
+        if not sizes:
+            return mx.array(x)
+        shape = (1,) * (len(sizes) - x.ndim) + tuple(x.shape)
+        out_shape = tuple(a * b for a, b in zip(shape, sizes))
+        if 0 in out_shape:
+            return mx.zeros(out_shape, x.dtype, stream=self.s)
+        return mx.tile(mx.reshape(x, shape, stream=self.s), sizes, stream=self.s)
+
+    def tile(self, x, dims):
+        dims = tuple(dims)
+        return self.repeat(x, (1,) * (x.ndim - len(dims)) + dims)
+
+    def repeat_interleave(self, x, repeats, dim=None, output_size=None):
+        if dim is None:
+            x, d = mx.reshape(x, (-1,), stream=self.s), 0
+        else:
+            d = norm_dim(dim, x.ndim)
+            if x.ndim == 0:
+                x = mx.reshape(x, (1,), stream=self.s)
+        n = x.shape[d]
+        if isinstance(repeats, mx.array):
+            if repeats.ndim > 1 or repeats.dtype not in _INDEX:
+                raise TdxRuntimeError("repeat_interleave: repeats must be 0-dim or 1-dim tensor of int32/int64")
+            reps = np.array(repeats).astype(np.int64).reshape(-1)
+            if reps.size == 1:
+                reps = np.repeat(reps, n)
+            if reps.size != n:
+                raise TdxRuntimeError(f"repeats must have the same size as input along dim, but got "
+                                      f"repeats.size(0) = {reps.size} and input.size({d}) = {n}")
+        else:
+            reps = np.full((n,), int(repeats), np.int64)
+        if (reps < 0).any():
+            raise TdxRuntimeError("repeats can not be negative")
+        if output_size is not None and int(reps.sum()) != output_size:
+            raise TdxRuntimeError(f"allocated size does not match required size: {output_size} vs {int(reps.sum())}")
+        idx = np.repeat(np.arange(n, dtype=np.int64), reps)
+        if idx.size == 0:
+            shape = list(x.shape)
+            shape[d] = 0
+            return mx.zeros(shape, x.dtype, stream=self.s)
+        return mx.take(x, mx.array(idx), axis=d, stream=self.s)
+
+    def narrow(self, x, dim, start, length):
+        if x.ndim == 0:
+            raise TdxRuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+        d = norm_dim(dim, x.ndim)
+        size = x.shape[d]
+        if not -size <= start <= size:
+            raise TdxIndexError(f"start out of range (expected to be in range of [{-size}, {size}], "
+                                f"but got {start})")
+        start = start + size if start < 0 else start
+        if length < 0:
+            raise TdxRuntimeError("narrow(): length must be non-negative.")
+        if start + length > size:
+            raise TdxRuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+        return x[tuple(slice(start, start + length) if k == d else slice(None) for k in range(x.ndim))]
+
+    def unbind(self, x, dim=0):
+        if x.ndim == 0:
+            raise TdxIndexError("Dimension specified as 0 but tensor has no dimensions")
+        d = norm_dim(dim, x.ndim)
+        n = x.shape[d]
+        return tuple(x[tuple(i if k == d else slice(None) for k in range(x.ndim))] for i in range(n))
+
+    def movedim(self, x, source, destination):
+        src = [source] if isinstance(source, int) else list(source)
+        dst = [destination] if isinstance(destination, int) else list(destination)
+        if len(src) != len(dst):
+            raise TdxRuntimeError(f"movedim: Invalid source or destination dims: source ({src} dims) should "
+                                  f"contain the same number of dims as destination ({dst} dims)")
+        nd = x.ndim
+        src = [norm_dim(s, nd) for s in src]
+        dst = [norm_dim(s, nd) for s in dst]
+        for name, dims in (("source", src), ("destination", dst)):
+            if len(set(dims)) != len(dims):
+                raise TdxRuntimeError(f"movedim: repeated dim in `{name}` ({dims})")
+        if nd == 0:
+            return x
+        order = [-1] * nd
+        for s, t in zip(src, dst):
+            order[t] = s
+        rest = iter(i for i in range(nd) if i not in src)
+        order = [o if o != -1 else next(rest) for o in order]
+        return mx.transpose(x, order, stream=self.s)
+
+
+def broadcast_shape(*shapes) -> tuple:
+    """The broadcast of ``shapes``, or a ShapeError worded as torch's."""
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise ShapeError(f"shapes {[list(s) for s in shapes]} cannot be broadcast together") from None
+

@@ -1,0 +1,107 @@
+"""Random sampling on MLX with torch's argument checks: generator keys, randperm, multinomial,
+bernoulli, and the ``normal_``/``uniform_`` fills.
+
+A mixin of the MLX executor (through :class:`tdx.backends.mlx_more.MLXMoreOps`). A
+``tdx.Generator`` keeps, per MLX executor, a one-slot list holding an ``mx.random.key``;
+every random call splits it, keeps one half and draws with the other, so a seed gives
+the same stream on a given executor. With no generator the global MLX state (seeded by
+``tdx.manual_seed``) is used. Streams are not torch's: values differ from torch's for the
+same seed. Must never import torch.
+"""
+
+from __future__ import annotations
+
+import mlx.core as mx
+
+from .._errors import OpDtypeError, TdxRuntimeError
+from .mlx_index import scalar_name
+
+_FLOATS = frozenset((mx.float16, mx.bfloat16, mx.float32, mx.float64))
+
+
+class MLXRandomOps:
+    """Random ops with torch's checks; draws come from MLX's counter-based keys."""
+
+    def generator_state(self, seed: int) -> list:
+        """A mutable one-slot list holding the key for ``seed`` (reduced to 64 bits)."""
+        return [mx.random.key(seed % (1 << 64))]
+
+    def generator_arg(self, state: list):
+        """A fresh key for one random call; the generator's state advances."""
+        keys = mx.random.split(state[0], stream=self.s)
+        state[0] = keys[0]
+        return keys[1]
+
+    def _float_only(self, x, kernel: str):
+        if x.dtype not in _FLOATS:
+            raise OpDtypeError(f"\"{kernel}\" not implemented for '{scalar_name(self._tdx(x))}'")
+
+    def randperm(self, n, dtype, generator=None):
+        if n < 0:
+            raise TdxRuntimeError(f"n must be non-negative, got{n}")
+        out = mx.random.permutation(n, key=generator, stream=self.s)
+        return out.astype(self._nd(dtype), stream=self.s)
+
+    def multinomial(self, x, num_samples, replacement=False, generator=None):
+        if x.dtype not in _FLOATS:
+            raise TdxRuntimeError(f"multinomial only supports floating-point dtypes for input, got: "
+                                  f"{scalar_name(self._tdx(x))}")
+        if x.ndim not in (1, 2):
+            raise TdxRuntimeError("prob_dist must be 1 or 2 dim")
+        if num_samples <= 0:
+            raise TdxRuntimeError("cannot sample n_sample <= 0 samples")
+        n = x.shape[-1]
+        if not replacement and num_samples > n:
+            raise TdxRuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+        p = x.astype(mx.float32, stream=self.s) if x.dtype != mx.float64 else x
+        bad = mx.any(mx.logical_or(p < 0, mx.logical_not(mx.isfinite(p, stream=self.s)), stream=self.s),
+                     stream=self.s)
+        if bool(bad.item()):
+            raise TdxRuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+        if n == 0 or bool(mx.any(mx.sum(p, axis=-1, stream=self.s) <= 0, stream=self.s).item()):
+            raise TdxRuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+        rows = p if p.ndim == 2 else mx.reshape(p, (1, n), stream=self.s)
+        logits = mx.log(rows, stream=self.s)
+        if replacement:
+            out = mx.random.categorical(logits, axis=-1, num_samples=num_samples, key=generator, stream=self.s)
+        else:  # Gumbel top-k: the first k of a stable descending order of the perturbed logits
+            g = mx.random.gumbel(shape=rows.shape, dtype=rows.dtype, key=generator, stream=self.s)
+            scores = logits + g
+            flip = (slice(None), slice(None, None, -1))
+            order = mx.argsort(-scores[flip], axis=-1, stream=self.s)
+            out = ((n - 1) - order.astype(mx.int64, stream=self.s))[:, :num_samples]
+        out = out.astype(mx.int64, stream=self.s)
+        return out if x.ndim == 2 else mx.reshape(out, (num_samples,), stream=self.s)
+
+    def _uniform(self, shape, generator):
+        return mx.random.uniform(shape=shape, dtype=mx.float32, key=generator, stream=self.s)
+
+    def bernoulli(self, x, p=None, generator=None):
+        if p is None:
+            self._float_only(x, "bernoulli_tensor_cpu_p_")
+            probs = x
+        else:
+            probs = p
+        lo_hi = mx.array(probs) if not isinstance(probs, mx.array) else probs
+        if lo_hi.size and bool(mx.any(mx.logical_or(lo_hi < 0, lo_hi > 1), stream=self.s).item()):
+            raise TdxRuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
+        u = self._uniform(x.shape, generator)
+        return mx.less(u, probs, stream=self.s).astype(x.dtype, stream=self.s)
+
+    def bernoulli_(self, x, p=0.5, generator=None):
+        return self.bernoulli(x, p, generator)
+
+    def normal_(self, x, mean=0.0, std=1.0, generator=None):
+        self._float_only(x, "normal_kernel_cpu")
+        if std < 0:
+            raise TdxRuntimeError(f"normal expects std >= 0.0, but found std {std}")
+        out = mx.random.normal(x.shape, dtype=x.dtype, loc=mean, scale=std, key=generator, stream=self.s)
+        return out.astype(x.dtype, stream=self.s)
+
+    def uniform_(self, x, low=0.0, high=1.0, generator=None):
+        self._float_only(x, "check_uniform_bounds")
+        if low > high:
+            raise TdxRuntimeError(f"uniform_ expects to return a [from, to) range, but found from={low} > to={high}")
+        wide = mx.float32 if x.dtype in (mx.float16, mx.bfloat16) else x.dtype
+        out = mx.random.uniform(low, high, x.shape, dtype=wide, key=generator, stream=self.s)
+        return out.astype(x.dtype, stream=self.s)
