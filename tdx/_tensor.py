@@ -420,9 +420,10 @@ class Tensor(TensorMethods, MoreTensorMethods):
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
         if not ex.mutable:
-            lay = _views.basic_index(_views.layout_of(self), index)
+            src = _views.layout_of(self)
+            lay = _views.basic_index(src, index)
             if lay is not None:
-                _views.link(out, self, *lay)
+                _views.link(out, self, *lay, root=src.root)
         return out
 
     @inline_typed

@@ -83,12 +83,13 @@ def _reshaped(out, src, must_view: bool):
             raise TdxRuntimeError("view size is not compatible with input tensor's size and stride (at least one "
                                   "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
         return out
-    return _views.link(out, src, shape, strides, lay.offset)
+    return _views.link(out, src, shape, strides, lay.offset, lay.root)
 
 
 def _permuted(out, src, order):
     lay = _views.layout_of(src)
-    return _views.link(out, src, [lay.shape[i] for i in order], [lay.strides[i] for i in order], lay.offset)
+    return _views.link(out, src, [lay.shape[i] for i in order], [lay.strides[i] for i in order], lay.offset,
+                       lay.root)
 
 
 def operand(t, other, op: str):

@@ -44,16 +44,29 @@ class Layout:
         return self.strides == contiguous_strides(self.shape) or math.prod(self.shape) <= 1
 
 
-# id(root) -> {id(view): weakref(view)}; keyed by id because tensors compare elementwise
+# id(root) -> (weakref(root), {id(view): weakref(view)}); keyed by id because tensors compare
+# elementwise; the root weakref guards against a recycled id. Dead entries are swept lazily.
 _families: dict = {}
+_sweep_at = [1024]
+
+
+def _views_of(root):
+    entry = _families.get(id(root))
+    return entry[1] if entry is not None and entry[0]() is root else None
 
 
 def family(root) -> list:
     """The live views of ``root``."""
-    views = _families.get(id(root))
+    views = _views_of(root)
     if not views:
         return []
     return [v for v in (r() for r in list(views.values())) if v is not None]
+
+
+def _sweep() -> None:
+    for key in [k for k, (ref, _) in _families.items() if ref() is None]:
+        del _families[key]
+    _sweep_at[0] = max(1024, 2 * len(_families))
 
 
 def contiguous_strides(shape) -> tuple:
@@ -73,15 +86,20 @@ def layout_of(t) -> Layout:
     return Layout(t, shape, contiguous_strides(shape), 0)
 
 
-def link(out, src, shape, strides, offset):
+def link(out, src, shape, strides, offset, root=None):
     """Make ``out`` a view of ``src``'s root with the given layout (in root coordinates)."""
-    root = layout_of(src).root
+    root = root if root is not None else layout_of(src).root
     out._view = Layout(root, shape, strides, offset)
-    views = _families.get(id(root))
+    views = _views_of(root)
     if views is None:
-        views = _families[id(root)] = {}
-        weakref.finalize(root, _families.pop, id(root), None)
-    views[id(out)] = weakref.ref(out, lambda _, key=id(out), bucket=views: bucket.pop(key, None))
+        if len(_families) >= _sweep_at[0]:
+            _sweep()
+        views = {}
+        _families[id(root)] = (weakref.ref(root), views)
+    views[id(out)] = weakref.ref(out)
+    if len(views) > 64:  # drop views that died
+        for key in [k for k, r in views.items() if r() is None]:
+            del views[key]
     return out
 
 
@@ -151,7 +169,7 @@ def assign(t, native) -> None:
     lay = getattr(t, "_view", None)
     if lay is None:
         root = t
-        if id(root) in _families:
+        if _views_of(root):
             _check_tape(root)
         root._n = native
     else:
