@@ -337,36 +337,6 @@ class Tensor(TensorMethods, MoreTensorMethods):
     def _cast(self, d) -> "Tensor":
         return self if self.dtype is d else wrap(self._ex.astype(self._n, d), self._ex)
 
-    def float(self):
-        return self._cast(D.float32)
-
-    def double(self):
-        return self._cast(D.float64)
-
-    def half(self):
-        return self._cast(D.float16)
-
-    def bfloat16(self):
-        return self._cast(D.bfloat16)
-
-    def long(self):
-        return self._cast(D.int64)
-
-    def int(self):
-        return self._cast(D.int32)
-
-    def short(self):
-        return self._cast(D.int16)
-
-    def bool(self):
-        return self._cast(D.bool_)
-
-    def byte(self):
-        return self._cast(D.uint8)
-
-    def char(self):
-        return self._cast(D.int8)
-
     def clone(self) -> "Tensor":
         return wrap(self._ex.clone(self._n), self._ex)
 
@@ -494,6 +464,20 @@ Tensor.__rmod__ = _binary("remainder", reverse=True)
 Tensor.__imod__ = _inplace("remainder")
 for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
     setattr(Tensor, f"__{_name}__", _binary(_name))
+def _caster(d, name):
+    def method(self) -> "Tensor":
+        return self._cast(d)
+
+    method.__name__ = name
+    method.__doc__ = f"This tensor as {d!r} (itself when it already is), as ``torch.Tensor.{name}``."
+    return method
+
+
+for _name, _d in {"float": D.float32, "double": D.float64, "half": D.float16, "bfloat16": D.bfloat16,
+                  "long": D.int64, "int": D.int32, "short": D.int16, "bool": D.bool_, "byte": D.uint8,
+                  "char": D.int8}.items():
+    setattr(Tensor, _name, _caster(_d, _name))
+
 _PLAIN = {"__new__", "__repr__", "__hash__", "__len__", "__iter__", "__reduce_ex__", "__array__",
           "__dlpack__", "__dlpack_device__", "__pos__"}
 for _name, _fn in list(vars(Tensor).items()):

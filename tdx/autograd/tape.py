@@ -124,23 +124,31 @@ def _differentiable(t) -> bool:
     return d.is_floating_point or d.is_complex
 
 
-def call(fn, *args, **kwargs):
-    """Run ``fn`` without recording inside it, then record it as one node."""
+def _run_suspended(fn, args, kwargs):
     prev = _suspended()
     _local.suspended = True
     try:
-        out = fn(*args, **kwargs)
+        return fn(*args, **kwargs)
     finally:
         _local.suspended = prev
-    outs = out if isinstance(out, (tuple, list)) else (out,)
-    inputs = [t for t in _tensors(args, kwargs)
-              if getattr(t, "_ag", None) is not None and t._ag.requires_grad]
-    # keep one entry per tensor object, in first-seen order
+
+
+def _grad_inputs(args, kwargs) -> list:
+    """The tensors among the arguments that require grad, each once, in first-seen order."""
     seen, unique = set(), []
-    for t in inputs:
-        if id(t) not in seen:
+    for t in _tensors(args, kwargs):
+        m = getattr(t, "_ag", None)
+        if m is not None and m.requires_grad and id(t) not in seen:
             seen.add(id(t))
             unique.append(t)
+    return unique
+
+
+def call(fn, *args, **kwargs):
+    """Run ``fn`` without recording inside it, then record it as one node."""
+    out = _run_suspended(fn, args, kwargs)
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    unique = _grad_inputs(args, kwargs)
     node = Node(fn, args, kwargs, unique, len(outs))
     from .._tensor import Tensor
 
@@ -170,13 +178,8 @@ def record_inplace(t, fn, args, kwargs):
     if m is not None:
         old._ag = m
     new_args = tuple(old if a is t else a for a in args)
-    prev = _suspended()
-    _local.suspended = True
-    try:
-        out = fn(*new_args, **kwargs)
-    finally:
-        _local.suspended = prev
-    inputs = [x for x in _tensors(new_args, kwargs) if getattr(x, "_ag", None) is not None and x._ag.requires_grad]
+    out = _run_suspended(fn, new_args, kwargs)
+    inputs = _grad_inputs(new_args, kwargs)
     t._n = out._n
     t._ag = Meta(True, Node(fn, new_args, kwargs, inputs, 1), 0)
     for v in _views.family(t):  # views now show the new values; their recorded history is stale
