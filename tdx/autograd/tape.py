@@ -72,7 +72,7 @@ class Node:
                 return type(a)(sub(x) for x in a) if not hasattr(a, "_fields") else type(a)(*map(sub, a))
             return a
 
-        out = self.fn(*[sub(a) for a in self.args], **{k: sub(v) for k, v in self.kwargs.items()})
+        out = _run_suspended(self.fn, [sub(a) for a in self.args], {k: sub(v) for k, v in self.kwargs.items()})
         outs = out if isinstance(out, (tuple, list)) else (out,)
         return [o._n for o in outs]
 
@@ -89,6 +89,18 @@ class _Stale:
 STALE = _Stale()
 
 
+def _tensor_class():
+    cls = _CLASS[0]
+    if cls is None:
+        from .._tensor import Tensor as cls
+
+        _CLASS[0] = cls
+    return cls
+
+
+_CLASS = [None]
+
+
 def meta(t):
     """The tape state of ``t``, or None."""
     return getattr(t, "_ag", None)
@@ -99,8 +111,7 @@ def _suspended() -> bool:
 
 
 def _tensors(args, kwargs):
-    from .._tensor import Tensor
-
+    Tensor = _tensor_class()
     for a in (*args, *kwargs.values()):
         if a.__class__ is Tensor:
             yield a
