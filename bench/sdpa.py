@@ -11,8 +11,8 @@ memory) and draws a PNG (matplotlib when installed, else a small built-in PNG wr
     python bench/sdpa.py --quick          # about two minutes
     python bench/sdpa.py                  # L = 256..8192, D = 64 and 128, causal and not
 
-Timings are the minimum over round-robin repeats (kernels alternate, so a burst of load from
-other processes hits them alike). Memory is sampled from /proc/self/statm during one extra call,
+Timings are the minimum over round-robin repeats (kernels alternate, in a rotating order, so a
+burst of load from other processes, or a kernel that sweeps the caches, hits them alike). Memory is sampled from /proc/self/statm during one extra call,
 with glibc's mmap threshold fixed (the script re-executes itself once to set it) so freed
 buffers leave the resident set. This script installs nothing and must never be imported by tdx.
 """
@@ -180,11 +180,12 @@ def bench_shape(device, B, H, L, D, causal, series, args, rows):
         run()
         best[kern] = time.perf_counter() - t0
     # each kernel repeats --repeat times, cheap ones until they have run --min-time seconds (at most
-    # 50 times), slow ones only while their total stays within --budget
+    # 200 times), slow ones only while their total stays within --budget
     spent = dict(best)
-    rounds = min(50, max(args.repeat, math.ceil(args.min_time / max(min(best.values(), default=1.0), 1e-6))))
+    rounds = min(200, max(args.repeat, math.ceil(args.min_time / max(min(best.values(), default=1.0), 1e-6))))
     for i in range(rounds):
-        for kern, s, run in todo:
+        for kern, s, run in todo[i % len(todo):] + todo[:i % len(todo)]:  # rotate: no kernel always follows
+            # the same one (a kernel that sweeps the caches would always slow down the next)
             if (i >= args.repeat and spent[kern] >= args.min_time) or spent[kern] + best[kern] > args.budget:
                 continue
             t0 = time.perf_counter()

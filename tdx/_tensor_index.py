@@ -143,6 +143,8 @@ class IndexTensorMethods:
 
     def flip(self, *dims):
         """Reverse the order of elements along ``dims``."""
+        if not dims:
+            raise TdxTypeError("flip() missing 1 required positional arguments: \"dims\"")
         return wrap(self._ex.flip(self._n, dims_arg(dims, "flip")), self._ex)
 
     def repeat(self, *sizes):
@@ -170,6 +172,10 @@ class IndexTensorMethods:
 
     def movedim(self, source, destination):
         """Move dims ``source`` to positions ``destination``, keeping the others in order."""
+        if isinstance(source, int) != isinstance(destination, int):
+            raise TdxTypeError(f"movedim() received an invalid combination of arguments: source and destination "
+                               f"must both be ints or both sequences, got ({type(source).__name__}, "
+                               f"{type(destination).__name__})")
         return wrap(self._ex.movedim(self._n, source, destination), self._ex)
 
     moveaxis = movedim

@@ -172,9 +172,16 @@ def _bounds(args, kwargs) -> tuple:
 def _inplace(name: str):
     """The in-place method ``name_`` for the out-of-place method ``name``."""
     native = name + "_"
+    tensor_only = name in _TENSOR_OTHER
+    real_result = name in ("abs", "absolute")
 
     def method(self, *args, **kwargs):
         ex = self._ex
+        if real_result and self.dtype.is_complex:
+            raise CastError(f"In-place {name} is not supported for complex tensors.")
+        if tensor_only and args and args[0].__class__ is not TM.Tensor:
+            raise TdxTypeError(f"{native}(): argument 'other' (position 1) must be Tensor, not "
+                               f"{type(args[0]).__name__}")
         if ex.caps.mutable:
             args = [_unwrap(self, a, native) for a in args]
             kwargs = {k: _unwrap(self, v, native) for k, v in kwargs.items()}
@@ -187,6 +194,8 @@ def _inplace(name: str):
     return method
 
 
+# in-place ops whose ``other`` torch accepts only as a Tensor
+_TENSOR_OTHER = frozenset(("atan2", "arctan2", "logical_and", "logical_or", "logical_xor"))
 # torch.Tensor's in-place variants of ops tdx has out of place
 INPLACE = ("add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder", "fmod", "pow",
            "clamp", "clip", "neg", "negative", "abs", "absolute", "exp", "exp2", "expm1", "log",

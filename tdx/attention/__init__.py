@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import warnings
 
+from .._tensor_methods import wrap as _wrap
 from . import _kernels, _state
 from ._errors import (AttentionDtypeError, AttentionShapeError, AttentionValueError, NoKernelError,
                       SDPAError)
@@ -54,12 +55,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         AttentionShapeError, AttentionDtypeError, AttentionValueError, SDPAError: bad inputs.
         NoKernelError: no enabled kernel can run the inputs (the message lists the reasons).
     """
-    from .._tensor_methods import wrap
-
     p = _prepare(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     backend = _kernels.choose(p)
     out = _kernels.KERNELS[backend].run(p, backend)
-    return wrap(_restore(p, out), p.ex)
+    return _wrap(_restore(p, out), p.ex)
 
 
 class Explanation:

@@ -29,6 +29,50 @@ def scalar_name(d) -> str:
     return _TORCH_NAMES[d.name]
 
 
+_INT_RANGE = {"uint8": (0, 255), "int8": (-128, 127), "int16": (-2 ** 15, 2 ** 15 - 1),
+              "int32": (-2 ** 31, 2 ** 31 - 1), "int64": (-2 ** 63, 2 ** 63 - 1)}
+_FLOAT_MAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38, "float32": 3.4028234663852886e38,
+              "complex64": 3.4028234663852886e38}
+
+
+def fit_scalar(value, d):
+    """``value`` ready to cast to tdx dtype ``d``, refusing what torch's scalar conversion refuses.
+
+    Negative ints wrap into unsigned types (two's complement) as in torch; floats truncate
+    into ints when in range; infinities and NaN fit only floating types.
+
+    Returns:
+        ``value``, with a complex scalar reduced to what a real ``d`` keeps.
+
+    Raises:
+        TdxRuntimeError: ``value`` overflows ``d``.
+    """
+    if d.name == "bool" and isinstance(value, complex):
+        return bool(value)
+    if isinstance(value, bool) or d.name == "bool" or not isinstance(value, (int, float, complex)):
+        return value
+    bad = False
+    if isinstance(value, complex):
+        if d.is_complex:
+            return value
+        bad = value.imag != 0
+        value = value.real
+    lo_hi = _INT_RANGE.get(d.name)
+    if bad:
+        pass
+    elif lo_hi is not None:
+        lo, hi = lo_hi
+        if isinstance(value, int):
+            bad = value > hi or (value < -hi if lo == 0 else value < lo)
+        else:
+            bad = value != value or value < lo or value > hi
+    elif d.name in _FLOAT_MAX and value == value and abs(value) != float("inf"):
+        bad = abs(value) > _FLOAT_MAX[d.name]
+    if bad:
+        raise TdxRuntimeError(f"value cannot be converted to type {d.name} without overflow")
+    return value
+
+
 def dim_list(dims, ndim: int, op: str) -> list:
     """``dims`` (an int or a sequence) normalized, refusing repeats as torch does.
 
@@ -119,6 +163,7 @@ class MLXIndexOps:
             sv = sv[tuple(slice(0, n) for n in ix.shape)]
             vals = mx.reshape(sv, (-1,), stream=self.s)
         else:
+            src = fit_scalar(src, self._tdx(x))
             vals = mx.full((flat.size,), self._cast(src, self._tdx(x)), stream=self.s)
         return mx.reshape(x, (-1,), stream=self.s), flat, vals
 
@@ -147,6 +192,8 @@ class MLXIndexOps:
             raise TdxIndexError("index_select(): Index is supposed to be a vector")
         d = norm_dim(dim, x.ndim)
         size = x.shape[d] if x.ndim else 1
+        if x.ndim == 0 and index.size != 1:
+            raise TdxRuntimeError(f"index_select(): Index to scalar can have only 1 value, got {index.size} value(s)")
         if index.size:
             lo, hi = int(mx.min(index, stream=self.s).item()), int(mx.max(index, stream=self.s).item())
             if lo < 0 or hi >= size:
@@ -165,6 +212,7 @@ class MLXIndexOps:
         if isinstance(value, mx.array) and value.ndim:
             raise TdxRuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor "
                                   f"with {value.ndim} dimension(s).")
+        value = fit_scalar(value, self._tdx(x))
         return mx.where(mask, self._cast(value, self._tdx(x)), x, stream=self.s)
 
     def masked_select(self, x, mask):
@@ -231,8 +279,17 @@ class MLXIndexOps:
                                           equal_nan=False)
             inv = inv.reshape(arr.shape)
         else:
+            if x.ndim == 0:
+                raise TdxIndexError(f"Dimension specified as {dim} but tensor has no dimensions")
             d = norm_dim(dim, x.ndim)
-            if arr.ndim == 0 or arr.shape[d] == 0:
+            zero = [k for k, n in enumerate(arr.shape) if n == 0]
+            if len(zero) > 1:
+                raise TdxRuntimeError("Number of zero sized dimensions is more than one, so unique cannot be "
+                                      "applied")
+            if zero and zero[0] != d:
+                raise TdxRuntimeError("There are 0 sized dimensions, and they aren't selected, so unique cannot "
+                                      "be applied")
+            if zero:
                 vals, inv, counts = arr, np.zeros((0,), np.int64), np.zeros((0,), np.int64)
             else:
                 vals, inv, counts = np.unique(arr, return_inverse=True, return_counts=True, axis=d,
@@ -245,6 +302,8 @@ class MLXIndexOps:
     # rearranging ----------------------------------------------------------------------------
     def roll(self, x, shifts, dims=None):
         shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+        if not shifts:
+            raise TdxRuntimeError("`shifts` required")
         if dims is None:
             if len(shifts) != 1:
                 raise TdxRuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
@@ -255,6 +314,8 @@ class MLXIndexOps:
         dims = (dims,) if isinstance(dims, int) else tuple(dims)
         if len(shifts) != len(dims):
             raise TdxRuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
+        if x.ndim == 0 and dims:
+            raise TdxIndexError(f"Dimension specified as {dims[0]} but tensor has no dimensions")
         axes = [norm_dim(d, x.ndim) for d in dims]
         if x.size == 0 or x.ndim == 0:
             return x
@@ -290,10 +351,10 @@ class MLXIndexOps:
     def repeat_interleave(self, x, repeats, dim=None, output_size=None):
         if dim is None:
             x, d = mx.reshape(x, (-1,), stream=self.s), 0
+        elif x.ndim == 0:  # torch refuses a dim on a 0-d input
+            raise TdxIndexError(f"Dimension specified as {dim} but tensor has no dimensions")
         else:
             d = norm_dim(dim, x.ndim)
-            if x.ndim == 0:
-                x = mx.reshape(x, (1,), stream=self.s)
         n = x.shape[d]
         if isinstance(repeats, mx.array):
             if repeats.ndim > 1 or repeats.dtype not in _INDEX:

@@ -19,11 +19,15 @@ import mlx.core as mx
 from .. import _dtypes as D
 from .._errors import DtypeMismatchError, OpDtypeError, ShapeError, TdxRuntimeError, TdxTypeError
 from .base import norm_dim
-from .mlx_index import MLXIndexOps, broadcast_shape, scalar_name
+from .mlx_index import MLXIndexOps, broadcast_shape, fit_scalar, scalar_name
 from .mlx_random import MLXRandomOps
 
 _INTS = frozenset((mx.bool_, mx.uint8, mx.int8, mx.int16, mx.int32, mx.int64))
 _HALF = frozenset((mx.float16, mx.bfloat16))
+
+
+def _is_bool_operand(v) -> bool:
+    return v.dtype == mx.bool_ if isinstance(v, mx.array) else isinstance(v, bool)
 
 
 def _axes(dim, ndim: int):
@@ -62,6 +66,31 @@ class MLXMoreOps(MLXIndexOps, MLXRandomOps):
             return mx.where(fix, mx.subtract(r, b, stream=self.s), r, stream=self.s)
         r = mx.remainder(mx.abs(a, stream=self.s), mx.abs(b, stream=self.s), stream=self.s)
         return mx.where(a < 0, mx.negative(r, stream=self.s), r, stream=self.s)
+
+    def _alpha(self, a, b, alpha, sub: bool):
+        if sub and (_is_bool_operand(a) or _is_bool_operand(b)):
+            which = "two bool tensors" if _is_bool_operand(a) and _is_bool_operand(b) else "a bool tensor"
+            raise OpDtypeError(f"Subtraction, the `-` operator, with {which} is not supported. If you are trying "
+                               "to invert a mask, use the `~` or `logical_not()` operator instead.")
+        a, b, rt = self._args(a, b)
+        if isinstance(alpha, complex) and not rt.is_complex:
+            raise TdxRuntimeError("For non-complex input tensors, argument alpha must not be a complex number.")
+        if isinstance(alpha, float) and D.is_integral(rt, include_bool=True):
+            raise TdxRuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
+        if isinstance(alpha, bool) and rt is not D.bool_:
+            raise TdxRuntimeError("Boolean alpha only supported for Boolean results.")
+        if rt is D.bool_:
+            return mx.logical_or(a, mx.logical_and(b, bool(alpha), stream=self.s), stream=self.s)
+        scaled = mx.multiply(b, self._cast(alpha, rt), stream=self.s)
+        return (mx.subtract if sub else mx.add)(a, scaled, stream=self.s)
+
+    def add_alpha(self, a, b, alpha):
+        """``a + alpha * b`` with torch's promotion (``alpha`` takes no part) and checks on ``alpha``."""
+        return self._alpha(a, b, alpha, False)
+
+    def sub_alpha(self, a, b, alpha):
+        """``a - alpha * b`` with torch's promotion and checks (no bool operands)."""
+        return self._alpha(a, b, alpha, True)
 
     # reductions and scans -------------------------------------------------------------------
     def _floating(self, x, dtype=None):
@@ -139,7 +168,7 @@ class MLXMoreOps(MLXIndexOps, MLXRandomOps):
     def _softmax_in(self, x, dim, dtype, op):
         if dtype is not None:
             x = self._cast(x, D.as_dtype(dtype))
-        if x.dtype in _INTS or x.dtype == mx.complex64:
+        if x.size and (x.dtype in _INTS or x.dtype == mx.complex64):
             raise OpDtypeError(f"\"{op}_kernel_impl\" not implemented for '{scalar_name(self._tdx(x))}'")
         return x, norm_dim(dim, x.ndim)
 
@@ -158,7 +187,9 @@ class MLXMoreOps(MLXIndexOps, MLXRandomOps):
         if x.ndim == 0:
             return mx.subtract(x, x, stream=self.s)
         wide = x.astype(mx.float32, stream=self.s) if x.dtype in _HALF else x
-        out = wide - mx.logsumexp(wide, axis=d, keepdims=True, stream=self.s)
+        shifted = mx.subtract(wide, mx.max(wide, axis=d, keepdims=True, stream=self.s), stream=self.s)
+        total = mx.sum(mx.exp(shifted, stream=self.s), axis=d, keepdims=True, stream=self.s)
+        out = mx.subtract(shifted, mx.log(total, stream=self.s), stream=self.s)
         return out.astype(x.dtype, stream=self.s)
 
     # linear algebra -------------------------------------------------------------------------
@@ -168,14 +199,17 @@ class MLXMoreOps(MLXIndexOps, MLXRandomOps):
                 raise TdxTypeError(f"bmm(): argument '{name}' must be Tensor, not {type(t).__name__}")
             if t.ndim != 3:
                 raise TdxRuntimeError(f"{name} must be a 3D tensor")
+        if b.shape[0] != a.shape[0] or b.shape[1] != a.shape[2]:
+            raise ShapeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                             f"[{a.shape[0]}, {a.shape[2]}] but got: [{b.shape[0]}, {b.shape[1]}].")
+        shape = (a.shape[0], a.shape[1], b.shape[2])
+        if 0 in shape or a.shape[2] == 0:  # torch checks nothing more and returns mat2's dtype
+            return mx.zeros(shape, b.dtype, stream=self.s)
         if a.dtype != b.dtype:
             raise DtypeMismatchError(f"expected scalar type {scalar_name(self._tdx(a))} but found "
                                      f"{scalar_name(self._tdx(b))}")
         if a.dtype == mx.bool_:
             raise OpDtypeError("\"bmm\" not implemented for 'Bool'")
-        if b.shape[0] != a.shape[0] or b.shape[1] != a.shape[2]:
-            raise ShapeError(f"Expected size for first two dimensions of batch2 tensor to be: "
-                             f"[{a.shape[0]}, {a.shape[2]}] but got: [{b.shape[0]}, {b.shape[1]}].")
         return self.matmul(a, b)
 
     def einsum(self, equation, operands):
@@ -187,13 +221,32 @@ class MLXMoreOps(MLXIndexOps, MLXRandomOps):
                 raise DtypeMismatchError(f"expected scalar type {scalar_name(self._tdx(first))} but found "
                                          f"{scalar_name(self._tdx(t))}")
         if first.dtype in _INTS:
-            arrays = [np.array(t) for t in operands]
+            lhs, arrow, rhs = equation.replace(" ", "").partition("->")
+            labels = [c for c in lhs if c.isalpha()]
+            kept = set(rhs) if arrow else {c for c in labels if labels.count(c) == 1}
+            reduced = bool(set(labels) - kept)
+            if first.dtype == mx.bool_ and len(operands) > 1 and self._contracts(lhs, kept, operands):
+                raise OpDtypeError("\"bmm\" not implemented for 'Bool'")
+            arrays = [np.array(t).astype(np.int64) for t in operands]
             try:
                 out = np.einsum(equation, *arrays)
             except ValueError as err:
                 raise TdxRuntimeError(f"einsum(): {err}") from None
-            return mx.array(np.asarray(out)).astype(first.dtype, stream=self.s)
+            dtype = mx.int64 if len(operands) == 1 and reduced else first.dtype  # torch sums ints in int64
+            return mx.array(np.asarray(out)).astype(dtype, stream=self.s)
         return mx.einsum(equation, *operands, stream=self.s)
+
+    @staticmethod
+    def _contracts(lhs: str, kept: set, operands) -> bool:
+        """Whether torch's einsum would run a real (non-empty, size > 1) contraction."""
+        if any(t.size == 0 for t in operands):
+            return False
+        sizes = {}
+        for spec, t in zip(lhs.split(","), operands):
+            if "." in spec:
+                return True
+            sizes.update(zip(spec, t.shape))
+        return any(n > 1 for c, n in sizes.items() if c not in kept)
 
     def diag(self, x, diagonal=0):
         if x.ndim not in (1, 2):
@@ -222,8 +275,7 @@ class MLXMoreOps(MLXIndexOps, MLXRandomOps):
         if isinstance(value, mx.array) and value.ndim:
             raise TdxRuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                                   f"{value.ndim} dimensions.")
-        if isinstance(value, complex) and x.dtype != mx.complex64:
-            raise TdxRuntimeError(f"value cannot be converted to type {self._tdx(x).name} without overflow")
+        value = fit_scalar(value, self._tdx(x))
         return mx.full(x.shape, self._cast(value, self._tdx(x)), stream=self.s)
 
     def copy_(self, x, src):

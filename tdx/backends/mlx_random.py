@@ -91,17 +91,34 @@ class MLXRandomOps:
     def bernoulli_(self, x, p=0.5, generator=None):
         return self.bernoulli(x, p, generator)
 
+    def _complex_pair(self, draw, x, generator):
+        """A complex64 array whose real and imaginary parts are two independent ``draw(shape, key)``."""
+        keys = mx.random.split(generator, stream=self.s) if generator is not None else (None, None)
+        re, im = draw(x.shape, keys[0]), draw(x.shape, keys[1])
+        return mx.add(re.astype(mx.complex64, stream=self.s),
+                      mx.multiply(im.astype(mx.complex64, stream=self.s), mx.array(1j, mx.complex64),
+                                  stream=self.s), stream=self.s)
+
     def normal_(self, x, mean=0.0, std=1.0, generator=None):
-        self._float_only(x, "normal_kernel_cpu")
+        if x.dtype != mx.complex64:
+            self._float_only(x, "normal_kernel_cpu")
         if std < 0:
             raise TdxRuntimeError(f"normal expects std >= 0.0, but found std {std}")
+        if x.dtype == mx.complex64:  # as torch: each part normal with the mean and std / sqrt(2)
+            scale = std / 2 ** 0.5
+            return self._complex_pair(lambda shape, key: mx.random.normal(
+                shape, dtype=mx.float32, loc=mean, scale=scale, key=key, stream=self.s), x, generator)
         out = mx.random.normal(x.shape, dtype=x.dtype, loc=mean, scale=std, key=generator, stream=self.s)
         return out.astype(x.dtype, stream=self.s)
 
     def uniform_(self, x, low=0.0, high=1.0, generator=None):
-        self._float_only(x, "check_uniform_bounds")
+        if x.dtype != mx.complex64:
+            self._float_only(x, "check_uniform_bounds")
         if low > high:
             raise TdxRuntimeError(f"uniform_ expects to return a [from, to) range, but found from={low} > to={high}")
+        if x.dtype == mx.complex64:  # as torch: each part uniform in [low, high)
+            return self._complex_pair(lambda shape, key: mx.random.uniform(
+                low, high, shape, dtype=mx.float32, key=key, stream=self.s), x, generator)
         wide = mx.float32 if x.dtype in (mx.float16, mx.bfloat16) else x.dtype
         out = mx.random.uniform(low, high, x.shape, dtype=wide, key=generator, stream=self.s)
         return out.astype(x.dtype, stream=self.s)

@@ -34,6 +34,18 @@ class TorchMoreOps:
     def _nd_or_none(self, dtype):
         return None if dtype is None else self.native_dtype(dtype)
 
+    @staticmethod
+    def add_alpha(a, b, alpha):
+        """``a + alpha * b`` with torch's checks on ``alpha`` (``a`` may be a Python scalar)."""
+        if not isinstance(a, torch.Tensor):
+            return torch.add(torch.as_tensor(a, device=b.device), b, alpha=alpha)
+        return torch.add(a, b, alpha=alpha)
+
+    @staticmethod
+    def sub_alpha(a, b, alpha):
+        """``a - alpha * b`` with torch's checks on ``alpha``."""
+        return torch.sub(a, b, alpha=alpha)
+
     # reductions and scans ---------------------------------------------------------------
     @staticmethod
     def logsumexp(x, dim, keepdim=False):
