@@ -3,7 +3,8 @@
 The oracle is ``torch.nn.functional.scaled_dot_product_attention`` restricted to torch's math
 kernel, on CPU, in float64. Each case runs through every kernel the device can reach
 (``tdx.attention.explain`` lists them), forced with ``sdpa_kernel``; gradients go through torch's
-autograd on torch devices and through ``mx.vjp`` of the kernel on MLX devices. Also: dropout
+autograd on torch devices, and on MLX devices both through ``mx.vjp`` of the kernel and through
+``Tensor.backward`` on tdx's tape. Also: dropout
 (determinism, expectation, the mask the backward pass uses), ``sdpa_kernel`` state (restore,
 threads, asyncio tasks, priority), the global switches, the config's priority, ``explain`` and
 ``can_use_*`` reasons, and the typed errors for bad inputs.
@@ -311,6 +312,55 @@ def test_torch_device_path_logic():
     assert not ok and isinstance(why, str) and why
 
 
+def _grads_tape(device, b, q, k, v, mask, cot, dtype, md, kw, mask_grad=False):
+    """Gradients through ``Tensor.backward`` on an executor that records on tdx's tape."""
+    leaves = [_tdx(a, device, dtype).requires_grad_() for a in (q, k, v)]
+    tm = _tdx(mask, device, md or dtype)
+    if mask_grad:
+        tm.requires_grad_()
+    with sdpa_kernel([b]):
+        out = F.scaled_dot_product_attention(*leaves, attn_mask=tm, **kw)
+    out.backward(_tdx(cot, device, dtype))  # outside the block: the recorded call keeps its kernel
+    return [_host(out.detach())] + [_host(x.grad) for x in leaves + ([tm] if mask_grad else [])]
+
+
+@pytest.mark.parametrize("name", ["plain", "bool_mask", "causal_short_q", "gqa", "value_dim"])
+def test_tape_gradients(device, name, small_blocks):
+    if tdx.backends.get(device).caps.native_autograd:
+        pytest.skip(f"{device} records gradients natively (covered above)")
+    q, k, v, mask, kw = _case(name, seed=6)
+    cot = np.random.default_rng(7).standard_normal(_oracle(q, k, v, mask, **kw).shape)
+    want = _oracle(q, k, v, mask, cot=cot, **kw)
+    t = [_tdx(a, device, "float32").requires_grad_() for a in (q, k, v)]
+    kernels = _usable(*t, _tdx(mask, device, "float32"), **kw)
+    assert SDPBackend.MATH in kernels and SDPBackend.CHUNKED in kernels
+    for b in kernels:
+        got = _grads_tape(device, b, q, k, v, mask, cot, "float32", None, kw)
+        for what, g, w in zip(("out", "dq", "dk", "dv"), got, want):
+            assert _rel(g, w) <= 1e-5, f"{device} {b.name} {name} {what}: {_rel(g, w):.3g}"
+
+
+def test_tape_mask_gradient(device):
+    if tdx.backends.get(device).caps.native_autograd:
+        pytest.skip(f"{device} records gradients natively (covered above)")
+    q, k, v, mask, kw = _case("float_mask", seed=8)
+    mask = np.where(np.isfinite(mask), mask, -30.0)
+    cot = np.random.default_rng(9).standard_normal((2, 3, 5, 16))
+    tm = torch.tensor(mask, requires_grad=True)
+    ts = [torch.tensor(a, requires_grad=True) for a in (q, k, v)]
+    with torch.nn.attention.sdpa_kernel([torch.nn.attention.SDPBackend.MATH]):
+        out = torch.nn.functional.scaled_dot_product_attention(*ts, attn_mask=tm)
+    want = [out.detach().numpy()] + [g.numpy() for g in torch.autograd.grad(out, ts + [tm], torch.tensor(cot))]
+    t = [_tdx(a, device, "float32").requires_grad_() for a in (q, k, v)]
+    m = _tdx(mask, device, "float32").requires_grad_()
+    exp = A.explain(*t, attn_mask=m)
+    for b in (SDPBackend.MLX_FUSED, SDPBackend.CHUNKED, SDPBackend.BRIDGE):
+        assert "attn_mask" in (exp.reasons.get(b) or "attn_mask"), exp.reasons.get(b)
+    got = _grads_tape(device, exp.kernel, q, k, v, mask, cot, "float32", None, {}, mask_grad=True)
+    for what, g, w in zip(("out", "dq", "dk", "dv", "dmask"), got, want):
+        assert _rel(g, w) <= 1e-5, (what, _rel(g, w))
+
+
 # --- dropout -------------------------------------------------------------------------------
 
 def _dropout_kernels(device, t):
@@ -364,13 +414,12 @@ def test_dropout_backward_uses_forward_mask(device, small_blocks):
         tdx.manual_seed(11)
         with sdpa_kernel([b]):
             attn = _host(F.scaled_dot_product_attention(t[0], t[1], _tdx(eye, device, "float32"), dropout_p=0.4))
-        tdx.manual_seed(11)
-        if ex.caps.native_autograd:
-            got = _grads_torch(device, b, q, k, v, None, cot, "float32", None, {"dropout_p": 0.4})
-        else:
-            got = _grads_mlx(device, b, q, k, v, None, cot, "float32", None, {"dropout_p": 0.4})
-        want_dv = np.swapaxes(attn, -1, -2) @ cot
-        assert _rel(got[3], want_dv) <= 1e-5, (device, b)
+        runs = [_grads_torch] if ex.caps.native_autograd else [_grads_mlx, _grads_tape]
+        for run in runs:
+            tdx.manual_seed(11)
+            got = run(device, b, q, k, v, None, cot, "float32", None, {"dropout_p": 0.4})
+            want_dv = np.swapaxes(attn, -1, -2) @ cot
+            assert _rel(got[3], want_dv) <= 1e-5, (device, b, run.__name__)
 
 
 # --- sdpa_kernel state -------------------------------------------------------------------------

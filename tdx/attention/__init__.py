@@ -7,6 +7,8 @@ kernel whose memory grows linearly with the sequence length, and a bridge to a p
 executor's kernel over zero-copy DLPack. ``sdpa_kernel`` restricts the kernels for one
 thread or asyncio task; ``explain`` says which kernel would run and why every other was
 refused; ``can_use_*`` answer for one kernel (torch's ``debug=True`` warns the reasons).
+Gradients flow through torch's autograd on torch devices and through tdx's tape elsewhere (every
+kernel is differentiable under the executor's own vjp, ``mx.vjp`` on MLX).
 
 Importing this package imports no framework; each kernel imports its framework on first use.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 import warnings
 
 from .._tensor_methods import wrap as _wrap
+from ..autograd import tape as _tape
 from . import _kernels, _state
 from ._errors import (AttentionDtypeError, AttentionShapeError, AttentionValueError, NoKernelError,
                       SDPAError)
@@ -57,8 +60,21 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     """
     p = _prepare(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     backend = _kernels.choose(p)
+    if _tape.ACTIVE[0] and _tape.wants(query, key, value, attn_mask):
+        # recorded on tdx's tape: the backward pass re-executes this call under the executor's vjp,
+        # so the kernel and the dropout seed are fixed now and travel with the recorded arguments
+        seed = p.ops.draw_seed() if 0 < p.dropout_p < 1 else None
+        return _tape.call(_attend, query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa,
+                          backend, seed)
     out = _kernels.KERNELS[backend].run(p, backend)
     return _wrap(_restore(p, out), p.ex)
+
+
+def _attend(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, backend, seed):
+    """One call with its kernel and dropout seed given (what tdx's tape records and re-executes)."""
+    p = _prepare(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    p.seed = seed
+    return _wrap(_restore(p, _kernels.KERNELS[backend].run(p, backend)), p.ex)
 
 
 class Explanation:

@@ -5,7 +5,7 @@ A peer is the other framework's executor on the same memory (``mlx:cpu`` <-> ``c
 without a copy (the executors' ``dlpack_zero_copy_export`` / ``dlpack_zero_copy_import``
 capabilities); the result comes back as a copy where the pair copies (priced in
 :func:`estimate`). From MLX, ``mx.vjp``/``mx.grad`` work: the backward
-pass recomputes on the peer under torch's autograd, with the forward pass's random state.
+pass recomputes on the peer under torch's autograd, with the forward pass's dropout seed.
 
 It must never import a framework at module level, and chooses the peer's kernel only
 through ``tdx.attention._kernels``.
@@ -88,7 +88,9 @@ def _peer_choice(p):
         return None, f"{p.ex.device} cannot hand its memory to {ex.device} without a copy"
     if not ex.caps.dlpack_zero_copy_import:
         return None, f"{ex.device} cannot import {p.ex.device}'s memory without a copy"
-    if p.requires_grad or p.mask_requires_grad:
+    if p.mask_requires_grad:
+        return None, "it returns no gradient for attn_mask, which requires grad"
+    if p.requires_grad and p.ex.caps.native_autograd:
         return None, f"gradients would not flow back from {ex.device} to {p.ex.device}'s autograd"
     from . import _kernels
 
@@ -164,11 +166,15 @@ def _mlx_bridge(mx, p, pp, kernel, chosen):
     from ..interop import transfer
 
     src, dst = p.ex, pp.ex
-    rng = torch.get_rng_state() if pp.dropout_p > 0 else None
+    # dropout on the peer draws from torch's generator, seeded from the source's (so tdx.manual_seed
+    # repeats it, and the backward pass recomputes with the forward pass's masks)
+    seed = (p.seed if p.seed is not None else p.ops.draw_seed()) if 0 < pp.dropout_p < 1 else None
 
     @mx.custom_function
     def attend(q, k, v):
-        with torch.no_grad():
+        with torch.random.fork_rng(devices=[]), torch.no_grad():
+            if seed is not None:
+                torch.default_generator.manual_seed(seed)
             return _to_mlx(mx, kernel.run(pp, chosen))
 
     @attend.vjp
@@ -178,8 +184,8 @@ def _mlx_bridge(mx, p, pp, kernel, chosen):
         pg = _moved(p, dst, leaves)
         pg.requires_grad = True
         with torch.random.fork_rng(devices=[]):
-            if rng is not None:
-                torch.set_rng_state(rng)
+            if seed is not None:
+                torch.default_generator.manual_seed(seed)
             with torch.enable_grad():
                 out = kernel.run(pg, chosen)
             grads = torch.autograd.grad(out, leaves, transfer(cotangent, src, dst))

@@ -183,7 +183,7 @@ def run(p):
     """The chunked kernel on canonical params: the ``(B, Hq, Tq, Ev)`` native result, differentiable
     through the executor's own autograd (torch) or ``mx.vjp`` (MLX)."""
     ops = p.ops
-    seed = ops.draw_seed() if 0 < p.dropout_p < 1 else 0
+    seed = (p.seed if p.seed is not None else ops.draw_seed()) if 0 < p.dropout_p < 1 else 0
     j = _job(p, seed)
     if ops.lazy:
         return _mlx_run(ops, j, p)

@@ -92,8 +92,6 @@ _NONEMPTY = Rule(lambda p: p.Tq > 0 and p.Tk > 0,
                  lambda p: f"it needs non-empty sequences (Tq={p.Tq}, Tk={p.Tk})")
 _NO_MASK_GRAD = Rule(lambda p: not p.mask_requires_grad,
                      lambda p: "it computes no gradient for attn_mask, which requires grad")
-_NO_GRAD_OR_TAPE = Rule(lambda p: not p.requires_grad or p.ex.caps.native_autograd,
-                        lambda p: f"{p.ex.device} records no gradients")
 # torch's CPU flash kernel (mirrors torch's own CPU checks)
 _CPU_FLASH = (
     Rule(lambda p: not _on_cpu(p) or p.dropout_p == 0,
@@ -190,9 +188,9 @@ KERNELS = {
                                _run_native),
     _B.MATH: Kernel(_B.MATH, (Rule(lambda p: "math" in p.ex.caps.sdpa_kernels or p.ops is not None,
                                    lambda p: f"{p.ex.device} has neither a native math kernel nor an op "
-                                             "adapter"), _NO_GRAD_OR_TAPE), _run_math),
+                                             "adapter"),), _run_math),
     _B.MLX_FUSED: Kernel(_B.MLX_FUSED, (_has("mlx_fused"), *_MLX_FUSED), _run_native),
-    _B.CHUNKED: Kernel(_B.CHUNKED, (_HAS_OPS, _NO_MASK_GRAD, _NO_GRAD_OR_TAPE), _run_chunked),
+    _B.CHUNKED: Kernel(_B.CHUNKED, (_HAS_OPS, _NO_MASK_GRAD), _run_chunked),
     _B.BRIDGE: Kernel(_B.BRIDGE, (Rule(_peer_ok, _peer_why),), _run_bridge),
     _B.OVERRIDEABLE: Kernel(_B.OVERRIDEABLE, (Rule(lambda p: False, lambda p: "tdx has no overrideable "
                                                    "(out-of-tree device) attention kernel"),), None),

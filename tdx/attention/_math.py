@@ -82,7 +82,8 @@ def run(p):
         if p.dropout_p >= 1:
             a = ops.mul(a, 0.0)
         else:
-            keep = ops.bernoulli_keep(ops.shape(a), p.dropout_p)
+            seed = p.seed if p.seed is not None else ops.draw_seed()
+            keep = ops.keep_mask(ops.shape(a), p.dropout_p, seed)
             a = ops.where(keep, ops.mul(a, 1.0 / (1.0 - p.dropout_p)), ops.scalar(0.0, cd))
     out = ops.matmul(a, vv)                                    # (B, Hk, G, Tq, Ev)
     return ops.astype(ungrouped(ops, out), dt)

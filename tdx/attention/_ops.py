@@ -150,10 +150,6 @@ class TorchOps(Ops):
         g.manual_seed(seed)
         return self.t.rand(shape, generator=g, device=self.dev) >= p
 
-    def bernoulli_keep(self, shape, p):
-        """A keep-mask drawn from the global generator."""
-        return self.t.rand(shape, device=self.dev) >= p
-
 
 class MLXOps(Ops):
     """MLX arrays on the executor's stream."""
@@ -263,10 +259,6 @@ class MLXOps(Ops):
         """Bernoulli(1 - p) keep-mask of ``shape``, a pure function of ``seed``."""
         key = self.mx.random.key(seed)
         return self.mx.random.uniform(shape=shape, key=key, stream=self.s) >= p
-
-    def bernoulli_keep(self, shape, p):
-        """A keep-mask drawn from the global key."""
-        return self.mx.random.uniform(shape=shape, stream=self.s) >= p
 
 
 _FAMILIES = {"torch": TorchOps, "mlx": MLXOps}

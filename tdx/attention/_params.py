@@ -36,14 +36,16 @@ class Params:
         enable_gqa: as given.
         B, Hq, Hk, Tq, Tk, E, Ev: the canonical sizes; ``groups = Hq // Hk``.
         dtype: the tdx dtype of query, key and value.
-        requires_grad: whether any of query, key, value records gradients (native autograd).
+        requires_grad: whether any of query, key, value records gradients (the framework's autograd
+            or tdx's tape).
         mask_requires_grad: whether the mask records gradients.
+        seed: the dropout seed, or None to draw one from the executor's generator.
         out_shape: the shape of the result torch would return.
     """
 
     __slots__ = ("ex", "ops", "q", "k", "v", "mask", "mask_kind", "dropout_p", "is_causal", "scale",
                  "enable_gqa", "B", "Hq", "Hk", "Tq", "Tk", "E", "Ev", "groups", "dtype", "requires_grad",
-                 "mask_requires_grad", "out_shape", "mask_shape", "mask_dtype")
+                 "mask_requires_grad", "out_shape", "mask_shape", "mask_dtype", "seed")
 
     def signature(self) -> tuple:
         """What a kernel's legality and cost may depend on (the key of the choice cache)."""
@@ -72,8 +74,12 @@ def _broadcast(shapes, what):
     return tuple(out)
 
 
-def _grad(x) -> bool:
-    return bool(getattr(x, "requires_grad", False))
+def _grad(t, native) -> bool:
+    """Whether ``t`` records gradients: natively (torch) or on tdx's tape (``t._ag``)."""
+    if getattr(native, "requires_grad", False):
+        return True
+    m = getattr(t, "_ag", None)
+    return m is not None and bool(m.requires_grad)
 
 
 def _tensor_class():
@@ -134,8 +140,9 @@ def prepare(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, s
     p = Params()
     p.ex, p.ops, p.dtype = ex, ops_for(ex), dq
     p.dropout_p, p.is_causal, p.enable_gqa = float(dropout_p), bool(is_causal), bool(enable_gqa)
-    p.requires_grad = _grad(qn) or _grad(kn) or _grad(vn)
-    p.mask_requires_grad = _grad(mn)
+    p.requires_grad = _grad(query, qn) or _grad(key, kn) or _grad(value, vn)
+    p.mask_requires_grad = attn_mask is not None and _grad(attn_mask, mn)
+    p.seed = None
     fast = (len(sq) == len(sk) == len(sv) == 4 and sq[0] == sk[0] == sv[0] and sk[1] == sv[1]
             and sk[2] == sv[2] and sq[3] == sk[3]
             and (sq[1] == sk[1] or (enable_gqa and sk[1] and sq[1] % sk[1] == 0)))

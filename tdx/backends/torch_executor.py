@@ -60,7 +60,8 @@ class TorchExecutor(TorchMoreOps, Executor):
             dlpack_zero_copy_import=device.type == "cpu",
             dlpack_zero_copy_export=True,
             asynchronous=device.type != "cpu",
-            sdpa_kernels=("flash", "efficient", "cudnn", "math") if device.type == "cuda" else ("math",),
+            sdpa_kernels=(("flash", "efficient", "cudnn", "math") if device.type == "cuda"
+                          else ("flash", "math") if device.type == "cpu" else ("math",)),
         )
         super().__init__(device)
         self.tdev = torch.device(str(device))
