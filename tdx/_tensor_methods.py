@@ -53,9 +53,13 @@ def wrap(native, ex):
 def typed_errors(fn):
     """Wrap a method so framework exceptions surface as TdxErrors of the same builtin kind."""
 
+    inplace = fn.__name__.endswith("_") and not fn.__name__.endswith("__")
+
     @functools.wraps(fn)
     def method(self, *args, **kwargs):
         if _TAPE[0] and _tape.wants(self, *args, **kwargs):
+            if inplace:  # recorded as: clone, apply, rebind
+                return _tape.record_inplace(self, _applied_to_clone(method), (self, *args), kwargs)
             return _tape.call(method, self, *args, **kwargs)
         try:
             return fn(self, *args, **kwargs)
@@ -64,6 +68,18 @@ def typed_errors(fn):
             raise (ex.native_error(err) if ex is not None else translate(err)) from None
 
     return method
+
+
+def _applied_to_clone(inplace_method):
+    """The out-of-place form of an in-place method: apply it to a clone and return the clone."""
+
+    def out_of_place(t, *args, **kwargs):
+        c = t.clone()
+        inplace_method(c, *args, **kwargs)
+        return c
+
+    out_of_place.__name__ = inplace_method.__name__.rstrip("_")
+    return out_of_place
 
 
 def scalar(value):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from . import _dtypes as D
 from . import _tensor_methods as TM
+from . import _views
 from ._errors import CastError, TdxTypeError, mismatch
 from ._generator import native as _native_generator
 from ._tensor_index import IndexTensorMethods, int_arg, tensor_arg
@@ -52,13 +53,13 @@ class MoreTensorMethods(IndexTensorMethods):
         if ex.shape(out) != ex.shape(self._n):
             raise CastError(f"{op}: output with shape {list(ex.shape(self._n))} doesn't match the broadcast "
                             f"shape {list(ex.shape(out))}")
-        self._n = ex.astype(out, mine)
+        _views.assign(self, ex.astype(out, mine))
         return self
 
     def fill_(self, value):
         """Set every element to ``value`` (a number or a 0-d tensor), cast to self's dtype."""
         ex = self._ex
-        self._n = ex.fill_(self._n, operand(self, value, "fill_"))
+        _views.assign(self, ex.fill_(self._n, operand(self, value, "fill_")))
         return self
 
     def zero_(self):
@@ -75,7 +76,7 @@ class MoreTensorMethods(IndexTensorMethods):
             from .interop import transfer
 
             native = transfer(native, src._ex, ex)
-        self._n = ex.copy_(self._n, native)
+        _views.assign(self, ex.copy_(self._n, native))
         return self
 
     # elementwise ------------------------------------------------------------------------
@@ -139,20 +140,20 @@ class MoreTensorMethods(IndexTensorMethods):
     def bernoulli_(self, p=0.5, *, generator=None):
         """Fill self with 0/1 draws of probability ``p`` (a number or a tensor)."""
         ex = self._ex
-        self._n = ex.bernoulli_(self._n, operand(self, p, "bernoulli_"), _native_generator(generator, ex))
+        _views.assign(self, ex.bernoulli_(self._n, operand(self, p, "bernoulli_"), _native_generator(generator, ex)))
         return self
 
     def normal_(self, mean=0.0, std=1.0, *, generator=None):
         """Fill self with normal draws of ``mean`` and ``std``."""
         ex = self._ex
-        self._n = ex.normal_(self._n, float(mean), float(std), _native_generator(generator, ex))
+        _views.assign(self, ex.normal_(self._n, float(mean), float(std), _native_generator(generator, ex)))
         return self
 
     def uniform_(self, *args, generator=None, **kwargs):
         """Fill self with uniform draws from ``[from, to)`` (defaults 0 and 1)."""
         low, high = _bounds(args, kwargs)
         ex = self._ex
-        self._n = ex.uniform_(self._n, low, high, _native_generator(generator, ex))
+        _views.assign(self, ex.uniform_(self._n, low, high, _native_generator(generator, ex)))
         return self
 
 

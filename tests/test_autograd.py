@@ -176,3 +176,16 @@ def test_training_loop_matches_torch(device):
     ours, theirs = _train(tdx, device), _train(torch, None)
     assert theirs[-1] < theirs[0] * 0.5, "the task must be learnable"
     np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("op", ["add_", "mul_", "clamp_", "fill_", "tanh_"])
+def test_inplace_methods_are_recorded(device, op):
+    args = {"add_": (2.0,), "mul_": (3.0,), "clamp_": (0.9, 1.6), "fill_": (0.5,), "tanh_": ()}[op]
+    x, t = leaves([A], device)
+    res = []
+    for v in (x[0], t[0]):
+        h = v * 1.5
+        getattr(h, op)(*args)
+        (h * v).sum().backward()
+        res.append(v.grad)
+    assert_close(res[0], res[1])

@@ -81,3 +81,18 @@ def test_inplace_dtype_and_shape_rules(device):
     for fn in (lambda a, b: operator.iadd(a, 1.5), lambda a, b: operator.iadd(b, a),
                lambda a, b: operator.iadd(a, 2), lambda a, b: operator.itruediv(a, 2)):
         check(lambda: run(fn, tdx, device=device), lambda: run(fn, torch))
+
+
+@pytest.mark.parametrize("write", ["fill_", "zero_", "copy_", "add_", "clamp_", "mul_"])
+def test_inplace_methods_reach_views(device, write):
+    def run(mod, **kw):
+        x = mod.arange(12., **kw).reshape(3, 4)
+        row, col = x[1], x[:, 2]
+        target = {"fill_": lambda: row.fill_(7), "zero_": lambda: col.zero_(),
+                  "copy_": lambda: col.copy_(mod.tensor([1., 2., 3.], **kw)), "add_": lambda: row.add_(10),
+                  "clamp_": lambda: x.clamp_(2, 9), "mul_": lambda: col.mul_(-1)}[write]
+        target()
+        return x, row, col
+
+    for g, w in zip(run(tdx, device=device), run(torch)):
+        check(lambda: g, lambda: w, msg=write)
