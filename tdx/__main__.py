@@ -1,4 +1,5 @@
-"""``python -m tdx``: ``info`` (devices, versions, config and its sources, interop matrix) and ``demo``."""
+"""``python -m tdx``: ``info`` (devices, versions, config and its sources, interop matrix), ``demo``
+(the main job on every device, checked against torch) and ``catalog`` (per-function conformance)."""
 
 from __future__ import annotations
 
@@ -39,9 +40,15 @@ def main(argv=None) -> int:
     sub = parser.add_subparsers(dest="cmd", required=True)
     sub.add_parser("info", help="executors, devices, versions, effective config with sources")
     sub.add_parser("demo", help="run the main job on every available device, checked against torch")
-    args = parser.parse_args(argv)
+    sub.add_parser("catalog", help="conformance of each torch function per device, as a Markdown table",
+                   add_help=False)
+    args, rest = parser.parse_known_args(argv)
     if args.cmd == "info":
         return info()
+    if args.cmd == "catalog":
+        from ._catalog import main as catalog
+
+        return catalog(rest)
     from ._demo import main as demo
 
     return demo()

@@ -381,6 +381,8 @@ class MLXOps:
         return mx.min(x, **_kw(x, dim, keepdim), stream=self.s)
 
     def _arg(self, fn, op, x, dim, keepdim):
+        if x.dtype == mx.bool_ and op.startswith("arg"):
+            raise OpDtypeError(f"{op}(): does not support bool input")
         self._nonempty(x, dim, op)
         if x.ndim == 0:
             norm_dim(dim if dim is not None else 0, 0)
