@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 from . import _dtypes as D
-from ._errors import NATIVE_ERRORS, CastError, TdxRuntimeError, TdxTypeError, UnsupportedOpError, mismatch
+from ._errors import NATIVE_ERRORS, TdxRuntimeError, TdxTypeError, UnsupportedOpError, mismatch
 from . import _tensor_methods, _views
 from .autograd import tape as _tape
 from .autograd.tape import ACTIVE as _TAPE
@@ -26,7 +26,17 @@ from ._tensor_methods import (SCALARS as _SCALARS, Size, TensorMethods, inline_t
 _new = object.__new__
 
 
+def _operand(t, other, op: str):
+    """``other`` as a native of ``t``'s executor or a Python scalar; NotImplemented for other types."""
+    if other.__class__ is Tensor:
+        if other._ex is not t._ex:
+            raise mismatch(op, t._ex.device, other._ex.device)
+        return other._n
+    return other if other.__class__ in _SCALARS else _scalar(other)
+
+
 def _binary(name: str, reverse: bool = False):
+    # the operand handling is inlined (not _operand): this is the per-op hot path
     def op(self, other):
         if _TAPE[0] and _tape.wants(self, other):
             return _tape.call(op, self, other)
@@ -76,14 +86,9 @@ def _inplace(name: str):
         if _TAPE[0] and _tape.wants(self, other):
             return _tape.record_inplace(self, out_of_place, (self, other), {})
         ex = self._ex
-        if other.__class__ is Tensor:
-            if other._ex is not ex:
-                raise mismatch(method, ex.device, other._ex.device)
-            other = other._n
-        elif other.__class__ not in _SCALARS:
-            other = _scalar(other)
-            if other is NotImplemented:
-                return NotImplemented
+        other = _operand(self, other, method)
+        if other is NotImplemented:
+            return NotImplemented
         try:
             if ex.caps.mutable:
                 getattr(self._n, method)(other)
@@ -91,14 +96,7 @@ def _inplace(name: str):
             out = getattr(ex, name)(self._n, other)
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
-        mine, got = ex.dtype(self._n), ex.dtype(out)
-        if not _can_cast(got, mine):
-            raise CastError(f"result type {got.name} can't be cast to the desired output type {mine.name}")
-        if ex.shape(out) != ex.shape(self._n):
-            raise CastError(f"output with shape {list(ex.shape(self._n))} doesn't match the broadcast "
-                            f"shape {list(ex.shape(out))}")
-        _views.assign(self, ex.astype(out, mine))
-        return self
+        return self._rebind(out, method)
 
     op.__name__ = f"__i{name.rstrip('_')}__"
     return op
