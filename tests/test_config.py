@@ -146,3 +146,14 @@ def test_fallback_without_map(tmp_path):
     (tmp_path / "tdx.toml").write_text('fallback = ["mlx:gpu", "mlx:cpu"]\n')
     r = run("import tdx; print(tdx.zeros(1, device='mps').device)", tmp_path)
     assert r.returncode == 0 and r.stdout.strip() == "mlx:cpu", r.stderr
+
+
+def test_backends_torch_section_is_applied(tmp_path):
+    (tmp_path / "tdx.toml").write_text("[backends.torch]\nnum_threads = 1\nallow_tf32 = true\n")
+    r = run("""
+        import tdx, torch
+        tdx.zeros(1, device="cpu")
+        print(torch.get_num_threads(), torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    """, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["1", "True", "True"]

@@ -231,7 +231,21 @@ def make_executor(name: str) -> TorchExecutor:
 
     sync_default_dtype()
     _flags_loaded()
+    _apply_config()
     return TorchExecutor(device(name))
+
+
+def _apply_config() -> None:
+    """Apply ``[backends.torch]`` from the config (values left unset keep torch's own)."""
+    from .. import config
+
+    cfg = config.current()
+    threads, tf32 = cfg["backends.torch.num_threads"], cfg["backends.torch.allow_tf32"]
+    if threads is not None:
+        torch.set_num_threads(threads)
+    if tf32 is not None:
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32
 
 
 def _flags_loaded() -> None:
