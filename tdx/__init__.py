@@ -25,6 +25,7 @@ from ._functional import *  # noqa: F401,F403 - the torch namespace functions
 from ._functional import __all__ as _functional_all
 from ._functional_more import *  # noqa: F401,F403 - the wider torch surface
 from ._functional_more import __all__ as _more_all
+from ._generator import Generator
 from ._random import initial_seed, manual_seed
 from .interop import CopyRequiredError, InteropError, from_dlpack
 from ._tensor import Tensor
@@ -53,7 +54,7 @@ def __getattr__(name: str):
     return module
 
 
-__all__ = ["Tensor", "Size", "device", "dtype", "tensor", "as_tensor", "asarray", "zeros", "ones",
+__all__ = ["Tensor", "Size", "Generator", "device", "dtype", "tensor", "as_tensor", "asarray", "zeros", "ones",
            "empty", "full", "arange", "linspace", "eye", "rand", "randn", "randint", "zeros_like",
            "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "randint_like",
            "manual_seed", "initial_seed", "set_default_device", "get_default_device",

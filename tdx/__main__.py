@@ -43,6 +43,8 @@ def main(argv=None) -> int:
     sub.add_parser("catalog", help="conformance of each torch function per device, as a Markdown table",
                    add_help=False)
     args, rest = parser.parse_known_args(argv)
+    if rest and args.cmd != "catalog":
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.cmd == "info":
         return info()
     if args.cmd == "catalog":

@@ -13,6 +13,7 @@ from . import _dtypes as D
 from . import backends
 from ._errors import TdxRuntimeError, TdxTypeError, TdxValueError
 from ._tensor import Tensor
+from ._generator import native as native_generator
 from ._tensor_methods import shape_args, wrap, wrap_grad
 
 
@@ -133,7 +134,7 @@ def _random(kind, size, dtype, device, generator, requires_grad):
     dtype = dtype or D.get_default_dtype()
     if not (dtype.is_floating_point or dtype.is_complex):
         raise TdxTypeError(f"{kind}(): expected a floating point dtype, got {dtype!r}")
-    out = wrap(getattr(ex, kind)(_shape(size, kind), dtype, generator), ex)
+    out = wrap(getattr(ex, kind)(_shape(size, kind), dtype, native_generator(generator, ex)), ex)
     return out.requires_grad_() if requires_grad else out
 
 
@@ -156,7 +157,8 @@ def randint(low=0, high=None, size=None, *, dtype=None, device=None, generator=N
     if low >= high:
         raise TdxValueError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     ex, dtype = _ex_dtype(device, dtype)
-    return wrap(ex.randint(low, high, _shape((size,), "randint"), dtype or D.int64, generator), ex)
+    return wrap(ex.randint(low, high, _shape((size,), "randint"), dtype or D.int64, native_generator(generator, ex)),
+                ex)
 
 
 def _like(t, dtype, device):

@@ -32,7 +32,8 @@ def format_tensor(t) -> str:
             width = max(len(fmt(v)) for v in arr.flat)
             opts["formatter"] = {"float_kind": lambda v: fmt(v).rjust(width)}
     elif arr.dtype.kind == "b":
-        opts["formatter"] = {"bool": lambda v: " True" if v else "False"}
+        pad = 5 if not arr.all() else 4  # torch pads True only beside a False
+        opts["formatter"] = {"bool": lambda v: ("True" if v else "False").rjust(pad)}
     body = np.array2string(arr, **opts) if arr.size else "[]"
     if arr.dtype.kind == "b" and arr.ndim == 0:
         body = body.strip()

@@ -206,15 +206,15 @@ class TensorMethods:
     def add(self, other, *, alpha=1):
         ex = self._ex
         other = operand(self, other, "add")
-        if alpha != 1:
-            other = ex.mul(other, alpha)
+        if alpha.__class__ is not int or alpha != 1:
+            return wrap(ex.add_alpha(self._n, other, alpha), ex)
         return wrap(ex.add(self._n, other), ex)
 
     def sub(self, other, *, alpha=1):
         ex = self._ex
         other = operand(self, other, "sub")
-        if alpha != 1:
-            other = ex.mul(other, alpha)
+        if alpha.__class__ is not int or alpha != 1:
+            return wrap(ex.sub_alpha(self._n, other, alpha), ex)
         return wrap(ex.sub(self._n, other), ex)
 
     def div(self, other, *, rounding_mode=None):

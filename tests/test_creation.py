@@ -129,7 +129,8 @@ def test_to_between_devices(device, other, dtype):
     check(lambda: both, lambda: t.float())
 
 
-REPRS = [[1.0, 2.0, 3.0], [0.1234567, 10.0], [[1, 2], [3, 4]], [True, False], 3.5, [], [1e-8, 1.0],
+REPRS = [[1.0, 2.0, 3.0], [0.1234567, 10.0], [[1, 2], [3, 4]], [True, False], [True], [[True, True]], 3.5, [],
+         [1e-8, 1.0],
          [1e10, 1.0], [float("nan"), 1.5, float("inf")]]
 
 

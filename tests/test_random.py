@@ -168,6 +168,19 @@ def test_normal_and_uniform_fills(device, dtype):
         check(bad_x, bad_t, msg="fill argument check")
 
 
+def test_complex_fills(device):
+    """As torch: each part normal with the mean and std/sqrt(2), or uniform in [from, to)."""
+    if "complex64" not in tdx.backends.get(device).caps.dtypes:
+        pytest.skip("no complex64 here")
+    g = _gen(device)
+    z = np.asarray(tdx.zeros(20000, dtype=tdx.complex64, device=device).normal_(1.0, 2.0, generator=g).tolist())
+    for part in (z.real, z.imag):
+        assert abs(part.mean() - 1.0) < 0.05 and abs(part.std() - 2 ** 0.5) < 0.05
+    u = np.asarray(tdx.zeros(2000, dtype=tdx.complex64, device=device).uniform_(2, 3, generator=g).tolist())
+    for part in (u.real, u.imag):
+        assert part.min() >= 2 and part.max() <= 3 and abs(part.mean() - 2.5) < 0.05
+
+
 def test_normal_function_forms(device):
     g = _gen(device)
     mean = tdx.arange(6, dtype=tdx.float32, device=device).reshape(2, 3)

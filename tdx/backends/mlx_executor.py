@@ -71,7 +71,7 @@ class MLXExecutor(MLXOps, MLXMoreOps, Executor):
         if arr.dtype.kind == "c" and not dtype.is_complex:
             arr = arr.real
         src = arr if arr.dtype.name in ("bool", "uint8", "int8", "int16", "int32", "int64", "float16",
-                                         "float32", "float64", "complex64") else arr.astype(np.float64)
+                                         "float32", "float64", "complex64", "complex128") else arr.astype(np.float64)
         if src.dtype == np.float64 and dtype is not D.float64:
             src = src.astype(np.float32 if dtype is not D.complex64 else np.complex64)
         if src.dtype == np.complex128:
@@ -118,21 +118,14 @@ class MLXExecutor(MLXOps, MLXMoreOps, Executor):
         self._no_grad(requires_grad)
         return mx.eye(n, m, dtype=self._nd(dtype), stream=self.s)
 
-    def _no_generator(self, generator):
-        if generator is not None:
-            raise UnsupportedOpError(f"generator= is not supported yet on {self.device}")
-
     def rand(self, shape, dtype, generator=None):
-        self._no_generator(generator)
-        return mx.random.uniform(shape=shape, dtype=self._nd(dtype), stream=self.s)
+        return mx.random.uniform(shape=shape, dtype=self._nd(dtype), key=generator, stream=self.s)
 
     def randn(self, shape, dtype, generator=None):
-        self._no_generator(generator)
-        return mx.random.normal(shape, dtype=self._nd(dtype), stream=self.s)
+        return mx.random.normal(shape, dtype=self._nd(dtype), key=generator, stream=self.s)
 
     def randint(self, low, high, shape, dtype, generator=None):
-        self._no_generator(generator)
-        return mx.random.randint(low, high, shape, dtype=self._nd(dtype), stream=self.s)
+        return mx.random.randint(low, high, shape, dtype=self._nd(dtype), key=generator, stream=self.s)
 
     def manual_seed(self, seed: int) -> None:
         mx.random.seed(seed)

@@ -11,6 +11,8 @@ never import torch.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import mlx.core as mx
 
@@ -51,29 +53,47 @@ def fit_scalar(value, d):
         return bool(value)
     if isinstance(value, bool) or d.name == "bool" or not isinstance(value, (int, float, complex)):
         return value
-    bad = False
     if isinstance(value, complex):
         if d.is_complex:
             return value
-        bad = value.imag != 0
-        value = value.real
+        bad, real = value.imag != 0, value.real
+    else:
+        bad, real = False, value
     lo_hi = _INT_RANGE.get(d.name)
-    if bad:
-        pass
-    elif lo_hi is not None:
+    if not bad and lo_hi is not None:
         lo, hi = lo_hi
-        if isinstance(value, int):
-            bad = value > hi or (value < -hi if lo == 0 else value < lo)
+        if isinstance(real, int):
+            bad = real > hi or (real < -hi if lo == 0 else real < lo)
         else:
-            bad = value != value or value < lo or value > hi
-    elif d.name in _FLOAT_MAX and value == value and abs(value) != float("inf"):
-        bad = abs(value) > _FLOAT_MAX[d.name]
+            bad = real != real or real < lo or real > hi
+    elif not bad and d.name in _FLOAT_MAX and real == real and abs(real) != float("inf"):
+        bad = abs(real) > _FLOAT_MAX[d.name]
     if bad:
         raise TdxRuntimeError(f"value cannot be converted to type {d.name} without overflow")
-    return value
+    return real
 
 
-def dim_list(dims, ndim: int, op: str) -> list:
+def on_stream(cls):
+    """Run every public method of mixin ``cls`` with ``self.s`` as MLX's default stream.
+
+    Operators, indexing and ``.at[]`` updates take no ``stream=``; inside the context they
+    run on the executor's device too (an ``mlx:cpu`` array never reaches the GPU).
+    """
+    def bind(fn):
+        @functools.wraps(fn)
+        def op(self, *args, **kwargs):
+            with mx.stream(self.s):
+                return fn(self, *args, **kwargs)
+
+        return op
+
+    for name, fn in list(vars(cls).items()):
+        if not name.startswith("_") and callable(fn):
+            setattr(cls, name, bind(fn))
+    return cls
+
+
+def dim_list(dims, ndim: int) -> list:
     """``dims`` (an int or a sequence) normalized, refusing repeats as torch does.
 
     Raises:
@@ -87,6 +107,7 @@ def dim_list(dims, ndim: int, op: str) -> list:
     return out
 
 
+@on_stream
 class MLXIndexOps:
     """Indexing, ordering and rearranging ops with torch's semantics."""
 
@@ -95,18 +116,18 @@ class MLXIndexOps:
         if not isinstance(index, mx.array):
             raise TdxTypeError(f"{op}(): argument 'index' must be Tensor, not {type(index).__name__}")
         if index.dtype not in allowed:
-            raise TdxRuntimeError(f"{op}(): Expected dtype int32/int64 for index")
+            names = "int32/int64" if mx.int32 in allowed else "int64"
+            raise TdxRuntimeError(f"{op}(): Expected dtype {names} for index")
 
-    def _in_bounds(self, index, size: int, d: int, negative: bool = False):
+    def _in_bounds(self, index, size: int, d: int):
         if not index.size:
             return
         lo, hi = int(mx.min(index, stream=self.s).item()), int(mx.max(index, stream=self.s).item())
-        low = -size if negative else 0
-        if lo < low or hi >= size:
+        if lo < 0 or hi >= size:
             bad = hi if hi >= size else lo
             raise TdxRuntimeError(f"index {bad} is out of bounds for dimension {d} with size {size}")
 
-    def _fit_dims(self, x, index, d: int, op: str, what: str = "self"):
+    def _fit_dims(self, x, index, d: int, what: str = "self"):
         xs = x.shape if x.ndim else (1,)
         ix = index.shape if index.ndim else (1,)
         if len(ix) != len(xs):
@@ -119,7 +140,7 @@ class MLXIndexOps:
     def gather(self, x, dim, index):
         self._check_index(index, "gather")
         d = norm_dim(dim, x.ndim)
-        self._fit_dims(x, index, d, "gather")
+        self._fit_dims(x, index, d)
         self._in_bounds(index, x.shape[d] if x.ndim else 1, d)
         if index.size == 0:
             return mx.zeros(index.shape, x.dtype, stream=self.s)
@@ -150,8 +171,8 @@ class MLXIndexOps:
         if isinstance(src, mx.array):
             if src.dtype != x.dtype:
                 raise TdxRuntimeError(f"{op}(): Expected self.dtype to be equal to src.dtype")
-            self._fit_dims(src, index, -1, op, "src")
-        self._fit_dims(x, index, d, op)
+            self._fit_dims(src, index, -1, "src")
+        self._fit_dims(x, index, d)
         self._in_bounds(index, x.shape[d] if x.ndim else 1, d)
         if index.size == 0:
             return None, None, None
@@ -324,7 +345,7 @@ class MLXIndexOps:
         return x
 
     def flip(self, x, dims):
-        axes = dim_list(dims, x.ndim, "flip")
+        axes = dim_list(dims, x.ndim)
         if x.ndim == 0 or not axes:
             return mx.array(x)
         return x[tuple(slice(None, None, -1) if k in axes else slice(None) for k in range(x.ndim))]

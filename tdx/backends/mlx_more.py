@@ -19,7 +19,7 @@ import mlx.core as mx
 from .. import _dtypes as D
 from .._errors import DtypeMismatchError, OpDtypeError, ShapeError, TdxRuntimeError, TdxTypeError
 from .base import norm_dim
-from .mlx_index import MLXIndexOps, broadcast_shape, fit_scalar, scalar_name
+from .mlx_index import MLXIndexOps, broadcast_shape, fit_scalar, on_stream, scalar_name
 from .mlx_random import MLXRandomOps
 
 _INTS = frozenset((mx.bool_, mx.uint8, mx.int8, mx.int16, mx.int32, mx.int64))
@@ -47,6 +47,7 @@ def _out_shape(shape, axes, keepdim: bool) -> tuple:
     return tuple(s for i, s in enumerate(shape) if i not in axes)
 
 
+@on_stream
 class MLXMoreOps(MLXIndexOps, MLXRandomOps):
     """Further MLX ops with torch's semantics."""
 
@@ -146,8 +147,14 @@ class MLXMoreOps(MLXIndexOps, MLXRandomOps):
             a = a.astype(mx.float32, stream=self.s)
         kw = {"axis": axes, "keepdims": keepdim} if x.ndim else {}
         if a.size == 0 and math.isinf(p):
-            raise TdxRuntimeError(f"linalg.vector_norm cannot compute the {p} norm on an empty tensor because "
-                                  "the operation does not have an identity")
+            if axes is None or not x.ndim:
+                raise TdxRuntimeError(f"linalg.vector_norm cannot compute the {p} norm on an empty tensor "
+                                      "because the operation does not have an identity")
+            for ax in axes:
+                if x.shape[ax] == 0:
+                    raise TdxRuntimeError(f"linalg.vector_norm cannot compute the {p} norm on the dimension "
+                                          f"{ax}because this dimension is empty and the operation does not "
+                                          "have an identity")
         if a.size == 0:
             out = mx.zeros(_out_shape(x.shape, axes, keepdim), a.dtype, stream=self.s)
         elif p == math.inf:
@@ -234,6 +241,12 @@ class MLXMoreOps(MLXIndexOps, MLXRandomOps):
                 raise TdxRuntimeError(f"einsum(): {err}") from None
             dtype = mx.int64 if len(operands) == 1 and reduced else first.dtype  # torch sums ints in int64
             return mx.array(np.asarray(out)).astype(dtype, stream=self.s)
+        if any(t.size == 0 for t in operands):  # MLX's reductions over empty inputs are unreliable
+            try:
+                out = np.einsum(equation, *[self.host_numpy(t) for t in operands])
+            except ValueError as err:
+                raise TdxRuntimeError(f"einsum(): {err}") from None
+            return mx.array(np.asarray(out)).astype(first.dtype, stream=self.s)
         return mx.einsum(equation, *operands, stream=self.s)
 
     @staticmethod

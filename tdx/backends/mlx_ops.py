@@ -122,7 +122,7 @@ class MLXOps:
         if rt is D.bool_:
             return mx.power(a.astype(mx.int32), b.astype(mx.int32), stream=self.s).astype(mx.bool_)
         if D.is_integral(rt, include_bool=True) and bool(mx.any(b < 0)):
-            raise TdxValueError("Integers to negative integer powers are not allowed.")
+            raise TdxRuntimeError("Integers to negative integer powers are not allowed.")
         return mx.power(a, b, stream=self.s)
 
     def matmul(self, a, b):
@@ -351,11 +351,20 @@ class MLXOps:
     def mean(self, x, dim=None, keepdim=False, dtype=None):
         if dtype is None:
             self._need_float(x, "mean")
-        return mx.mean(self._acc(x, dtype), **_kw(x, dim, keepdim), stream=self.s)
+        x = self._acc(x, dtype)
+        if x.size == 0:  # MLX's mean of an empty array may never return; torch gives NaN
+            return self._empty_nan(x, dim, keepdim)
+        return mx.mean(x, **_kw(x, dim, keepdim), stream=self.s)
 
     def var(self, x, dim=None, correction=1, keepdim=False):
         self._need_float(x, "var")
+        if x.size == 0:  # as mean: avoid MLX's empty reduction, torch gives NaN
+            return self._empty_nan(x, dim, keepdim)
         return mx.var(x, **_kw(x, dim, keepdim), ddof=correction, stream=self.s)
+
+    def _empty_nan(self, x, dim, keepdim):
+        shape = _reduced_shape(x.shape, _dims(dim, x.ndim), keepdim) if x.ndim else ()
+        return mx.full(shape, float("nan"), x.dtype, stream=self.s)
 
     def std(self, x, dim=None, correction=1, keepdim=False):
         self._need_float(x, "std")

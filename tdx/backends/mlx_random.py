@@ -14,11 +14,12 @@ from __future__ import annotations
 import mlx.core as mx
 
 from .._errors import OpDtypeError, TdxRuntimeError
-from .mlx_index import scalar_name
+from .mlx_index import on_stream, scalar_name
 
 _FLOATS = frozenset((mx.float16, mx.bfloat16, mx.float32, mx.float64))
 
 
+@on_stream
 class MLXRandomOps:
     """Random ops with torch's checks; draws come from MLX's counter-based keys."""
 
