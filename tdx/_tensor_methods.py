@@ -184,7 +184,7 @@ def _binary(name: str, torch_name: str):
 
 UNARY = ("neg", "abs", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt",
          "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "sigmoid", "relu",
-         "erf", "floor", "ceil", "round", "trunc", "frac", "sign", "reciprocal", "square",
+         "erf", "floor", "ceil", "round", "trunc", "frac", "sign", "sgn", "reciprocal", "square",
          "logical_not", "bitwise_not", "isnan", "isinf", "isfinite", "positive")
 BINARY = {"mul": "mul", "truediv": "true_divide", "floordiv": "floor_divide", "remainder": "remainder",
           "pow": "pow", "matmul": "matmul", "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt",

@@ -202,7 +202,7 @@ INPLACE = ("add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder
            "clamp", "clip", "neg", "negative", "abs", "absolute", "exp", "exp2", "expm1", "log",
            "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "asin", "acos", "atan",
            "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "sigmoid", "relu", "erf", "floor",
-           "ceil", "round", "trunc", "fix", "frac", "sign", "reciprocal", "square", "atan2", "arctan2",
+           "ceil", "round", "trunc", "fix", "frac", "sign", "sgn", "reciprocal", "square", "atan2", "arctan2",
            "logical_not", "logical_and", "logical_or", "logical_xor", "bitwise_not", "bitwise_and",
            "bitwise_or", "bitwise_xor", "eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal",
            "less", "less_equal", "not_equal", "multiply", "divide", "subtract", "tril", "triu",

@@ -103,51 +103,49 @@ UNARY = ["abs", "neg", "exp", "exp2", "log", "log1p", "log2", "sqrt", "rsqrt", "
          "erf", "floor", "ceil", "round", "sign", "reciprocal", "isnan", "isinf", "isfinite", "logical_not"]
 
 
-# (op, dtype) -> (why, call): where an existing op of the MLX executor (tdx.backends.mlx_ops) still
-# differs from torch; the property tests leave these out and test_known_mlx_gaps tracks them
-MLX_GAPS = {
-    ("sigmoid", "complex64"): ("MLX has no complex sigmoid", lambda m, x: m.sigmoid(x)),
-    ("round", "complex64"): ("torch refuses complex round; MLX rounds", lambda m, x: m.round(x)),
-    ("sign", "complex64"): ("torch refuses complex sign (sgn is the complex one)", lambda m, x: m.sign(x)),
-    ("any", "uint8"): ("torch keeps uint8 for any(); MLX gives bool", lambda m, x: m.any(x, 0)),
-    ("all", "uint8"): ("torch keeps uint8 for all(); MLX gives bool", lambda m, x: m.all(x, 0)),
-    ("pow", "int64"): ("a negative int exponent raises ValueError, torch RuntimeError", lambda m, x: m.pow(x, -2)),
-    ("argmax", "bool"): ("torch refuses bool argmax", lambda m, x: m.argmax(x)),
-    ("argmin", "bool"): ("torch refuses bool argmin", lambda m, x: m.argmin(x)),
-    **{(n, "complex64"): (f"torch refuses complex {n}", (lambda n: lambda m, x: getattr(m, n)(x, x))(n))
+# (op, dtype) -> call: dtype edge cases where an executor must follow torch, not its framework
+# (MLX orders complex numbers and rounds their parts, where torch refuses; torch keeps uint8 for
+# any/all; torch's complex sigmoid is 1 / (1 + exp(-x)))
+EDGE_CASES = {
+    ("sigmoid", "complex64"): lambda m, x: m.sigmoid(x),
+    ("sgn", "complex64"): lambda m, x: m.sgn(x),
+    ("round", "complex64"): lambda m, x: m.round(x),
+    ("sign", "complex64"): lambda m, x: m.sign(x),
+    ("any", "uint8"): lambda m, x: m.any(x, 0),
+    ("all", "uint8"): lambda m, x: m.all(x, 0),
+    ("pow", "int64"): lambda m, x: m.pow(x, -2),
+    ("argmax", "bool"): lambda m, x: m.argmax(x),
+    ("argmin", "bool"): lambda m, x: m.argmin(x),
+    ("relu", "complex64"): lambda m, x: m.relu(x),
+    ("max_dim", "complex64"): lambda m, x: m.max(x, 1),
+    ("lt_scalar", "complex64"): lambda m, x: x < 1,
+    ("clamp", "complex64"): lambda m, x: m.clamp(x, 0, 1),
+    **{(n, "complex64"): (lambda n: lambda m, x: getattr(m, n)(x, x))(n)
        for n in ("maximum", "minimum", "lt", "le", "gt", "ge", "floor_divide")},
-    **{(n, "complex64"): (f"torch refuses complex {n}", (lambda n: lambda m, x: getattr(m, n)(x))(n))
+    **{(n, "complex64"): (lambda n: lambda m, x: getattr(m, n)(x))(n)
        for n in ("amax", "amin", "argmax", "argmin", "max", "min")},
-    ("clamp", "complex64"): ("torch refuses complex clamp", lambda m, x: m.clamp(x, 0, 1)),
 }
 
 
-def _gap(device, name, dtype) -> bool:
-    return device.startswith("mlx") and ((name, dtype) in MLX_GAPS or
-                                         (name == "pow" and dtype in INTS + ["bool"] and ("pow", "int64") in MLX_GAPS))
-
-
-@pytest.mark.parametrize("name", UNARY)
+@pytest.mark.parametrize("name", UNARY + ["sgn"])
 @SETTINGS
 @given(shape=shapes, dtype=st.sampled_from(ALL), seed=seeds, special=st.booleans())
 def test_unary(device, name, shape, dtype, seed, special):
-    assume(supported(device, dtype) and not _gap(device, name, dtype))
+    assume(supported(device, dtype))
     x, t = make(values(shape, dtype, seed, special), device, dtype)
     check(lambda: getattr(tdx, name)(x), lambda: getattr(torch, name)(t), msg=f"{name} {dtype}", **tol(dtype))
     check(lambda: getattr(x, name)(), lambda: getattr(t, name)(), msg=f"Tensor.{name} {dtype}", **tol(dtype))
 
 
-@pytest.mark.parametrize("gap", sorted(MLX_GAPS), ids=lambda g: f"{g[0]}-{g[1]}")
-def test_known_mlx_gaps(device, gap):
-    """Known differences of existing MLX ops; each passes once its op is fixed."""
-    if not device.startswith("mlx"):
-        pytest.skip("gaps are MLX's")
-    why, call = MLX_GAPS[gap]
-    x, t = make(values((2, 3), gap[1], 1, low=1, high=4), device, gap[1])
-    try:
-        check(lambda: call(tdx, x), lambda: call(torch, t), **tol(gap[1]))
-    except (AssertionError, pytest.fail.Exception, RuntimeError, ValueError) as err:
-        pytest.xfail(f"{why}: {err}")
+@pytest.mark.parametrize("case", sorted(EDGE_CASES), ids=lambda g: f"{g[0]}-{g[1]}")
+def test_dtype_edge_cases(device, case):
+    """Each executor gives torch's result, or torch's error kind, where its framework differs."""
+    dtype = case[1]
+    if not supported(device, dtype):
+        pytest.skip(f"{device} has no {dtype}")
+    x, t = make(values((2, 3), dtype, 1, low=1, high=4), device, dtype)
+    call = EDGE_CASES[case]
+    check(lambda: call(tdx, x), lambda: call(torch, t), msg=str(case), **tol(dtype))
 
 
 BINARY = ["pow", "maximum", "minimum", "fmod", "remainder", "eq", "ne", "lt", "le", "gt", "ge", "logical_and",
@@ -182,7 +180,6 @@ def test_binary(device, name, shapes, dtypes, seed, special):
        scalar=st.sampled_from([2, -3, 2.5, -1.5, True, 0.0]))
 def test_binary_scalar(device, name, shape, dtype, seed, scalar):
     assume(supported(device, dtype))
-    assume(not (name == "pow" and isinstance(scalar, int) and scalar < 0 and _gap(device, name, dtype)))
     if name == "maximum":
         scalar = None
     if name in ("fmod", "remainder") and dtype in INTS + ["bool"] and scalar in (0, 0.0, False):
@@ -204,7 +201,7 @@ REDUCTIONS = ["sum", "mean", "prod", "amax", "amin", "std", "var", "any", "all",
 @SETTINGS
 @given(shape=shapes, dtype=st.sampled_from(REAL), seed=seeds, data=st.data(), keepdim=st.booleans())
 def test_reduction(device, name, shape, dtype, seed, data, keepdim):
-    assume(supported(device, dtype) and not _gap(device, name, dtype))
+    assume(supported(device, dtype))
     # mx.mean / mx.var over an empty array intermittently never return (an MLX defect the executor's
     # mean/var/std do not yet guard against): keep empty inputs away from them on MLX
     assume(not (device.startswith("mlx") and name in ("mean", "std", "var") and 0 in shape))

@@ -8,6 +8,7 @@ import torch.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -16,7 +17,7 @@ import mlx.core as mx
 from .. import _dtypes as D
 from .base import norm_dim
 from .._errors import (DtypeMismatchError, OpDtypeError, ShapeError, TdxIndexError,
-                       TdxRuntimeError, TdxTypeError, TdxValueError)
+                       TdxNotImplementedError, TdxRuntimeError, TdxTypeError, TdxValueError)
 
 _SCALARS = (bool, int, float, complex)
 _INTS = frozenset((mx.bool_, mx.uint8, mx.int8, mx.int16, mx.int32, mx.int64))
@@ -259,6 +260,15 @@ class MLXOps:
     def sign(self, x):
         return x if x.dtype == mx.bool_ else mx.sign(x, stream=self.s)
 
+    def sgn(self, x):
+        return x if x.dtype == mx.bool_ else mx.sign(x, stream=self.s)
+
+    def sigmoid(self, x):
+        if x.dtype == mx.complex64:  # MLX's sigmoid is real only; torch's is 1 / (1 + exp(-x))
+            e = mx.exp(mx.negative(x, stream=self.s), stream=self.s)
+            return mx.reciprocal(mx.add(e, 1, stream=self.s), stream=self.s)
+        return mx.sigmoid(self._float_in(x), stream=self.s)
+
     def square(self, x):
         return mx.square(x.astype(mx.int64) if x.dtype == mx.bool_ else x, stream=self.s)
 
@@ -416,11 +426,15 @@ class MLXOps:
     def min_dim(self, x, dim, keepdim=False):
         return self.amin(x, dim, keepdim), self._arg(mx.argmin, "min", x, dim, keepdim)
 
+    def _logical_reduce(self, fn, identity, x, dim, keepdim):
+        out = self._reduce(fn, identity, x.astype(mx.bool_, stream=self.s), dim, keepdim)
+        return out.astype(mx.uint8, stream=self.s) if x.dtype == mx.uint8 else out  # torch keeps uint8
+
     def all(self, x, dim=None, keepdim=False):
-        return self._reduce(mx.all, True, x.astype(mx.bool_, stream=self.s), dim, keepdim)
+        return self._logical_reduce(mx.all, True, x, dim, keepdim)
 
     def any(self, x, dim=None, keepdim=False):
-        return self._reduce(mx.any, False, x.astype(mx.bool_, stream=self.s), dim, keepdim)
+        return self._logical_reduce(mx.any, False, x, dim, keepdim)
 
     # shapes ---------------------------------------------------------------------------
     def reshape(self, x, shape):
@@ -601,7 +615,7 @@ class MLXOps:
 _FLOAT_UNARY = {"exp": mx.exp, "expm1": mx.expm1, "log": mx.log, "log2": mx.log2, "log10": mx.log10,
                 "log1p": mx.log1p, "sqrt": mx.sqrt, "sin": mx.sin, "cos": mx.cos, "tan": mx.tan,
                 "asin": mx.arcsin, "acos": mx.arccos, "atan": mx.arctan, "sinh": mx.sinh,
-                "cosh": mx.cosh, "tanh": mx.tanh, "sigmoid": mx.sigmoid, "erf": mx.erf,
+                "cosh": mx.cosh, "tanh": mx.tanh, "erf": mx.erf,
                 "reciprocal": mx.reciprocal}
 
 
@@ -615,3 +629,34 @@ def _float_unary(fn):
 
 for _name, _fn in _FLOAT_UNARY.items():
     setattr(MLXOps, _name, _float_unary(_fn))
+
+# ops torch refuses for complex operands: MLX would order complex numbers lexicographically
+# (or round each part), so they are refused here with torch's error kind before MLX sees them
+_NOT_FOR_COMPLEX = {
+    **dict.fromkeys(("round", "lt", "le", "gt", "ge", "floordiv", "amax", "amin", "clamp", "relu"),
+                    TdxNotImplementedError),
+    **dict.fromkeys(("maximum", "minimum", "max_dim", "min_dim", "argmax", "argmin"), TdxRuntimeError),
+}
+_TORCH_NAME = {"floordiv": "floor_divide", "max_dim": "max", "min_dim": "min"}
+
+
+def _is_complex(v) -> bool:
+    return v.dtype == mx.complex64 if isinstance(v, mx.array) else isinstance(v, complex)
+
+
+def _real_only(name, kind, fn):
+    message = (f"{_TORCH_NAME.get(name, name)}(): not implemented for complex tensors (ComplexFloat); "
+               "it needs real (floating point, integer or bool) tensors")
+
+    @functools.wraps(fn)
+    def op(self, a, *args, **kwargs):
+        if _is_complex(a) or (args and _is_complex(args[0])):
+            raise kind(message)
+        return fn(self, a, *args, **kwargs)
+
+    return op
+
+
+for _name, _kind in _NOT_FOR_COMPLEX.items():
+    setattr(MLXOps, _name, _real_only(_name, _kind, getattr(MLXOps, _name)))
+MLXOps.sign = _real_only("sign", TdxNotImplementedError, MLXOps.sign)  # torch.sgn is the complex one

@@ -28,7 +28,7 @@ _MPS = frozenset(_ALL - {"float64", "complex128"})
 # ops whose tdx signature is torch's: bound as they are
 UNARY = ("neg", "abs", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt",
          "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "sigmoid", "relu",
-         "erf", "floor", "ceil", "round", "trunc", "frac", "sign", "reciprocal", "square",
+         "erf", "floor", "ceil", "round", "trunc", "frac", "sign", "sgn", "reciprocal", "square",
          "logical_not", "bitwise_not", "isnan", "isinf", "isfinite", "positive", "conj")
 BINARY = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
           "floordiv": operator.floordiv, "remainder": operator.mod, "pow": operator.pow,
