@@ -16,14 +16,22 @@ from ._errors import NATIVE_ERRORS, TdxTypeError, TdxValueError, mismatch, trans
 from ._generator import native as _native_generator
 from ._tensor import Tensor
 from ._tensor_methods import wrap
+from .autograd import tape as _tape
+from .autograd.tape import ACTIVE as _TAPE
 
 __all__: list = []
 
 
-def _typed(fn):
-    """Framework exceptions from ``fn`` surface as TdxErrors (translated by the first tensor's executor)."""
+def _typed(fn, record=False):
+    """Framework exceptions from ``fn`` surface as TdxErrors (translated by the first tensor's executor).
+
+    With ``record``, a call on tensors that require grad on a taped executor is one tape node
+    (for functions whose result is a deterministic function of their tensor arguments).
+    """
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        if record and _TAPE[0] and _tape.wants(*args, **kwargs):
+            return _tape.call(wrapper, *args, **kwargs)
         try:
             return fn(*args, **kwargs)
         except NATIVE_ERRORS as err:
@@ -34,9 +42,9 @@ def _typed(fn):
     return wrapper
 
 
-def _export(fn):
+def _export(fn, record=False):
     __all__.append(fn.__name__)
-    return _typed(fn)
+    return _typed(fn, record)
 
 
 def _need_tensor(x, op: str, arg: str = "input") -> Tensor:
@@ -98,7 +106,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):  # no
     return input.repeat_interleave(repeats, dim, output_size=output_size)
 
 
-@_export
+@functools.partial(_export, record=True)
 def einsum(equation, *operands):
     """Einstein summation of ``operands`` (tensors of one dtype) as ``equation`` says."""
     if not isinstance(equation, str):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 
-from .._errors import TdxRuntimeError, UnsupportedOpError
+from .._errors import NATIVE_ERRORS, TdxRuntimeError, UnsupportedOpError
 from .grad_mode import is_grad_enabled
 
 ACTIVE = [False]  # set once any tape tensor requires grad; never reset (cheap to check)
@@ -249,7 +249,10 @@ def _vjp(node, cotangents):
                               "tensors after they have already been freed). Specify retain_graph=True if you "
                               "need to backward through the graph a second time.")
     primals = node.natives
-    _, grads = mx.vjp(lambda *xs: node.replay(xs), primals, cotangents)
+    try:
+        _, grads = mx.vjp(lambda *xs: node.replay(xs), primals, cotangents)
+    except NATIVE_ERRORS as err:
+        raise node.inputs[0]._ex.native_error(err) from None
     return grads
 
 

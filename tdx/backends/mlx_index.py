@@ -18,6 +18,7 @@ import mlx.core as mx
 
 from .._errors import OpDtypeError, ShapeError, TdxIndexError, TdxRuntimeError, TdxTypeError
 from .base import norm_dim
+from .mlx_ops import gathered
 
 _INTS = frozenset((mx.bool_, mx.uint8, mx.int8, mx.int16, mx.int32, mx.int64))
 _INDEX = frozenset((mx.int32, mx.int64))
@@ -223,7 +224,7 @@ class MLXIndexOps:
         if x.ndim == 0:
             return x
         idx = mx.reshape(index, (-1,), stream=self.s)
-        return mx.take(x, idx, axis=d, stream=self.s)
+        return gathered(x, mx.take(x, idx, axis=d, stream=self.s))
 
     # masks --------------------------------------------------------------------------------
     def masked_fill(self, x, mask, value):
@@ -242,7 +243,7 @@ class MLXIndexOps:
         shape = broadcast_shape(tuple(x.shape), tuple(mask.shape))
         xb = mx.reshape(mx.broadcast_to(x, shape, stream=self.s), (-1,), stream=self.s)
         where = np.flatnonzero(np.broadcast_to(np.array(mask), shape))
-        return mx.take(xb, mx.array(where.astype(np.int64)), axis=0, stream=self.s)
+        return gathered(xb, mx.take(xb, mx.array(where.astype(np.int64)), axis=0, stream=self.s))
 
     def nonzero(self, x):
         arr = self.host_numpy(x)
@@ -252,7 +253,11 @@ class MLXIndexOps:
 
     # ordering -------------------------------------------------------------------------------
     def _stable_argsort(self, x, d: int, descending: bool):
-        """Stable argsort along ``d`` with NaN above every number (ties keep index order)."""
+        """Stable argsort along ``d`` with NaN above every number (ties keep index order).
+
+        The indices are constants to autodiff: gradients flow through the values they gather.
+        """
+        x = mx.stop_gradient(x, stream=self.s)
         if not descending:
             return mx.argsort(x, axis=d, stream=self.s).astype(mx.int64, stream=self.s)
         n = x.shape[d]
@@ -397,7 +402,7 @@ class MLXIndexOps:
             shape = list(x.shape)
             shape[d] = 0
             return mx.zeros(shape, x.dtype, stream=self.s)
-        return mx.take(x, mx.array(idx), axis=d, stream=self.s)
+        return gathered(x, mx.take(x, mx.array(idx), axis=d, stream=self.s))
 
     def narrow(self, x, dim, start, length):
         if x.ndim == 0:

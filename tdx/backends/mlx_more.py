@@ -266,7 +266,7 @@ class MLXMoreOps(MLXIndexOps, MLXRandomOps):
             raise TdxRuntimeError(f"diag(): Supports 1D or 2D tensors. Got {x.ndim}D")
         if x.ndim == 2:
             rows, cols = x.shape
-            if diagonal >= cols or -diagonal >= rows:
+            if diagonal >= cols or -diagonal >= rows or not x.size:
                 return mx.zeros((0,), x.dtype, stream=self.s)
         if x.ndim == 1 and x.size == 0:
             n = abs(diagonal)

@@ -27,6 +27,46 @@ def _is_bool(v) -> bool:
     return v.dtype == mx.bool_ if isinstance(v, mx.array) else isinstance(v, bool)
 
 
+def gathered(x, out):
+    """``out``, gathered from ``x``, as a constant when ``x`` is empty: MLX's gradient of a
+    gather from an empty array divides by zero and kills the process (SIGFPE)."""
+    return mx.zeros(out.shape, out.dtype) if x.size == 0 else out
+
+
+def _unbroadcast(g, shape):
+    """Sum the gradient ``g`` (of a broadcast result) down to an operand's ``shape``."""
+    if g.shape == shape:
+        return g
+    lead = g.ndim - len(shape)
+    axes = [*range(lead), *(lead + i for i, s in enumerate(shape) if s == 1 and g.shape[lead + i] != 1)]
+    return mx.sum(g, axis=axes, keepdims=True).reshape(shape) if axes else g.reshape(shape)
+
+
+@functools.lru_cache(maxsize=None)
+def _tie_splitting(name, stream):
+    """``mx.maximum``/``mx.minimum`` on ``stream`` with torch's gradient: half to each operand on a tie.
+
+    MLX gives a tie's whole gradient to the second operand; torch splits it, and gives a NaN
+    comparison's gradient to both.
+    """
+    pick = getattr(mx, name)
+    loses_a, loses_b = (mx.less, mx.greater) if name == "maximum" else (mx.greater, mx.less)
+
+    @mx.custom_function
+    def op(a, b):
+        return pick(a, b, stream=stream)
+
+    @op.vjp
+    def op_vjp(primals, cotangent, output):
+        a, b = primals
+        with mx.stream(stream):
+            half = mx.where(mx.equal(a, b), cotangent * 0.5, cotangent)
+            return (_unbroadcast(mx.where(loses_a(a, b), 0, half), a.shape),
+                    _unbroadcast(mx.where(loses_b(a, b), 0, half), b.shape))
+
+    return op
+
+
 def _dims(dim, ndim):
     """torch's ``dim`` argument (None, (), int, sequence) as an MLX axis list or None (all)."""
     if dim is None:
@@ -189,11 +229,15 @@ class MLXOps:
         return self._bitwise(mx.right_shift, "rshift", a, b)
 
     def maximum(self, a, b):
-        a, b, _ = self._args(a, b)
+        a, b, rt = self._args(a, b)
+        if rt.is_floating_point:
+            return _tie_splitting("maximum", self.s)(a, b)
         return mx.maximum(a, b, stream=self.s)
 
     def minimum(self, a, b):
-        a, b, _ = self._args(a, b)
+        a, b, rt = self._args(a, b)
+        if rt.is_floating_point:
+            return _tie_splitting("minimum", self.s)(a, b)
         return mx.minimum(a, b, stream=self.s)
 
     def atan2(self, a, b):
@@ -220,10 +264,15 @@ class MLXOps:
             raise TdxRuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
         rt = self._promote(x, min, max)
         out = self._cast(x, rt)
-        if min is not None:
-            out = mx.maximum(out, self._cast(min, rt), stream=self.s)
-        if max is not None:
-            out = mx.minimum(out, self._cast(max, rt), stream=self.s)
+        # selects, not maximum/minimum: torch's gradient reaches x where min <= x <= max (ends
+        # included), and a NaN bound gives NaN
+        for bound, outside in ((min, mx.less), (max, mx.greater)):
+            if bound is not None:
+                b = self._cast(bound, rt)
+                pick = outside(out, b, stream=self.s)
+                if rt.is_floating_point:
+                    pick = mx.logical_or(pick, mx.isnan(b, stream=self.s), stream=self.s)
+                out = mx.where(pick, b, out, stream=self.s)
         return out
 
     def outer(self, a, b):
@@ -406,6 +455,9 @@ class MLXOps:
         if x.ndim == 0:
             norm_dim(dim if dim is not None else 0, 0)
             return mx.zeros((), mx.int64)
+        x = mx.stop_gradient(x, stream=self.s)  # indices are constants to autodiff
+        if x.size == 0:  # an empty result (MLX's arg-reductions refuse empty input)
+            return mx.zeros(_reduced_shape(x.shape, [norm_dim(dim, x.ndim)], keepdim), mx.int64)
         if dim is None:
             out = fn(mx.reshape(x, (-1,), stream=self.s), stream=self.s)
             if keepdim:
@@ -420,11 +472,23 @@ class MLXOps:
     def argmin(self, x, dim=None, keepdim=False):
         return self._arg(mx.argmin, "argmin", x, dim, keepdim)
 
+    def _at(self, x, idx, dim, keepdim):
+        """The values of ``x`` at ``idx`` along ``dim``: torch routes max/min(dim)'s gradient
+        to the chosen element only (amax splits it between ties)."""
+        if x.ndim == 0:
+            return x
+        d = norm_dim(dim, x.ndim)
+        idx = idx if keepdim else mx.expand_dims(idx, d, stream=self.s)
+        out = mx.take_along_axis(x, idx, axis=d, stream=self.s)
+        return out if keepdim else mx.squeeze(out, d, stream=self.s)
+
     def max_dim(self, x, dim, keepdim=False):
-        return self.amax(x, dim, keepdim), self._arg(mx.argmax, "max", x, dim, keepdim)
+        idx = self._arg(mx.argmax, "max", x, dim, keepdim)
+        return self._at(x, idx, dim, keepdim), idx
 
     def min_dim(self, x, dim, keepdim=False):
-        return self.amin(x, dim, keepdim), self._arg(mx.argmin, "min", x, dim, keepdim)
+        idx = self._arg(mx.argmin, "min", x, dim, keepdim)
+        return self._at(x, idx, dim, keepdim), idx
 
     def _logical_reduce(self, fn, identity, x, dim, keepdim):
         out = self._reduce(fn, identity, x.astype(mx.bool_, stream=self.s), dim, keepdim)
@@ -601,7 +665,7 @@ class MLXOps:
         return tuple(out)
 
     def getitem(self, x, index):
-        return x[self._index(x, index)]
+        return gathered(x, x[self._index(x, index)])
 
     def setitem(self, x, index, value):
         """``x`` with ``x[index] = value`` applied, as a new array (``x`` itself is never mutated)."""

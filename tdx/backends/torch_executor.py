@@ -125,6 +125,8 @@ class TorchExecutor(TorchMoreOps, Executor):
     def host_numpy(x):
         """A NumPy copy or view of ``x`` wherever it lives (bfloat16 widened to float32)."""
         x = x.detach()
+        if x._is_zerotensor():  # the gradient torch gives ops with constant outputs (sign, floor...)
+            x = torch.zeros(x.shape, dtype=x.dtype)
         if x.dtype == torch.bfloat16:
             x = x.float()
         return x.cpu().resolve_conj().numpy()

@@ -29,6 +29,8 @@ def _as_numpy(x):
     if mod.startswith("torch"):
         name = str(x.dtype).rsplit(".", 1)[-1]
         t = x.detach().cpu()
+        if t._is_zerotensor():  # torch's gradient of a constant-output op (sign, floor...)
+            t = t.new_zeros(t.shape)
         if name == "bfloat16":
             t = t.float()
         return t.resolve_conj().numpy(), name
