@@ -19,7 +19,7 @@ from ._dtypes import (bfloat16, complex64, complex128, dtype, float16, float32, 
                       uint8)
 from ._errors import (BackendNotFoundError, CastError, ConfigError, DeviceMismatchError,
                       DeviceUnavailableError, DtypeError, DtypeMismatchError, InvalidDeviceError,
-                      OpDtypeError, ShapeError, TdxError, TdxIndexError, TdxTypeError, TdxValueError,
+                      OpDtypeError, PrecisionWarning, ShapeError, TdxError, TdxIndexError, TdxTypeError, TdxValueError,
                       UnsupportedOpError)
 from ._functional import *  # noqa: F401,F403 - the torch namespace functions
 from ._functional import __all__ as _functional_all

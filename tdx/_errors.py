@@ -12,6 +12,11 @@ class TdxError(Exception):
     """Base class of every error tdx raises on purpose."""
 
 
+class PrecisionWarning(UserWarning):
+    """A value is held in a narrower dtype than asked for, because the config opted in
+    (``backends.mlx.downcast_float64`` on an MLX GPU, which has no float64)."""
+
+
 class DeviceMismatchError(TdxError, RuntimeError):
     """Tensors on different executors met in one op."""
 

@@ -157,3 +157,29 @@ def test_backends_torch_section_is_applied(tmp_path):
     """, tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["1", "True", "True"]
+
+
+def test_mlx_downcast_float64_is_opt_in_and_warns(tmp_path):
+    """``[backends.mlx] downcast_float64``: float64 on an MLX GPU becomes float32 with a warning."""
+    pytest.importorskip("mlx.core")
+    script = """
+        import warnings, numpy as np, mlx.core as mx, tdx
+        from tdx.backends.mlx_executor import MLXExecutor
+        from tdx._tensor_methods import wrap
+        ex = MLXExecutor(tdx.device("mlx:gpu"))
+        ex.s = mx.cpu  # the GPU's capabilities, run on the CPU stream (no GPU here)
+        print(tdx.backends.mlx.downcast_float64_enabled())
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            try:
+                t = wrap(ex.from_data(np.array([1.5, 2.25]), None), ex)
+                print(t.dtype, t.tolist(), t.double().dtype, [x.category.__name__ for x in w])
+            except tdx.DtypeError as err:
+                print("refused", "float64" in str(err))
+    """
+    assert run(script, tmp_path).stdout.split() == ["False", "refused", "True"]
+    (tmp_path / "tdx.toml").write_text("[backends.mlx]\ndowncast_float64 = true\n")
+    r = run(script, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["True", "tdx.float32", "[1.5,", "2.25]", "tdx.float32",
+                                "['PrecisionWarning',", "'PrecisionWarning']"]

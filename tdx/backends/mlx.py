@@ -4,7 +4,10 @@ torch has no such module; every name here is a tdx extension (listed in ``_TDX_E
 Queries answer False / None without MLX instead of raising; setting a memory limit needs MLX.
 ``fused_sdpa_enabled()`` says whether tdx's attention may use MLX's fused
 ``mx.fast.scaled_dot_product_attention`` kernel; its initial value is the config key
-``backends.mlx.fused_sdpa`` and reading it never imports MLX.
+``backends.mlx.fused_sdpa`` and reading it never imports MLX. ``downcast_float64_enabled()``
+says whether float64 asked of an MLX GPU (which has none) is held as float32 with a
+:class:`tdx.PrecisionWarning` instead of raising (config key ``backends.mlx.downcast_float64``,
+default False).
 
 This module must never import mlx (or torch) when it is imported.
 """
@@ -17,11 +20,12 @@ from . import _flags
 
 _TDX_EXTENSIONS = ("is_built", "is_available", "default_device", "is_metal_available", "is_cuda_available",
                    "is_gpu_available", "get_memory_limit", "set_memory_limit", "set_cache_limit",
-                   "set_wired_limit", "fused_sdpa_enabled", "enable_fused_sdpa", "set_flags", "flags")
+                   "set_wired_limit", "fused_sdpa_enabled", "enable_fused_sdpa", "downcast_float64_enabled",
+                   "enable_downcast_float64", "set_flags", "flags")
 
 __all__ = list(_TDX_EXTENSIONS)
 
-_state = {"fused_sdpa": None}  # None: follow the config file
+_state = {"fused_sdpa": None, "downcast_float64": None}  # None: follow the config file
 
 
 def is_built() -> bool:
@@ -120,22 +124,44 @@ def enable_fused_sdpa(enabled: bool) -> None:
     _state["fused_sdpa"] = _flags.check_bool("enable_fused_sdpa")(enabled)
 
 
-def set_flags(_fused_sdpa=None):
+def downcast_float64_enabled() -> bool:
+    """Whether float64 asked of an MLX GPU is held as float32 (with a PrecisionWarning) instead of raising.
+
+    The value set with :func:`enable_downcast_float64`, else the config key
+    ``backends.mlx.downcast_float64`` (default False: float64 on an MLX GPU raises DtypeError).
+    """
+    value = _state["downcast_float64"]
+    return _config.current()["backends.mlx.downcast_float64"] if value is None else value
+
+
+def enable_downcast_float64(enabled: bool) -> None:
+    """Opt in to (or out of) holding float64 as float32 on an MLX GPU (overrides the config file).
+
+    Raises:
+        FlagValueError: ``enabled`` is not a bool.
+    """
+    _state["downcast_float64"] = _flags.check_bool("enable_downcast_float64")(enabled)
+
+
+def set_flags(_fused_sdpa=None, _downcast_float64=None):
     """Set the MLX switches that are not None and return the previous ones as a tuple."""
-    orig = (fused_sdpa_enabled(),)
+    orig = (fused_sdpa_enabled(), downcast_float64_enabled())
     if _fused_sdpa is not None:
         enable_fused_sdpa(_fused_sdpa)
+    if _downcast_float64 is not None:
+        enable_downcast_float64(_downcast_float64)
     return orig
 
 
 @_contextmanager
-def flags(fused_sdpa=True):
+def flags(fused_sdpa=True, downcast_float64=None):
     """Set the MLX switches for the ``with`` block and restore them after it, even on error.
 
-    A switch that followed the config file before the block follows it again after.
+    ``downcast_float64=None`` leaves that switch as it is. A switch that followed the config
+    file before the block follows it again after.
     """
     saved = dict(_state)
-    set_flags(fused_sdpa)
+    set_flags(fused_sdpa, downcast_float64)
     try:
         yield
     finally:

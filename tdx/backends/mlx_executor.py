@@ -9,11 +9,14 @@ MLX device is used; it must never import torch.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import mlx.core as mx
 
 from .. import _dtypes as D
-from .._errors import DtypeError, TdxError, TdxRuntimeError, UnsupportedOpError, translate
+from .._errors import DtypeError, PrecisionWarning, TdxError, TdxRuntimeError, UnsupportedOpError, translate
+from .mlx import downcast_float64_enabled as _downcast_float64
 from .base import Capabilities, Executor
 from .mlx_more import MLXMoreOps
 from .mlx_ops import MLXOps
@@ -53,6 +56,23 @@ class MLXExecutor(MLXOps, MLXMoreOps, Executor):
     def _nd(self, dtype):
         return self.native_dtype(dtype)
 
+    def native_dtype(self, d):
+        """The MLX dtype for ``d``; float64 on a GPU raises, or is float32 with a warning where
+        ``backends.mlx.downcast_float64`` opts in (never silently).
+
+        Raises:
+            DtypeError: the executor cannot hold ``d``.
+        """
+        try:
+            return self._to_native[d]
+        except KeyError:
+            if not self.caps.float64 and D.as_dtype(d) is D.float64 and _downcast_float64():
+                warnings.warn(f"float64 is held as float32 on {self.device} (MLX GPUs have no float64): "
+                              "the config opts in with backends.mlx.downcast_float64", PrecisionWarning,
+                              stacklevel=3)
+                return mx.float32
+            return super().native_dtype(d)
+
     def from_data(self, data, dtype, requires_grad=False):
         self._no_grad(requires_grad)
         if isinstance(data, np.ndarray):
@@ -72,8 +92,9 @@ class MLXExecutor(MLXOps, MLXMoreOps, Executor):
             arr = arr.real
         src = arr if arr.dtype.name in ("bool", "uint8", "int8", "int16", "int32", "int64", "float16",
                                          "float32", "float64", "complex64", "complex128") else arr.astype(np.float64)
-        if src.dtype == np.float64 and dtype is not D.float64:
-            src = src.astype(np.float32 if dtype is not D.complex64 else np.complex64)
+        if src.dtype == np.float64 and nd != mx.float64:  # narrowed on the host (ints exactly)
+            src = src.astype(np.complex64 if dtype is D.complex64 else np.float32 if dtype.is_floating_point
+                             else _NP_NAME[dtype])
         if src.dtype == np.complex128:
             src = src.astype(np.complex64)
         src = src if src.flags.c_contiguous else src.copy(order="C")
