@@ -4,16 +4,19 @@ A Generator remembers its seed and, once used, holds the native state of its exe
 (a ``torch.Generator`` for torch devices, an ``mx.random.key`` for MLX), created lazily
 by the executor's ``generator_state``. Random functions take what one call needs from
 :func:`native`. A seed gives the same stream again on the same executor; different
-executors draw different streams. This module must never import a framework.
+executors draw different streams. ``get_state``/``set_state`` snapshot and restore that
+state as a ``uint8`` cpu tensor of the executor's bytes (``generator_get_state`` and
+``generator_set_state``). This module must never import a framework.
 """
 
 from __future__ import annotations
 
 import secrets
 
-from ._errors import DeviceMismatchError, TdxTypeError
+from ._errors import DeviceMismatchError, TdxError, TdxTypeError
 
 _DEFAULT_SEED = 67280421310721  # torch's default Generator seed
+_STATE_DEVICE = "cpu"  # where get_state puts its bytes, as torch's ByteTensor states
 
 
 class Generator:
@@ -57,8 +60,56 @@ class Generator:
         return value
 
     def initial_seed(self) -> int:
-        """The seed the current stream started from."""
+        """The seed the current stream started from (after :meth:`set_state`, the state's)."""
         return self._seed
+
+    def _native_state(self):
+        """The executor's state, made from the seed on first use."""
+        if self._state is None:
+            self._state = self._ex.generator_state(self._seed)
+        return self._state
+
+    def get_state(self):
+        """A snapshot of the generator as a ``uint8`` tensor on ``cpu``, as ``torch.Generator``.
+
+        Handing it to :meth:`set_state` (of this or another generator of the same executor
+        kind) makes the following draws repeat. On torch devices the bytes are torch's own
+        ``get_state()``; on MLX they follow the layout in :mod:`tdx.backends.mlx_random`.
+
+        Raises:
+            UnsupportedOpError: the executor cannot snapshot generator states.
+        """
+        from ._creation import tensor
+        from ._dtypes import uint8
+
+        data = self._ex.generator_get_state(self._native_state())
+        return tensor(list(data), dtype=uint8, device=_STATE_DEVICE)
+
+    def set_state(self, new_state) -> "Generator":
+        """Restore a state from :meth:`get_state` and return self, as ``torch.Generator``.
+
+        Args:
+            new_state: a ``uint8`` tdx tensor on ``cpu`` made by ``get_state`` on a generator
+                of the same executor kind; :meth:`initial_seed` becomes the seed it encodes.
+
+        Raises:
+            TdxTypeError: ``new_state`` is not a ``uint8`` tdx tensor on ``cpu``.
+            TdxRuntimeError: its size or layout is not a state of this executor kind (a
+                truncated state, or one from another executor kind).
+        """
+        from ._dtypes import uint8
+        from ._tensor import Tensor
+
+        if not isinstance(new_state, Tensor):
+            raise TdxTypeError(f"set_state expected a uint8 tdx tensor on cpu (as get_state returns), "
+                               f"but got {type(new_state).__name__}")
+        if new_state.dtype is not uint8 or not _on_host(new_state):
+            raise TdxTypeError(f"set_state expected a uint8 tdx tensor on cpu (as get_state returns), "
+                               f"but got a {new_state.dtype} tensor on {new_state.device}")
+        data = bytes(new_state.reshape(-1).tolist())
+        state, seed = self._ex.generator_set_state(data)
+        self._state, self._seed = state, seed
+        return self
 
     def __repr__(self) -> str:
         return f"<tdx.Generator device={self._ex.device} seed={self._seed}>"
@@ -78,6 +129,16 @@ def native(generator, ex):
     if generator._ex is not ex:
         raise DeviceMismatchError(f"Expected a '{ex.device}' device type for generator but found "
                                   f"'{generator._ex.device}'")
-    if generator._state is None:
-        generator._state = ex.generator_state(generator._seed)
-    return ex.generator_arg(generator._state)
+    return ex.generator_arg(generator._native_state())
+
+
+def _on_host(t) -> bool:
+    """Whether tensor ``t`` is on the device :meth:`Generator.get_state` puts states on."""
+    if t.device.type == _STATE_DEVICE:
+        return True
+    from . import backends
+
+    try:
+        return t.device == backends.get(_STATE_DEVICE).device
+    except TdxError:
+        return False

@@ -12,8 +12,10 @@ from __future__ import annotations
 from collections import namedtuple
 
 from . import _dtypes as D
+from . import _views
 from ._errors import TdxTypeError
-from ._tensor_methods import operand, shape_args, wrap
+from ._tensor_methods import _permuted, operand, shape_args, wrap
+from .backends.base import norm_dim
 
 # torch.return_types.sort / topk
 sort_result = namedtuple("sort", ["values", "indices"])
@@ -163,12 +165,22 @@ class IndexTensorMethods:
 
     def narrow(self, dim, start, length):
         """The ``length`` elements from ``start`` along ``dim``."""
-        return wrap(self._ex.narrow(self._n, int_arg(dim, "narrow", "dim"), int_arg(start, "narrow", "start"),
-                                    int_arg(length, "narrow", "length")), self._ex)
+        dim, start = int_arg(dim, "narrow", "dim"), int_arg(start, "narrow", "start")
+        out = wrap(self._ex.narrow(self._n, dim, start, int_arg(length, "narrow", "length")), self._ex)
+        if self._ex.mutable:
+            return out
+        d = norm_dim(dim, self.ndim)
+        start = start + self.shape[d] if start < 0 else start
+        index = (slice(None),) * d + (slice(start, start + out.shape[d]),)
+        return _views.link(out, self, *_views.basic_index(_views.layout_of(self), index))
 
     def unbind(self, dim=0):
-        """The slices along ``dim``, as a tuple of tensors one rank lower."""
-        return tuple(wrap(x, self._ex) for x in self._ex.unbind(self._n, dim))
+        """The slices along ``dim``, as a tuple of tensors one rank lower (views of ``self``)."""
+        pieces = tuple(wrap(x, self._ex) for x in self._ex.unbind(self._n, dim))
+        if self._ex.mutable:
+            return pieces
+        d = norm_dim(dim, self.ndim)
+        return _views.link_pieces(pieces, self, [(slice(None),) * d + (i,) for i in range(len(pieces))], "Unbind")
 
     def movedim(self, source, destination):
         """Move dims ``source`` to positions ``destination``, keeping the others in order."""
@@ -176,7 +188,18 @@ class IndexTensorMethods:
             raise TdxTypeError(f"movedim() received an invalid combination of arguments: source and destination "
                                f"must both be ints or both sequences, got ({type(source).__name__}, "
                                f"{type(destination).__name__})")
-        return wrap(self._ex.movedim(self._n, source, destination), self._ex)
+        out = wrap(self._ex.movedim(self._n, source, destination), self._ex)
+        if self._ex.mutable:
+            return out
+        n = self.ndim
+        src = [norm_dim(d, n) for d in ((source,) if isinstance(source, int) else source)]
+        dst = [norm_dim(d, n) for d in ((destination,) if isinstance(destination, int) else destination)]
+        order = [None] * n
+        for a, b in zip(src, dst):
+            order[b] = a
+        rest = iter(d for d in range(n) if d not in src)
+        return _permuted(out, self, [d if d is not None else next(rest) for d in order])
+
 
     moveaxis = movedim
 

@@ -442,11 +442,11 @@ class TensorMethods:
         if not self._ex.mutable:
             from .backends.base import norm_dim
 
-            d, start = norm_dim(dim, self._n.ndim), 0
-            for piece, size in zip(pieces, sizes):
-                index = (slice(None),) * d + (slice(start, start + size),)
-                _views.link(piece, self, *_views.basic_index(_views.layout_of(self), index))
-                start += size
+            d, starts = norm_dim(dim, self._n.ndim), [0]
+            for size in sizes:
+                starts.append(starts[-1] + size)
+            _views.link_pieces(pieces, self, [(slice(None),) * d + (slice(a, b),) for a, b in
+                                              zip(starts, starts[1:])], "SplitWithSizes")
         return pieces
 
     def chunk(self, chunks, dim=0):

@@ -26,10 +26,11 @@ from ._errors import TdxRuntimeError, UnsupportedOpError
 class Layout:
     """Where a view's elements sit in its root's flat buffer (torch's sizes/strides/offset)."""
 
-    __slots__ = ("root", "shape", "strides", "offset")
+    __slots__ = ("root", "shape", "strides", "offset", "multi")
 
-    def __init__(self, root, shape, strides, offset):
+    def __init__(self, root, shape, strides, offset, multi=None):
         self.root, self.shape, self.strides, self.offset = root, tuple(shape), tuple(strides), offset
+        self.multi = multi  # (function, output number) for one of several views (split, unbind...)
 
     def index_map(self) -> np.ndarray:
         """Flat root positions of every element, shaped like the view."""
@@ -86,10 +87,14 @@ def layout_of(t) -> Layout:
     return Layout(t, shape, contiguous_strides(shape), 0)
 
 
-def link(out, src, shape, strides, offset, root=None):
-    """Make ``out`` a view of ``src``'s root with the given layout (in root coordinates)."""
+def link(out, src, shape, strides, offset, root=None, multi=None):
+    """Make ``out`` a view of ``src``'s root with the given layout (in root coordinates).
+
+    ``multi`` names the function and output number when ``out`` is one of several views a
+    function returns (torch forbids writing those in place while autograd records).
+    """
     root = root if root is not None else layout_of(src).root
-    out._view = Layout(root, shape, strides, offset)
+    out._view = Layout(root, shape, strides, offset, multi)
     views = _views_of(root)
     if views is None:
         if len(_families) >= _sweep_at[0]:
@@ -104,6 +109,24 @@ def link(out, src, shape, strides, offset, root=None):
 
 
 # layouts of the view ops, in torch's terms -----------------------------------------------------
+def link_pieces(pieces, src, indices, function: str):
+    """Link each of ``pieces`` as the view ``src[index]`` (basic indices) of a multi-view function."""
+    lay = layout_of(src)
+    for i, (piece, index) in enumerate(zip(pieces, indices)):
+        link(piece, src, *basic_index(lay, index), root=lay.root, multi=(function, i))
+    return pieces
+
+
+def multi_view_error(lay: Layout, base_written: bool) -> str:
+    """torch's message for an in-place write involving one of several views of a function."""
+    function, i = lay.multi
+    what = "its base or another view of its base has been modified inplace" if base_written else \
+        "is being modified inplace"
+    return (f"Output {i} of {function} is a view and {what}. This view is the output of a function that returns "
+            "multiple views. Such functions do not allow the output views to be modified inplace. You should "
+            "replace the inplace operation by an out-of-place one.")
+
+
 def basic_index(lay: Layout, index):
     """The layout ``lay[index]`` has for a basic index (ints, slices, None, Ellipsis), else None."""
     items = index if isinstance(index, tuple) else (index,)
@@ -159,6 +182,20 @@ def view_strides(old_shape, old_strides, new_shape):
 
 
 # writes ------------------------------------------------------------------------------------
+def write_index(lay: Layout) -> np.ndarray:
+    """The flat root positions a write through ``lay`` touches.
+
+    Raises:
+        TdxRuntimeError: the layout is an expanded view whose elements overlap, as torch refuses.
+    """
+    idx = lay.index_map().ravel()
+    if np.unique(idx).size != idx.size:
+        raise TdxRuntimeError("unsupported operation: more than one element of the written-to tensor refers "
+                              "to a single memory location. Please clone() the tensor before performing "
+                              "the operation.")
+    return idx
+
+
 def assign(t, native) -> None:
     """Give ``t`` the value ``native`` (same shape and dtype) as an in-place write torch would make.
 
@@ -175,28 +212,58 @@ def assign(t, native) -> None:
     else:
         root = lay.root
         _check_tape(root)
-        idx = lay.index_map().ravel()
-        if np.unique(idx).size != idx.size:
-            raise TdxRuntimeError("unsupported operation: more than one element of the written-to tensor refers "
-                                  "to a single memory location. Please clone() the tensor before performing "
-                                  "the operation.")
-        import mlx.core as mx  # only immutable executors reach here
-
-        flat = mx.reshape(root._n, (-1,), stream=ex.s)
-        flat = mx.array(flat)
-        flat[mx.array(idx)] = mx.reshape(native, (-1,), stream=ex.s)
-        root._n = mx.reshape(flat, ex.shape(root._n), stream=ex.s)
+        root._n = _scatter(root._n, native, write_index(lay), ex)
     _refresh(root)
+
+
+def _scatter(root_native, value_native, idx, ex):
+    """``root_native`` with the flat positions ``idx`` replaced by ``value_native`` (a new array)."""
+    import mlx.core as mx  # only immutable executors reach here
+
+    shape = ex.shape(root_native)
+    flat = mx.reshape(root_native, (-1,), stream=ex.s)
+    if not idx.size:
+        return root_native
+    mask = np.zeros(flat.shape[0], dtype=bool)
+    mask[idx] = True
+    placed = mx.zeros_like(flat, stream=ex.s).at[mx.array(idx)].add(mx.reshape(value_native, (-1,), stream=ex.s))
+    return mx.reshape(mx.where(mx.array(mask), placed, flat, stream=ex.s), shape, stream=ex.s)
+
+
+def copy_slices(root, value, lay):
+    """``root`` with the elements under view layout ``lay`` replaced by ``value``, as a new tensor.
+
+    The tape's record of an in-place write through a view (torch's ``CopySlices``): it is
+    differentiable in both ``root`` (untouched positions) and ``value``.
+    """
+    from ._tensor_methods import wrap
+
+    return wrap(_scatter(root._n, value._n, write_index(lay), root._ex), root._ex)
+
+
+def as_strided(root, lay):
+    """The elements of ``root`` under view layout ``lay``: a view's value, as a new tensor.
+
+    The tape's record of a view of a base written in place (torch's ``AsStridedBackward``).
+    """
+    from ._tensor_methods import wrap
+
+    return wrap(_gather(root._n, lay), root._ex)
+
+
+def _gather(root_native, lay):
+    import mlx.core as mx
+
+    ex = lay.root._ex
+    if not math.prod(lay.shape):  # nothing to gather (MLX's gradient of a gather from empty input fails)
+        return mx.zeros(lay.shape, root_native.dtype)
+    flat = mx.reshape(root_native, (-1,), stream=ex.s)
+    return mx.take(flat, mx.array(lay.index_map()) if lay.shape else mx.array(lay.offset), stream=ex.s)
 
 
 def refresh_one(v) -> None:
     """Recompute view ``v`` from its root."""
-    import mlx.core as mx
-
-    lay = v._view
-    ex = lay.root._ex
-    flat = mx.reshape(lay.root._n, (-1,), stream=ex.s)
-    v._n = mx.take(flat, mx.array(lay.index_map()) if lay.shape else mx.array(lay.offset), stream=ex.s)
+    v._n = _gather(v._view.root._n, v._view)
 
 
 def _refresh(root) -> None:
@@ -208,12 +275,16 @@ def _refresh(root) -> None:
 
 
 def _check_tape(root) -> None:
+    """Refuse an unrecorded write (by a tensor that does not require grad, with grad enabled)
+    into a family where some tensor requires grad: its gradient would silently go wrong."""
+    from .autograd.grad_mode import is_grad_enabled
     from .autograd.tape import ACTIVE, meta
 
-    if not ACTIVE[0]:
+    if not ACTIVE[0] or not is_grad_enabled():
         return
     for t in (root, *family(root)):
         m = meta(t)
         if m is not None and m.requires_grad:
-            raise UnsupportedOpError(f"in-place writes through views of tensors that require grad are not "
-                                     f"supported on {root._ex.device} yet; clone() first")
+            raise UnsupportedOpError(f"an in-place write on {root._ex.device} by a tensor that does not require "
+                                     "grad into a tensor (or view) that does is not recorded for autograd; "
+                                     "write through a tensor that requires grad, or detach() first")

@@ -216,3 +216,100 @@ def test_global_seed_reproduces_unseeded_draws(device):
     a = tdx.randperm(30, device=device).tolist()
     tdx.manual_seed(3)
     assert tdx.randperm(30, device=device).tolist() == a
+
+
+STATE_DRAWS = {
+    "rand": lambda dev, g: tdx.rand(3, 4, device=dev, generator=g),
+    "randn": lambda dev, g: tdx.randn(3, 4, device=dev, generator=g),
+    "randperm": SAMPLERS["randperm"],
+    "normal_": SAMPLERS["normal_"],
+}
+
+
+@pytest.mark.parametrize("name", list(STATE_DRAWS))
+def test_set_state_replays_draws(device, name):
+    if name in ("rand", "randn") and not _wired():
+        pytest.skip("tdx._creation does not yet hand generators to executors")
+    draw = STATE_DRAWS[name]
+    g = _gen(device, 21)
+    draw(device, g)  # the snapshot is taken mid-stream
+    state = g.get_state()
+    saved = state.tolist()
+    first = [draw(device, g).tolist() for _ in range(3)]
+    assert first[0] != first[1], "a generator must advance"
+    assert g.set_state(state) is g
+    assert [draw(device, g).tolist() for _ in range(3)] == first, "set_state must replay the stream"
+    assert state.tolist() == saved, "get_state is a snapshot, not a view of the generator"
+    other = _gen(device, 99).set_state(state)
+    assert [draw(device, other).tolist() for _ in range(3)] == first
+    assert other.initial_seed() == 21, "the seed travels with the state, as torch's"
+
+
+def test_get_state_is_a_uint8_cpu_tensor(device):
+    g = _gen(device, 5)
+    state = g.get_state()
+    assert type(state) is tdx.Tensor and state.dtype is tdx.uint8
+    assert state.device == tdx.device("cpu") and state.ndim == 1 and state.shape[0] > 0
+    assert g.get_state().tolist() == state.tolist(), "get_state does not advance the generator"
+    assert tdx.randperm(10, generator=g, device=device).tolist() == \
+        tdx.randperm(10, generator=_gen(device, 5), device=device).tolist(), \
+        "get_state on a fresh generator leaves its stream as it was"
+    assert Generator(device).manual_seed(6).get_state().tolist() != state.tolist()
+
+
+def test_set_state_checks_its_argument(device):
+    g, t = _gen(device), torch.Generator()
+    state = g.get_state()
+    check(lambda: g.set_state(state.float()), lambda: t.set_state(t.get_state().float()), msg="float state")
+    check(lambda: g.set_state(state[:-1]), lambda: t.set_state(t.get_state()[:-1]), msg="truncated state")
+    check(lambda: g.set_state(state[:0]), lambda: t.set_state(t.get_state()[:0]), msg="empty state")
+    check(lambda: g.set_state(state.tolist()), lambda: t.set_state(t.get_state().tolist()), msg="a list")
+    with pytest.raises(TypeError) as info:
+        g.set_state(state.numpy())  # a framework array is not a tdx tensor
+    assert isinstance(info.value, tdx.TdxError) and "ndarray" in str(info.value)
+    with pytest.raises(RuntimeError) as info:
+        g.set_state(state[:-1])
+    assert str(state.shape[0] - 1) in str(info.value), "the message names the size received"
+    assert g.initial_seed() == 7
+    assert tdx.randperm(10, generator=g, device=device).tolist() == \
+        tdx.randperm(10, generator=_gen(device), device=device).tolist(), "a refused state changes nothing"
+
+
+def test_state_of_another_executor_kind_is_refused():
+    devices = {r.device for r in tdx.backends.available() if r.available}
+    if not {"cpu", "mlx:cpu"} <= devices:
+        pytest.skip("needs the cpu and mlx:cpu devices")
+    for src, dst in (("cpu", "mlx:cpu"), ("mlx:cpu", "cpu")):
+        g = _gen(dst, 3)
+        with pytest.raises(RuntimeError) as info:
+            g.set_state(_gen(src, 3).get_state())
+        assert isinstance(info.value, tdx.TdxError)
+        assert g.initial_seed() == 3
+        assert tdx.randperm(10, generator=g, device=dst).tolist() == \
+            tdx.randperm(10, generator=_gen(dst, 3), device=dst).tolist()
+
+
+def test_mlx_state_layout():
+    """Header ``TDXMLXK\\x01``, the seed as a little-endian uint64, then the key's two uint32 words."""
+    if not any(r.device == "mlx:cpu" and r.available for r in tdx.backends.available()):
+        pytest.skip("needs mlx:cpu")
+    seed = 2 ** 40 + 5
+    data = bytes(_gen("mlx:cpu", seed).get_state().tolist())
+    assert len(data) == 24 and data[:8] == b"TDXMLXK\x01"
+    assert int.from_bytes(data[8:16], "little") == seed
+    assert Generator("mlx:cpu").set_state(tdx.tensor(list(data), dtype=tdx.uint8)).initial_seed() == seed
+
+
+def test_cpu_state_is_torch_state():
+    """On cpu the bytes are torch's own: equal for a seed, and interchangeable with torch's."""
+    g, t = _gen("cpu", 13), torch.Generator().manual_seed(13)
+    assert bytes(g.get_state().tolist()) == t.get_state().numpy().tobytes()
+    if _wired():
+        assert tdx.randn(5, generator=g).tolist() == torch.randn(5, generator=t).tolist()
+        assert bytes(g.get_state().tolist()) == t.get_state().numpy().tobytes()
+    saved = t.get_state()
+    want = torch.rand(6, generator=t).tolist()
+    g2 = Generator("cpu").set_state(tdx.tensor(saved.tolist(), dtype=tdx.uint8))
+    assert g2.initial_seed() == t.initial_seed() == 13
+    if _wired():
+        assert tdx.rand(6, generator=g2).tolist() == want

@@ -77,16 +77,18 @@ class Node:
         return [o._n for o in outs]
 
 
-class _Stale:
-    """The history of a view whose base was written in place after the view was recorded."""
+class Invalid:
+    """The history of a tensor torch forbids using: one of several views of a function (split,
+    unbind...) whose base was written in place. Using it while recording raises ``message``."""
 
+    __slots__ = ("message",)
     fn = None
     n_out = 1
     metas = natives = inputs = ()
-    name = "StaleViewBackward"
+    name = "InvalidViewBackward"
 
-
-STALE = _Stale()
+    def __init__(self, message: str):
+        self.message = message
 
 
 def _tensor_class():
@@ -157,9 +159,12 @@ def _grad_inputs(args, kwargs) -> list:
 
 def call(fn, *args, **kwargs):
     """Run ``fn`` without recording inside it, then record it as one node."""
+    unique = _grad_inputs(args, kwargs)
+    for t in unique:
+        if t._ag.node.__class__ is Invalid:
+            raise TdxRuntimeError(t._ag.node.message)
     out = _run_suspended(fn, args, kwargs)
     outs = out if isinstance(out, (tuple, list)) else (out,)
-    unique = _grad_inputs(args, kwargs)
     node = Node(fn, args, kwargs, unique, len(outs))
     from .._tensor import Tensor
 
@@ -174,30 +179,49 @@ def call(fn, *args, **kwargs):
 
 
 def record_inplace(t, fn, args, kwargs):
-    """Record an in-place op on ``t``: ``t`` becomes the output of a node fed by its old value."""
+    """Record an in-place op on ``t``: ``t`` becomes the output of a node fed by its old value.
+
+    When ``t`` is a view, its root becomes ``copy_slices(old root, new value)`` (differentiable
+    in both), and every live view of the root, ``t`` included, becomes ``as_strided(root)``:
+    the gradient reaches the root's other elements and the written values' inputs, as torch's.
+    """
     m = getattr(t, "_ag", None)
     if m is not None and m.requires_grad and m.node is None:
         raise TdxRuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     from .. import _views
-
-    if getattr(t, "_view", None) is not None:
-        raise UnsupportedOpError(f"in-place writes through a view of a tensor that requires grad are not "
-                                 f"supported on {t._ex.device} yet; clone() the view first")
     from .._tensor_methods import wrap
 
+    lay = getattr(t, "_view", None)
+    root = t if lay is None else lay.root
+    if lay is not None:
+        rm = getattr(root, "_ag", None)
+        if rm is not None and rm.requires_grad and rm.node is None:
+            raise TdxRuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
+                                  "operation.")
+        if lay.multi is not None:
+            raise TdxRuntimeError(_views.multi_view_error(lay, base_written=False))
+        _views.write_index(lay)  # refuse overlapping (expanded) views before anything changes
     old = wrap(t._n, t._ex)
     if m is not None:
         old._ag = m
     new_args = tuple(old if a is t else a for a in args)
     out = _run_suspended(fn, new_args, kwargs)
-    inputs = _grad_inputs(new_args, kwargs)
-    t._n = out._n
-    t._ag = Meta(True, Node(fn, new_args, kwargs, inputs, 1), 0)
-    for v in _views.family(t):  # views now show the new values; their recorded history is stale
+    out._ag = Meta(True, Node(fn, new_args, kwargs, _grad_inputs(new_args, kwargs), 1), 0)
+    if lay is None:
+        t._n, t._ag = out._n, out._ag
+    else:
+        base = wrap(root._n, root._ex)
+        rm = getattr(root, "_ag", None)
+        if rm is not None:
+            base._ag = rm
+        pieces = (base, out, lay)
+        root._n = _run_suspended(_views.copy_slices, pieces, {})._n
+        root._ag = Meta(True, Node(_views.copy_slices, pieces, {}, _grad_inputs(pieces, {}), 1), 0)
+    for v in _views.family(root):  # every view shows the new values, read from the new root
         _views.refresh_one(v)
-        vm = getattr(v, "_ag", None)
-        if vm is not None and vm.requires_grad:
-            v._ag = Meta(True, STALE, 0)
+        node = Invalid(_views.multi_view_error(v._view, True)) if v._view.multi is not None else \
+            Node(_views.as_strided, (root, v._view), {}, [root], 1)
+        v._ag = Meta(True, node, 0)
     return t
 
 
@@ -241,9 +265,8 @@ def _topo(root_node):
 def _vjp(node, cotangents):
     import mlx.core as mx
 
-    if node is STALE:
-        raise TdxRuntimeError("one of the variables needed for gradient computation has been modified by an "
-                              "inplace operation: a view was used after its base was written in place")
+    if node.__class__ is Invalid:
+        raise TdxRuntimeError(node.message)
     if node.fn is None:
         raise TdxRuntimeError("Trying to backward through the graph a second time (or directly access saved "
                               "tensors after they have already been freed). Specify retain_graph=True if you "

@@ -13,6 +13,13 @@ from dataclasses import dataclass, field
 from .. import _dtypes as D
 from .._errors import DtypeError, TdxIndexError, UnsupportedOpError, translate
 
+MLX_STATE_HEADER = b"TDXMLXK\x01"
+"""The first 8 bytes of an MLX generator state (tag ``TDXMLXK`` and layout version 1), so
+that any executor can tell such a state from its own; the layout is in
+:mod:`tdx.backends.mlx_random`."""
+MLX_STATE_SIZE = 24
+"""The length in bytes of an MLX generator state (header, seed, two key words)."""
+
 
 def norm_dim(d: int, ndim: int) -> int:
     """A dim in ``[-ndim, ndim)`` made non-negative (0-d tensors accept -1 and 0), as torch.
@@ -158,3 +165,21 @@ class Executor:
 
     def unsupported(self, what: str):
         return UnsupportedOpError(f"{what} is not supported on {self.device} ({self.name} executor)")
+
+    # generator states ------------------------------------------------------------------
+    def generator_get_state(self, state) -> bytes:
+        """The bytes of native generator state ``state``, as ``torch.Generator.get_state``.
+
+        Raises:
+            UnsupportedOpError: the executor cannot snapshot generator states.
+        """
+        raise self.unsupported("Generator.get_state")
+
+    def generator_set_state(self, data: bytes) -> tuple:
+        """A native generator state rebuilt from ``data`` (made by :meth:`generator_get_state`
+        on an executor of the same kind), and the seed it encodes: ``(state, seed)``.
+
+        Raises:
+            UnsupportedOpError: the executor cannot restore generator states.
+        """
+        raise self.unsupported("Generator.set_state")

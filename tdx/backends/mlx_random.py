@@ -2,11 +2,25 @@
 bernoulli, and the ``normal_``/``uniform_`` fills.
 
 A mixin of the MLX executor (through :class:`tdx.backends.mlx_more.MLXMoreOps`). A
-``tdx.Generator`` keeps, per MLX executor, a one-slot list holding an ``mx.random.key``;
-every random call splits it, keeps one half and draws with the other, so a seed gives
-the same stream on a given executor. With no generator the global MLX state (seeded by
-``tdx.manual_seed``) is used. Streams are not torch's: values differ from torch's for the
-same seed. Must never import torch.
+``tdx.Generator`` keeps, per MLX executor, a two-slot list holding an ``mx.random.key``
+and the seed it started from; every random call splits the key, keeps one half and draws
+with the other, so a seed gives the same stream on a given executor. With no generator the
+global MLX state (seeded by ``tdx.manual_seed``) is used. Streams are not torch's: values
+differ from torch's for the same seed. Must never import torch.
+
+``Generator.get_state`` on MLX gives 24 bytes, all integers little-endian:
+
+=======  ====  =========================================================
+offset   size  content
+=======  ====  =========================================================
+0        8     header ``b"TDXMLXK\\x01"`` (tag ``TDXMLXK``, layout version 1)
+8        8     the seed (uint64)
+16       4     first word of the current key (uint32)
+20       4     second word of the current key (uint32)
+=======  ====  =========================================================
+
+The header lets a torch generator refuse such a state, and an MLX generator refuse a
+torch one (whose size and first bytes differ).
 """
 
 from __future__ import annotations
@@ -14,6 +28,7 @@ from __future__ import annotations
 import mlx.core as mx
 
 from .._errors import OpDtypeError, TdxRuntimeError
+from .base import MLX_STATE_HEADER, MLX_STATE_SIZE
 from .mlx_index import on_stream, scalar_name
 
 _FLOATS = frozenset((mx.float16, mx.bfloat16, mx.float32, mx.float64))
@@ -24,14 +39,38 @@ class MLXRandomOps:
     """Random ops with torch's checks; draws come from MLX's counter-based keys."""
 
     def generator_state(self, seed: int) -> list:
-        """A mutable one-slot list holding the key for ``seed`` (reduced to 64 bits)."""
-        return [mx.random.key(seed % (1 << 64))]
+        """A mutable list holding the key for ``seed`` (reduced to 64 bits) and that seed."""
+        seed %= 1 << 64
+        return [mx.random.key(seed), seed]
 
     def generator_arg(self, state: list):
         """A fresh key for one random call; the generator's state advances."""
         keys = mx.random.split(state[0], stream=self.s)
         state[0] = keys[0]
         return keys[1]
+
+    def generator_get_state(self, state: list) -> bytes:
+        """The 24 bytes of generator state ``state`` (layout in the module docstring)."""
+        words = state[0].tolist()
+        return (MLX_STATE_HEADER + state[1].to_bytes(8, "little")
+                + b"".join(int(w).to_bytes(4, "little") for w in words))
+
+    def generator_set_state(self, data: bytes) -> tuple:
+        """The generator state that ``data`` (made by :meth:`generator_get_state`) encodes,
+        and its seed: ``(state, seed)``.
+
+        Raises:
+            TdxRuntimeError: ``data`` is not 24 bytes starting with the MLX header (a torch
+                generator's state, or a truncated one).
+        """
+        if len(data) != MLX_STATE_SIZE or not data.startswith(MLX_STATE_HEADER):
+            raise TdxRuntimeError(
+                f"Expected an MLX generator state of {MLX_STATE_SIZE} bytes starting with "
+                f"{MLX_STATE_HEADER!r}, but found {len(data)} bytes starting with {bytes(data[:8])!r}; "
+                f"a generator on {self.device} accepts only the get_state() of an MLX generator")
+        seed = int.from_bytes(data[8:16], "little")
+        words = [int.from_bytes(data[i:i + 4], "little") for i in (16, 20)]
+        return [mx.array(words, dtype=mx.uint32), seed], seed
 
     def _float_only(self, x, kernel: str):
         if x.dtype not in _FLOATS:

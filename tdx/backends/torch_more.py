@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import torch
 
+from .._errors import TdxRuntimeError
+from .base import MLX_STATE_HEADER, MLX_STATE_SIZE
+
 
 class TorchMoreOps:
     """Further torch ops: gather/scatter, sorting, scans, softmax, linear algebra, randomness."""
@@ -122,6 +125,31 @@ class TorchMoreOps:
     def generator_arg(state):
         """What one random call takes as ``generator=`` (torch's generator is its own state)."""
         return state
+
+    @staticmethod
+    def generator_get_state(state) -> bytes:
+        """The bytes of ``torch.Generator.get_state()`` for native generator ``state``."""
+        return state.get_state().numpy().tobytes()
+
+    def generator_set_state(self, data: bytes) -> tuple:
+        """A fresh native generator in the state ``data`` (``torch.Generator.get_state()``
+        bytes), and the seed that state started from: ``(generator, seed)``.
+
+        Raises:
+            TdxRuntimeError: ``data`` is an MLX generator's state, or torch refuses it (a
+                wrong size for this device's generator), with torch's message.
+        """
+        if len(data) == MLX_STATE_SIZE and data.startswith(MLX_STATE_HEADER):
+            raise TdxRuntimeError(f"set_state got an MLX generator's state ({len(data)} bytes starting "
+                                  f"with {MLX_STATE_HEADER!r}); a generator on {self.device} accepts only "
+                                  f"the get_state() of a torch generator of the same device type")
+        gen = torch.Generator(device=self.tdev)
+        try:
+            gen.set_state(torch.frombuffer(bytearray(data), dtype=torch.uint8) if data
+                          else torch.empty(0, dtype=torch.uint8))
+        except (RuntimeError, TypeError, ValueError) as err:
+            raise self.native_error(err) from err
+        return gen, gen.initial_seed()
 
     def randperm(self, n, dtype, generator=None):
         return torch.randperm(n, generator=generator, dtype=self.native_dtype(dtype), device=self.tdev)
