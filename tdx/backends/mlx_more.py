@@ -16,6 +16,7 @@ import math
 import numpy as np
 import mlx.core as mx
 
+from . import mlx_f64
 from .. import _dtypes as D
 from .._errors import DtypeMismatchError, OpDtypeError, ShapeError, TdxRuntimeError, TdxTypeError
 from .base import norm_dim
@@ -109,6 +110,13 @@ class MLXMoreOps(MLXIndexOps, MLXRandomOps):
             shape = _out_shape(x.shape, axes, keepdim)
             return mx.full(shape, -math.inf, x.dtype, stream=self.s)
         wide = x.astype(mx.float32, stream=self.s) if x.dtype in _HALF else x
+        if x.dtype == mx.float64:  # MLX's float64 exp is float32-accurate
+            top = mx.stop_gradient(mx.max(x, axis=axes, keepdims=True, stream=self.s), stream=self.s)
+            top = mx.where(mx.isinf(top, stream=self.s), 0.0, top, stream=self.s)
+            total = mx.sum(mlx_f64.exp(mx.subtract(x, top, stream=self.s), self.s), axis=axes, keepdims=True,
+                           stream=self.s)
+            out = mx.add(mx.log(total, stream=self.s), top, stream=self.s)
+            return out if keepdim else mx.squeeze(out, axes if axes is not None else None, stream=self.s)
         out = mx.logsumexp(wide, axis=axes, keepdims=keepdim, stream=self.s)
         return out.astype(x.dtype, stream=self.s)
 
@@ -185,6 +193,9 @@ class MLXMoreOps(MLXIndexOps, MLXRandomOps):
             return mx.array(x)
         if x.ndim == 0:
             return mx.exp(mx.subtract(x, x, stream=self.s), stream=self.s)
+        if x.dtype == mx.float64:  # MLX's float64 exp is float32-accurate
+            e = mlx_f64.exp(mx.subtract(x, mx.max(x, axis=d, keepdims=True, stream=self.s), stream=self.s), self.s)
+            return mx.divide(e, mx.sum(e, axis=d, keepdims=True, stream=self.s), stream=self.s)
         return mx.softmax(x, axis=d, precise=True, stream=self.s)
 
     def log_softmax(self, x, dim, dtype=None):
@@ -195,7 +206,7 @@ class MLXMoreOps(MLXIndexOps, MLXRandomOps):
             return mx.subtract(x, x, stream=self.s)
         wide = x.astype(mx.float32, stream=self.s) if x.dtype in _HALF else x
         shifted = mx.subtract(wide, mx.max(wide, axis=d, keepdims=True, stream=self.s), stream=self.s)
-        total = mx.sum(mx.exp(shifted, stream=self.s), axis=d, keepdims=True, stream=self.s)
+        total = mx.sum(mlx_f64.exp(shifted, self.s), axis=d, keepdims=True, stream=self.s)
         out = mx.subtract(shifted, mx.log(total, stream=self.s), stream=self.s)
         return out.astype(x.dtype, stream=self.s)
 

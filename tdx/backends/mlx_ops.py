@@ -14,6 +14,7 @@ import math
 import numpy as np
 import mlx.core as mx
 
+from . import mlx_f64
 from .. import _dtypes as D
 from .base import norm_dim
 from .._errors import (DtypeMismatchError, OpDtypeError, ShapeError, TdxIndexError,
@@ -316,7 +317,11 @@ class MLXOps:
         if x.dtype == mx.complex64:  # MLX's sigmoid is real only; torch's is 1 / (1 + exp(-x))
             e = mx.exp(mx.negative(x, stream=self.s), stream=self.s)
             return mx.reciprocal(mx.add(e, 1, stream=self.s), stream=self.s)
-        return mx.sigmoid(self._float_in(x), stream=self.s)
+        x = self._float_in(x)
+        if x.dtype == mx.float64:  # float64-accurate exp (MLX's sigmoid is float32-accurate)
+            e = mlx_f64.exp(mx.negative(x, stream=self.s), self.s)
+            return mx.reciprocal(mx.add(e, 1.0, stream=self.s), stream=self.s)
+        return mx.sigmoid(x, stream=self.s)
 
     def square(self, x):
         return mx.square(x.astype(mx.int64) if x.dtype == mx.bool_ else x, stream=self.s)
@@ -691,8 +696,23 @@ def _float_unary(fn):
     return op
 
 
+def _float_unary_f64(fn, name):
+    """As :func:`_float_unary`, with float64 computed by :mod:`tdx.backends.mlx_f64` (MLX's own
+    value or derivative is float32-accurate)."""
+    def op(self, x):
+        x = self._float_in(x)
+        if x.dtype == mx.float64:
+            return mlx_f64.functions(self.s)[name](x)
+        return fn(x, stream=self.s)
+
+    op.__name__ = fn.__name__
+    return op
+
+
 for _name, _fn in _FLOAT_UNARY.items():
     setattr(MLXOps, _name, _float_unary(_fn))
+for _name in mlx_f64.NAMES:
+    setattr(MLXOps, _name, _float_unary_f64(_FLOAT_UNARY[_name], _name))
 
 # ops torch refuses for complex operands: MLX would order complex numbers lexicographically
 # (or round each part), so they are refused here with torch's error kind before MLX sees them
