@@ -272,11 +272,23 @@ def _vjp(node, cotangents):
                               "tensors after they have already been freed). Specify retain_graph=True if you "
                               "need to backward through the graph a second time.")
     primals = node.natives
+    _local.differentiating = True
     try:
         _, grads = mx.vjp(lambda *xs: node.replay(xs), primals, cotangents)
     except NATIVE_ERRORS as err:
         raise node.inputs[0]._ex.native_error(err) from None
+    finally:
+        _local.differentiating = False
     return grads
+
+
+def differentiating() -> bool:
+    """Whether ops now run inside a backward pass's replay (traced for their derivative).
+
+    Executors whose framework's derivative of an op differs from torch's at a corner (MLX's
+    maximum on ties) take a slower exact form only then, and their fast form otherwise.
+    """
+    return getattr(_local, "differentiating", False)
 
 
 def run_backward(roots, grad_roots, retain_graph=False, inputs=None):

@@ -16,6 +16,7 @@ import mlx.core as mx
 
 from . import mlx_f64
 from .. import _dtypes as D
+from ..autograd.tape import differentiating
 from .base import norm_dim
 from .._errors import (DtypeMismatchError, OpDtypeError, ShapeError, TdxIndexError,
                        TdxNotImplementedError, TdxRuntimeError, TdxTypeError, TdxValueError)
@@ -160,10 +161,11 @@ class MLXOps:
     def pow(self, a, b):
         if isinstance(a, mx.array) and isinstance(b, mx.array) and _is_bool(a) and _is_bool(b):
             raise OpDtypeError("\"pow\" not implemented for 'Bool'")
+        negative_scalar = isinstance(b, int) and b < 0  # checked before the cast wraps it (uint8)
         a, b, rt = self._args(a, b)
         if rt is D.bool_:
             return mx.power(a.astype(mx.int32), b.astype(mx.int32), stream=self.s).astype(mx.bool_)
-        if D.is_integral(rt, include_bool=True) and bool(mx.any(b < 0)):
+        if D.is_integral(rt, include_bool=True) and (negative_scalar or bool(mx.any(b < 0))):
             raise TdxRuntimeError("Integers to negative integer powers are not allowed.")
         return mx.power(a, b, stream=self.s)
 
@@ -231,13 +233,13 @@ class MLXOps:
 
     def maximum(self, a, b):
         a, b, rt = self._args(a, b)
-        if rt.is_floating_point:
+        if rt.is_floating_point and differentiating():
             return _tie_splitting("maximum", self.s)(a, b)
         return mx.maximum(a, b, stream=self.s)
 
     def minimum(self, a, b):
         a, b, rt = self._args(a, b)
-        if rt.is_floating_point:
+        if rt.is_floating_point and differentiating():
             return _tie_splitting("minimum", self.s)(a, b)
         return mx.minimum(a, b, stream=self.s)
 
@@ -265,6 +267,12 @@ class MLXOps:
             raise TdxRuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
         rt = self._promote(x, min, max)
         out = self._cast(x, rt)
+        if not differentiating():  # same values as the selects below, fewer ops
+            if min is not None:
+                out = mx.maximum(out, self._cast(min, rt), stream=self.s)
+            if max is not None:
+                out = mx.minimum(out, self._cast(max, rt), stream=self.s)
+            return out
         # selects, not maximum/minimum: torch's gradient reaches x where min <= x <= max (ends
         # included), and a NaN bound gives NaN
         for bound, outside in ((min, mx.less), (max, mx.greater)):
