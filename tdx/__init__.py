@@ -25,6 +25,8 @@ from ._functional import *  # noqa: F401,F403 - the torch namespace functions
 from ._functional import __all__ as _functional_all
 from ._functional_more import *  # noqa: F401,F403 - the wider torch surface
 from ._functional_more import __all__ as _more_all
+from ._functional_math import *  # noqa: F401,F403 - composites
+from ._functional_math import __all__ as _math_all
 from ._generator import Generator
 from ._random import initial_seed, manual_seed
 from .interop import CopyRequiredError, InteropError, from_dlpack
@@ -61,4 +63,4 @@ __all__ = ["Tensor", "Size", "Generator", "device", "dtype", "tensor", "as_tenso
            "get_default_dtype", "set_default_dtype", "promote_types", "no_grad", "enable_grad",
            "set_grad_enabled", "inference_mode", "is_grad_enabled", "TdxError", "backends", "config",
            "from_dlpack",
-           *_functional_all, *_more_all]
+           *_functional_all, *_more_all, *_math_all]

@@ -19,6 +19,7 @@ from ._errors import NATIVE_ERRORS, TdxRuntimeError, TdxTypeError, UnsupportedOp
 from . import _tensor_methods, _views
 from .autograd import tape as _tape
 from .autograd.tape import ACTIVE as _TAPE
+from ._tensor_math import MathTensorMethods
 from ._tensor_more import MoreTensorMethods
 from ._tensor_methods import (SCALARS as _SCALARS, Size, TensorMethods, inline_typed, scalar as _scalar,
                               typed_errors, wrap)
@@ -102,7 +103,7 @@ def _inplace(name: str):
     return op
 
 
-class Tensor(TensorMethods, MoreTensorMethods):
+class Tensor(TensorMethods, MoreTensorMethods, MathTensorMethods):
     """A multi-dimensional array on one executor, with torch's API.
 
     Build tensors with the factory functions (``tdx.tensor``, ``tdx.zeros``...), never
