@@ -82,6 +82,11 @@ _FORWARDED = {
     "roll": "Rotate elements along ``dims``.", "tile": "Tile ``input`` by ``dims``.",
     "narrow": "``length`` elements from ``start`` along ``dim``.", "unbind": "Slices along ``dim``.",
     "movedim": "Move dims to new positions.", "moveaxis": "Move dims to new positions.",
+    "select": "The slice at ``index`` along ``dim`` (a view).", "unflatten": "``dim`` split into ``sizes``.",
+    "diagonal": "A diagonal of the ``(dim1, dim2)`` planes (a view).",
+    "tensor_split": "Near-equal sections, or pieces cut at indices, along ``dim`` (views).",
+    "hsplit": "``tensor_split`` along dim 1 (0 for 1-D).", "vsplit": "``tensor_split`` along dim 0.",
+    "dsplit": "``tensor_split`` along dim 2.",
     "multinomial": "Indices drawn from rows of unnormalized probabilities.",
     "bernoulli": "0/1 draws with probability ``input`` (or ``p``).",
 }

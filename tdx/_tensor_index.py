@@ -1,5 +1,5 @@
 """Tensor methods that index, order and rearrange: gather/scatter, masks, sort/topk/unique,
-roll/flip/repeat/tile, narrow/unbind/movedim.
+roll/flip/repeat/tile, and the views narrow/unbind/movedim/select/unflatten/diagonal/tensor_split.
 
 A mixin of ``tdx.Tensor`` (through :class:`tdx._tensor_more.MoreTensorMethods`), with the
 conventions of :mod:`tdx._tensor_methods`: unwrap operands (checking they share the
@@ -13,7 +13,7 @@ from collections import namedtuple
 
 from . import _dtypes as D
 from . import _views
-from ._errors import TdxTypeError
+from ._errors import TdxIndexError, TdxRuntimeError, TdxTypeError
 from ._tensor_methods import _permuted, operand, shape_args, wrap
 from .backends.base import norm_dim
 
@@ -203,3 +203,109 @@ class IndexTensorMethods:
 
     moveaxis = movedim
 
+    # more views --------------------------------------------------------------------------
+    def select(self, dim, index):
+        """The slice at ``index`` along ``dim``, one rank lower (a view)."""
+        dim, index = int_arg(dim, "select", "dim"), int_arg(index, "select", "index")
+        d = norm_dim(dim, self.ndim)
+        size = self.shape[d]
+        if not -size <= index < size:
+            raise TdxIndexError(f"select(): index {index} out of range for tensor of size {list(self.shape)} at "
+                                f"dimension {d}")
+        return self[(slice(None),) * d + (index,)]
+
+    def unflatten(self, dim, sizes):
+        """``dim`` split into ``sizes`` (one of them may be -1), as a view."""
+        d = norm_dim(int_arg(dim, "unflatten", "dim"), self.ndim)
+        sizes = [int(s) for s in sizes]
+        known = 1
+        for s in sizes:
+            known *= s if s != -1 else 1
+        if not sizes or (-1 not in sizes and known != self.shape[d]):
+            raise TdxRuntimeError(f"unflatten: Provided sizes {sizes} don't multiply up to the size of dim {d} "
+                                  f"({self.shape[d]}) in the input tensor")
+        return self.view(*self.shape[:d], *sizes, *self.shape[d + 1:])
+
+    def diagonal(self, offset=0, dim1=0, dim2=1):
+        """The ``offset``-th diagonal of the ``(dim1, dim2)`` planes, as the last dim (a view)."""
+        offset = int_arg(offset, "diagonal", "offset")
+        d1, d2 = norm_dim(int_arg(dim1, "diagonal", "dim1"), self.ndim), norm_dim(int_arg(dim2, "diagonal", "dim2"),
+                                                                                   self.ndim)
+        if d1 == d2:
+            raise TdxRuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+        ex = self._ex
+        out = wrap(ex.diagonal(self._n, offset, d1, d2), ex)
+        if ex.mutable:
+            return out
+        lay = _views.layout_of(self)
+        keep = [i for i in range(self.ndim) if i not in (d1, d2)]
+        start = offset * lay.strides[d2] if offset >= 0 else -offset * lay.strides[d1]
+        length = out.shape[-1]
+        return _views.link(out, self, [lay.shape[i] for i in keep] + [length],
+                           [lay.strides[i] for i in keep] + [lay.strides[d1] + lay.strides[d2]],
+                           lay.offset + (start if length else 0))
+
+    def tensor_split(self, indices_or_sections, dim=0):
+        """Pieces along ``dim``: ``n`` near-equal sections (the first ``size % n`` one longer), or
+        cut at the listed indices; each piece is a view."""
+        d = norm_dim(int_arg(dim, "tensor_split", "dim"), self.ndim)
+        size = self.shape[d]
+        if isinstance(indices_or_sections, int) and not isinstance(indices_or_sections, bool):
+            n = indices_or_sections
+            if n <= 0:
+                raise TdxRuntimeError(f"number of sections must be larger than 0, got {n}")
+            small, extra = divmod(size, n)
+            cuts, at = [], 0
+            for i in range(n - 1):
+                at += small + (1 if i < extra else 0)
+                cuts.append(at)
+        else:
+            items = indices_or_sections.tolist() if hasattr(indices_or_sections, "tolist") else indices_or_sections
+            if isinstance(items, int):
+                return self.tensor_split(items, d)
+            cuts = [int(i) for i in items]
+        bounds, pieces, start = [*cuts, size], [], 0
+        for end in bounds:
+            lo = min(max(start + size if start < 0 else start, 0), size)
+            hi = min(max(end + size if end < 0 else end, 0), size)
+            pieces.append(self.narrow(d, lo, max(hi - lo, 0)))
+            start = end
+        return tuple(pieces)
+
+    def _split_along(self, name, sections, dim, min_ndim):
+        if self.ndim < min_ndim:
+            raise TdxRuntimeError(f"torch.{name} requires a tensor with at least {min_ndim} dimension, but got a "
+                                  f"tensor with {self.ndim} dimensions!")
+        if isinstance(sections, int) and not isinstance(sections, bool) and (sections == 0 or
+                                                                              self.shape[dim] % sections):
+            raise TdxRuntimeError(f"torch.{name} attempted to split along dimension {dim}, but the size of the "
+                                  f"dimension {self.shape[dim]} is not divisible by the split_size {sections}!")
+        return self.tensor_split(sections, dim)
+
+    def hsplit(self, sections):
+        """``tensor_split`` along dim 1 (dim 0 for 1-D tensors); equal sections must divide evenly."""
+        return self._split_along("hsplit", sections, 1 if self.ndim > 1 else 0, 1)
+
+    def vsplit(self, sections):
+        """``tensor_split`` along dim 0 of a tensor of at least 2 dims; equal sections must divide evenly."""
+        return self._split_along("vsplit", sections, 0, 2)
+
+    def dsplit(self, sections):
+        """``tensor_split`` along dim 2 of a tensor of at least 3 dims; equal sections must divide evenly."""
+        return self._split_along("dsplit", sections, 2, 3)
+
+    def stride(self, dim=None):
+        """torch's strides (in elements) of this tensor, or of ``dim``; on immutable executors, those
+        of the view layout tdx keeps, so they equal torch's for the same view ops."""
+        strides = _views.layout_of(self).strides if not self._ex.mutable else self._ex.strides(self._n)
+        return tuple(strides) if dim is None else strides[norm_dim(int_arg(dim, "stride", "dim"), self.ndim)]
+
+    def storage_offset(self):
+        """Where the first element sits in the storage, in elements (torch's view offset)."""
+        return _views.layout_of(self).offset if not self._ex.mutable else self._ex.storage_offset(self._n)
+
+    def is_contiguous(self, memory_format=None):
+        """Whether the elements sit in row-major order without gaps (as torch decides)."""
+        if not self._ex.mutable:
+            return _views.layout_of(self).is_contiguous()
+        return self._ex.is_contiguous(self._n)

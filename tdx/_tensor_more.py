@@ -37,6 +37,43 @@ class MoreTensorMethods(IndexTensorMethods):
 
     __slots__ = ()
 
+    # new tensors like this one --------------------------------------------------------------
+    def _like(self, dtype, device):
+        return {"dtype": self.dtype if dtype is None else dtype, "device": self._ex.device if device is None
+                else device}
+
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
+        """Zeros of ``size`` with this tensor's dtype and device unless given."""
+        from ._creation import zeros
+
+        return zeros(*size, requires_grad=requires_grad, **self._like(dtype, device))
+
+    def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
+        """Ones of ``size`` with this tensor's dtype and device unless given."""
+        from ._creation import ones
+
+        return ones(*size, requires_grad=requires_grad, **self._like(dtype, device))
+
+    def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
+        """An uninitialized tensor of ``size`` with this tensor's dtype and device unless given."""
+        from ._creation import empty
+
+        return empty(*size, requires_grad=requires_grad, **self._like(dtype, device))
+
+    def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
+        """``fill_value`` everywhere in ``size``, with this tensor's dtype and device unless given."""
+        from ._creation import full
+
+        return full(size, fill_value, requires_grad=requires_grad, **self._like(dtype, device))
+
+    def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
+        """A copy of ``data`` with this tensor's dtype and device unless given."""
+        from ._creation import tensor
+
+        if isinstance(data, TM.Tensor):
+            data = data.detach().clone()
+        return tensor(data, requires_grad=requires_grad, **self._like(dtype, device))
+
     # in place ---------------------------------------------------------------------------
     def _rebind(self, out, op: str):
         """Make ``out`` (a native array) self's value, as torch writes an op's result in place.

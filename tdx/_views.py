@@ -42,7 +42,11 @@ class Layout:
         return idx
 
     def is_contiguous(self) -> bool:
-        return self.strides == contiguous_strides(self.shape) or math.prod(self.shape) <= 1
+        """torch's rule: row-major strides, where dims of size 1 may have any stride."""
+        if math.prod(self.shape) <= 1:
+            return True
+        want = contiguous_strides(self.shape)
+        return all(n == 1 or s == w for n, s, w in zip(self.shape, self.strides, want))
 
 
 # id(root) -> (weakref(root), {id(view): weakref(view)}); keyed by id because tensors compare
@@ -136,9 +140,9 @@ def basic_index(lay: Layout, index):
     consumed = sum(1 for i in items if i is not None and i is not Ellipsis)
     shape, strides, offset, d = [], [], lay.offset, 0
     for it in items:
-        if it is None:
+        if it is None:  # torch's unsqueeze stride: what the next dim spans, or 1 at the end
             shape.append(1)
-            strides.append(0)
+            strides.append(lay.shape[d] * lay.strides[d] if d < len(lay.shape) else 1)
         elif it is Ellipsis:
             for _ in range(len(lay.shape) - consumed):
                 shape.append(lay.shape[d])

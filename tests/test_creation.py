@@ -153,3 +153,19 @@ def test_pickle_round_trip(device):
 
 def test_math_module_values():
     assert math.isclose(tdx.tensor(2.0).exp().item(), math.exp(2.0), rel_tol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "int32", "bool", "float32"])
+def test_new_factories_follow_the_tensor(device, dtype):
+    """``new_zeros/ones/full/empty/tensor`` take the tensor's dtype and device unless given, as torch."""
+    if dtype not in tdx.backends.get(device).caps.dtypes:
+        pytest.skip(f"{device} has no {dtype}")
+    x, t = tdx.ones(2, 3, dtype=getattr(tdx, dtype), device=device), torch.ones(2, 3, dtype=getattr(torch, dtype))
+    calls = [lambda v, m: v.new_zeros(2, 2), lambda v, m: v.new_ones((3,)), lambda v, m: v.new_full((2,), 7),
+             lambda v, m: v.new_zeros(2, dtype=m.int64), lambda v, m: v.new_tensor([[1, 0]]),
+             lambda v, m: v.new_empty(0, 4), lambda v, m: v.new_tensor(v * 2, dtype=m.float32)]
+    for i, call in enumerate(calls):
+        got, want = call(x, tdx), call(t, torch)
+        assert got.device == x.device, i
+        check(lambda: got, lambda: want, msg=f"call {i}")
+    assert x.new_ones(2, requires_grad=True).requires_grad if dtype.startswith("float") else True

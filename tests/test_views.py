@@ -20,7 +20,11 @@ VIEWS = {
     "chunk": lambda x: x.chunk(3, dim=0)[2], "ellipsis none": lambda x: x[..., None, 1],
     "view of view": lambda x: x[1:].view(8)[2:6], "neg index": lambda x: x[-1, -2:],
     "mT": lambda x: x.mT, "narrow": lambda x: x.narrow(1, -3, 2), "unbind": lambda x: x.unbind(1)[2],
-    "movedim": lambda x: x.unsqueeze(0).movedim((0, 2), (2, 0)),
+    "movedim": lambda x: x.unsqueeze(0).movedim((0, 2), (2, 0)), "select": lambda x: x.select(1, -2),
+    "unflatten": lambda x: x.unflatten(1, (2, -1)), "diagonal": lambda x: x.diagonal(1),
+    "diagonal of t": lambda x: x.t().diagonal(-1, 1, 0), "tensor_split": lambda x: x.tensor_split(3, 1)[1],
+    "tensor_split at": lambda x: x.tensor_split([1, 3], 1)[2], "hsplit": lambda x: x.hsplit(2)[1],
+    "vsplit": lambda x: x.vsplit([1])[1],
 }
 WRITES = {
     "iadd scalar": lambda v: operator.iadd(v, 100), "imul": lambda v: operator.imul(v, -2),
@@ -45,7 +49,25 @@ def test_write_is_seen_by_base_and_views(device, view, write, through):
         check(lambda: g, lambda: w, msg=f"{what} after {write} through {through} of {view}")
 
 
+@pytest.mark.parametrize("view", list(VIEWS))
+def test_strides_offsets_and_contiguity_match_torch(device, view):
+    def run(mod, **kw):
+        v = VIEWS[view](mod.arange(12, dtype=mod.float32, **kw).reshape(3, 4))
+        return tuple(v.shape), v.stride(), v.storage_offset(), v.is_contiguous(), v.contiguous().is_contiguous()
+
+    assert run(tdx, device=device) == run(torch), view
+
+
 @pytest.mark.parametrize("case", [
+    ("select out of range", lambda x: x.select(0, 3)),
+    ("unflatten bad sizes", lambda x: x.unflatten(1, (3, 2))),
+    ("diagonal same dims", lambda x: x.diagonal(0, 1, -1)),
+    ("diagonal bad dim", lambda x: x.diagonal(0, 0, 2)),
+    ("hsplit indivisible", lambda x: x.hsplit(3)),
+    ("vsplit of 1-D", lambda x: x[0].vsplit(2)),
+    ("tensor_split zero", lambda x: x.tensor_split(0)),
+    ("tensor_split past the end", lambda x: x.tensor_split([2, 9, 1], 1)),
+    ("stride of dim", lambda x: x.t().stride(-1)),
     ("view of transposed", lambda x: x.t().view(12)),
     ("view of column", lambda x: x[:, 1:3].view(6)),
     ("write to expanded", lambda x: operator.iadd(x[:1].expand(3, 4), 1)),

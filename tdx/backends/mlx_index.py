@@ -404,6 +404,9 @@ class MLXIndexOps:
             return mx.zeros(shape, x.dtype, stream=self.s)
         return gathered(x, mx.take(x, mx.array(idx), axis=d, stream=self.s))
 
+    def diagonal(self, x, offset=0, dim1=0, dim2=1):
+        return mx.diagonal(x, offset, dim1, dim2, stream=self.s)
+
     def narrow(self, x, dim, start, length):
         if x.ndim == 0:
             raise TdxRuntimeError("narrow() cannot be applied to a 0-dim tensor.")

@@ -20,6 +20,7 @@ class TorchMoreOps:
     fmod = staticmethod(torch.fmod)
     bmm = staticmethod(torch.bmm)
     diag = staticmethod(torch.diag)
+    diagonal = staticmethod(torch.diagonal)
     trace = staticmethod(torch.trace)
     gather = staticmethod(torch.gather)
     scatter_add = staticmethod(torch.scatter_add)
@@ -125,6 +126,19 @@ class TorchMoreOps:
     def generator_arg(state):
         """What one random call takes as ``generator=`` (torch's generator is its own state)."""
         return state
+
+    @staticmethod
+    def strides(x) -> tuple:
+        """torch's strides of ``x``, in elements."""
+        return x.stride()
+
+    @staticmethod
+    def storage_offset(x) -> int:
+        return x.storage_offset()
+
+    @staticmethod
+    def is_contiguous(x) -> bool:
+        return x.is_contiguous()
 
     @staticmethod
     def generator_get_state(state) -> bytes:
