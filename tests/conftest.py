@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from hypothesis import strategies as st
 
 import tdx
 from tdx.testing import assert_close
@@ -49,3 +50,24 @@ def check(tdx_fn, torch_fn, msg="", **tol):
     else:
         assert_close(got, expected, msg=msg, **tol)
     return got
+
+
+# hypothesis strategies shared by the property tests
+shapes = st.lists(st.integers(0, 4), min_size=0, max_size=3).map(tuple)  # 0-d and 0-size included
+nonempty = st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple)
+seeds = st.integers(0, 2 ** 16)
+
+
+@st.composite
+def broadcast_pair(draw):
+    """Two shapes that broadcast: dims of one drawn as 1 or the other's size, some dropped."""
+    a = draw(shapes)
+    b = [draw(st.sampled_from([s, 1])) for s in a]
+    b = tuple(b[draw(st.integers(0, len(b))):])
+    return (a, b) if draw(st.booleans()) else (b, a)
+
+
+def dim_of(draw, shape):
+    """A valid dim of ``shape`` (0-d tensors take -1 and 0), negative ones included."""
+    n = max(len(shape), 1)
+    return draw(st.integers(-n, n - 1))

@@ -17,7 +17,7 @@ import torch
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 import tdx
-from conftest import BUILTINS
+from conftest import BUILTINS, broadcast_pair, dim_of, nonempty, seeds, shapes
 from tdx.testing import assert_close
 
 _EXAMPLES = int(os.environ.get("TDX_HYPOTHESIS_EXAMPLES", "0"))
@@ -28,26 +28,9 @@ DTYPES = ["float32", "float64", "float16", "bfloat16"]
 # (rtol, atol) of gradients: a backward pass chains several roundings, so looser than a forward
 TOL = {"float32": (1e-4, 1e-4), "float64": (1e-9, 1e-9), "float16": (2e-2, 2e-2), "bfloat16": (8e-2, 8e-2)}
 
-shapes = st.lists(st.integers(0, 4), min_size=0, max_size=3).map(tuple)
-nonempty = st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple)
-seeds = st.integers(0, 2 ** 16)
-
 
 def supported(device, dtype):
     return dtype in tdx.backends.get(device).caps.dtypes
-
-
-def dim_of(draw, shape):
-    n = max(len(shape), 1)
-    return draw(st.integers(-n, n - 1))
-
-
-@st.composite
-def broadcast_pair(draw):
-    a = draw(shapes)
-    b = [draw(st.sampled_from([s, 1])) for s in a]
-    b = tuple(b[draw(st.integers(0, len(b))):])
-    return (a, b) if draw(st.booleans()) else (b, a)
 
 
 def floats(shape, seed, low=-2.0, high=2.0):

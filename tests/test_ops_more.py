@@ -17,7 +17,7 @@ import torch
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 import tdx
-from conftest import check
+from conftest import broadcast_pair, check, dim_of, nonempty, seeds, shapes
 
 # TDX_HYPOTHESIS_EXAMPLES=200 explores further (random seeds); the default keeps the suite fast and repeatable
 _EXAMPLES = int(os.environ.get("TDX_HYPOTHESIS_EXAMPLES", "0"))
@@ -71,25 +71,6 @@ def make(arr, device, dtype):
 def supported(device, *dtypes):
     caps = tdx.backends.get(device).caps
     return all(d in caps.dtypes for d in dtypes)
-
-
-shapes = st.lists(st.integers(0, 4), min_size=0, max_size=3).map(tuple)
-nonempty = st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple)
-seeds = st.integers(0, 2 ** 16)
-
-
-@st.composite
-def broadcast_pair(draw):
-    """Two shapes that broadcast: dims of one drawn as 1 or the other's size, some dropped."""
-    a = draw(shapes)
-    b = [draw(st.sampled_from([s, 1])) for s in a]
-    b = tuple(b[draw(st.integers(0, len(b))):])
-    return (a, b) if draw(st.booleans()) else (b, a)
-
-
-def dim_of(draw, shape):
-    n = max(len(shape), 1)
-    return draw(st.integers(-n, n - 1))
 
 
 def _both(name, x, t, *args, **kwargs):
