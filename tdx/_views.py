@@ -15,6 +15,7 @@ import a framework at module level.
 
 from __future__ import annotations
 
+import functools
 import math
 import weakref
 
@@ -29,7 +30,9 @@ class Layout:
     __slots__ = ("root", "shape", "strides", "offset", "multi")
 
     def __init__(self, root, shape, strides, offset, multi=None):
-        self.root, self.shape, self.strides, self.offset = root, tuple(shape), tuple(strides), offset
+        self.root, self.offset = root, offset
+        self.shape = shape if shape.__class__ is tuple else tuple(shape)
+        self.strides = strides if strides.__class__ is tuple else tuple(strides)
         self.multi = multi  # (function, output number) for one of several views (split, unbind...)
 
     def index_map(self) -> np.ndarray:
@@ -74,12 +77,18 @@ def _sweep() -> None:
     _sweep_at[0] = max(1024, 2 * len(_families))
 
 
-def contiguous_strides(shape) -> tuple:
+@functools.lru_cache(maxsize=1024)
+def _contiguous(shape: tuple) -> tuple:
     strides, acc = [], 1
     for n in reversed(shape):
         strides.append(acc)
         acc *= max(n, 1)
     return tuple(reversed(strides))
+
+
+def contiguous_strides(shape) -> tuple:
+    """Row-major strides of ``shape``, in elements (torch's for a fresh tensor)."""
+    return _contiguous(tuple(shape))
 
 
 def layout_of(t) -> Layout:

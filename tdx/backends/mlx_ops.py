@@ -678,6 +678,8 @@ class MLXOps:
         return tuple(out)
 
     def getitem(self, x, index):
+        if index.__class__ is int and x.ndim and -x.shape[0] <= index < x.shape[0]:
+            return x[index]  # the common case, checked here in full
         return gathered(x, x[self._index(x, index)])
 
     def setitem(self, x, index, value):
