@@ -10,11 +10,11 @@ from __future__ import annotations
 from . import _dtypes as D
 import functools
 
-from ._errors import NATIVE_ERRORS, TdxTypeError, TdxValueError, mismatch, translate
+from ._errors import NATIVE_ERRORS, TdxTypeError, TdxValueError, translate
 from .autograd import tape as _tape
 from .autograd.tape import ACTIVE as _TAPE
 from ._tensor import Tensor
-from ._tensor_methods import ALIASES, BINARY, UNARY, operand, wrap
+from ._tensor_methods import ALIASES, BINARY, UNARY, foreign, operand, wrap
 
 __all__ = []
 
@@ -140,9 +140,7 @@ def _natives(tensors, op: str):
     out = []
     for t in tensors:
         _need_tensor(t, op, "tensors")
-        if t._ex is not ex:
-            raise mismatch(op, ex.device, t._ex.device)
-        out.append(t._n)
+        out.append(t._n if t._ex is ex else foreign(op, ex, t))
     return ex, out
 
 

@@ -15,7 +15,7 @@ from . import backends
 from ._errors import NATIVE_ERRORS, TdxTypeError, TdxValueError, mismatch, translate
 from ._generator import native as _native_generator
 from ._tensor import Tensor
-from ._tensor_methods import wrap
+from ._tensor_methods import foreign, wrap
 from .autograd import tape as _tape
 from .autograd.tape import ACTIVE as _TAPE
 
@@ -123,9 +123,7 @@ def einsum(equation, *operands):
     ex = _need_tensor(operands[0], "einsum", "operands")._ex
     natives = []
     for t in operands:
-        if _need_tensor(t, "einsum", "operands")._ex is not ex:
-            raise mismatch("einsum", ex.device, t._ex.device)
-        natives.append(t._n)
+        natives.append(t._n if _need_tensor(t, "einsum", "operands")._ex is ex else foreign("einsum", ex, t))
     return wrap(ex.einsum(equation, natives), ex)
 
 

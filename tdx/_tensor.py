@@ -15,14 +15,14 @@ from __future__ import annotations
 import math
 
 from . import _dtypes as D
-from ._errors import NATIVE_ERRORS, TdxRuntimeError, TdxTypeError, UnsupportedOpError, mismatch
+from ._errors import NATIVE_ERRORS, TdxRuntimeError, TdxTypeError, UnsupportedOpError
 from . import _tensor_methods, _views
 from .autograd import tape as _tape
 from .autograd.tape import ACTIVE as _TAPE
 from ._tensor_math import MathTensorMethods
 from ._tensor_more import MoreTensorMethods
-from ._tensor_methods import (SCALARS as _SCALARS, Size, TensorMethods, inline_typed, scalar as _scalar,
-                              typed_errors, wrap)
+from ._tensor_methods import (SCALARS as _SCALARS, Size, TensorMethods, foreign as _foreign, inline_typed,
+                              scalar as _scalar, typed_errors, wrap)
 
 _new = object.__new__
 
@@ -30,9 +30,7 @@ _new = object.__new__
 def _operand(t, other, op: str):
     """``other`` as a native of ``t``'s executor or a Python scalar; NotImplemented for other types."""
     if other.__class__ is Tensor:
-        if other._ex is not t._ex:
-            raise mismatch(op, t._ex.device, other._ex.device)
-        return other._n
+        return other._n if other._ex is t._ex else _foreign(op, t._ex, other)
     return other if other.__class__ in _SCALARS else _scalar(other)
 
 
@@ -43,9 +41,7 @@ def _binary(name: str, reverse: bool = False):
             return _tape.call(op, self, other)
         ex = self._ex
         if other.__class__ is Tensor:
-            if other._ex is not ex:
-                raise mismatch(name, ex.device, other._ex.device)
-            other = other._n
+            other = other._n if other._ex is ex else _foreign(name, ex, other)
         elif other.__class__ not in _SCALARS:
             other = _scalar(other)
             if other is NotImplemented:
@@ -402,9 +398,7 @@ class Tensor(TensorMethods, MoreTensorMethods, MathTensorMethods):
             return
         ex = self._ex
         if value.__class__ is Tensor:
-            if value._ex is not ex:
-                raise mismatch("index_put_", ex.device, value._ex.device)
-            value = value._n
+            value = value._n if value._ex is ex else _foreign("index_put_", ex, value)
         try:
             new = ex.setitem(self._n, _unwrap_index(index, ex), value)
         except NATIVE_ERRORS as err:
@@ -441,9 +435,7 @@ def _set_copy(t, index, value):
 
 def _unwrap_index(index, ex):
     if index.__class__ is Tensor:
-        if index._ex is not ex:
-            raise mismatch("index", ex.device, index._ex.device)
-        return index._n
+        return index._n if index._ex is ex else _foreign("index", ex, index)
     if index.__class__ is tuple:
         return tuple(_unwrap_index(i, ex) for i in index)
     if index.__class__ is list and any(i.__class__ is Tensor for i in index):

@@ -13,7 +13,8 @@ import math
 
 from . import _dtypes as D
 from . import _views, return_types
-from ._errors import NATIVE_ERRORS, TdxRuntimeError, TdxTypeError, TdxValueError, mismatch, translate
+from ._errors import (NATIVE_ERRORS, TdxRuntimeError, TdxTypeError, TdxValueError, UnsupportedOpError, mismatch,
+                      translate)
 from .autograd import tape as _tape
 from .autograd.tape import ACTIVE as _TAPE
 
@@ -108,6 +109,25 @@ def _permuted(out, src, order):
                        lay.root)
 
 
+def foreign(op: str, ex, t):
+    """``t`` (a Tensor on another executor than ``ex``) as a native of ``ex``, moved there when the
+    config's ``auto_transfer`` allows it.
+
+    Raises:
+        DeviceMismatchError: ``auto_transfer`` is off (the default), as torch raises for mixed devices.
+        UnsupportedOpError: ``t`` requires grad and the move would not be differentiable (only
+            moves between torch devices are).
+    """
+    from . import config
+
+    if not config.current()["auto_transfer"]:
+        raise mismatch(op, ex.device, t._ex.device)
+    if t.requires_grad and not (ex.name == t._ex.name == "torch"):
+        raise UnsupportedOpError(f"{op}: auto_transfer would move a tensor that requires grad from {t._ex.device} "
+                                 f"to {ex.device}, which is not differentiable; detach() it or move it first")
+    return t.to(ex.device)._n
+
+
 def operand(t, other, op: str):
     """``other`` as a native array of ``t``'s executor or a Python scalar.
 
@@ -116,9 +136,7 @@ def operand(t, other, op: str):
         TdxTypeError: ``other`` is neither a Tensor nor a scalar.
     """
     if other.__class__ is Tensor:
-        if other._ex is not t._ex:
-            raise mismatch(op, t._ex.device, other._ex.device)
-        return other._n
+        return other._n if other._ex is t._ex else foreign(op, t._ex, other)
     if other.__class__ in SCALARS or other is None:
         return other
     value = scalar(other)
@@ -167,9 +185,7 @@ def _binary(name: str, torch_name: str):
             return _tape.call(method, self, other)
         ex = self._ex
         if other.__class__ is Tensor:
-            if other._ex is not ex:
-                raise mismatch(torch_name, ex.device, other._ex.device)
-            other = other._n
+            other = other._n if other._ex is ex else foreign(torch_name, ex, other)
         elif other.__class__ not in SCALARS:
             other = operand(self, other, torch_name)
         try:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from . import _dtypes as D
 from . import _tensor_methods as TM
 from . import _views
-from ._errors import CastError, TdxTypeError, mismatch
+from ._errors import CastError, TdxTypeError
 from ._generator import native as _native_generator
 from ._tensor_index import IndexTensorMethods, int_arg, tensor_arg
 from ._tensor_methods import operand, typed_errors, wrap
@@ -26,9 +26,7 @@ def _dtype_or_none(dtype):
 def _unwrap(t, value, op: str):
     """A Tensor argument as its native array (checking the executor); anything else as is."""
     if value.__class__ is TM.Tensor:
-        if value._ex is not t._ex:
-            raise mismatch(op, t._ex.device, value._ex.device)
-        return value._n
+        return value._n if value._ex is t._ex else TM.foreign(op, t._ex, value)
     return value
 
 

@@ -183,3 +183,32 @@ def test_mlx_downcast_float64_is_opt_in_and_warns(tmp_path):
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["True", "tdx.float32", "[1.5,", "2.25]", "tdx.float32",
                                 "['PrecisionWarning',", "'PrecisionWarning']"]
+
+
+def test_auto_transfer_moves_operands_only_when_the_config_allows(tmp_path):
+    """``auto_transfer = true``: an operand on another executor is moved to the first operand's;
+    off (the default): torch's mixed-device error. A tensor that requires grad is never moved
+    between frameworks (the move would not be differentiable)."""
+    pytest.importorskip("mlx.core")
+    script = """
+        import tdx
+        a, b = tdx.ones(2, 3, device="mlx:cpu"), tdx.arange(3.0, device="cpu")
+        try:
+            out = [a + b, a.mul(b), tdx.cat([a, b[None]]), tdx.einsum("ij,j->i", a, b)]
+            a[0] = b
+            print([str(o.device) for o in out], a.tolist()[0], (b + a[1]).device)
+        except tdx.TdxError as err:
+            print(type(err).__name__)
+        g = tdx.arange(3.0, device="cpu", requires_grad=True)
+        try:
+            tdx.ones(3, device="mlx:cpu") * g
+        except tdx.TdxError as err:
+            print(type(err).__name__)
+    """
+    r = run(script, tmp_path)
+    assert r.stdout.split() == ["DeviceMismatchError", "DeviceMismatchError"], r.stderr
+    (tmp_path / "tdx.toml").write_text("auto_transfer = true\n")
+    r = run(script, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["['mlx:cpu',", "'mlx:cpu',", "'mlx:cpu',", "'mlx:cpu']", "[0.0,", "1.0,", "2.0]",
+                                "cpu", "UnsupportedOpError"], r.stdout
