@@ -23,6 +23,7 @@ from .._errors import (DtypeMismatchError, OpDtypeError, ShapeError, TdxIndexErr
 
 _SCALARS = (bool, int, float, complex)
 _INTS = frozenset((mx.bool_, mx.uint8, mx.int8, mx.int16, mx.int32, mx.int64))
+_FLOATS = frozenset((mx.float16, mx.bfloat16, mx.float32, mx.float64))
 
 
 def _is_bool(v) -> bool:
@@ -125,9 +126,17 @@ class MLXOps:
         rt = self._promote(a, b)
         return self._cast(a, rt), self._cast(b, rt), rt
 
+    def _pair(self, a, b):
+        """:meth:`_args` for MLX's binary kernels, which take a Python scalar as it is: a float
+        tensor with a Python int or float keeps its dtype (torch's rule), and MLX rounds the
+        scalar to that dtype itself, as the cast would."""
+        if type(a) is mx.array and (b.__class__ is float or b.__class__ is int) and a.dtype in _FLOATS:
+            return a, b, self._from_native[a.dtype]
+        return self._args(a, b)
+
     # binary arithmetic ----------------------------------------------------------------
     def add(self, a, b):
-        a, b, _ = self._args(a, b)
+        a, b, _ = self._pair(a, b)
         return mx.add(a, b, stream=self.s)
 
     def sub(self, a, b):
@@ -135,11 +144,11 @@ class MLXOps:
             raise OpDtypeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
                                "If you are trying to invert a mask, use the `~` or `logical_not()` "
                                "operator instead.")
-        a, b, _ = self._args(a, b)
+        a, b, _ = self._pair(a, b)
         return mx.subtract(a, b, stream=self.s)
 
     def mul(self, a, b):
-        a, b, _ = self._args(a, b)
+        a, b, _ = self._pair(a, b)
         return mx.multiply(a, b, stream=self.s)
 
     def truediv(self, a, b):
@@ -189,7 +198,7 @@ class MLXOps:
         return mx.matmul(a, b, stream=self.s)
 
     def _compare(self, fn, a, b):
-        a, b, _ = self._args(a, b)
+        a, b, _ = self._pair(a, b)
         return fn(a, b, stream=self.s)
 
     def eq(self, a, b):
