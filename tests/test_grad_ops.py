@@ -347,3 +347,21 @@ def test_every_point_one_op_has_a_gradient_test():
                  "tile", "narrow", "unbind", "movedim", "where", "float", "half", "bfloat16", "to", "clone",
                  "detach", "copy", "fill", "zero", "add", "sub", "mul", "div"}
     assert point_one <= covered, sorted(point_one - covered)
+
+
+TIES = {
+    "maximum": lambda m, a, b: m.maximum(a, b), "minimum": lambda m, a, b: m.minimum(a, b),
+    "clamp ends": lambda m, a, b: a.clamp(1.0, 2.0) * b, "clamp tensor bounds": lambda m, a, b: a.clamp(b, b + 1),
+    "max dim": lambda m, a, b: a.max(1).values * b[0], "min dim keepdim": lambda m, a, b: a.min(0, True).values,
+    "amax": lambda m, a, b: a.amax(1) * b[0], "max all": lambda m, a, b: a.max() * b.sum(),
+    "sort": lambda m, a, b: a.sort(dim=1, stable=True).values * b, "topk": lambda m, a, b: a.topk(2).values,
+    "relu at 0": lambda m, a, b: (a - 1).relu() * b, "abs at 0": lambda m, a, b: (a - 1).abs() * b,
+}
+
+
+@pytest.mark.parametrize("name", sorted(TIES))
+def test_gradients_at_ties_and_kinks(device, name):
+    """Equal values and kinks, where frameworks pick different subgradients: torch's are the answer."""
+    a = np.array([[1.0, 2.0, 2.0], [1.0, 1.0, 3.0]], np.float32)
+    b = np.array([[1.0, 2.0, 1.5], [1.0, 0.5, 3.0]], np.float32)
+    grad_check(device, "float32", [a, b], TIES[name])
