@@ -22,6 +22,18 @@ from .autograd.tape import ACTIVE as _TAPE
 __all__: list = []
 
 
+def _first_tensor(args):
+    """The first Tensor among ``args`` (looking into lists and tuples), or None."""
+    for a in args:
+        if isinstance(a, Tensor):
+            return a
+        if isinstance(a, (list, tuple)):
+            found = _first_tensor(a)
+            if found is not None:
+                return found
+    return None
+
+
 def _typed(fn, record=False):
     """Framework exceptions from ``fn`` surface as TdxErrors (translated by the first tensor's executor).
 
@@ -35,16 +47,25 @@ def _typed(fn, record=False):
         try:
             return fn(*args, **kwargs)
         except NATIVE_ERRORS as err:
-            first = next((a for a in args if isinstance(a, Tensor)), None)
-            ex = getattr(first, "_ex", None)
+            ex = getattr(_first_tensor(args), "_ex", None)
             raise (ex.native_error(err) if ex is not None else translate(err)) from None
 
     return wrapper
 
 
-def _export(fn, record=False):
-    __all__.append(fn.__name__)
-    return _typed(fn, record)
+def exporter(names: list):
+    """A decorator that adds a function's name to ``names`` (a module's ``__all__``) and gives it
+    typed errors; ``@export(record=True)`` also makes each call one tape node."""
+    def export(fn=None, *, record=False):
+        if fn is None:
+            return functools.partial(export, record=record)
+        names.append(fn.__name__)
+        return _typed(fn, record)
+
+    return export
+
+
+_export = exporter(__all__)
 
 
 def _need_tensor(x, op: str, arg: str = "input") -> Tensor:
@@ -111,7 +132,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):  # no
     return input.repeat_interleave(repeats, dim, output_size=output_size)
 
 
-@functools.partial(_export, record=True)
+@_export(record=True)
 def einsum(equation, *operands):
     """Einstein summation of ``operands`` (tensors of one dtype) as ``equation`` says."""
     if not isinstance(equation, str):

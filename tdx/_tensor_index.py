@@ -9,17 +9,12 @@ a framework and holds no per-executor special case.
 
 from __future__ import annotations
 
-from collections import namedtuple
-
 from . import _dtypes as D
-from . import _views
+from . import _views, return_types
 from ._errors import TdxIndexError, TdxRuntimeError, TdxTypeError
 from ._tensor_methods import _permuted, operand, shape_args, wrap
 from .backends.base import norm_dim
 
-# torch.return_types.sort / topk
-sort_result = namedtuple("sort", ["values", "indices"])
-topk_result = namedtuple("topk", ["values", "indices"])
 
 
 def tensor_arg(t, x, op: str, arg: str):
@@ -119,7 +114,7 @@ class IndexTensorMethods:
         """(values, indices) sorted along ``dim``; ties keep their order, NaN sorts above numbers."""
         ex = self._ex
         values, indices = ex.sort(self._n, dim, descending, stable)
-        return sort_result(wrap(values, ex), wrap(indices, ex))
+        return return_types.sort(wrap(values, ex), wrap(indices, ex))
 
     def argsort(self, dim=-1, descending=False, *, stable=False):
         """The int64 indices that sort self along ``dim``."""
@@ -129,7 +124,7 @@ class IndexTensorMethods:
         """(values, indices) of the ``k`` largest (or smallest) elements along ``dim``."""
         ex = self._ex
         values, indices = ex.topk(self._n, int_arg(k, "topk", "k"), dim, largest, sorted)
-        return topk_result(wrap(values, ex), wrap(indices, ex))
+        return return_types.topk(wrap(values, ex), wrap(indices, ex))
 
     def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
         """The sorted distinct values, with the inverse map and counts when asked."""

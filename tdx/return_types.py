@@ -4,3 +4,8 @@ from collections import namedtuple
 
 max = namedtuple("max", ["values", "indices"])  # noqa: A001 - torch's name
 min = namedtuple("min", ["values", "indices"])  # noqa: A001 - torch's name
+sort = namedtuple("sort", ["values", "indices"])
+topk = namedtuple("topk", ["values", "indices"])
+cummax = namedtuple("cummax", ["values", "indices"])
+cummin = namedtuple("cummin", ["values", "indices"])
+aminmax = namedtuple("aminmax", ["min", "max"])
