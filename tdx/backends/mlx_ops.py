@@ -191,7 +191,7 @@ class MLXOps:
         if ka != kb:
             raise ShapeError(f"mat1 and mat2 shapes cannot be multiplied ({a.shape} and {b.shape})")
         if a.dtype in _INTS:
-            if a.dtype == mx.bool_:
+            if a.dtype == mx.bool_ and not (a.size == 0 or b.size == 0):  # torch's empty products pass
                 raise OpDtypeError("\"addmm\" not implemented for 'Bool'")
             out = np.matmul(np.array(a), np.array(b))
             return mx.array(out).astype(a.dtype, stream=self.s)
@@ -598,14 +598,15 @@ class MLXOps:
         return [self._cast(x, rt) for x in xs]
 
     def cat(self, xs, dim=0):
-        xs = [x for x in xs if not (x.ndim == 1 and x.size == 0)] or list(xs[:1])
+        rt = D.result_type([self._tdx(x) for x in xs])  # skipped empty 1-D inputs still promote
+        xs = [self._cast(x, rt) for x in xs if not (x.ndim == 1 and x.size == 0)] or [self._cast(xs[0], rt)]
         ref = xs[0]
         d = norm_dim(dim, ref.ndim)
         for i, x in enumerate(xs):
             if x.ndim != ref.ndim or any(a != b for j, (a, b) in enumerate(zip(x.shape, ref.shape)) if j != d):
                 raise ShapeError(f"Sizes of tensors must match except in dimension {d}. Expected "
                                  f"{list(ref.shape)} but got {list(x.shape)} for tensor number {i} in the list.")
-        return mx.concatenate(self._same_dtype(xs), axis=d, stream=self.s)
+        return mx.concatenate(xs, axis=d, stream=self.s)
 
     def stack(self, xs, dim=0):
         ref = xs[0]
