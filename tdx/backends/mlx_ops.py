@@ -207,17 +207,23 @@ class MLXOps:
     def ne(self, a, b):
         return self._compare(mx.not_equal, a, b)
 
+    def _order(self, fn, name, a, b):
+        a, b, rt = self._pair(a, b)
+        if rt.is_complex:  # MLX would order complex numbers lexicographically
+            raise TdxNotImplementedError(_complex_refused(name))
+        return fn(a, b, stream=self.s)
+
     def lt(self, a, b):
-        return self._compare(mx.less, a, b)
+        return self._order(mx.less, "lt", a, b)
 
     def le(self, a, b):
-        return self._compare(mx.less_equal, a, b)
+        return self._order(mx.less_equal, "le", a, b)
 
     def gt(self, a, b):
-        return self._compare(mx.greater, a, b)
+        return self._order(mx.greater, "gt", a, b)
 
     def ge(self, a, b):
-        return self._compare(mx.greater_equal, a, b)
+        return self._order(mx.greater_equal, "ge", a, b)
 
     def _bitwise(self, fn, name, a, b):
         a, b, rt = self._args(a, b)
@@ -242,12 +248,16 @@ class MLXOps:
 
     def maximum(self, a, b):
         a, b, rt = self._args(a, b)
+        if rt.is_complex:
+            raise TdxRuntimeError(_complex_refused("maximum"))
         if rt.is_floating_point and differentiating():
             return _tie_splitting("maximum", self.s)(a, b)
         return mx.maximum(a, b, stream=self.s)
 
     def minimum(self, a, b):
         a, b, rt = self._args(a, b)
+        if rt.is_complex:
+            raise TdxRuntimeError(_complex_refused("minimum"))
         if rt.is_floating_point and differentiating():
             return _tie_splitting("minimum", self.s)(a, b)
         return mx.minimum(a, b, stream=self.s)
@@ -349,7 +359,9 @@ class MLXOps:
     conj = positive
 
     def relu(self, x):
-        if x.dtype == mx.bool_:
+        if x.dtype == mx.bool_ or x.dtype == mx.complex64:
+            if x.dtype == mx.complex64:
+                raise TdxNotImplementedError(_complex_refused("relu"))
             raise OpDtypeError("Boolean inputs not supported for relu")
         return mx.maximum(x, mx.array(0, x.dtype), stream=self.s)
 
@@ -736,10 +748,10 @@ for _name in mlx_f64.NAMES:
 
 # ops torch refuses for complex operands: MLX would order complex numbers lexicographically
 # (or round each part), so they are refused here with torch's error kind before MLX sees them
+# (the comparisons, maximum/minimum and relu check inline, on their hot path)
 _NOT_FOR_COMPLEX = {
-    **dict.fromkeys(("round", "lt", "le", "gt", "ge", "floordiv", "amax", "amin", "clamp", "relu"),
-                    TdxNotImplementedError),
-    **dict.fromkeys(("maximum", "minimum", "max_dim", "min_dim", "argmax", "argmin"), TdxRuntimeError),
+    **dict.fromkeys(("round", "floordiv", "amax", "amin", "clamp"), TdxNotImplementedError),
+    **dict.fromkeys(("max_dim", "min_dim", "argmax", "argmin"), TdxRuntimeError),
 }
 _TORCH_NAME = {"floordiv": "floor_divide", "max_dim": "max", "min_dim": "min"}
 
@@ -748,9 +760,13 @@ def _is_complex(v) -> bool:
     return v.dtype == mx.complex64 if isinstance(v, mx.array) else isinstance(v, complex)
 
 
+def _complex_refused(name: str) -> str:
+    return (f"{name}(): not implemented for complex tensors (ComplexFloat); it needs real (floating point, "
+            "integer or bool) tensors")
+
+
 def _real_only(name, kind, fn):
-    message = (f"{_TORCH_NAME.get(name, name)}(): not implemented for complex tensors (ComplexFloat); "
-               "it needs real (floating point, integer or bool) tensors")
+    message = _complex_refused(_TORCH_NAME.get(name, name))
 
     @functools.wraps(fn)
     def op(self, a, *args, **kwargs):
