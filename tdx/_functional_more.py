@@ -107,7 +107,9 @@ _FORWARDED = {
     "diagonal": "A diagonal of the ``(dim1, dim2)`` planes (a view).",
     "tensor_split": "Near-equal sections, or pieces cut at indices, along ``dim`` (views).",
     "hsplit": "``tensor_split`` along dim 1 (0 for 1-D).", "vsplit": "``tensor_split`` along dim 0.",
-    "dsplit": "``tensor_split`` along dim 2.",
+    "dsplit": "``tensor_split`` along dim 2.", "conj": "The complex conjugate (real tensors as they are).",
+    "resolve_conj": "The tensor with a lazy conjugation materialized.",
+    "is_conj": "Whether the tensor is a lazily conjugated view.",
     "multinomial": "Indices drawn from rows of unnormalized probabilities.",
     "bernoulli": "0/1 draws with probability ``input`` (or ``p``).",
 }

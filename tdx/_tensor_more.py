@@ -35,6 +35,22 @@ class MoreTensorMethods(IndexTensorMethods):
 
     __slots__ = ()
 
+    # complex conjugation ---------------------------------------------------------------------
+    def conj(self):
+        """The complex conjugate; a real tensor is returned as it is, as torch's."""
+        if not self.dtype.is_complex:
+            return self
+        return wrap(self._ex.conj(self._n), self._ex)
+
+    def resolve_conj(self):
+        """This tensor with a lazy conjugation (torch's conj bit) materialized."""
+        n = self._ex.resolve_conj(self._n)
+        return self if n is self._n else wrap(n, self._ex)
+
+    def is_conj(self) -> bool:
+        """Whether this is a lazily conjugated view (torch executors only; MLX conjugates eagerly)."""
+        return self._ex.is_conj(self._n)
+
     # new tensors like this one --------------------------------------------------------------
     def _like(self, dtype, device):
         return {"dtype": self.dtype if dtype is None else dtype, "device": self._ex.device if device is None

@@ -639,3 +639,15 @@ def test_catalog_meets_the_bar():
         passed = sum(row[d] is None for row in results.values())
         assert passed >= 0.95 * len(results), (d, {k: v[d] for k, v in results.items() if v[d]})
         assert all(isinstance(row[d], str) and row[d] for row in results.values() if row[d] is not None)
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "float32", "int64"])
+def test_conj(device, dtype):
+    if not supported(device, dtype):
+        pytest.skip(f"{device} has no {dtype}")
+    x, t = make(values((2, 3), dtype, 4), device, dtype)
+    check(lambda: x.conj(), lambda: t.conj(), msg="conj")
+    check(lambda: tdx.conj(x).resolve_conj(), lambda: torch.conj(t).resolve_conj(), msg="resolve_conj")
+    check(lambda: x.conj() * x, lambda: t.conj() * t, msg="conj product", **tol(dtype))
+    assert (x.conj() is x) == (t.conj() is t)
+    assert not tdx.resolve_conj(x.conj()).is_conj()

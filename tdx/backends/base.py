@@ -166,6 +166,17 @@ class Executor:
     def unsupported(self, what: str):
         return UnsupportedOpError(f"{what} is not supported on {self.device} ({self.name} executor)")
 
+    # complex views -----------------------------------------------------------------------
+    @staticmethod
+    def is_conj(x) -> bool:
+        """Whether ``x`` is a lazily conjugated view (torch's conj bit); eager executors never are."""
+        return False
+
+    @staticmethod
+    def resolve_conj(x):
+        """``x`` with a lazy conjugation applied (eager executors: ``x`` itself)."""
+        return x
+
     # generator states ------------------------------------------------------------------
     def generator_get_state(self, state) -> bytes:
         """The bytes of native generator state ``state``, as ``torch.Generator.get_state``.

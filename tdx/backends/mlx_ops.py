@@ -356,7 +356,8 @@ class MLXOps:
     def positive(self, x):
         return x
 
-    conj = positive
+    def conj(self, x):
+        return mx.conjugate(x, stream=self.s) if x.dtype == mx.complex64 else x
 
     def relu(self, x):
         if x.dtype == mx.bool_ or x.dtype == mx.complex64:

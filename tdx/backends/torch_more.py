@@ -128,6 +128,14 @@ class TorchMoreOps:
         return state
 
     @staticmethod
+    def is_conj(x) -> bool:
+        return x.is_conj()
+
+    @staticmethod
+    def resolve_conj(x):
+        return x.resolve_conj()
+
+    @staticmethod
     def strides(x) -> tuple:
         """torch's strides of ``x``, in elements."""
         return x.stride()
