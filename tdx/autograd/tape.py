@@ -44,13 +44,14 @@ class Node:
     later gives the same Tensor object a new version, and this node must keep the old one.
     """
 
-    __slots__ = ("fn", "args", "kwargs", "inputs", "metas", "natives", "n_out", "name", "__weakref__")
+    __slots__ = ("fn", "args", "kwargs", "inputs", "metas", "natives", "n_out", "name", "plan", "__weakref__")
 
     def __init__(self, fn, args, kwargs, inputs, n_out):
         self.fn, self.args, self.kwargs, self.inputs, self.n_out = fn, args, kwargs, inputs, n_out
         self.metas = [t._ag for t in inputs]
         self.natives = [t._n for t in inputs]
         self.name = getattr(fn, "__name__", "op").strip("_").capitalize() + "Backward"
+        self.plan = _plan(args, kwargs, inputs)
 
     def __repr__(self) -> str:
         return f"<{self.name} node>"
@@ -62,6 +63,13 @@ class Node:
         """Re-run the op with ``natives`` standing in for the inputs; returns output natives."""
         from .._tensor_methods import wrap
 
+        plan = self.plan
+        if plan is not None:  # the inputs are plain positional arguments: swap them in place
+            args, inputs = list(self.args), self.inputs
+            for pos, k in plan:
+                args[pos] = wrap(natives[k], inputs[k]._ex)
+            out = _run_suspended(self.fn, args, self.kwargs)
+            return [o._n for o in out] if isinstance(out, (tuple, list)) else [out._n]
         it = iter(natives)
         swap = {id(t): wrap(next(it), t._ex) for t in self.inputs}
 
@@ -75,6 +83,23 @@ class Node:
         out = _run_suspended(self.fn, [sub(a) for a in self.args], {k: sub(v) for k, v in self.kwargs.items()})
         outs = out if isinstance(out, (tuple, list)) else (out,)
         return [o._n for o in outs]
+
+
+def _plan(args, kwargs, inputs):
+    """``(argument position, input number)`` for each input passed as a plain positional
+    argument, or None when an input sits in a list or a keyword (replayed the general way)."""
+    where = {id(t): k for k, t in enumerate(inputs)}
+    plan = []
+    for pos, a in enumerate(args):
+        k = where.get(id(a))
+        if k is not None:
+            plan.append((pos, k))
+        elif isinstance(a, (list, tuple)) and any(id(x) in where for x in a):
+            return None
+    if any(id(v) in where or (isinstance(v, (list, tuple)) and any(id(x) in where for x in v))
+           for v in kwargs.values()):
+        return None
+    return tuple(plan)
 
 
 class Invalid:
