@@ -15,9 +15,10 @@ from . import _dtypes as D
 from . import _tensor_math as TMath
 from . import backends
 from ._errors import (DtypeMismatchError, ShapeError, TdxNotImplementedError, TdxRuntimeError, TdxTypeError,
-                      TdxValueError, mismatch)
+                      TdxValueError)
 from ._functional import stack
 from ._functional_more import _need_tensor, exporter
+from ._tensor_methods import foreign
 from ._tensor import Tensor
 from ._tensor_methods import Size, wrap
 
@@ -138,11 +139,10 @@ def broadcast_shapes(*shapes) -> Size:
     return _broadcast(norm)
 
 
-def _same_executor(tensors, op: str):
+def _same_executor(tensors, op: str) -> list:
+    """``tensors`` on the first one's executor: torch's mixed-device error unless auto_transfer moves them."""
     ex = tensors[0]._ex
-    for t in tensors:
-        if t._ex is not ex:
-            raise mismatch(op, ex.device, t._ex.device)
+    return [t if t._ex is ex else wrap(foreign(op, ex, t), ex) for t in tensors]
 
 
 @_export(record=True)
@@ -152,7 +152,7 @@ def broadcast_tensors(*tensors) -> tuple:
         _need_tensor(t, "broadcast_tensors", "tensors")
     if not tensors:
         return ()
-    _same_executor(tensors, "broadcast_tensors")
+    tensors = _same_executor(tensors, "broadcast_tensors")
     shape = _broadcast([tuple(t.shape) for t in tensors], "tensor")
     return tuple(t.expand(shape) for t in tensors)
 
@@ -252,7 +252,7 @@ def meshgrid(*tensors, indexing=None) -> tuple:
         if _need_tensor(t, "meshgrid", "tensors").ndim > 1:
             raise ShapeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got a "
                              f"{t.ndim}-D tensor of shape {list(t.shape)}")
-    _same_executor(tensors, "meshgrid")
+    tensors = _same_executor(tensors, "meshgrid")
     if any(t.dtype is not tensors[0].dtype for t in tensors):
         raise DtypeMismatchError(f"meshgrid expects all tensors to have the same dtype, got "
                                  f"{[t.dtype.name for t in tensors]}")

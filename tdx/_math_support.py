@@ -13,7 +13,7 @@ from . import _dtypes as D
 from . import _tensor_methods as TM
 from . import return_types
 from ._errors import (CastError, DtypeMismatchError, ShapeError, TdxNotImplementedError, TdxRuntimeError,
-                      TdxTypeError, mismatch)
+                      TdxTypeError)
 from ._tensor_methods import wrap
 from .autograd.grad_mode import is_grad_enabled
 from .backends.base import norm_dim
@@ -34,7 +34,7 @@ def _tensor(t, x, op: str, arg: str):
     if x.__class__ is not TM.Tensor:
         raise TdxTypeError(f"{op}(): argument '{arg}' must be Tensor, not {type(x).__name__}")
     if x._ex is not t._ex:
-        raise mismatch(op, t._ex.device, x._ex.device)
+        return wrap(TM.foreign(op, t._ex, x), t._ex)  # torch's mixed-device error unless auto_transfer
     return x
 
 

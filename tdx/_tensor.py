@@ -265,7 +265,7 @@ class Tensor(TensorMethods, MoreTensorMethods, MathTensorMethods):
             return wrap(self._n.detach(), ex)
         out = wrap(self._n, ex)  # shares storage with self, as torch's detach
         lay = _views.layout_of(self)
-        return _views.link(out, self, lay.shape, lay.strides, lay.offset) if not ex.mutable else out
+        return _views.link(out, self, lay.shape, lay.strides, lay.offset, detached=True) if not ex.mutable else out
 
     @inline_typed
     def detach_(self) -> "Tensor":

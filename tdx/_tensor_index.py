@@ -187,6 +187,8 @@ class IndexTensorMethods:
         if self._ex.mutable:
             return out
         n = self.ndim
+        if not n:
+            return _permuted(out, self, [])
         src = [norm_dim(d, n) for d in ((source,) if isinstance(source, int) else source)]
         dst = [norm_dim(d, n) for d in ((destination,) if isinstance(destination, int) else destination)]
         order = [None] * n
@@ -243,6 +245,9 @@ class IndexTensorMethods:
     def tensor_split(self, indices_or_sections, dim=0):
         """Pieces along ``dim``: ``n`` near-equal sections (the first ``size % n`` one longer), or
         cut at the listed indices; each piece is a view."""
+        if isinstance(indices_or_sections, bool):
+            raise TdxTypeError("tensor_split(): argument 'indices_or_sections' must be an int, a sequence of ints "
+                               "or a tensor of them, not bool")
         d = norm_dim(int_arg(dim, "tensor_split", "dim"), self.ndim)
         size = self.shape[d]
         if isinstance(indices_or_sections, int) and not isinstance(indices_or_sections, bool):

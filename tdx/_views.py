@@ -27,13 +27,14 @@ from ._errors import TdxRuntimeError, UnsupportedOpError
 class Layout:
     """Where a view's elements sit in its root's flat buffer (torch's sizes/strides/offset)."""
 
-    __slots__ = ("root", "shape", "strides", "offset", "multi")
+    __slots__ = ("root", "shape", "strides", "offset", "multi", "detached")
 
-    def __init__(self, root, shape, strides, offset, multi=None):
+    def __init__(self, root, shape, strides, offset, multi=None, detached=False):
         self.root, self.offset = root, offset
         self.shape = shape if shape.__class__ is tuple else tuple(shape)
         self.strides = strides if strides.__class__ is tuple else tuple(strides)
         self.multi = multi  # (function, output number) for one of several views (split, unbind...)
+        self.detached = detached  # made by detach(): shares the values, never the gradient
 
     def index_map(self) -> np.ndarray:
         """Flat root positions of every element, shaped like the view."""
@@ -100,14 +101,19 @@ def layout_of(t) -> Layout:
     return Layout(t, shape, contiguous_strides(shape), 0)
 
 
-def link(out, src, shape, strides, offset, root=None, multi=None):
+def link(out, src, shape, strides, offset, root=None, multi=None, detached=False):
     """Make ``out`` a view of ``src``'s root with the given layout (in root coordinates).
 
     ``multi`` names the function and output number when ``out`` is one of several views a
-    function returns (torch forbids writing those in place while autograd records).
+    function returns (torch forbids writing those in place while autograd records);
+    ``detached`` marks ``detach()``'s view. Views of such views inherit both.
     """
+    parent = getattr(src, "_view", None)
+    if parent is not None:
+        multi = multi if multi is not None else parent.multi
+        detached = detached or parent.detached
     root = root if root is not None else layout_of(src).root
-    out._view = Layout(root, shape, strides, offset, multi)
+    out._view = Layout(root, shape, strides, offset, multi, detached)
     views = _views_of(root)
     if views is None:
         if len(_families) >= _sweep_at[0]:
@@ -161,7 +167,7 @@ def basic_index(lay: Layout, index):
             start, stop, step = it.indices(lay.shape[d])
             shape.append(len(range(start, stop, step)))
             strides.append(lay.strides[d] * step)
-            offset += start * lay.strides[d] if shape[-1] else 0
+            offset += start * lay.strides[d]  # kept for empty slices too, as torch's storage_offset
             d += 1
         else:
             offset += (it % lay.shape[d]) * lay.strides[d]
@@ -233,13 +239,16 @@ def _scatter(root_native, value_native, idx, ex):
     """``root_native`` with the flat positions ``idx`` replaced by ``value_native`` (a new array)."""
     import mlx.core as mx  # only immutable executors reach here
 
-    shape = ex.shape(root_native)
-    flat = mx.reshape(root_native, (-1,), stream=ex.s)
     if not idx.size:
         return root_native
+    shape = ex.shape(root_native)
+    flat = mx.reshape(root_native, (-1,), stream=ex.s)
     mask = np.zeros(flat.shape[0], dtype=bool)
     mask[idx] = True
-    placed = mx.zeros_like(flat, stream=ex.s).at[mx.array(idx)].add(mx.reshape(value_native, (-1,), stream=ex.s))
+    source = np.zeros(flat.shape[0], dtype=np.int64)  # which written value lands at each position
+    source[idx] = np.arange(idx.size)
+    # a gather, not a scatter-add into zeros: that would turn a written -0.0 into +0.0
+    placed = mx.take(mx.reshape(value_native, (-1,), stream=ex.s), mx.array(source), stream=ex.s)
     return mx.reshape(mx.where(mx.array(mask), placed, flat, stream=ex.s), shape, stream=ex.s)
 
 

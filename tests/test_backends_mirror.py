@@ -768,3 +768,12 @@ def test_mlx_fused_sdpa_switch_follows_config_and_setter(tmp_path, monkeypatch):
 def test_backend_unavailable_error_is_both_builtins():
     err = _flags.BackendUnavailableError("x")
     assert isinstance(err, RuntimeError) and isinstance(err, AssertionError)
+
+
+def test_mlx_flags_restore_even_when_a_value_is_refused():
+    mlx_flags = B.mlx
+    before = (mlx_flags.fused_sdpa_enabled(), mlx_flags.downcast_float64_enabled())
+    with pytest.raises(RuntimeError, match="expects a bool"):
+        with mlx_flags.flags(fused_sdpa=not before[0], downcast_float64="yes"):
+            pass
+    assert (mlx_flags.fused_sdpa_enabled(), mlx_flags.downcast_float64_enabled()) == before

@@ -194,7 +194,7 @@ def test_auto_transfer_moves_operands_only_when_the_config_allows(tmp_path):
         import tdx
         a, b = tdx.ones(2, 3, device="mlx:cpu"), tdx.arange(3.0, device="cpu")
         try:
-            out = [a + b, a.mul(b), tdx.cat([a, b[None]]), tdx.einsum("ij,j->i", a, b)]
+            out = [a + b, a.mul(b), tdx.cat([a, b[None]]), tdx.einsum("ij,j->i", a, b), tdx.lerp(a, b, 0.5)]
             a[0] = b
             print([str(o.device) for o in out], a.tolist()[0], (b + a[1]).device)
         except tdx.TdxError as err:
@@ -210,5 +210,6 @@ def test_auto_transfer_moves_operands_only_when_the_config_allows(tmp_path):
     (tmp_path / "tdx.toml").write_text("auto_transfer = true\n")
     r = run(script, tmp_path)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == ["['mlx:cpu',", "'mlx:cpu',", "'mlx:cpu',", "'mlx:cpu']", "[0.0,", "1.0,", "2.0]",
+    assert r.stdout.split() == ["['mlx:cpu',", "'mlx:cpu',", "'mlx:cpu',", "'mlx:cpu',", "'mlx:cpu']", "[0.0,", "1.0,",
+                                "2.0]",
                                 "cpu", "UnsupportedOpError"], r.stdout

@@ -365,3 +365,25 @@ def test_gradients_at_ties_and_kinks(device, name):
     a = np.array([[1.0, 2.0, 2.0], [1.0, 1.0, 3.0]], np.float32)
     b = np.array([[1.0, 2.0, 1.5], [1.0, 0.5, 3.0]], np.float32)
     grad_check(device, "float32", [a, b], TIES[name])
+
+
+def test_clamp_gradient_follows_torch_everywhere(device):
+    """x's gradient where min <= x <= max; a bound's where it wins; none through NaN, as torch."""
+    nan = float("nan")
+    x = np.array([0, 1, 2, 3, 5, nan, 1, 1, 2, 0, 3, 2], np.float32)
+    lo = np.array([1, 1, 1, 1, 1, 1, nan, 2, 2, 2, 2, 3], np.float32)
+    hi = np.array([4, 4, 4, 3, 4, 4, 4, nan, 2, 2, 2, 1], np.float32)
+    grad_check(device, "float32", [x, lo, hi], lambda m, a, b, c: a.clamp(b, c))
+    grad_check(device, "float32", [x, lo], lambda m, a, b: a.clamp(min=b))
+    grad_check(device, "float32", [x, hi], lambda m, a, c: a.clamp(max=c))
+    grad_check(device, "float32", [x], lambda m, a: a.clamp(1.0, 1.5) + a.clamp(min=nan))
+
+
+def test_float64_gradients_at_the_extremes(device):
+    """Where exp overflows or underflows, gradients stay finite and exact, as torch's."""
+    if not supported(device, "float64"):
+        pytest.skip(f"{device} has no float64")
+    x = np.array([-800.0, -40.0, 0.0, 3.0, 40.0, 800.0])
+    for fn in (lambda m, a: a.sigmoid(), lambda m, a: a.exp() * 0 + a.softmax(0), lambda m, a: a.logsumexp(0),
+               lambda m, a: a.log_softmax(0), lambda m, a: m.sin(a) * m.cos(a), lambda m, a: a.erf()):
+        grad_check(device, "float64", [x], fn)

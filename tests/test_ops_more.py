@@ -100,6 +100,7 @@ EDGE_CASES = {
     ("max_dim", "complex64"): lambda m, x: m.max(x, 1),
     ("lt_scalar", "complex64"): lambda m, x: x < 1,
     ("clamp", "complex64"): lambda m, x: m.clamp(x, 0, 1),
+    ("clamp_complex_max", "float32"): lambda m, x: x.clamp(max=x.to(m.complex64)),
     ("cat_empty_promotes", "float16"): lambda m, x: m.cat([x.reshape(-1)[:0], x.float().reshape(-1)[:0]]),
     ("cat_skipped_empty_promotes", "float16"): lambda m, x: m.cat([x, x.double().reshape(-1)[:0]]),
     **{(n, "complex64"): (lambda n: lambda m, x: getattr(m, n)(x, x))(n)

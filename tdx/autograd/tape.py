@@ -244,6 +244,8 @@ def record_inplace(t, fn, args, kwargs):
         root._ag = Meta(True, Node(_views.copy_slices, pieces, {}, _grad_inputs(pieces, {}), 1), 0)
     for v in _views.family(root):  # every view shows the new values, read from the new root
         _views.refresh_one(v)
+        if v._view.detached:  # detach() shares the values, never the history
+            continue
         node = Invalid(_views.multi_view_error(v._view, True)) if v._view.multi is not None else \
             Node(_views.as_strided, (root, v._view), {}, [root], 1)
         v._ag = Meta(True, node, 0)

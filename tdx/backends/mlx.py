@@ -161,8 +161,8 @@ def flags(fused_sdpa=True, downcast_float64=None):
     file before the block follows it again after.
     """
     saved = dict(_state)
-    set_flags(fused_sdpa, downcast_float64)
     try:
+        set_flags(fused_sdpa, downcast_float64)
         yield
     finally:
         _state.update(saved)

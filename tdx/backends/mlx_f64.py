@@ -93,6 +93,9 @@ _FUNCTIONS = {
              lambda x, y, s: mx.reciprocal(mx.multiply(x, _LN2, stream=s), stream=s)),
     "log10": (lambda x, s: mx.log10(x, stream=s),
               lambda x, y, s: mx.reciprocal(mx.multiply(x, _LN10, stream=s), stream=s)),
+    # 1 / (1 + exp(-x)); its derivative from the output, y (1 - y), stays finite where exp(-x) overflows
+    "sigmoid": (lambda x, s: mx.reciprocal(mx.add(_exp(mx.negative(x, stream=s), s), 1.0, stream=s), stream=s),
+                lambda x, y, s: mx.multiply(y, mx.subtract(1.0, y, stream=s), stream=s)),
 }
 NAMES = tuple(_FUNCTIONS)
 

@@ -70,6 +70,38 @@ def _tie_splitting(name, stream):
     return op
 
 
+@functools.lru_cache(maxsize=None)
+def _clamp_exact(has_min: bool, has_max: bool, stream):
+    """clamp(x, lo, hi) on ``stream`` with torch's derivative: x's gradient where lo <= x <= hi,
+    lo's where x < lo < hi, hi's where x > hi or hi < lo (NaN compares false: no gradient)."""
+    @mx.custom_function
+    def op(x, lo, hi):
+        out = mx.maximum(x, lo, stream=stream) if has_min else x
+        return mx.minimum(out, hi, stream=stream) if has_max else out
+
+    @op.vjp
+    def op_vjp(primals, cotangent, output):
+        x, lo, hi = primals
+        with mx.stream(stream):
+            if has_min and has_max:
+                keep_x = mx.logical_and(x >= lo, x <= hi)
+                to_lo = mx.logical_and(x < lo, lo < hi)
+                to_hi = mx.logical_or(x > hi, hi < lo)
+            elif has_min:
+                keep_x, to_lo, to_hi = x >= lo, x < lo, None
+            else:
+                keep_x, to_lo, to_hi = x <= hi, None, x > hi
+
+            def share(mask, like):
+                if mask is None:
+                    return mx.zeros_like(like)
+                return _unbroadcast(mx.where(mask, cotangent, 0), like.shape)
+
+            return share(keep_x, x), share(to_lo, lo), share(to_hi, hi)
+
+    return op
+
+
 def _dims(dim, ndim):
     """torch's ``dim`` argument (None, (), int, sequence) as an MLX axis list or None (all)."""
     if dim is None:
@@ -286,21 +318,16 @@ class MLXOps:
             raise TdxRuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
         rt = self._promote(x, min, max)
         out = self._cast(x, rt)
-        if not differentiating():  # same values as the selects below, fewer ops
-            if min is not None:
-                out = mx.maximum(out, self._cast(min, rt), stream=self.s)
-            if max is not None:
-                out = mx.minimum(out, self._cast(max, rt), stream=self.s)
-            return out
-        # selects, not maximum/minimum: torch's gradient reaches x where min <= x <= max (ends
-        # included), and a NaN bound gives NaN
-        for bound, outside in ((min, mx.less), (max, mx.greater)):
-            if bound is not None:
-                b = self._cast(bound, rt)
-                pick = outside(out, b, stream=self.s)
-                if rt.is_floating_point:
-                    pick = mx.logical_or(pick, mx.isnan(b, stream=self.s), stream=self.s)
-                out = mx.where(pick, b, out, stream=self.s)
+        lo = None if min is None else self._cast(min, rt)
+        hi = None if max is None else self._cast(max, rt)
+        if rt.is_floating_point and differentiating():  # the same values, with torch's derivative
+            zero = mx.zeros((), out.dtype)
+            return _clamp_exact(lo is not None, hi is not None, self.s)(out, zero if lo is None else lo,
+                                                                        zero if hi is None else hi)
+        if lo is not None:
+            out = mx.maximum(out, lo, stream=self.s)
+        if hi is not None:
+            out = mx.minimum(out, hi, stream=self.s)
         return out
 
     def outer(self, a, b):
@@ -345,9 +372,8 @@ class MLXOps:
             e = mx.exp(mx.negative(x, stream=self.s), stream=self.s)
             return mx.reciprocal(mx.add(e, 1, stream=self.s), stream=self.s)
         x = self._float_in(x)
-        if x.dtype == mx.float64:  # float64-accurate exp (MLX's sigmoid is float32-accurate)
-            e = mlx_f64.exp(mx.negative(x, stream=self.s), self.s)
-            return mx.reciprocal(mx.add(e, 1.0, stream=self.s), stream=self.s)
+        if x.dtype == mx.float64:  # MLX's float64 sigmoid is float32-accurate
+            return mlx_f64.functions(self.s)["sigmoid"](x)
         return mx.sigmoid(x, stream=self.s)
 
     def square(self, x):
@@ -745,7 +771,8 @@ def _float_unary_f64(fn, name):
 for _name, _fn in _FLOAT_UNARY.items():
     setattr(MLXOps, _name, _float_unary(_fn))
 for _name in mlx_f64.NAMES:
-    setattr(MLXOps, _name, _float_unary_f64(_FLOAT_UNARY[_name], _name))
+    if _name in _FLOAT_UNARY:
+        setattr(MLXOps, _name, _float_unary_f64(_FLOAT_UNARY[_name], _name))
 
 # ops torch refuses for complex operands: MLX would order complex numbers lexicographically
 # (or round each part), so they are refused here with torch's error kind before MLX sees them
@@ -771,7 +798,7 @@ def _real_only(name, kind, fn):
 
     @functools.wraps(fn)
     def op(self, a, *args, **kwargs):
-        if _is_complex(a) or (args and _is_complex(args[0])):
+        if _is_complex(a) or any(_is_complex(v) for v in args) or any(_is_complex(v) for v in kwargs.values()):
             raise kind(message)
         return fn(self, a, *args, **kwargs)
 
