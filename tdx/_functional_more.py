@@ -213,7 +213,8 @@ def dropout(input, p=0.5, training=True, *, generator=None):  # noqa: A002 - tor
     ex = input._ex
     if p == 1.0:
         return input * wrap(ex.zeros(tuple(input.shape), input.dtype), ex)
-    keep = wrap(ex.bernoulli(input._n, 1.0 - p, _native_generator(generator, ex)), ex)
+    # the mask is drawn from a detached input: it is a constant to autograd (torch's bernoulli has no derivative)
+    keep = wrap(ex.bernoulli(input.detach()._n, 1.0 - p, _native_generator(generator, ex)), ex)
     return input * keep * (1.0 / (1.0 - p))
 
 

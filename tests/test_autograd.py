@@ -189,3 +189,14 @@ def test_inplace_methods_are_recorded(device, op):
         (h * v).sum().backward()
         res.append(v.grad)
     assert_close(res[0], res[1])
+
+
+def test_dropout_gradient_is_its_mask(device):
+    """Dropout's gradient is the kept mask scaled by 1/(1-p) on every executor (its mask is no input)."""
+    from tdx._functional_more import dropout
+
+    x = tdx.ones(200, device=device, requires_grad=True)
+    y = dropout(x * 1.0, 0.25)
+    y.sum().backward()
+    assert_close(x.grad, y.detach(), rtol=0, atol=0)
+    assert set(y.detach().tolist()) <= {0.0, float(np.float32(1 / 0.75))}

@@ -356,6 +356,7 @@ TIES = {
     "amax": lambda m, a, b: a.amax(1) * b[0], "max all": lambda m, a, b: a.max() * b.sum(),
     "sort": lambda m, a, b: a.sort(dim=1, stable=True).values * b, "topk": lambda m, a, b: a.topk(2).values,
     "relu at 0": lambda m, a, b: (a - 1).relu() * b, "abs at 0": lambda m, a, b: (a - 1).abs() * b,
+    "norms of zeros": lambda m, a, b: (a * 0).norm(dim=1) + (b * 0).norm(3) + (a - 1).norm(dim=0).sum(),
 }
 
 

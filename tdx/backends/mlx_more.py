@@ -18,6 +18,7 @@ import mlx.core as mx
 
 from . import mlx_f64
 from .. import _dtypes as D
+from ..autograd.tape import differentiating
 from .._errors import DtypeMismatchError, OpDtypeError, ShapeError, TdxRuntimeError, TdxTypeError
 from .base import norm_dim
 from .mlx_index import MLXIndexOps, broadcast_shape, fit_scalar, on_stream, scalar_name
@@ -173,11 +174,14 @@ class MLXMoreOps(MLXIndexOps, MLXRandomOps):
             out = mx.sum(mx.not_equal(a, 0, stream=self.s).astype(a.dtype, stream=self.s), **kw, stream=self.s)
         elif p == 1:
             out = mx.sum(a, **kw, stream=self.s)
-        elif p == 2:
-            out = mx.sqrt(mx.sum(mx.square(a, stream=self.s), **kw, stream=self.s), stream=self.s)
         else:
-            s = mx.sum(mx.power(a, p, stream=self.s), **kw, stream=self.s)
-            out = mx.power(s, 1.0 / p, stream=self.s)
+            s = mx.sum(mx.square(a, stream=self.s) if p == 2 else mx.power(a, p, stream=self.s), **kw, stream=self.s)
+            if differentiating():  # the same value; torch's derivative is 0 where the norm is 0 (MLX's is NaN)
+                zero = mx.equal(s, 0, stream=self.s)
+                s = mx.where(zero, 1, s, stream=self.s)
+            out = mx.sqrt(s, stream=self.s) if p == 2 else mx.power(s, 1.0 / p, stream=self.s)
+            if differentiating():
+                out = mx.where(zero, 0, out, stream=self.s)
         return out.astype(out_dtype, stream=self.s)
 
     def _softmax_in(self, x, dim, dtype, op):
