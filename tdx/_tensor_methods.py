@@ -115,14 +115,16 @@ def foreign(op: str, ex, t):
 
     Raises:
         DeviceMismatchError: ``auto_transfer`` is off (the default), as torch raises for mixed devices.
-        UnsupportedOpError: ``t`` requires grad and the move would not be differentiable (only
-            moves between torch devices are).
+        UnsupportedOpError: ``t`` requires grad, grad mode is on, and the move would not be
+            differentiable (only moves between torch devices are).
     """
     from . import config
 
     if not config.current()["auto_transfer"]:
         raise mismatch(op, ex.device, t._ex.device)
-    if t.requires_grad and not (ex.name == t._ex.name == "torch"):
+    from .autograd.grad_mode import is_grad_enabled
+
+    if t.requires_grad and is_grad_enabled() and not (ex.name == t._ex.name == "torch"):
         raise UnsupportedOpError(f"{op}: auto_transfer would move a tensor that requires grad from {t._ex.device} "
                                  f"to {ex.device}, which is not differentiable; detach() it or move it first")
     return t.to(ex.device)._n

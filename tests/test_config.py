@@ -201,6 +201,8 @@ def test_auto_transfer_moves_operands_only_when_the_config_allows(tmp_path):
             print(type(err).__name__)
         g = tdx.arange(3.0, device="cpu", requires_grad=True)
         try:
+            with tdx.no_grad():
+                tdx.ones(3, device="mlx:cpu") * g  # no gradient to lose: moved when allowed
             tdx.ones(3, device="mlx:cpu") * g
         except tdx.TdxError as err:
             print(type(err).__name__)
