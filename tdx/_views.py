@@ -230,7 +230,8 @@ def assign(t, native) -> None:
         root._n = native
     else:
         root = lay.root
-        _check_tape(root)
+        if not lay.detached:  # writes through detach()/.data are untracked by design, as torch's
+            _check_tape(root)
         root._n = _scatter(root._n, native, write_index(lay), ex)
     _refresh(root)
 
