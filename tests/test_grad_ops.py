@@ -388,3 +388,16 @@ def test_float64_gradients_at_the_extremes(device):
     for fn in (lambda m, a: a.sigmoid(), lambda m, a: a.exp() * 0 + a.softmax(0), lambda m, a: a.logsumexp(0),
                lambda m, a: a.log_softmax(0), lambda m, a: m.sin(a) * m.cos(a), lambda m, a: a.erf()):
         grad_check(device, "float64", [x], fn)
+
+
+def test_where_gradient_with_an_infinite_cotangent(device):
+    """The branch not taken gets exactly zero, even where the incoming gradient is infinite."""
+    a, b = np.array([1.0, 2.0, 3.0], np.float32), np.array([[3.0], [4.0]], np.float32)
+
+    def fn(m, x, y):
+        big = m.tensor([[1e38, 1.0, 1.0], [1.0, 1.0, 1e38]]) if m is torch else \
+            tdx.tensor([[1e38, 1.0, 1.0], [1.0, 1.0, 1e38]], device=device)
+        mask = m.tensor([True, False, True]) if m is torch else tdx.tensor([True, False, True], device=device)
+        return m.where(mask, x, y) * big * 10
+
+    grad_check(device, "float32", [a, b], fn)

@@ -71,6 +71,25 @@ def _tie_splitting(name, stream):
 
 
 @functools.lru_cache(maxsize=None)
+def _where_exact(stream):
+    """where(cond, a, b) on ``stream`` whose derivative selects the cotangent (MLX's multiplies
+    it by the mask, so an infinite cotangent gives NaN in the branch not taken)."""
+    @mx.custom_function
+    def op(cond, a, b):
+        return mx.where(cond, a, b, stream=stream)
+
+    @op.vjp
+    def op_vjp(primals, cotangent, output):
+        cond, a, b = primals
+        with mx.stream(stream):
+            zero = mx.zeros_like(cotangent)
+            return (mx.zeros(cond.shape, cond.dtype), _unbroadcast(mx.where(cond, cotangent, zero), a.shape),
+                    _unbroadcast(mx.where(cond, zero, cotangent), b.shape))
+
+    return op
+
+
+@functools.lru_cache(maxsize=None)
 def _clamp_exact(has_min: bool, has_max: bool, stream):
     """clamp(x, lo, hi) on ``stream`` with torch's derivative: x's gradient where lo <= x <= hi,
     lo's where x < lo < hi, hi's where x > hi or hi < lo (NaN compares false: no gradient)."""
@@ -310,7 +329,9 @@ class MLXOps:
     def where(self, cond, a, b):
         if not (isinstance(cond, mx.array) and cond.dtype == mx.bool_):
             raise OpDtypeError("where expected condition to be a boolean tensor")
-        a, b, _ = self._args(a, b)
+        a, b, rt = self._args(a, b)
+        if rt.is_floating_point and differentiating():  # the same values, with torch's derivative
+            return _where_exact(self.s)(cond, a, b)
         return mx.where(cond, a, b, stream=self.s)
 
     def clamp(self, x, min=None, max=None):  # noqa: A002 - torch's names
