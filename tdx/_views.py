@@ -112,7 +112,8 @@ def link(out, src, shape, strides, offset, root=None, multi=None, detached=False
     if parent is not None:
         multi = multi if multi is not None else parent.multi
         detached = detached or parent.detached
-    root = root if root is not None else layout_of(src).root
+    if root is None:
+        root = src if parent is None else parent.root
     out._view = Layout(root, shape, strides, offset, multi, detached)
     views = _views_of(root)
     if views is None:

@@ -111,10 +111,6 @@ def grad_check(device, dtype, arrays, fn, seed=0, loose=False):
             close(x.grad, grads, f"grad of input {i}")
 
 
-def cases(device):
-    return [d for d in DTYPES if supported(device, d)]
-
-
 dtypes = st.sampled_from(DTYPES)
 
 # elementwise ---------------------------------------------------------------------------------------------------

@@ -658,8 +658,8 @@ class MLXOps:
         return [self._cast(x, rt) for x in xs]
 
     def cat(self, xs, dim=0):
-        rt = D.result_type([self._tdx(x) for x in xs])  # skipped empty 1-D inputs still promote
-        xs = [self._cast(x, rt) for x in xs if not (x.ndim == 1 and x.size == 0)] or [self._cast(xs[0], rt)]
+        xs = self._same_dtype(xs)  # before dropping empty 1-D inputs: they still promote
+        xs = [x for x in xs if not (x.ndim == 1 and x.size == 0)] or xs[:1]
         ref = xs[0]
         d = norm_dim(dim, ref.ndim)
         for i, x in enumerate(xs):

@@ -107,6 +107,14 @@ def int_list(value, op: str, arg: str) -> tuple:
     return tuple(int(v) for v in value)
 
 
+def _apply(input, inplace, compute, op: str, kernel: str, complex_ok: bool = False):
+    """``compute(input)``, or with ``inplace`` written into ``input`` (which must then be floating point)."""
+    if not inplace:
+        return compute(input)
+    need_float(input, op, kernel, complex_ok=complex_ok)
+    return write_inplace(input, compute)
+
+
 def write_inplace(input, compute):
     """Write ``compute(input)`` into ``input`` and return it, as torch's in-place activations.
 
@@ -340,10 +348,7 @@ def silu(input, inplace=False):  # noqa: A002 - torch's name
         w = opmath(need_float(x, "silu", "silu_cpu", complex_ok=True))
         return (w * w.sigmoid()).to(x.dtype)
 
-    if inplace:
-        need_float(input, "silu", "silu_cpu", complex_ok=True)
-        return write_inplace(input, compute)
-    return compute(input)
+    return _apply(input, inplace, compute, "silu", "silu_cpu", complex_ok=True)
 
 
 def mish(input, inplace=False):  # noqa: A002 - torch's name
@@ -356,10 +361,7 @@ def mish(input, inplace=False):  # noqa: A002 - torch's name
         w = opmath(need_float(x, "mish", "mish_cpu"))
         return (w * log1pexp(w).tanh()).to(x.dtype)
 
-    if inplace:
-        need_float(input, "mish", "mish_cpu")
-        return write_inplace(input, compute)
-    return compute(input)
+    return _apply(input, inplace, compute, "mish", "mish_cpu")
 
 
 def softplus(input, beta=1.0, threshold=20.0):  # noqa: A002 - torch's names
@@ -417,10 +419,7 @@ def hardsigmoid(input, inplace=False):  # noqa: A002 - torch's name
         out = _kinks((w + 3).clamp(0, 6) / 6, w, (w > -3) & (w < 3))
         return out.to(x.dtype)
 
-    if inplace:
-        need_float(input, "hardsigmoid", "hardsigmoid_cpu")
-        return write_inplace(input, compute)
-    return compute(input)
+    return _apply(input, inplace, compute, "hardsigmoid", "hardsigmoid_cpu")
 
 
 def hardswish(input, inplace=False):  # noqa: A002 - torch's name
@@ -436,10 +435,7 @@ def hardswish(input, inplace=False):  # noqa: A002 - torch's name
         out = tdx.where(inside, w * (w + 3) / 6, tdx.where(w >= 3, w * 6 / 6, w * 0))
         return out.to(x.dtype)
 
-    if inplace:
-        need_float(input, "hardswish", "hardswish_cpu")
-        return write_inplace(input, compute)
-    return compute(input)
+    return _apply(input, inplace, compute, "hardswish", "hardswish_cpu")
 
 
 # shrinkage and parametric ---------------------------------------------------------------------------
