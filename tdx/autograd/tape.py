@@ -191,8 +191,7 @@ def call(fn, *args, **kwargs):
     out = _run_suspended(fn, args, kwargs)
     outs = out if isinstance(out, (tuple, list)) else (out,)
     node = Node(fn, args, kwargs, unique, len(outs))
-    from .._tensor import Tensor
-
+    Tensor = _tensor_class()
     if any(o.__class__ is Tensor and o._ex is not unique[0]._ex for o in outs):
         raise UnsupportedOpError(f"{getattr(fn, '__name__', 'this op')}: moving a tensor that requires grad "
                                  f"from {unique[0]._ex.device} to another executor is not differentiable; "
