@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib as _importlib
 
 from . import _dtypes, backends, config, return_types
+from .compat import alias as _alias
 from ._creation import (arange, as_tensor, asarray, empty, empty_like, eye, full, full_like, linspace,
                         ones, ones_like, rand, rand_like, randint, randint_like, randn, randn_like,
                         tensor, zeros, zeros_like)
@@ -42,16 +43,23 @@ short, int, long = int16, int32, int64  # noqa: A001 - torch's names
 cfloat, cdouble = complex64, complex128
 bool = _dtypes.bool_  # noqa: A001 - torch's name
 
-_LAZY = {"cuda": "tdx.compat.cuda", "mps": "tdx.compat.mps", "mlx": "tdx.compat.mlx",
-         "interop": "tdx.interop", "testing": "tdx.testing", "attention": "tdx.attention",
-         "nn": "tdx.compat.nn"}
+# torch's namespaces live in tdx.compat; ``import tdx.nn`` gives the very module tdx.compat.nn
+_NAMESPACES = ("cuda", "mps", "mlx", "nn", "optim", "utils", "linalg", "fft", "special", "masked", "signal",
+               "distributed", "distributions", "amp", "accelerator")
+_aliases = _alias.install(_alias.AliasFinder({f"tdx.{n}": f"tdx.compat.{n}" for n in _NAMESPACES}))
+_LAZY = {"interop": "tdx.interop", "testing": "tdx.testing", "attention": "tdx.attention"}
 
 
 def __getattr__(name: str):
-    target = _LAZY.get(name)
+    target = _LAZY.get(name) or (f"tdx.{name}" if name in _NAMESPACES else None)
     if target is None:
         raise AttributeError(f"module 'tdx' has no attribute {name!r}")
-    module = _importlib.import_module(target)
+    try:
+        module = _importlib.import_module(target)
+    except ModuleNotFoundError as err:
+        if err.name != target:
+            raise
+        raise AttributeError(f"module 'tdx' has no attribute {name!r}") from None
     globals()[name] = module
     return module
 
