@@ -11,9 +11,9 @@ import importlib as _importlib
 
 from . import _dtypes, backends, config, return_types
 from .compat import alias as _alias
-from ._creation import (arange, as_tensor, asarray, empty, empty_like, eye, full, full_like, linspace,
-                        ones, ones_like, rand, rand_like, randint, randint_like, randn, randn_like,
-                        tensor, zeros, zeros_like)
+from ._tensor.creation import (arange, as_tensor, asarray, empty, empty_like, eye, full, full_like, linspace,
+                               ones, ones_like, rand, rand_like, randint, randint_like, randn, randn_like,
+                               tensor, zeros, zeros_like)
 from ._device import device
 from ._dtypes import (bfloat16, complex64, complex128, dtype, float16, float32, float64,
                       get_default_dtype, int8, int16, int32, int64, promote_types, set_default_dtype,
@@ -22,17 +22,13 @@ from ._errors import (BackendNotFoundError, CastError, ConfigError, DeviceMismat
                       DeviceUnavailableError, DtypeError, DtypeMismatchError, InvalidDeviceError,
                       OpDtypeError, PrecisionWarning, ShapeError, TdxError, TdxIndexError, TdxTypeError, TdxValueError,
                       UnsupportedOpError)
-from ._functional import *  # noqa: F401,F403 - the torch namespace functions
-from ._functional import __all__ as _functional_all
-from ._functional_more import *  # noqa: F401,F403 - the wider torch surface
-from ._functional_more import __all__ as _more_all
-from ._functional_math import *  # noqa: F401,F403 - composites
-from ._functional_math import __all__ as _math_all
-from ._generator import Generator
-from ._random import initial_seed, manual_seed
+from ._tensor.namespace import *  # noqa: F401,F403 - the torch namespace functions
+from ._tensor.namespace import __all__ as _namespace_all
+from ._tensor.generator import Generator
+from .backends._seeding import initial_seed, manual_seed
 from .interop import CopyRequiredError, InteropError, from_dlpack
-from ._tensor import Tensor
-from ._tensor_methods import Size
+from ._tensor.tensor import Tensor
+from ._tensor.wrapping import Size
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .backends import get_default_device, set_default_device
 
@@ -71,4 +67,4 @@ __all__ = ["Tensor", "Size", "Generator", "device", "dtype", "tensor", "as_tenso
            "get_default_dtype", "set_default_dtype", "promote_types", "no_grad", "enable_grad",
            "set_grad_enabled", "inference_mode", "is_grad_enabled", "TdxError", "backends", "config",
            "from_dlpack",
-           *_functional_all, *_more_all, *_math_all]
+           *_namespace_all]

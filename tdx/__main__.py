@@ -10,7 +10,7 @@ import sys
 
 def info() -> int:
     import tdx
-    from tdx import backends, config
+    from . import backends, config
 
     print(f"tdx {tdx.__version__}  python {platform.python_version()}  {platform.system()} {platform.machine()}")
     import numpy
@@ -28,7 +28,7 @@ def info() -> int:
     print("\neffective config (value  <- source):")
     for key, value, origin in config.current().items():
         print(f"  {key:<30} {value!r:<40} <- {origin}")
-    from tdx import interop
+    from . import interop
 
     print("\nDLPack exchange matrix (source -> target):")
     print(interop.format_matrix())
@@ -48,10 +48,10 @@ def main(argv=None) -> int:
     if args.cmd == "info":
         return info()
     if args.cmd == "catalog":
-        from ._catalog import main as catalog
+        from ._cli.catalog import main as catalog
 
         return catalog(rest)
-    from ._demo import main as demo
+    from ._cli.demo import main as demo
 
     return demo()
 

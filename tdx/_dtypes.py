@@ -86,7 +86,7 @@ def set_default_dtype(d: dtype) -> None:
     import sys  # torch computes some result dtypes (int / int) from its own default
 
     if "torch" in sys.modules:
-        from .backends import torch_executor
+        from .backends._torch import executor as torch_executor
 
         torch_executor.sync_default_dtype()
 

@@ -235,7 +235,7 @@ def _endpoint(ex) -> str:
 # classifying sources ----------------------------------------------------------------------
 def _kind(obj) -> str | None:
     """``"tdx"``, ``"torch"``, ``"mlx"``, ``"numpy"``, ``"dlpack"``, ``"buffer"`` or None."""
-    from ._tensor import Tensor
+    from ._tensor.tensor import Tensor
 
     if isinstance(obj, Tensor):
         return "tdx"
@@ -713,7 +713,7 @@ def from_dlpack(obj, *, device=None, copy=None):
     Raises:
         TdxTypeError, DtypeError, InteropError, CopyRequiredError: see :func:`adopt`.
     """
-    from ._tensor_methods import wrap
+    from ._tensor.wrapping import wrap
 
     native, ex = adopt(obj, None if device is None else backends.get(device), None, copy)
     return wrap(native, ex)

@@ -240,7 +240,7 @@ def _grads_torch(device, b, q, k, v, mask, cot, dtype, md, kw):
 def _grads_mlx(device, b, q, k, v, mask, cot, dtype, md, kw):
     import mlx.core as mx
 
-    from tdx._tensor_methods import wrap
+    from tdx._tensor.wrapping import wrap
 
     ex = tdx.backends.get(device)
     prim = [_tdx(a, device, dtype)._n for a in (q, k, v)]

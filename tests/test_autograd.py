@@ -193,7 +193,7 @@ def test_inplace_methods_are_recorded(device, op):
 
 def test_dropout_gradient_is_its_mask(device):
     """Dropout's gradient is the kept mask scaled by 1/(1-p) on every executor (its mask is no input)."""
-    from tdx._functional_more import dropout
+    from tdx._tensor.random import dropout
 
     x = tdx.ones(200, device=device, requires_grad=True)
     y = dropout(x * 1.0, 0.25)

@@ -164,8 +164,8 @@ def test_mlx_downcast_float64_is_opt_in_and_warns(tmp_path):
     pytest.importorskip("mlx.core")
     script = """
         import warnings, numpy as np, mlx.core as mx, tdx
-        from tdx.backends.mlx_executor import MLXExecutor
-        from tdx._tensor_methods import wrap
+        from tdx.backends.mlx._executor import MLXExecutor
+        from tdx._tensor.wrapping import wrap
         ex = MLXExecutor(tdx.device("mlx:gpu"))
         ex.s = mx.cpu  # the GPU's capabilities, run on the CPU stream (no GPU here)
         print(tdx.backends.mlx.downcast_float64_enabled())

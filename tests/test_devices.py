@@ -96,8 +96,8 @@ def test_tensor_facade_is_slotted_and_private():
 
 def test_every_executor_op_has_the_public_signature():
     """Executor methods written in Python take the same parameters as the base/MLX reference."""
-    from tdx.backends.mlx_executor import MLXExecutor
-    from tdx.backends.torch_executor import TorchExecutor
+    from tdx.backends.mlx._executor import MLXExecutor
+    from tdx.backends._torch.executor import TorchExecutor
 
     checked = 0
     for name in ("sum", "mean", "prod", "var", "std", "max_dim", "min_dim", "all", "any", "squeeze", "split",

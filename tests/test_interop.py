@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import array
 import gc
-import inspect
 import subprocess
 import sys
 import threading
@@ -308,8 +307,6 @@ def test_foreign_consumers_accept_tdx_tensors(where):
     assert tuple(interop.export_device(x2)) == (1, 0)
 
 
-@pytest.mark.skipif("adopt" not in inspect.getsource(sys.modules["tdx._creation"]),
-                    reason="tdx.as_tensor does not call interop.adopt yet")
 def test_as_tensor_shares_numpy_memory():
     a = np.arange(6.0)
     x = tdx.as_tensor(a)

@@ -13,21 +13,12 @@ import torch
 
 import tdx
 from conftest import check
-from tdx._functional_more import dropout
-from tdx._generator import Generator
+from tdx._tensor.random import dropout
+from tdx._tensor.generator import Generator
 
 
 def _gen(device, seed=7):
     return Generator(device).manual_seed(seed)
-
-
-def _wired() -> bool:
-    """Whether the creation functions hand a Generator to executors (wired in tdx._creation)."""
-    try:
-        tdx.rand(2, device="cpu", generator=Generator("cpu"))
-    except (TypeError, NotImplementedError):
-        return False
-    return True
 
 
 def test_generator_api(device):
@@ -81,8 +72,6 @@ def test_generator_of_another_device_is_refused():
         tdx.randperm(4, generator=object(), device=devices[0])
 
 
-@pytest.mark.skipif(not _wired(), reason="tdx._creation does not yet hand generators to executors "
-                                         "(see the wiring change for rand/randn/randint)")
 @pytest.mark.parametrize("fn", ["rand", "randn", "randint"])
 def test_creation_functions_take_generator(device, fn):
     def draw(g):
@@ -228,8 +217,6 @@ STATE_DRAWS = {
 
 @pytest.mark.parametrize("name", list(STATE_DRAWS))
 def test_set_state_replays_draws(device, name):
-    if name in ("rand", "randn") and not _wired():
-        pytest.skip("tdx._creation does not yet hand generators to executors")
     draw = STATE_DRAWS[name]
     g = _gen(device, 21)
     draw(device, g)  # the snapshot is taken mid-stream
@@ -304,12 +291,10 @@ def test_cpu_state_is_torch_state():
     """On cpu the bytes are torch's own: equal for a seed, and interchangeable with torch's."""
     g, t = _gen("cpu", 13), torch.Generator().manual_seed(13)
     assert bytes(g.get_state().tolist()) == t.get_state().numpy().tobytes()
-    if _wired():
-        assert tdx.randn(5, generator=g).tolist() == torch.randn(5, generator=t).tolist()
-        assert bytes(g.get_state().tolist()) == t.get_state().numpy().tobytes()
+    assert tdx.randn(5, generator=g).tolist() == torch.randn(5, generator=t).tolist()
+    assert bytes(g.get_state().tolist()) == t.get_state().numpy().tobytes()
     saved = t.get_state()
     want = torch.rand(6, generator=t).tolist()
     g2 = Generator("cpu").set_state(tdx.tensor(saved.tolist(), dtype=tdx.uint8))
     assert g2.initial_seed() == t.initial_seed() == 13
-    if _wired():
-        assert tdx.rand(6, generator=g2).tolist() == want
+    assert tdx.rand(6, generator=g2).tolist() == want

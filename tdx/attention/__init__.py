@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import warnings
 
-from .._tensor_methods import wrap as _wrap
+from .._tensor.wrapping import wrap as _wrap
 from ..autograd import tape as _tape
 from . import _kernels, _state
 from ._errors import (AttentionDtypeError, AttentionShapeError, AttentionValueError, NoKernelError,
@@ -169,11 +169,11 @@ class SDPAParams:
 
 
 def _adopt(x):
-    from .._tensor import Tensor
+    from .._tensor.tensor import Tensor
 
     if x is None or x.__class__ is Tensor:
         return x
-    from .._creation import as_tensor
+    from .._tensor.creation import as_tensor
 
     return as_tensor(x)
 

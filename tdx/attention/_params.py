@@ -83,7 +83,7 @@ def _grad(t, native) -> bool:
 
 
 def _tensor_class():
-    from .._tensor import Tensor
+    from .._tensor.tensor import Tensor
 
     global _Tensor
     _Tensor = Tensor

@@ -19,7 +19,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         TdxRuntimeError: an input was not used and ``allow_unused`` is false, or devices differ.
     """
     from .._errors import TdxRuntimeError, UnsupportedOpError
-    from .._tensor_methods import wrap
+    from .._tensor.wrapping import wrap
     from . import tape
 
     outputs = [outputs] if not isinstance(outputs, (list, tuple)) else list(outputs)

@@ -61,7 +61,7 @@ class Node:
 
     def replay(self, natives):
         """Re-run the op with ``natives`` standing in for the inputs; returns output natives."""
-        from .._tensor_methods import wrap
+        from .._tensor.wrapping import wrap
 
         plan = self.plan
         if plan is not None:  # the inputs are plain positional arguments: swap them in place
@@ -119,9 +119,9 @@ class Invalid:
 def _tensor_class():
     cls = _CLASS[0]
     if cls is None:
-        from .._tensor import Tensor as cls
+        from .._tensor import wrapping
 
-        _CLASS[0] = cls
+        cls = _CLASS[0] = wrapping.Tensor
     return cls
 
 
@@ -212,8 +212,8 @@ def record_inplace(t, fn, args, kwargs):
     m = getattr(t, "_ag", None)
     if m is not None and m.requires_grad and m.node is None:
         raise TdxRuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-    from .. import _views
-    from .._tensor_methods import wrap
+    from .._tensor import views as _views
+    from .._tensor.wrapping import wrap
 
     lay = getattr(t, "_view", None)
     root = t if lay is None else lay.root

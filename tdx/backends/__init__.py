@@ -140,7 +140,7 @@ def _executor(name: str) -> Executor:
     if ex is None:
         provider = _by_type[as_device(name).type]
         ex = _executors[name] = provider.executor(name)
-        from .._random import on_new_executor
+        from ._seeding import on_new_executor
 
         on_new_executor(ex)
     return ex

@@ -16,7 +16,7 @@ from .._errors import DtypeError, TdxIndexError, UnsupportedOpError, translate
 MLX_STATE_HEADER = b"TDXMLXK\x01"
 """The first 8 bytes of an MLX generator state (tag ``TDXMLXK`` and layout version 1), so
 that any executor can tell such a state from its own; the layout is in
-:mod:`tdx.backends.mlx_random`."""
+:mod:`tdx.backends.mlx._random`."""
 MLX_STATE_SIZE = 24
 """The length in bytes of an MLX generator state (header, seed, two key words)."""
 

@@ -23,7 +23,7 @@ class TorchProvider(Provider):
     name = "torch"
     framework = "torch"
     device_types = ("cpu", "cuda", "mps")
-    module = "tdx.backends.torch_executor"
+    module = "tdx.backends._torch.executor"
 
     def statuses(self) -> list:
         if not _installed("torch"):
@@ -66,7 +66,7 @@ class MLXProvider(Provider):
     name = "mlx"
     framework = "mlx"
     device_types = ("mlx",)
-    module = "tdx.backends.mlx_executor"
+    module = "tdx.backends.mlx._executor"
 
     def statuses(self) -> list:
         if not _installed("mlx"):

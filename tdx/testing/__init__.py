@@ -21,7 +21,7 @@ TOLERANCES = {
 
 def _as_numpy(x):
     """(float64-or-exact NumPy array, tdx dtype name or None) for any supported value."""
-    from .._tensor import Tensor
+    from .._tensor.tensor import Tensor
 
     if isinstance(x, Tensor):
         return np.asarray(x._ex.host_numpy(x._n)), x.dtype.name

@@ -26,7 +26,7 @@ def pytest_addoption(parser):
 
 
 def _device_params(config):
-    from tdx import backends
+    from .. import backends
 
     wanted = config.getoption("--tdx-devices")
     wanted = None if not wanted else [w.strip() for w in wanted.split(",")]
@@ -67,7 +67,7 @@ def pytest_runtest_logreport(report):
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if config.getoption("--tdx-no-matrix") or not _results:
         return
-    from tdx import backends
+    from .. import backends
 
     order = [r.device for r in backends.available()]
     devices = sorted(_devices_seen, key=lambda d: order.index(d) if d in order else len(order))

@@ -17,7 +17,7 @@ import math
 import tdx
 from ..._errors import (DtypeMismatchError, ShapeError, TdxIndexError, TdxRuntimeError, TdxValueError,
                         UnsupportedOpError)
-from ..._functional_more import dropout as _dropout
+from ..._tensor.random import dropout as _dropout
 from ._activations import (int_list, need_float, need_tensor, norm_dim, opmath, torch_name, wants_grad,
                            write_inplace)
 

@@ -1,4 +1,4 @@
-"""Helpers of the composite math methods (:mod:`tdx._tensor_math`): operand checks, result
+"""Shared rules of the composite ops (:mod:`.elementwise`, :mod:`.reduction`, :mod:`.linalg`...): operand checks, result
 types, torch's error texts, and the shared forms of fused and in-place ops.
 
 Everything here is written with tdx ops. Must never import a framework.
@@ -9,14 +9,13 @@ from __future__ import annotations
 import math
 import sys
 
-from . import _dtypes as D
-from . import _tensor_methods as TM
-from . import return_types
-from ._errors import (CastError, DtypeMismatchError, ShapeError, TdxNotImplementedError, TdxRuntimeError,
-                      TdxTypeError)
-from ._tensor_methods import wrap
-from .autograd.grad_mode import is_grad_enabled
-from .backends.base import norm_dim
+from .. import _dtypes as D
+from . import wrapping as TM
+from .. import return_types
+from .._errors import CastError, DtypeMismatchError, ShapeError, TdxNotImplementedError, TdxRuntimeError, TdxTypeError
+from .wrapping import wrap
+from ..autograd.grad_mode import is_grad_enabled
+from ..backends.base import norm_dim
 
 _HALF = (D.float16, D.bfloat16)
 # largest finite value of each floating dtype (nan_to_num's defaults)
@@ -117,7 +116,7 @@ def _full(t, shape, value, dtype):
 
 def _shifted(x, d: int, step: int, pad=None):
     """``x`` moved ``step`` places later along ``d``; the first ``step`` places hold ``pad``, or ``x``'s own."""
-    from ._functional import cat
+    from .shape import cat
 
     head = x.narrow(d, 0, step) if pad is None else pad
     return cat([head, x.narrow(d, 0, x.shape[d] - step)], d)
@@ -125,7 +124,7 @@ def _shifted(x, d: int, step: int, pad=None):
 
 def cat_promoted(tensors, dim: int):
     """``cat`` of ``tensors`` cast to their promoted dtype first (empty ones count, as in torch)."""
-    from ._functional import cat
+    from .shape import cat
 
     rt = tensors[0].dtype
     for t in tensors[1:]:
@@ -235,7 +234,7 @@ def _signbit(t):
 
 def _write_like(t, out, op: str):
     """``out`` cast to ``t``'s dtype where torch's in-place cast rule allows (else CastError)."""
-    from ._tensor import _can_cast
+    from .tensor import _can_cast
 
     if not _can_cast(out.dtype, t.dtype):
         raise CastError(f"{op}: result type {out.dtype.name} can't be cast to the desired output type "

@@ -1,4 +1,5 @@
-"""Factory functions: ``tensor``, ``zeros``, ``arange``, ``rand``... and their ``*_like``.
+"""Factory functions: ``tensor``, ``zeros``, ``arange``, ``rand``... and their ``*_like``; the
+``Tensor.new_*`` methods; ``tril_indices``/``triu_indices``.
 
 They resolve the device (through ``tdx.backends.get``, so config translation applies),
 infer dtypes as torch does, and hand the executor plain Python values. Must never
@@ -9,12 +10,15 @@ from __future__ import annotations
 
 import sys
 
-from . import _dtypes as D
-from . import backends
-from ._errors import TdxRuntimeError, TdxTypeError, TdxValueError
-from ._tensor import Tensor
-from ._generator import native as native_generator
-from ._tensor_methods import shape_args, wrap, wrap_grad
+from .. import _dtypes as D
+from .. import backends
+from .._errors import (TdxNotImplementedError, TdxRuntimeError, TdxTypeError, TdxValueError)
+from .generator import native as native_generator
+from .tensor import Tensor
+from .wrapping import (attach, exporter, shape_args, typed_errors, wrap, wrap_grad)
+
+__all__: list = []
+_export = exporter(__all__)
 
 
 def _ex_dtype(device, dtype):
@@ -39,7 +43,7 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
         out = data if device is None else data.to(device)
         return out if dtype is None else out.to(D.as_dtype(dtype))
     ex, dtype = _ex_dtype(device, dtype)
-    from .interop import adopt, exchangeable
+    from ..interop import adopt, exchangeable
 
     if exchangeable(data):
         return wrap(adopt(data, ex, dtype)[0], ex)
@@ -67,7 +71,7 @@ def _foreign(data):
 
 
 def _import(native, ex, dtype, copy):
-    from .interop import adopt
+    from ..interop import adopt
 
     return adopt(native, ex, dtype, True if copy else None)[0]
 
@@ -205,3 +209,78 @@ def randint_like(input, low=0, high=None, *, dtype=None, device=None) -> Tensor:
 def _rebuild(array, dtype_name, device_name):
     """Unpickle a tensor (NumPy payload) onto its device, translated if absent."""
     return tensor(array, device=device_name).to(D.as_dtype(dtype_name))
+
+
+class CreationMethods:
+    """The ``new_*`` methods of ``tdx.Tensor``: tensors like this one (device, dtype) from sizes or data."""
+
+    __slots__ = ()
+
+    # new tensors like this one --------------------------------------------------------------
+    def _like(self, dtype, device):
+        return {"dtype": self.dtype if dtype is None else dtype, "device": self._ex.device if device is None
+                else device}
+
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
+        """Zeros of ``size`` with this tensor's dtype and device unless given."""
+        from .creation import zeros
+
+        return zeros(*size, requires_grad=requires_grad, **self._like(dtype, device))
+
+    def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
+        """Ones of ``size`` with this tensor's dtype and device unless given."""
+        from .creation import ones
+
+        return ones(*size, requires_grad=requires_grad, **self._like(dtype, device))
+
+    def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
+        """An uninitialized tensor of ``size`` with this tensor's dtype and device unless given."""
+        from .creation import empty
+
+        return empty(*size, requires_grad=requires_grad, **self._like(dtype, device))
+
+    def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
+        """``fill_value`` everywhere in ``size``, with this tensor's dtype and device unless given."""
+        from .creation import full
+
+        return full(size, fill_value, requires_grad=requires_grad, **self._like(dtype, device))
+
+    def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
+        """A copy of ``data`` with this tensor's dtype and device unless given."""
+        if isinstance(data, Tensor):
+            data = data.detach().clone()
+        return tensor(data, requires_grad=requires_grad, **self._like(dtype, device))
+
+
+for _name, _fn in list(vars(CreationMethods).items()):
+    if callable(_fn) and not _name.startswith("_") and not getattr(_fn, "_typed", False):
+        setattr(CreationMethods, _name, typed_errors(_fn))
+attach(CreationMethods)
+
+
+def _triangle_indices(op: str, row, col, offset, dtype, device, keep):
+    for name, v in (("row", row), ("col", col), ("offset", offset)):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise TdxTypeError(f"{op}(): argument '{name}' must be int, not {type(v).__name__}")
+    for name, v in (("row", row), ("col", col)):
+        if v < 0:
+            raise TdxRuntimeError(f"{op}(): {name} must be non-negative, got {v}")
+    dtype = D.int64 if dtype is None else D.as_dtype(dtype)
+    if dtype not in (D.int32, D.int64):
+        raise TdxNotImplementedError(f"\"{op}\" not implemented for {dtype.name} (it gives int32 or int64)")
+    ex = backends.get(device)
+    r = wrap(ex.arange(0, row, 1, D.int64), ex).reshape(row, 1)
+    c = wrap(ex.arange(0, col, 1, D.int64), ex).reshape(1, col)
+    return keep(c - r, offset).nonzero().t().contiguous()._cast(dtype)
+
+
+@_export
+def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    """The (2, N) row and column indices of the lower triangle of a ``row`` x ``col`` matrix."""
+    return _triangle_indices("tril_indices", row, col, offset, dtype, device, lambda d, k: d <= k)
+
+
+@_export
+def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    """The (2, N) row and column indices of the upper triangle of a ``row`` x ``col`` matrix."""
+    return _triangle_indices("triu_indices", row, col, offset, dtype, device, lambda d, k: d >= k)

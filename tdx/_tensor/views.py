@@ -21,7 +21,7 @@ import weakref
 
 import numpy as np
 
-from ._errors import TdxRuntimeError, UnsupportedOpError
+from .._errors import TdxRuntimeError, UnsupportedOpError
 
 
 class Layout:
@@ -260,7 +260,7 @@ def copy_slices(root, value, lay):
     The tape's record of an in-place write through a view (torch's ``CopySlices``): it is
     differentiable in both ``root`` (untouched positions) and ``value``.
     """
-    from ._tensor_methods import wrap
+    from .wrapping import wrap
 
     return wrap(_scatter(root._n, value._n, write_index(lay), root._ex), root._ex)
 
@@ -270,7 +270,7 @@ def as_strided(root, lay):
 
     The tape's record of a view of a base written in place (torch's ``AsStridedBackward``).
     """
-    from ._tensor_methods import wrap
+    from .wrapping import wrap
 
     return wrap(_gather(root._n, lay), root._ex)
 
@@ -301,8 +301,8 @@ def _refresh(root) -> None:
 def _check_tape(root) -> None:
     """Refuse an unrecorded write (by a tensor that does not require grad, with grad enabled)
     into a family where some tensor requires grad: its gradient would silently go wrong."""
-    from .autograd.grad_mode import is_grad_enabled
-    from .autograd.tape import ACTIVE, meta
+    from ..autograd.grad_mode import is_grad_enabled
+    from ..autograd.tape import ACTIVE, meta
 
     if not ACTIVE[0] or not is_grad_enabled():
         return

@@ -17,8 +17,8 @@ def manual_seed(seed: int):
     Raises:
         TdxTypeError: ``seed`` is not an int.
     """
-    from ._errors import TdxTypeError
-    from .backends import _executors
+    from .._errors import TdxTypeError
+    from . import _executors
 
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TdxTypeError(f"manual_seed expected an int seed, got {seed!r}")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import secrets
 
-from ._errors import DeviceMismatchError, TdxError, TdxTypeError
+from .._errors import DeviceMismatchError, TdxError, TdxTypeError
 
 _DEFAULT_SEED = 67280421310721  # torch's default Generator seed
 _STATE_DEVICE = "cpu"  # where get_state puts its bytes, as torch's ByteTensor states
@@ -30,7 +30,7 @@ class Generator:
     __slots__ = ("_ex", "_seed", "_state", "__weakref__")
 
     def __init__(self, device=None):
-        from . import backends
+        from .. import backends
 
         self._ex = backends.get(device)
         self._seed = _DEFAULT_SEED
@@ -74,16 +74,18 @@ class Generator:
 
         Handing it to :meth:`set_state` (of this or another generator of the same executor
         kind) makes the following draws repeat. On torch devices the bytes are torch's own
-        ``get_state()``; on MLX they follow the layout in :mod:`tdx.backends.mlx_random`.
+        ``get_state()``; on MLX they follow the layout in :mod:`tdx.backends.mlx._random`.
 
         Raises:
             UnsupportedOpError: the executor cannot snapshot generator states.
         """
-        from ._creation import tensor
-        from ._dtypes import uint8
+        from .. import backends
+        from .._dtypes import uint8
+        from .wrapping import wrap
 
         data = self._ex.generator_get_state(self._native_state())
-        return tensor(list(data), dtype=uint8, device=_STATE_DEVICE)
+        ex = backends.get(_STATE_DEVICE)
+        return wrap(ex.from_data(list(data), uint8), ex)
 
     def set_state(self, new_state) -> "Generator":
         """Restore a state from :meth:`get_state` and return self, as ``torch.Generator``.
@@ -97,10 +99,10 @@ class Generator:
             TdxRuntimeError: its size or layout is not a state of this executor kind (a
                 truncated state, or one from another executor kind).
         """
-        from ._dtypes import uint8
-        from ._tensor import Tensor
+        from .._dtypes import uint8
+        from . import wrapping
 
-        if not isinstance(new_state, Tensor):
+        if not isinstance(new_state, wrapping.Tensor):
             raise TdxTypeError(f"set_state expected a uint8 tdx tensor on cpu (as get_state returns), "
                                f"but got {type(new_state).__name__}")
         if new_state.dtype is not uint8 or not _on_host(new_state):
@@ -136,7 +138,7 @@ def _on_host(t) -> bool:
     """Whether tensor ``t`` is on the device :meth:`Generator.get_state` puts states on."""
     if t.device.type == _STATE_DEVICE:
         return True
-    from . import backends
+    from .. import backends
 
     try:
         return t.device == backends.get(_STATE_DEVICE).device

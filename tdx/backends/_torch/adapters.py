@@ -1,4 +1,4 @@
-"""Torch-executor ops for the wider surface, a mixin of the torch executor.
+"""Torch-executor ops that need an adapter, a mixin of the torch executor.
 
 Ops whose tdx executor signature is exactly torch's are bound as they are; the others get
 a small adapter (tdx dtypes to native ones, tuples instead of named tuples, generators).
@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import torch
 
-from .._errors import TdxRuntimeError
-from .base import MLX_STATE_HEADER, MLX_STATE_SIZE
+from ..._errors import TdxRuntimeError
+from ..base import MLX_STATE_HEADER, MLX_STATE_SIZE
 
 
-class TorchMoreOps:
+class TorchAdaptedOps:
     """Further torch ops: gather/scatter, sorting, scans, softmax, linear algebra, randomness."""
 
     fmod = staticmethod(torch.fmod)

@@ -4,7 +4,8 @@ A ``Tensor`` holds exactly two things (``__slots__``): ``_n``, the native torch 
 MLX array, and ``_ex``, the executor for its device. Every op unwraps its operands,
 checks they share an executor, calls the executor, and wraps the result in a new
 ``Tensor``. Operators are built by small factories so the hot path does one executor
-attribute lookup and no dictionary work.
+attribute lookup and no dictionary work. The op families (:mod:`.elementwise`, :mod:`.reduction`,
+:mod:`.shape`...) attach their methods to this class; it knows none of them.
 
 This module must never import a framework and never decide anything an executor
 decides (promotion, kernels): it only unwraps, checks devices, calls and wraps.
@@ -14,15 +15,13 @@ from __future__ import annotations
 
 import math
 
-from . import _dtypes as D
-from ._errors import NATIVE_ERRORS, TdxRuntimeError, TdxTypeError, UnsupportedOpError
-from . import _tensor_methods, _views
-from .autograd import tape as _tape
-from .autograd.tape import ACTIVE as _TAPE
-from ._tensor_math import MathTensorMethods
-from ._tensor_more import MoreTensorMethods
-from ._tensor_methods import (SCALARS as _SCALARS, Size, TensorMethods, foreign as _foreign, inline_typed,
-                              scalar as _scalar, typed_errors, wrap)
+from .. import _dtypes as D
+from .._errors import NATIVE_ERRORS, TdxRuntimeError, TdxTypeError, UnsupportedOpError
+from ..autograd import tape as _tape
+from ..autograd.tape import ACTIVE as _TAPE
+from . import views as _views, wrapping
+from .wrapping import (SCALARS as _SCALARS, Size, foreign as _foreign, inline_typed, scalar as _scalar, typed_errors,
+                       wrap)
 
 _new = object.__new__
 
@@ -99,7 +98,7 @@ def _inplace(name: str):
     return op
 
 
-class Tensor(TensorMethods, MoreTensorMethods, MathTensorMethods):
+class Tensor:
     """A multi-dimensional array on one executor, with torch's API.
 
     Build tensors with the factory functions (``tdx.tensor``, ``tdx.zeros``...), never
@@ -159,7 +158,7 @@ class Tensor(TensorMethods, MoreTensorMethods, MathTensorMethods):
         shape = self._ex.shape(self._n)
         if dim is None:
             return Size(shape)
-        from .backends.base import norm_dim
+        from ..backends.base import norm_dim
 
         return shape[norm_dim(dim, len(shape))]
 
@@ -295,18 +294,18 @@ class Tensor(TensorMethods, MoreTensorMethods, MathTensorMethods):
         return arr if dtype is None else arr.astype(dtype)
 
     def __dlpack__(self, stream=None, *, max_version=None, dl_device=None, copy=None):
-        from .interop import export_dlpack
+        from ..interop import export_dlpack
 
         return export_dlpack(self, stream, max_version=max_version, dl_device=dl_device, copy=copy)
 
     def __dlpack_device__(self):
-        from .interop import export_device
+        from ..interop import export_device
 
         return export_device(self)
 
     def to(self, *args, **kwargs) -> "Tensor":
         """Move and/or cast: ``to(dtype)``, ``to(device, dtype=None)``, ``to(other)``."""
-        from .interop import parse_to, transfer
+        from ..interop import parse_to, transfer
 
         ex, dtype, copy = parse_to(self, args, kwargs)
         out = self
@@ -332,12 +331,17 @@ class Tensor(TensorMethods, MoreTensorMethods, MathTensorMethods):
     def _cast(self, d) -> "Tensor":
         return self if self.dtype is d else wrap(self._ex.astype(self._n, d), self._ex)
 
+    def type(self, dtype=None):
+        if dtype is None:
+            return f"tdx.{self.dtype.name.capitalize()}Tensor"
+        return self.to(D.as_dtype(dtype))
+
     def clone(self) -> "Tensor":
         return wrap(self._ex.clone(self._n), self._ex)
 
     # Python protocol ------------------------------------------------------------------
     def __repr__(self) -> str:
-        from ._repr import format_tensor
+        from .repr import format_tensor
 
         return format_tensor(self)
 
@@ -421,7 +425,7 @@ class Tensor(TensorMethods, MoreTensorMethods, MathTensorMethods):
         return wrap(self._ex.bitwise_not(self._n), self._ex)
 
     def __reduce_ex__(self, protocol):
-        from ._creation import _rebuild
+        from .creation import _rebuild
 
         return (_rebuild, (self._ex.host_numpy(self._n), self.dtype.name, str(self._ex.device)))
 
@@ -455,6 +459,8 @@ Tensor.__rmod__ = _binary("remainder", reverse=True)
 Tensor.__imod__ = _inplace("remainder")
 for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
     setattr(Tensor, f"__{_name}__", _binary(_name))
+
+
 def _caster(d, name):
     def method(self) -> "Tensor":
         return self._cast(d)
@@ -478,4 +484,4 @@ for _name, _fn in list(vars(Tensor).items()):
             or _name in ("__neg__", "__abs__", "__invert__", "__bool__",
                          "__index__", "__float__", "__int__"):
         setattr(Tensor, _name, typed_errors(_fn))
-_tensor_methods.Tensor = Tensor
+wrapping.Tensor = Tensor

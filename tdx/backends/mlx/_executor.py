@@ -14,12 +14,18 @@ import warnings
 import numpy as np
 import mlx.core as mx
 
-from .. import _dtypes as D
-from .._errors import DtypeError, PrecisionWarning, TdxError, TdxRuntimeError, UnsupportedOpError, translate
-from .mlx import downcast_float64_enabled as _downcast_float64
-from .base import Capabilities, Executor
-from .mlx_more import MLXMoreOps
-from .mlx_ops import MLXOps
+from ... import _dtypes as D
+from ..._errors import (DtypeError, PrecisionWarning, TdxError, TdxNotImplementedError, TdxRuntimeError,
+                        translate)
+from ..base import Capabilities, Executor
+from . import downcast_float64_enabled as _downcast_float64
+from ._elementwise import _NOT_FOR_COMPLEX, MLXElementwiseOps, _real_only
+from ._gather import MLXGatherOps
+from ._indexing import MLXIndexOps
+from ._linalg import MLXLinalgOps
+from ._random import MLXRandomOps
+from ._reduction import MLXReductionOps
+from ._shape import MLXShapeOps
 
 _TABLE = {
     D.bool_: mx.bool_, D.uint8: mx.uint8, D.int8: mx.int8, D.int16: mx.int16, D.int32: mx.int32,
@@ -29,7 +35,8 @@ _TABLE = {
 _NP_NAME = {d: d.name if d is not D.bool_ else "bool" for d in _TABLE}
 
 
-class MLXExecutor(MLXOps, MLXMoreOps, Executor):
+class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps, MLXLinalgOps, MLXIndexOps,
+                  MLXRandomOps, Executor):
     """Runs tdx ops with MLX on its GPU or its CPU."""
 
     name = "mlx"
@@ -211,6 +218,12 @@ def infer_dtype(arr: np.ndarray):
 
 
 def make_executor(name: str) -> MLXExecutor:
-    from .._device import device
+    from ..._device import device
 
     return MLXExecutor(device(name))
+
+
+# ops torch refuses for complex operands, refused before MLX sees them (see elementwise._NOT_FOR_COMPLEX)
+for _name, _kind in _NOT_FOR_COMPLEX.items():
+    setattr(MLXExecutor, _name, _real_only(_name, _kind, getattr(MLXExecutor, _name)))
+MLXExecutor.sign = _real_only("sign", TdxNotImplementedError, MLXExecutor.sign)  # torch.sgn is the complex one

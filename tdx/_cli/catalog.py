@@ -142,7 +142,7 @@ def _flatten(out):
 def _compare(fn, tdx_mod, torch_mod, device: str, dtype: str):
     """None when ``fn`` agrees on ``device`` with torch on CPU for ``dtype``, else the reason."""
     import tdx
-    from .testing import assert_close
+    from ..testing import assert_close
 
     try:
         expected = fn(Kit(torch_mod, "cpu", dtype))
@@ -191,7 +191,7 @@ def run(devices=DEVICES, names=None, dtypes=DTYPES) -> dict:
     import torch
 
     import tdx
-    from . import backends
+    from .. import backends
 
     status = {r.device: r for r in backends.available()}
     torch.manual_seed(0)

@@ -1,7 +1,7 @@
 """torch-semantics MLX ops that index, order and rearrange: gather/scatter, masks, sorting,
 unique, roll/flip/repeat/tile, narrow/unbind/movedim.
 
-A mixin of the MLX executor (through :class:`tdx.backends.mlx_more.MLXMoreOps`): methods
+A mixin of the MLX executor (listed in :class:`tdx.backends.mlx._executor.MLXExecutor`): methods
 take and return MLX arrays, pass ``self.s`` to every MLX call, check arguments as torch
 checks them and raise tdx's typed errors. Index outputs are int64 and sorts are stable,
 with NaN ordered above every number, as torch on CPU. Ops whose output size depends on
@@ -16,9 +16,9 @@ import functools
 import numpy as np
 import mlx.core as mx
 
-from .._errors import OpDtypeError, ShapeError, TdxIndexError, TdxRuntimeError, TdxTypeError
-from .base import norm_dim
-from .mlx_ops import gathered
+from ..._errors import OpDtypeError, ShapeError, TdxIndexError, TdxRuntimeError, TdxTypeError
+from ..base import norm_dim
+from ._rules import gathered
 
 _INTS = frozenset((mx.bool_, mx.uint8, mx.int8, mx.int16, mx.int32, mx.int64))
 _INDEX = frozenset((mx.int32, mx.int64))
@@ -457,4 +457,3 @@ def broadcast_shape(*shapes) -> tuple:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:
         raise ShapeError(f"shapes {[list(s) for s in shapes]} cannot be broadcast together") from None
-

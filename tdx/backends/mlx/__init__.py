@@ -14,9 +14,9 @@ This module must never import mlx (or torch) when it is imported.
 
 from contextlib import contextmanager as _contextmanager
 
-from .. import config as _config
-from .._device import device as _device
-from . import _flags
+from ... import config as _config
+from ..._device import device as _device
+from .. import _flags
 
 _TDX_EXTENSIONS = ("is_built", "is_available", "default_device", "is_metal_available", "is_cuda_available",
                    "is_gpu_available", "get_memory_limit", "set_memory_limit", "set_cache_limit",

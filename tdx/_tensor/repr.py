@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _dtypes as D
+from .. import _dtypes as D
 
 
 def _float_formatter(arr: np.ndarray):

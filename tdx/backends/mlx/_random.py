@@ -1,7 +1,7 @@
 """Random sampling on MLX with torch's argument checks: generator keys, randperm, multinomial,
 bernoulli, and the ``normal_``/``uniform_`` fills.
 
-A mixin of the MLX executor (through :class:`tdx.backends.mlx_more.MLXMoreOps`). A
+A mixin of the MLX executor (listed in :class:`tdx.backends.mlx._executor.MLXExecutor`). A
 ``tdx.Generator`` keeps, per MLX executor, a two-slot list holding an ``mx.random.key``
 and the seed it started from; every random call splits the key, keeps one half and draws
 with the other, so a seed gives the same stream on a given executor. With no generator the
@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import mlx.core as mx
 
-from .._errors import OpDtypeError, TdxRuntimeError
-from .base import MLX_STATE_HEADER, MLX_STATE_SIZE
-from .mlx_index import on_stream, scalar_name
+from ..._errors import OpDtypeError, TdxRuntimeError
+from ..base import MLX_STATE_HEADER, MLX_STATE_SIZE
+from ._indexing import on_stream, scalar_name
 
 _FLOATS = frozenset((mx.float16, mx.bfloat16, mx.float32, mx.float64))
 

@@ -12,9 +12,9 @@ import operator
 import numpy as np
 import torch
 
-from .. import _dtypes as D
-from .base import Capabilities, Executor
-from .torch_more import TorchMoreOps
+from ... import _dtypes as D
+from ..base import Capabilities, Executor
+from .adapters import TorchAdaptedOps
 
 _TABLE = {
     D.bool_: torch.bool, D.uint8: torch.uint8, D.int8: torch.int8, D.int16: torch.int16,
@@ -45,7 +45,7 @@ def sync_default_dtype() -> None:
     torch.set_default_dtype(_TABLE[D.get_default_dtype()])
 
 
-class TorchExecutor(TorchMoreOps, Executor):
+class TorchExecutor(TorchAdaptedOps, Executor):
     """Runs tdx ops with torch on one torch device."""
 
     name = "torch"
@@ -229,7 +229,7 @@ for _name, _fn in BINARY.items():
 
 
 def make_executor(name: str) -> TorchExecutor:
-    from .._device import device
+    from ..._device import device
 
     sync_default_dtype()
     _flags_loaded()
@@ -239,7 +239,7 @@ def make_executor(name: str) -> TorchExecutor:
 
 def _apply_config() -> None:
     """Apply ``[backends.torch]`` from the config (values left unset keep torch's own)."""
-    from .. import config
+    from ... import config
 
     cfg = config.current()
     threads, tf32 = cfg["backends.torch.num_threads"], cfg["backends.torch.allow_tf32"]
@@ -255,6 +255,6 @@ def _flags_loaded() -> None:
     import importlib.util
 
     if importlib.util.find_spec("tdx.backends._flags") is not None:
-        from . import _flags
+        from .. import _flags
 
         _flags.on_torch_loaded()

@@ -1,0 +1,250 @@
+"""The ``torch.*`` namespace functions of tdx (``tdx.add``, ``tdx.sum``, ``tdx.cat``...), gathered.
+
+Most torch functions are a Tensor method called as a function (``torch.sum(x)`` is ``x.sum()``):
+those are generated here from tables, with torch's signatures and typed errors. Functions with a
+logic of their own live with their op family (``cat`` in :mod:`.shape`, ``einsum`` in :mod:`.linalg`,
+``randperm`` in :mod:`.random`...) and are re-exported from here, so ``tdx/__init__`` imports one
+module. This module must never import a framework.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+from .. import _dtypes as D
+from .._errors import NATIVE_ERRORS, TdxValueError
+from ..autograd import tape as _tape
+from ..autograd.tape import ACTIVE as _TAPE
+from . import creation, elementwise, indexing, inplace, linalg, random, reduction, shape  # noqa: F401 - attach methods
+from .elementwise import ALIASES, BINARY, UNARY
+from .tensor import Tensor
+from .wrapping import exporter, need_tensor, operand, wrap
+
+__all__: list = []
+_export = exporter(__all__)
+
+
+def _unary_fn(name):
+    def fn(input):  # noqa: A002 - torch's name
+        if _TAPE[0] and _tape.wants(input):
+            return _tape.call(fn, input)
+        if input.__class__ is not Tensor:
+            need_tensor(input, name)
+        ex = input._ex
+        try:
+            return wrap(getattr(ex, name)(input._n), ex)
+        except NATIVE_ERRORS as err:
+            raise ex.native_error(err) from None
+
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise ``{name}`` of ``input``, as ``torch.{name}``."
+    return fn
+
+
+def _binary_fn(name):
+    op = _METHOD_TO_OP[name]
+
+    def fn(input, other):  # noqa: A002 - torch's name
+        if _TAPE[0] and _tape.wants(input, other):
+            return _tape.call(fn, input, other)
+        if input.__class__ is not Tensor:  # torch.pow(2, t), torch.mul(3, t)
+            need_tensor(other, name, "other")
+            ex = other._ex
+            a, b = input, other._n
+        else:
+            ex = input._ex
+            a, b = input._n, operand(input, other, name)
+        try:
+            return wrap(getattr(ex, op)(a, b), ex)
+        except NATIVE_ERRORS as err:
+            raise ex.native_error(err) from None
+
+    fn.__name__ = name
+    fn.__doc__ = f"``{name}`` of ``input`` and ``other`` with broadcasting and torch's promotion."
+    return fn
+
+
+_METHOD_TO_OP = {v: k for k, v in BINARY.items()}
+
+for _name in UNARY:
+    globals()[_name] = _unary_fn(_name)
+    __all__.append(_name)
+
+for _name in BINARY.values():
+    globals()[_name] = _binary_fn(_name)
+    __all__.append(_name)
+
+
+@_export(record=True)
+def add(input, other, *, alpha=1):  # noqa: A002
+    if not isinstance(input, Tensor):
+        return need_tensor(other, "add", "other").mul(alpha).add(input) if alpha != 1 else other.add(input)
+    return input.add(other, alpha=alpha)
+
+
+@_export(record=True)
+def sub(input, other, *, alpha=1):  # noqa: A002
+    return need_tensor(input, "sub").sub(other, alpha=alpha)
+
+
+@_export(record=True)
+def div(input, other, *, rounding_mode=None):  # noqa: A002
+    return need_tensor(input, "div").div(other, rounding_mode=rounding_mode)
+
+
+@_export(record=True)
+def where(condition, input=None, other=None):  # noqa: A002
+    """``input`` where ``condition`` holds, else ``other``; either may be a Python scalar."""
+    need_tensor(condition, "where", "condition")
+    if input is None and other is None:
+        raise TdxValueError("where(condition) with one argument is not supported yet; "
+                            "use condition.nonzero(as_tuple=True)")
+    ex = condition._ex
+    a, b = operand(condition, input, "where"), operand(condition, other, "where")
+    return wrap(ex.where(condition._n, a, b), ex)
+
+
+@_export(record=True)
+def clamp(input, min=None, max=None):  # noqa: A002
+    return need_tensor(input, "clamp").clamp(min, max)
+
+
+def _method_fn(name, doc):
+    def fn(input, *args, **kwargs):  # noqa: A002
+        return getattr(need_tensor(input, name), name)(*args, **kwargs)
+
+    fn.__name__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+_FORWARDED_RECORDED = {
+    "sum": "Sum over ``dim`` (all if None).", "mean": "Mean over ``dim``.", "prod": "Product over ``dim``.",
+    "std": "Standard deviation with ``correction``.", "var": "Variance with ``correction``.",
+    "max": "Max, (values, indices) over ``dim``, or elementwise with a tensor.",
+    "min": "Min, (values, indices) over ``dim``, or elementwise with a tensor.",
+    "amax": "Max over ``dim``.", "amin": "Min over ``dim``.", "argmax": "Index of the max.",
+    "argmin": "Index of the min.", "all": "All true.", "any": "Any true.",
+    "reshape": "Reshape.", "transpose": "Swap two dims.", "permute": "Reorder dims.",
+    "squeeze": "Drop size-1 dims.", "unsqueeze": "Insert a size-1 dim.", "flatten": "Flatten a dim range.",
+    "split": "Split into pieces.", "chunk": "Split into chunks.", "t": "Transpose a 2-D tensor.",
+    "tril": "Lower triangle.", "triu": "Upper triangle.", "clone": "Copy.", "numel": "Element count.",
+    "is_floating_point": "Floating dtype?", "is_complex": "Complex dtype?", "swapaxes": "Swap two dims.",
+    "swapdims": "Swap two dims.", "ravel": "Flatten to 1-D.", "detach": "Detach from autograd.",
+}
+
+for _name, _doc in _FORWARDED_RECORDED.items():
+    globals()[_name] = _export(_method_fn(_name, _doc), record=True)
+
+for _alias, _target in ALIASES.items():
+    if _target in globals() and _alias not in ("mm",):
+        globals()[_alias] = globals()[_target]
+        __all__.append(_alias)
+
+mm = matmul  # noqa: F821 - generated above
+__all__.append("mm")
+
+
+@_export(record=True)
+def is_tensor(obj) -> bool:
+    return isinstance(obj, Tensor)
+
+
+@_export(record=True)
+def result_type(tensor1, tensor2):
+    """torch.result_type for two tensors or scalars."""
+    def tier(x):
+        if isinstance(x, Tensor):
+            return ([x.dtype], []) if x.ndim else ([], [x.dtype])
+        return [], []
+    dims, zeros, scalars = [], [], []
+    for x in (tensor1, tensor2):
+        d, z = tier(x)
+        dims += d
+        zeros += z
+        if not isinstance(x, Tensor):
+            scalars.append(x)
+    return D.result_type(dims, zeros, scalars)
+
+
+@_export(record=True)
+def can_cast(from_, to) -> bool:
+    from .tensor import _can_cast
+
+    return _can_cast(D.as_dtype(from_), D.as_dtype(to))
+
+
+def _documented(name: str, doc: str):
+    def fn(input, *args, **kwargs):  # noqa: A002 - torch's name
+        return getattr(need_tensor(input, name), name)(*args, **kwargs)
+
+    fn.__name__ = name
+    fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+_FORWARDED_DOCUMENTED = {
+    "fmod": "C-style remainder of ``input`` by ``other`` (the sign of ``input``).",
+    "logsumexp": "``log(sum(exp(input)))`` over ``dim``, computed stably.",
+    "cumsum": "Running sum along ``dim``.", "cumprod": "Running product along ``dim``.",
+    "norm": "The vector p-norm over ``dim`` (all elements when None).",
+    "softmax": "Softmax along ``dim``, computed in ``dtype`` if given.",
+    "log_softmax": "Log-softmax along ``dim``, computed in ``dtype`` if given.",
+    "bmm": "Batched matrix product of two 3-D tensors.", "diag": "Diagonal matrix, or a diagonal.",
+    "trace": "Sum of the main diagonal of a 2-D tensor.", "gather": "Values along ``dim`` at ``index``.",
+    "scatter": "``input`` with ``src`` written at ``index`` along ``dim``.",
+    "scatter_add": "``input`` with ``src`` added at ``index`` along ``dim``.",
+    "index_select": "Slices at ``index`` along ``dim``.", "masked_fill": "``value`` where ``mask`` holds.",
+    "masked_select": "Elements where ``mask`` holds, as 1-D.", "nonzero": "Indices of non-zero elements.",
+    "topk": "(values, indices) of the ``k`` largest along ``dim``.",
+    "sort": "(values, indices) sorted along ``dim``.", "argsort": "Indices that sort along ``dim``.",
+    "unique": "Sorted distinct values (with inverse and counts when asked).",
+    "roll": "Rotate elements along ``dims``.", "tile": "Tile ``input`` by ``dims``.",
+    "narrow": "``length`` elements from ``start`` along ``dim``.", "unbind": "Slices along ``dim``.",
+    "movedim": "Move dims to new positions.", "moveaxis": "Move dims to new positions.",
+    "select": "The slice at ``index`` along ``dim`` (a view).", "unflatten": "``dim`` split into ``sizes``.",
+    "diagonal": "A diagonal of the ``(dim1, dim2)`` planes (a view).",
+    "tensor_split": "Near-equal sections, or pieces cut at indices, along ``dim`` (views).",
+    "hsplit": "``tensor_split`` along dim 1 (0 for 1-D).", "vsplit": "``tensor_split`` along dim 0.",
+    "dsplit": "``tensor_split`` along dim 2.", "conj": "The complex conjugate (real tensors as they are).",
+    "resolve_conj": "The tensor with a lazy conjugation materialized.",
+    "is_conj": "Whether the tensor is a lazily conjugated view.",
+    "multinomial": "Indices drawn from rows of unnormalized probabilities.",
+    "bernoulli": "0/1 draws with probability ``input`` (or ``p``).",
+}
+
+for _name, _doc in _FORWARDED_DOCUMENTED.items():
+    globals()[_name] = _export(_documented(_name, _doc))
+
+
+def _forward(name: str):
+    """``tdx.name(input, ...)``: ``input.name(...)``, with the method's signature and docstring."""
+    method = getattr(Tensor, name)
+
+    def fn(input, *args, **kwargs):  # noqa: A002 - torch's name
+        return getattr(need_tensor(input, name), name)(*args, **kwargs)
+
+    sig = inspect.signature(method)
+    params = list(sig.parameters.values())
+    fn.__signature__ = sig.replace(parameters=[params[0].replace(name="input")] + params[1:])
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = method.__doc__.replace("``self``", "``input``")
+    return fn
+
+
+_FORWARDED = ("addmm", "addmv", "addr", "baddbmm", "addbmm", "addcmul", "addcdiv", "lerp", "logaddexp",
+              "logaddexp2", "hypot", "fmax", "fmin", "copysign", "signbit", "heaviside", "isposinf", "isneginf",
+              "deg2rad", "rad2deg", "logit", "nan_to_num", "nansum", "nanmean", "count_nonzero", "aminmax",
+              "cummax", "cummin", "logcumsumexp", "dot", "mv", "inner", "kron", "isclose", "allclose", "equal",
+              "diff", "broadcast_to", "clamp_min", "clamp_max", "fliplr", "flipud", "rot90", "msort", "argwhere",
+              "take")
+
+for _name in _FORWARDED:
+    globals()[_name] = _export(_forward(_name))
+
+# the functions with a logic of their own, from their op families
+for _family in (elementwise, shape, indexing, linalg, random, creation):
+    for _name in _family.__all__:
+        globals()[_name] = getattr(_family, _name)
+        __all__.append(_name)

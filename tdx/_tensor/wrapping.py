@@ -1,0 +1,267 @@
+"""How a call becomes a ``Tensor`` result: wrapping natives, typed errors, operand checks.
+
+``wrap`` puts a native array and its executor in a new :class:`Tensor` without running its
+constructor; ``typed_errors`` turns a framework's exception into the TdxError of the same
+builtin kind; ``foreign``/``operand``/``scalar`` turn an op's other argument into something the
+executor takes (or torch's mixed-device error); ``shape_args`` normalizes torch's ``f(2, 3)`` and
+``f((2, 3))`` forms once, so executors see one signature. ``exporter`` builds the ``torch.*``
+functions of each op family; ``attach`` puts a family's methods on :class:`Tensor`.
+
+This module must never import a framework and never the op families: it is what they share.
+:data:`Tensor` is bound by :mod:`.tensor` once the class exists.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+from .. import _dtypes as D
+from . import views as _views
+from .._errors import (NATIVE_ERRORS, TdxRuntimeError, TdxTypeError, UnsupportedOpError, mismatch,
+                      translate)
+from ..autograd import tape as _tape
+from ..autograd.tape import ACTIVE as _TAPE
+
+SCALARS = frozenset((int, float, bool, complex))
+
+_new = object.__new__
+
+Tensor = None  # set by tdx._tensor once the class exists
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple of ints, as ``torch.Size``."""
+
+    __slots__ = ()
+
+    def numel(self) -> int:
+        return math.prod(self)
+
+    def __repr__(self) -> str:
+        return f"tdx.Size({list(self)})"
+
+
+def wrap_grad(native, ex, requires_grad: bool):
+    """``wrap``, then mark the tensor as requiring grad on executors that record on tdx's tape."""
+    t = wrap(native, ex)
+    if requires_grad and not ex.caps.native_autograd:
+        t.requires_grad_()
+    return t
+
+
+def wrap(native, ex):
+    """A new Tensor around ``native`` owned by executor ``ex``."""
+    t = _new(Tensor)
+    t._n = native
+    t._ex = ex
+    return t
+
+
+def typed_errors(fn):
+    """Wrap a method so framework exceptions surface as TdxErrors of the same builtin kind."""
+
+    inplace = fn.__name__.endswith("_") and not fn.__name__.endswith("__")
+
+    @functools.wraps(fn)
+    def method(self, *args, **kwargs):
+        if _TAPE[0] and _tape.wants(self, *args, **kwargs):
+            if inplace:  # recorded as: clone, apply, rebind
+                return _tape.record_inplace(self, _applied_to_clone(method), (self, *args), kwargs)
+            return _tape.call(method, self, *args, **kwargs)
+        try:
+            return fn(self, *args, **kwargs)
+        except NATIVE_ERRORS as err:
+            ex = getattr(self, "_ex", None)
+            raise (ex.native_error(err) if ex is not None else translate(err)) from None
+
+    return method
+
+
+def _applied_to_clone(inplace_method):
+    """The out-of-place form of an in-place method: apply it to a clone and return the clone."""
+
+    def out_of_place(t, *args, **kwargs):
+        c = t.clone()
+        inplace_method(c, *args, **kwargs)
+        return c
+
+    out_of_place.__name__ = inplace_method.__name__.rstrip("_")
+    return out_of_place
+
+
+def scalar(value):
+    """A Python scalar for a NumPy scalar, or NotImplemented for anything else."""
+    if type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 0:
+        return value.item()
+    return NotImplemented
+
+
+def _reshaped(out, src, must_view: bool):
+    """Link ``out`` (src reshaped) as a view when torch's stride rule allows, else it is a copy."""
+    lay = _views.layout_of(src)
+    shape = out._ex.shape(out._n)
+    strides = _views.view_strides(lay.shape, lay.strides, shape)
+    if strides is None:
+        if must_view:
+            raise TdxRuntimeError("view size is not compatible with input tensor's size and stride (at least one "
+                                  "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
+        return out
+    return _views.link(out, src, shape, strides, lay.offset, lay.root)
+
+
+def _permuted(out, src, order):
+    lay = _views.layout_of(src)
+    return _views.link(out, src, [lay.shape[i] for i in order], [lay.strides[i] for i in order], lay.offset,
+                       lay.root)
+
+
+def foreign(op: str, ex, t):
+    """``t`` (a Tensor on another executor than ``ex``) as a native of ``ex``, moved there when the
+    config's ``auto_transfer`` allows it.
+
+    Raises:
+        DeviceMismatchError: ``auto_transfer`` is off (the default), as torch raises for mixed devices.
+        UnsupportedOpError: ``t`` requires grad, grad mode is on, and the move would not be
+            differentiable (only moves between torch devices are).
+    """
+    from .. import config
+
+    if not config.current()["auto_transfer"]:
+        raise mismatch(op, ex.device, t._ex.device)
+    from ..autograd.grad_mode import is_grad_enabled
+
+    if t.requires_grad and is_grad_enabled() and not (ex.name == t._ex.name == "torch"):
+        raise UnsupportedOpError(f"{op}: auto_transfer would move a tensor that requires grad from {t._ex.device} "
+                                 f"to {ex.device}, which is not differentiable; detach() it or move it first")
+    return t.to(ex.device)._n
+
+
+def operand(t, other, op: str):
+    """``other`` as a native array of ``t``'s executor or a Python scalar.
+
+    Raises:
+        DeviceMismatchError: ``other`` lives on another executor.
+        TdxTypeError: ``other`` is neither a Tensor nor a scalar.
+    """
+    if other.__class__ is Tensor:
+        return other._n if other._ex is t._ex else foreign(op, t._ex, other)
+    if other.__class__ in SCALARS or other is None:
+        return other
+    value = scalar(other)
+    if value is NotImplemented:
+        raise TdxTypeError(f"{op}(): argument 'other' must be a Tensor or a number, not {type(other).__name__}")
+    return value
+
+
+def shape_args(args, op: str) -> tuple:
+    """``f(2, 3)``, ``f((2, 3))`` and ``f([2, 3])`` all as the tuple ``(2, 3)``."""
+    if len(args) == 1 and not isinstance(args[0], int):
+        args = args[0]
+    try:
+        shape = tuple(int(s) if not isinstance(s, int) else s for s in args)
+    except TypeError:
+        raise TdxTypeError(f"{op}(): expected a sequence of ints, got {args!r}") from None
+    return shape
+
+
+def inline_typed(fn):
+    """Mark a method that translates framework errors itself (the hot path skips the wrapper)."""
+    fn._typed = True
+    return fn
+
+
+def attach(cls) -> None:
+    """Put the methods (and properties) of op family ``cls`` on :class:`Tensor`."""
+    for name, member in vars(cls).items():
+        if name not in ("__module__", "__qualname__", "__doc__", "__slots__", "__dict__", "__weakref__"):
+            setattr(Tensor, name, member)
+
+
+def need_tensor(x, op: str, arg: str = "input"):
+    """``x`` itself when it is a Tensor, else torch's TypeError for argument ``arg`` of ``op``."""
+    if not isinstance(x, Tensor):
+        raise TdxTypeError(f"{op}(): argument '{arg}' must be Tensor, not {type(x).__name__}")
+    return x
+
+
+def first_tensor(args):
+    """The first Tensor among ``args`` (looking into lists and tuples), or None."""
+    for a in args:
+        if isinstance(a, Tensor):
+            return a
+        if isinstance(a, (list, tuple)):
+            found = first_tensor(a)
+            if found is not None:
+                return found
+    return None
+
+
+def typed_function(fn, record=False):
+    """Framework exceptions from ``fn`` surface as TdxErrors (translated by the first tensor's executor).
+
+    With ``record``, a call on tensors that require grad on a taped executor is one tape node
+    (for functions whose result is a deterministic function of their tensor arguments).
+    """
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if record and _TAPE[0] and _tape.wants(*args, **kwargs):
+            return _tape.call(wrapper, *args, **kwargs)
+        try:
+            return fn(*args, **kwargs)
+        except NATIVE_ERRORS as err:
+            ex = getattr(first_tensor(args), "_ex", None)
+            raise (ex.native_error(err) if ex is not None else translate(err)) from None
+
+    return wrapper
+
+
+def exporter(names: list):
+    """A decorator that adds a function's name to ``names`` (a module's ``__all__``) and gives it
+    typed errors; ``@export(record=True)`` also makes each call one tape node."""
+    def export(fn=None, *, record=False):
+        if fn is None:
+            return functools.partial(export, record=record)
+        names.append(fn.__name__)
+        return typed_function(fn, record)
+
+    return export
+
+
+def tensor_arg(t, x, op: str, arg: str):
+    """``x`` as a native array of ``t``'s executor; it must be a Tensor.
+
+    Raises:
+        TdxTypeError: ``x`` is not a Tensor.
+        DeviceMismatchError: ``x`` lives on another executor.
+    """
+    native = operand(t, x, op)
+    if native is None or native is x:
+        raise TdxTypeError(f"{op}(): argument '{arg}' must be Tensor, not {type(x).__name__}")
+    return native
+
+
+def int_arg(x, op: str, arg: str) -> int:
+    """A Python int from an int or a one-element integer tensor.
+
+    Raises:
+        TdxTypeError: ``x`` is neither.
+    """
+    if isinstance(x, int) and not isinstance(x, bool):
+        return x
+    try:
+        return x.__index__()
+    except (AttributeError, TypeError):
+        raise TdxTypeError(f"{op}(): argument '{arg}' must be int, not {type(x).__name__}") from None
+
+
+def dims_arg(dims, op: str) -> tuple:
+    """``f(0, 1)``, ``f((0, 1))``, ``f([0, 1])`` and ``f(0)`` as the tuple ``(0, 1)`` / ``(0,)``."""
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        dims = dims[0]
+    return tuple(int_arg(d, op, "dims") for d in dims)
+
+
+def dtype_or_none(dtype):
+    """``dtype`` as a tdx dtype, or None."""
+    return None if dtype is None else D.as_dtype(dtype)

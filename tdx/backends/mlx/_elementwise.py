@@ -1,0 +1,464 @@
+"""MLX elementwise ops with torch's semantics: promotion, binary arithmetic and comparisons,
+unary math (float64 to float64 accuracy), ``fmod``; complex operands refused where torch refuses.
+
+Every op names its stream (``self.s``), follows torch's promotion and checks, and raises typed errors.
+Must never import torch or the facade.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import mlx.core as mx
+import numpy as np
+
+from ... import _dtypes as D
+from ..._errors import (
+    DtypeMismatchError,
+    OpDtypeError,
+    ShapeError,
+    TdxNotImplementedError,
+    TdxRuntimeError,
+    TdxTypeError,
+)
+from ...autograd.tape import differentiating
+from . import _float64 as mlx_f64
+from ._indexing import on_stream, scalar_name
+from ._rules import _FLOATS, _INTS, _SCALARS, _clamp_exact, _is_bool, _is_bool_operand, _tie_splitting, _where_exact
+
+
+@on_stream
+class MLXElementwiseOpsStreamed:
+    """The ops of this family that run with ``self.s`` as MLX's default stream (operators and
+    ``.at[]`` updates take no ``stream=``)."""
+
+    __slots__ = ()
+
+    # elementwise --------------------------------------------------------------------------
+    def fmod(self, a, b):
+        if not isinstance(a, mx.array):
+            raise TdxTypeError(f"fmod(): argument 'input' must be Tensor, not {type(a).__name__}")
+        a, b, rt = self._args(a, b)
+        if rt is D.bool_ or rt.is_complex:
+            raise OpDtypeError(f"\"fmod_cpu\" not implemented for '{scalar_name(rt)}'")
+        if a.dtype in _INTS:
+            if bool(mx.any(mx.equal(b, 0, stream=self.s), stream=self.s).item()):
+                raise TdxRuntimeError("ZeroDivisionError")
+            r = mx.remainder(a, b, stream=self.s)  # sign of b; C's fmod takes the sign of a
+            fix = mx.logical_and(mx.not_equal(r, 0, stream=self.s),
+                                 mx.not_equal(r < 0, a < 0, stream=self.s), stream=self.s)
+            return mx.where(fix, mx.subtract(r, b, stream=self.s), r, stream=self.s)
+        r = mx.remainder(mx.abs(a, stream=self.s), mx.abs(b, stream=self.s), stream=self.s)
+        return mx.where(a < 0, mx.negative(r, stream=self.s), r, stream=self.s)
+
+    def _alpha(self, a, b, alpha, sub: bool):
+        if sub and (_is_bool_operand(a) or _is_bool_operand(b)):
+            which = "two bool tensors" if _is_bool_operand(a) and _is_bool_operand(b) else "a bool tensor"
+            raise OpDtypeError(f"Subtraction, the `-` operator, with {which} is not supported. If you are trying "
+                               "to invert a mask, use the `~` or `logical_not()` operator instead.")
+        a, b, rt = self._args(a, b)
+        if isinstance(alpha, complex) and not rt.is_complex:
+            raise TdxRuntimeError("For non-complex input tensors, argument alpha must not be a complex number.")
+        if isinstance(alpha, float) and D.is_integral(rt, include_bool=True):
+            raise TdxRuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
+        if isinstance(alpha, bool) and rt is not D.bool_:
+            raise TdxRuntimeError("Boolean alpha only supported for Boolean results.")
+        if rt is D.bool_:
+            return mx.logical_or(a, mx.logical_and(b, bool(alpha), stream=self.s), stream=self.s)
+        scaled = mx.multiply(b, self._cast(alpha, rt), stream=self.s)
+        return (mx.subtract if sub else mx.add)(a, scaled, stream=self.s)
+
+    def add_alpha(self, a, b, alpha):
+        """``a + alpha * b`` with torch's promotion (``alpha`` takes no part) and checks on ``alpha``."""
+        return self._alpha(a, b, alpha, False)
+
+    def sub_alpha(self, a, b, alpha):
+        """``a - alpha * b`` with torch's promotion and checks (no bool operands)."""
+        return self._alpha(a, b, alpha, True)
+
+
+class MLXElementwiseOps(MLXElementwiseOpsStreamed):
+    """MLX elementwise ops with torch's semantics: promotion, binary arithmetic and comparisons,"""
+
+    __slots__ = ()
+
+    # promotion ------------------------------------------------------------------------
+    def _tdx(self, v):
+        return self._from_native[v.dtype]
+
+    def _promote(self, *vals):
+        """The torch result dtype of arrays and Python scalars in ``vals`` (None skipped)."""
+        dims, zeros, scalars = [], [], []
+        for v in vals:
+            if v is None:
+                continue
+            if isinstance(v, mx.array):
+                (dims if v.ndim else zeros).append(self._from_native[v.dtype])
+            elif isinstance(v, _SCALARS):
+                scalars.append(v)
+            else:
+                raise TdxTypeError(f"expected a Tensor or a Python scalar, got {type(v).__name__}")
+        return D.result_type(dims, zeros, scalars)
+
+    def _cast(self, v, d):
+        nd = self._nd(d)
+        if isinstance(v, mx.array):
+            return v if v.dtype == nd else v.astype(nd, stream=self.s)
+        return mx.array(v, dtype=nd)
+
+    def _args(self, a, b):
+        if type(a) is mx.array and type(b) is mx.array and a.dtype == b.dtype:
+            return a, b, self._from_native[a.dtype]
+        rt = self._promote(a, b)
+        return self._cast(a, rt), self._cast(b, rt), rt
+
+    def _pair(self, a, b):
+        """:meth:`_args` for MLX's binary kernels, which take a Python scalar as it is: a float
+        tensor with a Python int or float keeps its dtype (torch's rule), and MLX rounds the
+        scalar to that dtype itself, as the cast would."""
+        if type(a) is mx.array and (b.__class__ is float or b.__class__ is int) and a.dtype in _FLOATS:
+            return a, b, self._from_native[a.dtype]
+        return self._args(a, b)
+
+    # binary arithmetic ----------------------------------------------------------------
+    def add(self, a, b):
+        a, b, _ = self._pair(a, b)
+        return mx.add(a, b, stream=self.s)
+
+    def sub(self, a, b):
+        if _is_bool(a) or _is_bool(b):
+            raise OpDtypeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                               "If you are trying to invert a mask, use the `~` or `logical_not()` "
+                               "operator instead.")
+        a, b, _ = self._pair(a, b)
+        return mx.subtract(a, b, stream=self.s)
+
+    def mul(self, a, b):
+        a, b, _ = self._pair(a, b)
+        return mx.multiply(a, b, stream=self.s)
+
+    def truediv(self, a, b):
+        rt = D.float_for(self._promote(a, b))
+        return mx.divide(self._cast(a, rt), self._cast(b, rt), stream=self.s)
+
+    def floordiv(self, a, b):
+        a, b, rt = self._args(a, b)
+        if rt is D.bool_:
+            raise OpDtypeError("\"div_floor\" not implemented for 'Bool'")
+        return mx.floor_divide(a, b, stream=self.s)
+
+    def remainder(self, a, b):
+        a, b, rt = self._args(a, b)
+        if rt is D.bool_:
+            raise OpDtypeError("\"remainder\" not implemented for 'Bool'")
+        return mx.remainder(a, b, stream=self.s)
+
+    def pow(self, a, b):
+        if isinstance(a, mx.array) and isinstance(b, mx.array) and _is_bool(a) and _is_bool(b):
+            raise OpDtypeError("\"pow\" not implemented for 'Bool'")
+        negative_scalar = isinstance(b, int) and b < 0  # checked before the cast wraps it (uint8)
+        a, b, rt = self._args(a, b)
+        if rt is D.bool_:
+            return mx.power(a.astype(mx.int32), b.astype(mx.int32), stream=self.s).astype(mx.bool_)
+        if D.is_integral(rt, include_bool=True) and (negative_scalar or bool(mx.any(b < 0))):
+            raise TdxRuntimeError("Integers to negative integer powers are not allowed.")
+        return mx.power(a, b, stream=self.s)
+
+    def matmul(self, a, b):
+        if not (isinstance(a, mx.array) and isinstance(b, mx.array)):
+            raise TdxTypeError("matmul: both arguments must be tensors")
+        if a.ndim == 0 or b.ndim == 0:
+            raise ShapeError(f"both arguments to matmul need to be at least 1D, but they are "
+                             f"{a.ndim}D and {b.ndim}D")
+        if a.dtype != b.dtype:
+            raise DtypeMismatchError(f"expected m1 and m2 to have the same dtype, but got: "
+                                     f"{self._tdx(a).name} != {self._tdx(b).name}")
+        ka, kb = a.shape[-1], b.shape[-2] if b.ndim > 1 else b.shape[0]
+        if ka != kb:
+            raise ShapeError(f"mat1 and mat2 shapes cannot be multiplied ({a.shape} and {b.shape})")
+        if a.dtype in _INTS:
+            if a.dtype == mx.bool_ and not (a.size == 0 or b.size == 0):  # torch's empty products pass
+                raise OpDtypeError("\"addmm\" not implemented for 'Bool'")
+            out = np.matmul(np.array(a), np.array(b))
+            return mx.array(out).astype(a.dtype, stream=self.s)
+        return mx.matmul(a, b, stream=self.s)
+
+    def _compare(self, fn, a, b):
+        a, b, _ = self._pair(a, b)
+        return fn(a, b, stream=self.s)
+
+    def eq(self, a, b):
+        return self._compare(mx.equal, a, b)
+
+    def ne(self, a, b):
+        return self._compare(mx.not_equal, a, b)
+
+    def _order(self, fn, name, a, b):
+        a, b, rt = self._pair(a, b)
+        if rt.is_complex:  # MLX would order complex numbers lexicographically
+            raise TdxNotImplementedError(_complex_refused(name))
+        return fn(a, b, stream=self.s)
+
+    def lt(self, a, b):
+        return self._order(mx.less, "lt", a, b)
+
+    def le(self, a, b):
+        return self._order(mx.less_equal, "le", a, b)
+
+    def gt(self, a, b):
+        return self._order(mx.greater, "gt", a, b)
+
+    def ge(self, a, b):
+        return self._order(mx.greater_equal, "ge", a, b)
+
+    def _bitwise(self, fn, name, a, b):
+        a, b, rt = self._args(a, b)
+        if not D.is_integral(rt, include_bool=True):
+            raise OpDtypeError(f"\"{name}\" not implemented for '{rt.name}'")
+        return fn(a, b, stream=self.s)
+
+    def and_(self, a, b):
+        return self._bitwise(mx.bitwise_and, "bitwise_and", a, b)
+
+    def or_(self, a, b):
+        return self._bitwise(mx.bitwise_or, "bitwise_or", a, b)
+
+    def xor(self, a, b):
+        return self._bitwise(mx.bitwise_xor, "bitwise_xor", a, b)
+
+    def lshift(self, a, b):
+        return self._bitwise(mx.left_shift, "lshift", a, b)
+
+    def rshift(self, a, b):
+        return self._bitwise(mx.right_shift, "rshift", a, b)
+
+    def maximum(self, a, b):
+        a, b, rt = self._args(a, b)
+        if rt.is_complex:
+            raise TdxRuntimeError(_complex_refused("maximum"))
+        if rt.is_floating_point and differentiating():
+            return _tie_splitting("maximum", self.s)(a, b)
+        return mx.maximum(a, b, stream=self.s)
+
+    def minimum(self, a, b):
+        a, b, rt = self._args(a, b)
+        if rt.is_complex:
+            raise TdxRuntimeError(_complex_refused("minimum"))
+        if rt.is_floating_point and differentiating():
+            return _tie_splitting("minimum", self.s)(a, b)
+        return mx.minimum(a, b, stream=self.s)
+
+    def atan2(self, a, b):
+        rt = D.float_for(self._promote(a, b))
+        return mx.arctan2(self._cast(a, rt), self._cast(b, rt), stream=self.s)
+
+    def logical_and(self, a, b):
+        return mx.logical_and(self._cast(a, D.bool_), self._cast(b, D.bool_), stream=self.s)
+
+    def logical_or(self, a, b):
+        return mx.logical_or(self._cast(a, D.bool_), self._cast(b, D.bool_), stream=self.s)
+
+    def logical_xor(self, a, b):
+        return mx.not_equal(self._cast(a, D.bool_), self._cast(b, D.bool_), stream=self.s)
+
+    def where(self, cond, a, b):
+        if not (isinstance(cond, mx.array) and cond.dtype == mx.bool_):
+            raise OpDtypeError("where expected condition to be a boolean tensor")
+        a, b, rt = self._args(a, b)
+        if rt.is_floating_point and differentiating():  # the same values, with torch's derivative
+            return _where_exact(self.s)(cond, a, b)
+        return mx.where(cond, a, b, stream=self.s)
+
+    def clamp(self, x, min=None, max=None):  # noqa: A002 - torch's names
+        if min is None and max is None:
+            raise TdxRuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+        rt = self._promote(x, min, max)
+        out = self._cast(x, rt)
+        lo = None if min is None else self._cast(min, rt)
+        hi = None if max is None else self._cast(max, rt)
+        if rt.is_floating_point and differentiating():  # the same values, with torch's derivative
+            zero = mx.zeros((), out.dtype)
+            return _clamp_exact(lo is not None, hi is not None, self.s)(out, zero if lo is None else lo,
+                                                                        zero if hi is None else hi)
+        if lo is not None:
+            out = mx.maximum(out, lo, stream=self.s)
+        if hi is not None:
+            out = mx.minimum(out, hi, stream=self.s)
+        return out
+
+    def outer(self, a, b):
+        a, b, _ = self._args(a, b)
+        return mx.outer(a, b, stream=self.s)
+
+    def tril(self, x, diagonal=0):
+        return mx.tril(x, diagonal, stream=self.s)
+
+    def triu(self, x, diagonal=0):
+        return mx.triu(x, diagonal, stream=self.s)
+
+    # unary ----------------------------------------------------------------------------
+    def _float_in(self, x):
+        if x.dtype in _INTS:
+            return x.astype(self._nd(D.get_default_dtype()), stream=self.s)
+        return x
+
+    def neg(self, x):
+        if x.dtype == mx.bool_:
+            raise OpDtypeError("Negation, the `-` operator, on a bool tensor is not supported. "
+                               "If you are trying to invert a mask, use the `~` or `logical_not()` "
+                               "operator instead.")
+        return mx.negative(x, stream=self.s)
+
+    def _not_bool(self, x, op):
+        if x.dtype == mx.bool_:
+            raise OpDtypeError(f"\"{op}\" not implemented for 'Bool'")
+
+    def abs(self, x):
+        self._not_bool(x, "abs")
+        return mx.abs(x, stream=self.s)
+
+    def sign(self, x):
+        return x if x.dtype == mx.bool_ else mx.sign(x, stream=self.s)
+
+    def sgn(self, x):
+        return x if x.dtype == mx.bool_ else mx.sign(x, stream=self.s)
+
+    def sigmoid(self, x):
+        if x.dtype == mx.complex64:  # MLX's sigmoid is real only; torch's is 1 / (1 + exp(-x))
+            e = mx.exp(mx.negative(x, stream=self.s), stream=self.s)
+            return mx.reciprocal(mx.add(e, 1, stream=self.s), stream=self.s)
+        x = self._float_in(x)
+        if x.dtype == mx.float64:  # MLX's float64 sigmoid is float32-accurate
+            return mlx_f64.functions(self.s)["sigmoid"](x)
+        return mx.sigmoid(x, stream=self.s)
+
+    def square(self, x):
+        return mx.square(x.astype(mx.int64) if x.dtype == mx.bool_ else x, stream=self.s)
+
+    def positive(self, x):
+        return x
+
+    def conj(self, x):
+        return mx.conjugate(x, stream=self.s) if x.dtype == mx.complex64 else x
+
+    def relu(self, x):
+        if x.dtype == mx.bool_ or x.dtype == mx.complex64:
+            if x.dtype == mx.complex64:
+                raise TdxNotImplementedError(_complex_refused("relu"))
+            raise OpDtypeError("Boolean inputs not supported for relu")
+        return mx.maximum(x, mx.array(0, x.dtype), stream=self.s)
+
+    def _rounding(self, fn, x):
+        self._not_bool(x, fn.__name__)
+        return x if x.dtype in _INTS else fn(x, stream=self.s)
+
+    def floor(self, x):
+        return self._rounding(mx.floor, x)
+
+    def ceil(self, x):
+        return self._rounding(mx.ceil, x)
+
+    def round(self, x):
+        return self._rounding(mx.round, x)
+
+    def trunc(self, x):
+        self._not_bool(x, "trunc")
+        if x.dtype in _INTS:
+            return x
+        return mx.where(x < 0, mx.ceil(x, stream=self.s), mx.floor(x, stream=self.s), stream=self.s)
+
+    def frac(self, x):
+        if x.dtype in _INTS:
+            raise OpDtypeError(f"\"frac_cpu\" not implemented for '{self._tdx(x).name}'")
+        return mx.subtract(x, self.trunc(x), stream=self.s)
+
+    def exp2(self, x):
+        x = self._float_in(x)
+        return mx.power(mx.array(2, x.dtype), x, stream=self.s)
+
+    def rsqrt(self, x):
+        return mx.rsqrt(self._float_in(x), stream=self.s)
+
+    def logical_not(self, x):
+        return mx.logical_not(x.astype(mx.bool_) if x.dtype != mx.bool_ else x, stream=self.s)
+
+    def bitwise_not(self, x):
+        if x.dtype == mx.bool_:
+            return mx.logical_not(x, stream=self.s)
+        if x.dtype not in _INTS:
+            raise OpDtypeError(f"\"bitwise_not_cpu\" not implemented for '{self._tdx(x).name}'")
+        return mx.bitwise_invert(x, stream=self.s)
+
+    def isnan(self, x):
+        return mx.isnan(x, stream=self.s) if x.dtype not in _INTS else mx.zeros(x.shape, mx.bool_)
+
+    def isinf(self, x):
+        return mx.isinf(x, stream=self.s) if x.dtype not in _INTS else mx.zeros(x.shape, mx.bool_)
+
+    def isfinite(self, x):
+        return mx.isfinite(x, stream=self.s) if x.dtype not in _INTS else mx.ones(x.shape, mx.bool_)
+
+
+_FLOAT_UNARY = {"exp": mx.exp, "expm1": mx.expm1, "log": mx.log, "log2": mx.log2, "log10": mx.log10,
+                "log1p": mx.log1p, "sqrt": mx.sqrt, "sin": mx.sin, "cos": mx.cos, "tan": mx.tan,
+                "asin": mx.arcsin, "acos": mx.arccos, "atan": mx.arctan, "sinh": mx.sinh,
+                "cosh": mx.cosh, "tanh": mx.tanh, "erf": mx.erf,
+                "reciprocal": mx.reciprocal}
+
+
+def _float_unary(fn):
+    def op(self, x):
+        return fn(self._float_in(x), stream=self.s)
+
+    op.__name__ = fn.__name__
+    return op
+
+
+def _float_unary_f64(fn, name):
+    """As :func:`_float_unary`, with float64 computed by :mod:`tdx.backends.mlx._float64` (MLX's own
+    value or derivative is float32-accurate)."""
+    def op(self, x):
+        x = self._float_in(x)
+        if x.dtype == mx.float64:
+            return mlx_f64.functions(self.s)[name](x)
+        return fn(x, stream=self.s)
+
+    op.__name__ = fn.__name__
+    return op
+
+
+for _name, _fn in _FLOAT_UNARY.items():
+    setattr(MLXElementwiseOps, _name, _float_unary(_fn))
+for _name in mlx_f64.NAMES:
+    if _name in _FLOAT_UNARY:
+        setattr(MLXElementwiseOps, _name, _float_unary_f64(_FLOAT_UNARY[_name], _name))
+
+# ops torch refuses for complex operands: MLX would order complex numbers lexicographically
+# (or round each part), so they are refused here with torch's error kind before MLX sees them
+# (the comparisons, maximum/minimum and relu check inline, on their hot path)
+_NOT_FOR_COMPLEX = {
+    **dict.fromkeys(("round", "floordiv", "amax", "amin", "clamp"), TdxNotImplementedError),
+    **dict.fromkeys(("max_dim", "min_dim", "argmax", "argmin"), TdxRuntimeError),
+}
+_TORCH_NAME = {"floordiv": "floor_divide", "max_dim": "max", "min_dim": "min"}
+
+
+def _is_complex(v) -> bool:
+    return v.dtype == mx.complex64 if isinstance(v, mx.array) else isinstance(v, complex)
+
+
+def _complex_refused(name: str) -> str:
+    return (f"{name}(): not implemented for complex tensors (ComplexFloat); it needs real (floating point, "
+            "integer or bool) tensors")
+
+
+def _real_only(name, kind, fn):
+    message = _complex_refused(_TORCH_NAME.get(name, name))
+
+    @functools.wraps(fn)
+    def op(self, a, *args, **kwargs):
+        if _is_complex(a) or any(_is_complex(v) for v in args) or any(_is_complex(v) for v in kwargs.values()):
+            raise kind(message)
+        return fn(self, a, *args, **kwargs)
+
+    return op

@@ -1,0 +1,95 @@
+"""MLX basic indexing with torch's semantics: integer and slice indexing, ``getitem``/``setitem``.
+
+Every op names its stream (``self.s``), follows torch's promotion and checks, and raises typed errors.
+Must never import torch or the facade.
+"""
+
+from __future__ import annotations
+
+import mlx.core as mx
+import numpy as np
+
+from ..._errors import TdxIndexError, TdxValueError
+from ._rules import _INTS, gathered
+
+
+class MLXGatherOps:
+    """MLX basic indexing with torch's semantics: integer and slice indexing, ``getitem``/``setitem``."""
+
+    __slots__ = ()
+
+    # indexing -------------------------------------------------------------------------
+    def _index(self, x, index):
+        """Turn a torch-style index into one MLX accepts, checking bounds as torch does."""
+        items = index if isinstance(index, tuple) else (index,)
+        out, dim = [], 0
+        consumed = sum(it.ndim if isinstance(it, mx.array) and it.dtype == mx.bool_ else
+                       0 if it is None or it is Ellipsis or isinstance(it, bool) else 1 for it in items)
+        for it in items:
+            if it is None or it is True:
+                out.append(None)
+                continue
+            if it is Ellipsis:
+                out.append(it)
+                dim += x.ndim - consumed
+                continue
+            if isinstance(it, list):
+                it = mx.array(np.asarray(it)) if it else mx.array([], dtype=mx.int64)
+            if isinstance(it, np.ndarray):
+                it = mx.array(it)
+            if it is False:
+                raise TdxIndexError("indexing with a False scalar is not supported on MLX")
+            if isinstance(it, int):
+                size = x.shape[dim] if dim < x.ndim else None
+                if size is None:
+                    raise TdxIndexError(f"too many indices for tensor of dimension {x.ndim}")
+                if not -size <= it < size:
+                    raise TdxIndexError(f"index {it} is out of bounds for dimension {dim} with size {size}")
+                out.append(it)
+                dim += 1
+            elif isinstance(it, slice):
+                if it.step is not None and it.step <= 0:
+                    raise TdxValueError("step must be greater than zero")
+                out.append(it)
+                dim += 1
+            elif isinstance(it, mx.array):
+                if it.dtype == mx.bool_:
+                    k = max(it.ndim, 1)
+                    if it.ndim and tuple(it.shape) != tuple(x.shape[dim:dim + it.ndim]):
+                        raise TdxIndexError(f"The shape of the mask {list(it.shape)} at index {dim} does "
+                                            f"not match the shape of the indexed tensor {list(x.shape)}")
+                    if it.ndim == 0:
+                        raise TdxIndexError("indexing with a 0-d bool tensor is not supported on MLX")
+                    nz = np.nonzero(np.array(it))
+                    out.extend(mx.array(n.astype(np.int64)) for n in nz)
+                    dim += k
+                else:
+                    if it.dtype not in _INTS:
+                        raise TdxIndexError("tensors used as indices must be long, int, byte or bool tensors")
+                    size = x.shape[dim] if dim < x.ndim else 0
+                    if it.size:
+                        lo, hi = int(mx.min(it).item()), int(mx.max(it).item())
+                        if lo < -size or hi >= size:
+                            bad = hi if hi >= size else lo
+                            raise TdxIndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
+                    out.append(it)
+                    dim += 1
+            else:
+                raise TdxIndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long or byte "
+                                    f"Variables are valid indices (got {type(it).__name__})")
+        if dim > x.ndim:
+            raise TdxIndexError(f"too many indices for tensor of dimension {x.ndim}")
+        return tuple(out)
+
+    def getitem(self, x, index):
+        if index.__class__ is int and x.ndim and -x.shape[0] <= index < x.shape[0]:
+            return x[index]  # the common case, checked here in full
+        return gathered(x, x[self._index(x, index)])
+
+    def setitem(self, x, index, value):
+        """``x`` with ``x[index] = value`` applied, as a new array (``x`` itself is never mutated)."""
+        if isinstance(index, mx.array) and index.dtype == mx.bool_ and tuple(index.shape) == tuple(x.shape):
+            return mx.where(index, self._cast(value, self._tdx(x)), x, stream=self.s)
+        out = mx.array(x)
+        out[self._index(x, index)] = self._cast(value, self._tdx(x))
+        return out

@@ -1,0 +1,272 @@
+"""MLX reductions and scans with torch's semantics: sums, means, moments, extremes, ``norm``,
+``softmax``/``logsumexp`` and the cumulative ops.
+
+Every op names its stream (``self.s``), follows torch's promotion and checks, and raises typed errors.
+Must never import torch or the facade.
+"""
+
+from __future__ import annotations
+
+import math
+
+import mlx.core as mx
+
+from ... import _dtypes as D
+from ..._errors import OpDtypeError, TdxIndexError, TdxRuntimeError, TdxTypeError
+from ...autograd.tape import differentiating
+from ..base import norm_dim
+from . import _float64 as mlx_f64
+from ._indexing import on_stream, scalar_name
+from ._rules import _HALF, _INTS, _axes, _dims, _kw, _out_shape, _reduced_shape
+
+
+@on_stream
+class MLXReductionOpsStreamed:
+    """The ops of this family that run with ``self.s`` as MLX's default stream (operators and
+    ``.at[]`` updates take no ``stream=``)."""
+
+    __slots__ = ()
+
+    # reductions and scans -------------------------------------------------------------------
+    def _floating(self, x, dtype=None):
+        """``x`` cast to ``dtype`` if given, else ints and bools to the default float."""
+        if dtype is not None:
+            return self._cast(x, D.as_dtype(dtype))
+        return self._float_in(x)
+
+    def logsumexp(self, x, dim, keepdim=False):
+        x = self._floating(x)
+        axes = _axes(dim, x.ndim) if x.ndim else None
+        if x.ndim == 0:
+            return x
+        if x.size == 0:
+            shape = _out_shape(x.shape, axes, keepdim)
+            return mx.full(shape, -math.inf, x.dtype, stream=self.s)
+        wide = x.astype(mx.float32, stream=self.s) if x.dtype in _HALF else x
+        if x.dtype == mx.float64:  # MLX's float64 exp is float32-accurate
+            top = mx.stop_gradient(mx.max(x, axis=axes, keepdims=True, stream=self.s), stream=self.s)
+            top = mx.where(mx.isinf(top, stream=self.s), 0.0, top, stream=self.s)
+            total = mx.sum(mlx_f64.exp(mx.subtract(x, top, stream=self.s), self.s), axis=axes, keepdims=True,
+                           stream=self.s)
+            out = mx.add(mx.log(total, stream=self.s), top, stream=self.s)
+            return out if keepdim else mx.squeeze(out, axes if axes is not None else None, stream=self.s)
+        out = mx.logsumexp(wide, axis=axes, keepdims=keepdim, stream=self.s)
+        return out.astype(x.dtype, stream=self.s)
+
+    def _scan(self, fn, x, dim, dtype):
+        norm_dim(dim, x.ndim)
+        x = self._acc(x, dtype)
+        if x.ndim == 0 or x.size == 0:
+            return mx.array(x)
+        return fn(x, axis=norm_dim(dim, x.ndim), stream=self.s)
+
+    def cumsum(self, x, dim, dtype=None):
+        return self._scan(mx.cumsum, x, dim, dtype)
+
+    def cumprod(self, x, dim, dtype=None):
+        return self._scan(mx.cumprod, x, dim, dtype)
+
+    def norm(self, x, p="fro", dim=None, keepdim=False, dtype=None):
+        if dtype is not None:
+            x = self._cast(x, D.as_dtype(dtype))
+        if x.dtype in _INTS:
+            raise TdxRuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
+                                  f"Got {scalar_name(self._tdx(x))}")
+        axes = _axes(dim, x.ndim) if x.ndim else None
+        if p == "nuc":
+            if axes is None or len(axes) != 2:
+                raise TdxRuntimeError("linalg.matrix_norm: dim must be a 2-tuple. Got " + str(dim))
+            out = mx.linalg.norm(x, "nuc", axis=axes, keepdims=keepdim, stream=mx.cpu)
+            return out.astype(x.dtype if x.dtype != mx.complex64 else mx.float32, stream=self.s)
+        if p == "fro":
+            p = 2
+        if isinstance(p, str):
+            raise TdxRuntimeError(f"norm(): unsupported norm type {p!r}; accepted: 'fro', 'nuc' or a number")
+        out_dtype = mx.float32 if x.dtype == mx.complex64 else x.dtype
+        a = mx.abs(x, stream=self.s).astype(out_dtype, stream=self.s)
+        if a.dtype in _HALF:
+            a = a.astype(mx.float32, stream=self.s)
+        kw = {"axis": axes, "keepdims": keepdim} if x.ndim else {}
+        if a.size == 0 and math.isinf(p):
+            if axes is None or not x.ndim:
+                raise TdxRuntimeError(f"linalg.vector_norm cannot compute the {p} norm on an empty tensor "
+                                      "because the operation does not have an identity")
+            for ax in axes:
+                if x.shape[ax] == 0:
+                    raise TdxRuntimeError(f"linalg.vector_norm cannot compute the {p} norm on the dimension "
+                                          f"{ax}because this dimension is empty and the operation does not "
+                                          "have an identity")
+        if a.size == 0:
+            out = mx.zeros(_out_shape(x.shape, axes, keepdim), a.dtype, stream=self.s)
+        elif p == math.inf:
+            out = mx.max(a, **kw, stream=self.s)
+        elif p == -math.inf:
+            out = mx.min(a, **kw, stream=self.s)
+        elif p == 0:
+            out = mx.sum(mx.not_equal(a, 0, stream=self.s).astype(a.dtype, stream=self.s), **kw, stream=self.s)
+        elif p == 1:
+            out = mx.sum(a, **kw, stream=self.s)
+        else:
+            s = mx.sum(mx.square(a, stream=self.s) if p == 2 else mx.power(a, p, stream=self.s), **kw, stream=self.s)
+            if differentiating():  # the same value; torch's derivative is 0 where the norm is 0 (MLX's is NaN)
+                zero = mx.equal(s, 0, stream=self.s)
+                s = mx.where(zero, 1, s, stream=self.s)
+            out = mx.sqrt(s, stream=self.s) if p == 2 else mx.power(s, 1.0 / p, stream=self.s)
+            if differentiating():
+                out = mx.where(zero, 0, out, stream=self.s)
+        return out.astype(out_dtype, stream=self.s)
+
+    def _softmax_in(self, x, dim, dtype, op):
+        if dtype is not None:
+            x = self._cast(x, D.as_dtype(dtype))
+        if x.size and (x.dtype in _INTS or x.dtype == mx.complex64):
+            raise OpDtypeError(f"\"{op}_kernel_impl\" not implemented for '{scalar_name(self._tdx(x))}'")
+        return x, norm_dim(dim, x.ndim)
+
+    def softmax(self, x, dim, dtype=None):
+        x, d = self._softmax_in(x, dim, dtype, "softmax")
+        if x.size == 0:
+            return mx.array(x)
+        if x.ndim == 0:
+            return mx.exp(mx.subtract(x, x, stream=self.s), stream=self.s)
+        if x.dtype == mx.float64:  # MLX's float64 exp is float32-accurate
+            e = mlx_f64.exp(mx.subtract(x, mx.max(x, axis=d, keepdims=True, stream=self.s), stream=self.s), self.s)
+            return mx.divide(e, mx.sum(e, axis=d, keepdims=True, stream=self.s), stream=self.s)
+        return mx.softmax(x, axis=d, precise=True, stream=self.s)
+
+    def log_softmax(self, x, dim, dtype=None):
+        x, d = self._softmax_in(x, dim, dtype, "log_softmax")
+        if x.size == 0:
+            return mx.array(x)
+        if x.ndim == 0:
+            return mx.subtract(x, x, stream=self.s)
+        wide = x.astype(mx.float32, stream=self.s) if x.dtype in _HALF else x
+        shifted = mx.subtract(wide, mx.max(wide, axis=d, keepdims=True, stream=self.s), stream=self.s)
+        total = mx.sum(mlx_f64.exp(shifted, self.s), axis=d, keepdims=True, stream=self.s)
+        out = mx.subtract(shifted, mx.log(total, stream=self.s), stream=self.s)
+        return out.astype(x.dtype, stream=self.s)
+
+
+class MLXReductionOps(MLXReductionOpsStreamed):
+    """MLX reductions and scans with torch's semantics: sums, means, moments, extremes, ``norm``,"""
+
+    __slots__ = ()
+
+    # reductions -----------------------------------------------------------------------
+    def _acc(self, x, dtype):
+        if dtype is not None:
+            return self._cast(x, D.as_dtype(dtype))
+        return x.astype(mx.int64, stream=self.s) if x.dtype in _INTS else x
+
+    def _reduce(self, fn, identity, x, dim, keepdim):
+        """``fn`` over ``dim``; empty inputs give ``identity`` (MLX mishandles empty reductions)."""
+        kw = _kw(x, dim, keepdim)
+        if x.size == 0:
+            return mx.full(_reduced_shape(x.shape, kw["axis"], keepdim), identity, x.dtype, stream=self.s)
+        return fn(x, **kw, stream=self.s)
+
+    def sum(self, x, dim=None, keepdim=False, dtype=None):
+        return self._reduce(mx.sum, 0, self._acc(x, dtype), dim, keepdim)
+
+    def prod(self, x, dim=None, keepdim=False, dtype=None):
+        if dim is not None and not isinstance(dim, int):
+            raise TdxTypeError(f"prod(): argument 'dim' (position 1) must be int, not {type(dim).__name__}")
+        return self._reduce(mx.prod, 1, self._acc(x, dtype), dim, keepdim)
+
+    def _need_float(self, x, op):
+        if x.dtype in _INTS:
+            raise OpDtypeError(f"{op}(): could not infer output dtype. Input dtype must be either a "
+                               f"floating point or complex dtype. Got: {self._tdx(x).name}")
+
+    def mean(self, x, dim=None, keepdim=False, dtype=None):
+        if dtype is None:
+            self._need_float(x, "mean")
+        x = self._acc(x, dtype)
+        if x.size == 0:  # MLX's mean of an empty array may never return; torch gives NaN
+            return self._empty_nan(x, dim, keepdim)
+        return mx.mean(x, **_kw(x, dim, keepdim), stream=self.s)
+
+    def var(self, x, dim=None, correction=1, keepdim=False):
+        self._need_float(x, "var")
+        if x.size == 0:  # as mean: avoid MLX's empty reduction, torch gives NaN
+            return self._empty_nan(x, dim, keepdim)
+        return mx.var(x, **_kw(x, dim, keepdim), ddof=correction, stream=self.s)
+
+    def _empty_nan(self, x, dim, keepdim):
+        shape = _reduced_shape(x.shape, _dims(dim, x.ndim), keepdim) if x.ndim else ()
+        return mx.full(shape, float("nan"), x.dtype, stream=self.s)
+
+    def std(self, x, dim=None, correction=1, keepdim=False):
+        self._need_float(x, "std")
+        return mx.sqrt(self.var(x, dim, correction, keepdim), stream=self.s)
+
+    def _nonempty(self, x, dim, op):
+        if x.size:
+            return
+        axes = _dims(dim, x.ndim)
+        if axes is None:
+            raise TdxRuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0. "
+                                  "Specify the reduction dim with the 'dim' argument.")
+        for a in axes:
+            if x.shape[a] == 0:
+                raise TdxIndexError(f"{op}(): Expected reduction dim {a} to have non-zero size.")
+
+    def amax(self, x, dim=(), keepdim=False):
+        self._nonempty(x, dim, "amax")
+        return mx.max(x, **_kw(x, dim, keepdim), stream=self.s)
+
+    def amin(self, x, dim=(), keepdim=False):
+        self._nonempty(x, dim, "amin")
+        return mx.min(x, **_kw(x, dim, keepdim), stream=self.s)
+
+    def _arg(self, fn, op, x, dim, keepdim):
+        if x.dtype == mx.bool_ and op.startswith("arg"):
+            raise OpDtypeError(f"{op}(): does not support bool input")
+        self._nonempty(x, dim, op)
+        if x.ndim == 0:
+            norm_dim(dim if dim is not None else 0, 0)
+            return mx.zeros((), mx.int64)
+        x = mx.stop_gradient(x, stream=self.s)  # indices are constants to autodiff
+        if x.size == 0:  # an empty result (MLX's arg-reductions refuse empty input)
+            return mx.zeros(_reduced_shape(x.shape, [norm_dim(dim, x.ndim)], keepdim), mx.int64)
+        if dim is None:
+            out = fn(mx.reshape(x, (-1,), stream=self.s), stream=self.s)
+            if keepdim:
+                out = mx.reshape(out, (1,) * x.ndim, stream=self.s)
+        else:
+            out = fn(x, axis=norm_dim(dim, x.ndim), keepdims=keepdim, stream=self.s)
+        return out.astype(mx.int64, stream=self.s)
+
+    def argmax(self, x, dim=None, keepdim=False):
+        return self._arg(mx.argmax, "argmax", x, dim, keepdim)
+
+    def argmin(self, x, dim=None, keepdim=False):
+        return self._arg(mx.argmin, "argmin", x, dim, keepdim)
+
+    def _at(self, x, idx, dim, keepdim):
+        """The values of ``x`` at ``idx`` along ``dim``: torch routes max/min(dim)'s gradient
+        to the chosen element only (amax splits it between ties)."""
+        if x.ndim == 0:
+            return x
+        d = norm_dim(dim, x.ndim)
+        idx = idx if keepdim else mx.expand_dims(idx, d, stream=self.s)
+        out = mx.take_along_axis(x, idx, axis=d, stream=self.s)
+        return out if keepdim else mx.squeeze(out, d, stream=self.s)
+
+    def max_dim(self, x, dim, keepdim=False):
+        idx = self._arg(mx.argmax, "max", x, dim, keepdim)
+        return self._at(x, idx, dim, keepdim), idx
+
+    def min_dim(self, x, dim, keepdim=False):
+        idx = self._arg(mx.argmin, "min", x, dim, keepdim)
+        return self._at(x, idx, dim, keepdim), idx
+
+    def _logical_reduce(self, fn, identity, x, dim, keepdim):
+        out = self._reduce(fn, identity, x.astype(mx.bool_, stream=self.s), dim, keepdim)
+        return out.astype(mx.uint8, stream=self.s) if x.dtype == mx.uint8 else out  # torch keeps uint8
+
+    def all(self, x, dim=None, keepdim=False):
+        return self._logical_reduce(mx.all, True, x, dim, keepdim)
+
+    def any(self, x, dim=None, keepdim=False):
+        return self._logical_reduce(mx.any, False, x, dim, keepdim)

@@ -1,0 +1,124 @@
+"""MLX shape ops with torch's semantics: reshape, transpose, expand, split and the views' layouts.
+
+Every op names its stream (``self.s``), follows torch's promotion and checks, and raises typed errors.
+Must never import torch or the facade.
+"""
+
+from __future__ import annotations
+
+import math
+
+import mlx.core as mx
+import numpy as np
+
+from ... import _dtypes as D
+from ..._errors import ShapeError
+from ..base import norm_dim
+
+
+class MLXShapeOps:
+    """MLX shape ops with torch's semantics: reshape, transpose, expand, split and the views' layouts."""
+
+    __slots__ = ()
+
+    # shapes ---------------------------------------------------------------------------
+    def reshape(self, x, shape):
+        shape = tuple(shape)
+        known = math.prod(s for s in shape if s != -1)
+        if shape.count(-1) > 1:
+            raise ShapeError("only one dimension can be inferred")
+        if (-1 in shape and (known == 0 or x.size % known)) or (-1 not in shape and known != x.size):
+            raise ShapeError(f"shape '{list(shape)}' is invalid for input of size {x.size}")
+        if -1 in shape:
+            shape = tuple(x.size // known if s == -1 else s for s in shape)
+        return mx.reshape(x, shape, stream=self.s)
+
+    view = reshape
+
+    def permute(self, x, dims):
+        dims = [norm_dim(d, x.ndim) for d in dims]
+        if sorted(dims) != list(range(x.ndim)):
+            raise ShapeError(f"permute(): dims {list(dims)} are not a permutation of the "
+                             f"{x.ndim} dims of the input")
+        return mx.transpose(x, dims, stream=self.s)
+
+    def transpose(self, x, dim0, dim1):
+        if x.ndim < 2:
+            norm_dim(dim0, x.ndim), norm_dim(dim1, x.ndim)
+            return x
+        axes = list(range(x.ndim))
+        a, b = norm_dim(dim0, x.ndim), norm_dim(dim1, x.ndim)
+        axes[a], axes[b] = axes[b], axes[a]
+        return mx.transpose(x, axes, stream=self.s)
+
+    def unsqueeze(self, x, dim):
+        return mx.expand_dims(x, norm_dim(dim, x.ndim + 1), stream=self.s)
+
+    def squeeze(self, x, dim=None):
+        if dim is None:
+            axes = [i for i, s in enumerate(x.shape) if s == 1]
+        else:
+            dims = [dim] if isinstance(dim, int) else list(dim)
+            axes = [d for d in (norm_dim(d, x.ndim) for d in dims) if x.ndim and x.shape[d] == 1]
+        return mx.squeeze(x, axes, stream=self.s) if axes else x
+
+    def flatten(self, x, start_dim=0, end_dim=-1):
+        if x.ndim == 0:
+            return mx.reshape(x, (1,), stream=self.s)
+        a, b = norm_dim(start_dim, x.ndim), norm_dim(end_dim, x.ndim)
+        if a > b:
+            raise ShapeError("flatten() has invalid args: start_dim cannot come after end_dim")
+        shape = [*x.shape[:a], math.prod(x.shape[a:b + 1]), *x.shape[b + 1:]]
+        return mx.reshape(x, shape, stream=self.s)
+
+    def expand(self, x, shape):
+        shape = list(shape)
+        if len(shape) < x.ndim:
+            raise ShapeError(f"expand: the number of sizes provided ({len(shape)}) must be greater or "
+                             f"equal to the number of dimensions in the tensor ({x.ndim})")
+        lead = len(shape) - x.ndim
+        for i, have in enumerate(x.shape):
+            want = shape[lead + i]
+            if want == -1:
+                shape[lead + i] = have
+            elif have != 1 and want != have:
+                raise ShapeError(f"The expanded size of the tensor ({want}) must match the existing size "
+                                 f"({have}) at non-singleton dimension {lead + i}.  Target sizes: "
+                                 f"{list(shape)}.  Tensor sizes: {list(x.shape)}")
+        if any(s < 0 for s in shape):
+            raise ShapeError(f"expand: -1 is not allowed in a leading, non-existing dimension: {shape}")
+        return mx.broadcast_to(x, shape, stream=self.s)
+
+    def contiguous(self, x):
+        return x
+
+    def _same_dtype(self, xs):
+        rt = D.result_type([self._tdx(x) for x in xs])
+        return [self._cast(x, rt) for x in xs]
+
+    def cat(self, xs, dim=0):
+        xs = self._same_dtype(xs)  # before dropping empty 1-D inputs: they still promote
+        xs = [x for x in xs if not (x.ndim == 1 and x.size == 0)] or xs[:1]
+        ref = xs[0]
+        d = norm_dim(dim, ref.ndim)
+        for i, x in enumerate(xs):
+            if x.ndim != ref.ndim or any(a != b for j, (a, b) in enumerate(zip(x.shape, ref.shape)) if j != d):
+                raise ShapeError(f"Sizes of tensors must match except in dimension {d}. Expected "
+                                 f"{list(ref.shape)} but got {list(x.shape)} for tensor number {i} in the list.")
+        return mx.concatenate(xs, axis=d, stream=self.s)
+
+    def stack(self, xs, dim=0):
+        ref = xs[0]
+        for i, x in enumerate(xs):
+            if x.shape != ref.shape:
+                raise ShapeError(f"stack expects each tensor to be equal size, but got {list(ref.shape)} "
+                                 f"at entry 0 and {list(x.shape)} at entry {i}")
+        return mx.stack(self._same_dtype(xs), axis=norm_dim(dim, ref.ndim + 1), stream=self.s)
+
+    def split(self, x, sizes, dim=0):
+        d = norm_dim(dim, x.ndim)
+        if sum(sizes) != x.shape[d]:
+            raise ShapeError(f"split_with_sizes expects split_sizes to sum exactly to {x.shape[d]} "
+                             f"(input tensor's size at dimension {d}), but got split_sizes={list(sizes)}")
+        cuts = list(np.cumsum(sizes)[:-1])
+        return tuple(mx.split(x, [int(c) for c in cuts], axis=d, stream=self.s)) if cuts else (x,)
