@@ -330,6 +330,9 @@ def test_parameter_repr_and_type(device):
     assert type(out) is tdx.Tensor and not isinstance(out, nn.Parameter)
     assert type(p.data) is tdx.Tensor and type(p.detach()) is tdx.Tensor
     assert nn.parameter.Parameter is nn.Parameter
+    w = nn.Parameter(tdx.ones(2, dtype=tdx.float64, device=device))
+    moved = tdx.zeros(2).to(w)  # the x.to(self.weight) idiom
+    assert moved.dtype is tdx.float64 and moved.device == w.device and type(moved) is tdx.Tensor
     b = nn.Buffer(tdx.ones(2, device=device), persistent=False)
     assert isinstance(b, nn.Buffer) and isinstance(b, tdx.Tensor) and b.persistent is False
     assert not isinstance(tdx.ones(1), (nn.Parameter, nn.Buffer))
