@@ -22,3 +22,8 @@ from ._losses import (binary_cross_entropy, binary_cross_entropy_with_logits, co
 from ._losses import __all__ as _losses_all
 
 __all__ = ["scaled_dot_product_attention", *_activations_all, *_layers_all, *_losses_all]
+
+# multi-head attention (the nn.MultiheadAttention core)
+from ._multihead import multi_head_attention_forward  # noqa: E402
+
+__all__ += ["multi_head_attention_forward"]
