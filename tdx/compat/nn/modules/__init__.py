@@ -8,3 +8,13 @@ from __future__ import annotations
 from .module import Module
 
 __all__ = ["Module"]
+
+# recurrent layers (nn-seq)
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: E402
+
+__all__ += ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
+
+# attention (nn-seq)
+from .attention import MultiheadAttention, NonDynamicallyQuantizableLinear  # noqa: E402
+
+__all__ += ["MultiheadAttention"]

@@ -18,7 +18,6 @@ import warnings
 import tdx
 
 from .. import _native_rnn
-from .. import init
 from .._recurrent import GATES, gru_cell, lstm_cell, rnn_relu_cell, rnn_tanh_cell, run_rnn
 from ..parameter import Parameter
 from ..utils.rnn import PackedSequence
@@ -120,8 +119,9 @@ class RNNBase(Module):
     def reset_parameters(self) -> None:
         """Draw every parameter from ``U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))``, in order."""
         stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
-        for weight in self.parameters():
-            init.uniform_(weight, -stdv, stdv)
+        with tdx.no_grad():  # what nn.init.uniform_ does, draw for draw
+            for weight in self.parameters():
+                weight.uniform_(-stdv, stdv)
 
     def _weights_per_direction(self) -> list:
         """One ``(w_ih, w_hh, b_ih, b_hh, w_hr)`` tuple per layer and direction."""
@@ -378,8 +378,9 @@ class RNNCellBase(Module):
     def reset_parameters(self) -> None:
         """Draw every parameter from ``U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))``, in order."""
         stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
-        for weight in self.parameters():
-            init.uniform_(weight, -stdv, stdv)
+        with tdx.no_grad():  # what nn.init.uniform_ does, draw for draw
+            for weight in self.parameters():
+                weight.uniform_(-stdv, stdv)
 
     def _batch(self, input, hx, name):  # noqa: A002 - torch's name
         if input.ndim not in (1, 2):
