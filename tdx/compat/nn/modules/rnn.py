@@ -275,10 +275,6 @@ class RNN(RNNBase):
             raise tdx.TdxValueError(f"Unknown nonlinearity '{self.nonlinearity}'. Select from 'tanh' or 'relu'.")
         super().__init__(mode, *args, **kwargs)
 
-    def extra_repr(self) -> str:
-        s = super().extra_repr()
-        return s if self.nonlinearity == "tanh" else s + f", nonlinearity={self.nonlinearity}"
-
 
 class LSTM(RNNBase):
     """Long short-term memory layers (gates ``i, f, g, o`` in torch's order), optionally projected.
