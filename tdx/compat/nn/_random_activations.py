@@ -19,6 +19,18 @@ from ._layers import _norm
 __all__ = ["rrelu", "rrelu_", "gumbel_softmax", "pdist"]
 
 
+def _uniform_like(x, low: float = 0.0, high: float = 1.0):
+    """Uniform draws in ``[low, high)`` of ``x``'s shape and dtype, outside autograd.
+
+    MLX's uniform sampler refuses float64, so there the draws are float32 values widened
+    (the distribution is the same; the values have float32's resolution).
+    """
+    with tdx.no_grad():
+        if x.dtype is tdx.float64 and x.device.type == "mlx":
+            return tdx.empty(tuple(x.shape), dtype=tdx.float32, device=x.device).uniform_(low, high).to(x.dtype)
+        return tdx.empty_like(x).uniform_(low, high)
+
+
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):  # noqa: A002 - torch's name
     """Leaky ReLU whose negative slope is drawn from ``U(lower, upper)`` per element while ``training``,
     and is ``(lower + upper) / 2`` otherwise.
@@ -34,8 +46,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):  
 
     def compute(s):
         if training:
-            with tdx.no_grad():
-                slope = tdx.empty_like(s).uniform_(lower, upper)
+            slope = _uniform_like(s, lower, upper)
         else:
             slope = (lower + upper) / 2
         return tdx.where(s >= 0, s, s * slope)
@@ -63,7 +74,7 @@ def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
     if eps != 1e-10:
         warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
     with tdx.no_grad():
-        exp1 = -tdx.empty_like(x).uniform_().log1p()  # -log(1 - U) ~ Exp(1), U in [0, 1)
+        exp1 = -(-_uniform_like(x)).log1p()  # -log(1 - U) ~ Exp(1), U in [0, 1)
         gumbels = -exp1.log()
     y_soft = ((x + gumbels) / tau).softmax(dim)
     if not hard:
