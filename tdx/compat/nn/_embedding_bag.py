@@ -12,7 +12,7 @@ from __future__ import annotations
 import tdx
 from ._activations import need_tensor
 from ._error_kinds import TdxNotImplementedError, TdxRuntimeError
-from ._layers import _renorm_rows
+from ._layers import _renorm_rows, scale_grad_by_count
 
 __all__ = ["embedding_bag"]
 
@@ -49,7 +49,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         offsets: with 1-D ``input``, where each bag starts (``offsets[0]`` must be 0).
         max_norm: rows looked up whose norm exceeds this are rescaled to it in ``weight``, in place.
         norm_type: the norm's exponent for ``max_norm``.
-        scale_grad_by_freq: not supported (raises when true: tdx gradients are unscaled).
+        scale_grad_by_freq: divide each row's gradient by how often its index occurs in ``input``.
         mode: ``"sum"``, ``"mean"`` or ``"max"``; an empty bag gives zeros.
         sparse: not supported (raises when true: tdx gradients are dense).
         per_sample_weights: weights of ``input``'s shape multiplying each row (``mode="sum"`` only).
@@ -63,7 +63,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         TdxValueError: ``input``/``offsets`` of the wrong dims, or an unknown ``mode``.
         TdxNotImplementedError: ``per_sample_weights`` with a mode other than ``"sum"``.
         TdxRuntimeError: bad offsets, indices or index dtypes, or ``weight`` not 2-D.
-        UnsupportedOpError: ``scale_grad_by_freq`` or ``sparse`` is true.
+        UnsupportedOpError: ``sparse`` is true.
     """
     idx = need_tensor(input, "embedding_bag")
     w = need_tensor(weight, "embedding_bag", "weight")
@@ -104,10 +104,9 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         raise tdx.TdxValueError("max mode does not support scaling the gradient by the frequency")
     if mode == "max" and sparse:
         raise tdx.TdxValueError("max mode does not support sparse weights")
-    if scale_grad_by_freq or sparse:
-        arg = "scale_grad_by_freq" if scale_grad_by_freq else "sparse"
-        raise tdx.UnsupportedOpError(f"embedding_bag(): {arg}=True is not supported by tdx (gradients are dense and "
-                                     "unscaled); pass False")
+    if sparse:
+        raise tdx.UnsupportedOpError("embedding_bag(): sparse=True is not supported by tdx (gradients are dense); "
+                                     "pass False")
     if psw is not None and mode != "sum":
         raise TdxNotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
                                      f"supported for mode='sum' (got mode='{mode}').")
@@ -124,6 +123,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         _renorm_rows(w, flat.long(), max_norm, norm_type)
     keep = inside if padding_idx is None else inside & (flat != padding_idx)
     picked = w.index_select(0, flat.long())  # (L, dim)
+    if scale_grad_by_freq and flat.numel():
+        picked = scale_grad_by_count(picked, flat.long(), rows_n)
     if psw is not None:
         picked = picked * psw.unsqueeze(1)
     if mode == "max":
