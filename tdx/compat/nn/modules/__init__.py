@@ -21,3 +21,10 @@ __all__ += ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell
 from .attention import MultiheadAttention, NonDynamicallyQuantizableLinear  # noqa: E402
 
 __all__ += ["MultiheadAttention"]
+
+# transformer (nn-seq)
+from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,  # noqa: E402
+                          TransformerEncoderLayer)
+
+__all__ += ["Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
+            "TransformerDecoderLayer"]
