@@ -138,8 +138,12 @@ def test_packed_input_and_output(device, name, kw):
     xp = XR.pack_padded_sequence(x, tdx.tensor(lengths), enforce_sorted=False)
     assert xp.batch_sizes.tolist() == tp.batch_sizes.tolist()
     assert xp.sorted_indices.tolist() == tp.sorted_indices.tolist()
-    t_out, t_h = tm(tp)
-    x_out, x_h = xm(xp)
+    dirs, layers = (2 if kw.get("bidirectional") else 1), kw.get("num_layers", 1)
+    h0_t = leaf(rand(dirs * layers, 4, kw.get("proj_size") or 5, seed=4))  # in the batch's original order
+    hx_t = (h0_t, leaf(rand(dirs * layers, 4, 5, seed=5))) if name == "LSTM" else h0_t
+    hx = tuple(to_tdx(h, device, grad=True) for h in hx_t) if name == "LSTM" else to_tdx(hx_t, device, grad=True)
+    t_out, t_h = tm(tp, hx_t)
+    x_out, x_h = xm(xp, hx)
     assert isinstance(x_out, XR.PackedSequence)
     compare((x_out, x_h), (t_out, t_h), "float32")
     t_pad, t_len = TR.pad_packed_sequence(t_out, batch_first=True, total_length=6)
@@ -148,6 +152,8 @@ def test_packed_input_and_output(device, name, kw):
     compare(x_pad, t_pad, "float32")
     backward_both((x_pad, x_h), (t_pad, t_h))
     assert_close(x.grad, x_t.grad, **TOL["float32"])
+    for a, e in zip(flat(hx), flat(hx_t)):
+        assert_close(a.grad, e.grad, **TOL["float32"])
     compare_grads(xm, tm, "float32")
 
 
@@ -349,3 +355,42 @@ def test_lstm_language_model_follows_torch(device):
         assert got == expected  # bit for bit
     else:
         np.testing.assert_allclose(got, expected, rtol=1e-4)
+
+
+# the composed recurrence (what non-torch executors run) checked on cpu too ------------------------------------
+@pytest.mark.parametrize("mode,cls,kw", [("LSTM", "LSTM", dict(proj_size=2)), ("GRU", "GRU", {}),
+                                         ("RNN_RELU", "RNN", dict(nonlinearity="relu")), ("LSTM", "LSTM", {})])
+@pytest.mark.parametrize("packed", [False, True])
+def test_composed_recurrence_on_cpu(mode, cls, kw, packed):
+    from tdx.compat.nn._recurrent import run_rnn  # the executor-independent core the torch executor bypasses
+
+    tm, xm = make_pair(cls, "cpu", "float32", 3, 4, num_layers=2, bidirectional=True, **kw)
+    x_t = leaf(rand(5, 3, 3))
+    x = to_tdx(x_t, "cpu", grad=True)
+    hs = kw.get("proj_size") or 4
+    hx = tdx.zeros(4, 3, hs)
+    hx = (hx, tdx.zeros(4, 3, 4)) if mode == "LSTM" else hx
+    lengths = [5, 3, 2]
+    if packed:
+        tp = TR.pack_padded_sequence(x_t, lengths)
+        t_out, t_h = tm(tp)
+        t_out = t_out.data
+        data = XR.pack_padded_sequence(x, lengths)
+        x_out, x_h = run_rnn(mode, data.data, hx, xm._weights_per_direction(), 2, 0.0, True, True, data.batch_sizes.tolist())
+    else:
+        t_out, t_h = tm(x_t)
+        x_out, x_h = run_rnn(mode, x, hx, xm._weights_per_direction(), 2, 0.0, True, True)
+    compare((x_out, x_h), (t_out, t_h), "float32")
+    backward_both((x_out, x_h), (t_out, t_h))
+    assert_close(x.grad, x_t.grad, **TOL["float32"])
+    compare_grads(xm, tm, "float32")
+
+
+def test_importing_the_modules_loads_no_framework():
+    import subprocess
+    import sys
+
+    code = ("import sys, tdx.nn, tdx.nn.utils.rnn, tdx.nn.functional; from tdx.nn import LSTM, Transformer, "
+            "MultiheadAttention; assert 'torch' not in sys.modules and 'mlx' not in sys.modules, "
+            "[m for m in sys.modules if m.startswith(('torch', 'mlx'))][:3]")
+    subprocess.run([sys.executable, "-c", code], check=True)

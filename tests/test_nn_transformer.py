@@ -233,12 +233,12 @@ def test_encoder_layer_and_stack(device, kw, masked):
 
 @pytest.mark.parametrize("kw", LAYER_CASES, ids=lambda k: "-".join(k) or "default")
 def test_transformer_end_to_end(device, kw):
-    tm, xm = make_pair("Transformer", device, "float32", 8, 2, 2, 2, 16, dropout=0.0, **kw) if \
+    tm, xm = make_pair("Transformer", device, "float32", 8, 2, 1, 1, 16, dropout=0.0, **kw) if \
         not callable(kw.get("activation")) else (None, None)
     if tm is None:
         torch.manual_seed(0)
-        tm = torch.nn.Transformer(8, 2, 2, 2, 16, dropout=0.0, **kw)
-        xm = xnn.Transformer(8, 2, 2, 2, 16, dropout=0.0, **_act(kw))
+        tm = torch.nn.Transformer(8, 2, 1, 1, 16, dropout=0.0, **kw)
+        xm = xnn.Transformer(8, 2, 1, 1, 16, dropout=0.0, **_act(kw))
         xm.load_state_dict({k: to_tdx(v, "cpu") for k, v in tm.state_dict().items()})
         xm.to(device)
     bf = kw.get("batch_first", False)
