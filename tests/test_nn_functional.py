@@ -408,8 +408,12 @@ def test_embedding_max_norm(device):
     i, ti = make(idx, device, "int64")
     check(lambda: XF.embedding(i, w, max_norm=1.0), lambda: TF.embedding(ti, tw, max_norm=1.0), **tol("float32"))
     check(lambda: w, lambda: tw, msg="weight renormalized in place", **tol("float32"))
-    with pytest.raises(NotImplementedError):
-        XF.embedding(i, w, scale_grad_by_freq=True)
+    w.requires_grad_(True)
+    tw.requires_grad_(True)
+    rep, trep = make(np.array([[0, 2, 2], [2, 4, 2]]), device, "int64")
+    XF.embedding(rep, w, scale_grad_by_freq=True).pow(2).sum().backward()
+    TF.embedding(trep, tw, scale_grad_by_freq=True).pow(2).sum().backward()
+    check(lambda: w.grad, lambda: tw.grad, msg="gradient divided by each index's count", **tol("float32"))
     with pytest.raises(NotImplementedError):
         XF.embedding(i, w, sparse=True)
 

@@ -295,20 +295,18 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
         max_norm: rows looked up whose ``norm_type``-norm exceeds this are rescaled to it, in place in
             ``weight`` (as torch's, outside autograd).
         norm_type: the norm's exponent for ``max_norm``.
-        scale_grad_by_freq: not supported (raises when true).
+        scale_grad_by_freq: divide the gradient of each row by how often its index occurs in ``input``.
         sparse: not supported (raises when true; tdx gradients are dense).
 
     Raises:
         TdxRuntimeError: ``input`` is not int64/int32, or ``weight`` is not 2-D.
         TdxIndexError: an index is out of range.
         TdxValueError: ``padding_idx`` is out of range (torch raises AssertionError).
-        UnsupportedOpError: ``scale_grad_by_freq`` or ``sparse`` is true.
+        UnsupportedOpError: ``sparse`` is true.
     """
     idx, w = need_tensor(input, "embedding"), need_tensor(weight, "embedding", "weight")
-    if scale_grad_by_freq or sparse:
-        arg = "scale_grad_by_freq" if scale_grad_by_freq else "sparse"
-        raise UnsupportedOpError(f"embedding(): {arg}=True is not supported by tdx (gradients are dense and "
-                                 "unscaled); pass False")
+    if sparse:
+        raise UnsupportedOpError("embedding(): sparse=True is not supported by tdx (gradients are dense); pass False")
     if idx.dtype not in (tdx.int64, tdx.int32):
         raise TdxRuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar "
                               f"types: Long, Int; but got {idx.dtype.name} instead (while checking arguments for "
@@ -324,10 +322,23 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     flat = idx.reshape(-1)  # index_select raises IndexError for indices out of range, as torch
     if max_norm is not None and flat.numel():
         _renorm_rows(w, flat, max_norm, norm_type)
-    out = w.index_select(0, flat).reshape(tuple(idx.shape) + (w.shape[1],))
+    out = w.index_select(0, flat)
+    if scale_grad_by_freq and wants_grad(w) and flat.numel():
+        out = scale_grad_by_count(out, flat.long(), rows)
+    out = out.reshape(tuple(idx.shape) + (w.shape[1],))
     if padding_idx is not None and wants_grad(w):
         out = tdx.where((idx == padding_idx).unsqueeze(-1), out.detach(), out)
     return out
+
+
+def scale_grad_by_count(rows, flat, num_rows: int):
+    """``rows`` (one per index of ``flat``, along dim 0) unchanged, with each one's gradient divided by how
+    often its index occurs in ``flat`` (torch's ``scale_grad_by_freq``)."""
+    counts = tdx.zeros(num_rows, dtype=rows.dtype, device=rows.device).scatter_add(
+        0, flat, tdx.ones(flat.shape[0], dtype=rows.dtype, device=rows.device))
+    per = (1 / counts.index_select(0, flat)).reshape((flat.shape[0],) + (1,) * (rows.ndim - 1))
+    still = rows.detach()
+    return still + (rows - still) * per
 
 
 def _renorm_rows(w, flat, max_norm, norm_type) -> None:

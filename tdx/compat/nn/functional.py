@@ -1,7 +1,10 @@
 """``tdx.nn.functional``: torch's ``torch.nn.functional`` for tdx tensors.
 
 Activations (:mod:`._activations`), layers such as linear maps, normalizations, embeddings,
-padding and dropout (:mod:`._layers`), losses (:mod:`._losses`) and attention. Every function
+padding and dropout (:mod:`._layers`), losses (:mod:`._losses`, :mod:`._margin_losses`,
+:mod:`._likelihood_losses`), channel dropout (:mod:`._dropouts`), bags of embeddings
+(:mod:`._embedding_bag`), local response norm (:mod:`._local_norm`), randomized activations and
+``pdist`` (:mod:`._random_activations`) and attention. Every function
 keeps torch's signature and semantics on every executor, and is differentiable on each (MLX
 through tdx's tape). Importing this module must never import a framework.
 """
@@ -21,4 +24,23 @@ from ._losses import (binary_cross_entropy, binary_cross_entropy_with_logits, co
                       huber_loss, kl_div, l1_loss, mse_loss, nll_loss, pairwise_distance, smooth_l1_loss)
 from ._losses import __all__ as _losses_all
 
+from ._dropouts import dropout1d, dropout2d, dropout3d, feature_alpha_dropout
+from ._dropouts import __all__ as _dropouts_all
+from ._embedding_bag import embedding_bag
+from ._likelihood_losses import ctc_loss, gaussian_nll_loss, poisson_nll_loss
+from ._likelihood_losses import __all__ as _likelihood_all
+from ._local_norm import local_response_norm
+from ._margin_losses import (cosine_embedding_loss, hinge_embedding_loss, margin_ranking_loss, multi_margin_loss,
+                             multilabel_margin_loss, multilabel_soft_margin_loss, soft_margin_loss,
+                             triplet_margin_loss, triplet_margin_with_distance_loss)
+from ._margin_losses import __all__ as _margin_all
+from ._random_activations import gumbel_softmax, pdist, rrelu, rrelu_
+from ._random_activations import __all__ as _random_all
+
 __all__ = ["scaled_dot_product_attention", *_activations_all, *_layers_all, *_losses_all]
+__all__ += [*_dropouts_all, "embedding_bag", *_likelihood_all, "local_response_norm", *_margin_all, *_random_all]
+
+# multi-head attention (the nn.MultiheadAttention core)
+from ._multihead import multi_head_attention_forward  # noqa: E402
+
+__all__ += ["multi_head_attention_forward"]

@@ -11,3 +11,20 @@ from .module import Module
 
 __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Identity",
            "Flatten", "Unflatten"]
+
+# recurrent layers (nn-seq)
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: E402
+
+__all__ += ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
+
+# attention (nn-seq)
+from .attention import MultiheadAttention, NonDynamicallyQuantizableLinear  # noqa: E402
+
+__all__ += ["MultiheadAttention"]
+
+# transformer (nn-seq)
+from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,  # noqa: E402
+                          TransformerEncoderLayer)
+
+__all__ += ["Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
+            "TransformerDecoderLayer"]

@@ -1,0 +1,41 @@
+"""Local response normalization of ``tdx.nn.functional`` (``local_response_norm``): each value is
+divided by ``(k + alpha * mean of the squares of its ``size`` neighbouring channels)**beta``.
+
+Composed from tdx ops (a zero-padded window sum over the channel dim), so it runs and
+differentiates on every executor. This module must never import torch or mlx.
+"""
+
+from __future__ import annotations
+
+import tdx
+from ._activations import need_tensor
+
+__all__ = ["local_response_norm"]
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):  # noqa: A002 - torch's name
+    """``input / (k + alpha / size * sum of squares over size channels)**beta`` for ``(N, C, *)`` input.
+
+    The window of channel ``c`` spans ``[c - size // 2, c + (size - 1) // 2]``; channels outside
+    ``[0, C)`` count as zeros (and the divisor stays ``size``), as torch's average pooling of a padded input.
+
+    Raises:
+        TdxValueError: ``input`` has fewer than 3 dims.
+    """
+    x = need_tensor(input, "local_response_norm")
+    if x.ndim < 3:
+        raise tdx.TdxValueError(f"Expected 3D or higher dimensionality input (got {x.ndim} dimensions)")
+    if x.numel() == 0:
+        return x
+    sq = x * x
+    c = x.shape[1]
+    before, after = size // 2, (size - 1) // 2
+    side = tuple(x.shape[:1])
+    rest = tuple(x.shape[2:])
+    parts = [sq.new_zeros(side + (before,) + rest), sq, sq.new_zeros(side + (after,) + rest)]
+    padded = tdx.cat(parts, 1)
+    window = padded.narrow(1, 0, c)
+    for i in range(1, size):
+        window = window + padded.narrow(1, i, c)
+    div = (window / size * alpha + k) ** beta
+    return x / div

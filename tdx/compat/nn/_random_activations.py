@@ -1,0 +1,109 @@
+"""Randomized activations and distance helpers of ``tdx.nn.functional``: ``rrelu`` (a random leaky
+slope while training), ``gumbel_softmax`` (differentiable sampling from a categorical) and
+``pdist`` (the condensed matrix of pairwise distances between rows).
+
+Random draws use tdx's random ops (on a torch device from torch's generator), so the values
+follow torch's distributions, not torch's exact sequence of draws. This module must never
+import torch or mlx.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import tdx
+from ._activations import need_float, need_tensor, write_inplace
+from ._error_kinds import TdxRuntimeError
+from ._layers import _norm
+
+__all__ = ["rrelu", "rrelu_", "gumbel_softmax", "pdist"]
+
+
+def _uniform_like(x, low: float = 0.0, high: float = 1.0):
+    """Uniform draws in ``[low, high)`` of ``x``'s shape and dtype, outside autograd.
+
+    MLX's uniform sampler refuses float64, so there the draws are float32 values widened
+    (the distribution is the same; the values have float32's resolution).
+    """
+    with tdx.no_grad():
+        if x.dtype is tdx.float64 and x.device.type == "mlx":
+            return tdx.empty(tuple(x.shape), dtype=tdx.float32, device=x.device).uniform_(low, high).to(x.dtype)
+        return tdx.empty_like(x).uniform_(low, high)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):  # noqa: A002 - torch's name
+    """Leaky ReLU whose negative slope is drawn from ``U(lower, upper)`` per element while ``training``,
+    and is ``(lower + upper) / 2`` otherwise.
+
+    Raises:
+        TdxNotImplementedError: ``input`` is not floating point.
+        TdxRuntimeError: ``lower`` is greater than ``upper``.
+    """
+    x = need_float(input, "rrelu", "rrelu_with_noise")
+    if lower > upper:
+        raise TdxRuntimeError(f"Lower bound should be less than or equal to the upper bound (got lower={lower}, "
+                              f"upper={upper})")
+
+    def compute(s):
+        if training:
+            slope = _uniform_like(s, lower, upper)
+        else:
+            slope = (lower + upper) / 2
+        return tdx.where(s >= 0, s, s * slope)
+
+    return write_inplace(x, compute) if inplace else compute(x)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):  # noqa: A002 - torch's name
+    """In-place :func:`rrelu`."""
+    return rrelu(input, lower, upper, training, inplace=True)
+
+
+def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
+    """A sample of the Gumbel-softmax distribution: ``softmax((logits + g) / tau)`` with Gumbel(0, 1) noise
+    ``g``; ``hard`` returns the one-hot of the arg max with the soft sample's gradient (straight through).
+
+    Args:
+        logits: unnormalized log-probabilities.
+        tau: the temperature.
+        hard: return one-hot samples.
+        eps: deprecated and unused, as torch's (a warning when it is not the default).
+        dim: the class dim.
+    """
+    x = need_tensor(logits, "gumbel_softmax", "logits")
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+    with tdx.no_grad():
+        exp1 = -(-_uniform_like(x)).log1p()  # -log(1 - U) ~ Exp(1), U in [0, 1)
+        gumbels = -exp1.log()
+    y_soft = ((x + gumbels) / tau).softmax(dim)
+    if not hard:
+        return y_soft
+    index = y_soft.argmax(dim, keepdim=True)
+    y_hard = tdx.zeros_like(x).scatter(dim, index, 1.0)
+    return y_hard - y_soft.detach() + y_soft
+
+
+def pdist(input, p=2.0):  # noqa: A002 - torch's name
+    """The ``p``-norm distances between every pair of rows ``i < j`` of a ``(N, M)`` input, in row-major
+    order of the pairs (``N * (N - 1) / 2`` values).
+
+    Raises:
+        TdxRuntimeError: ``input`` is not 2-D or not floating point, or ``p`` is negative.
+    """
+    x = need_tensor(input, "pdist")
+    if x.ndim != 2:
+        raise TdxRuntimeError(f"pdist only supports 2D tensors, got: {x.ndim}D")
+    if not x.dtype.is_floating_point:
+        raise TdxRuntimeError(f"pdist only supports floating-point dtypes (got {x.dtype.name})")
+    if p < 0:
+        raise TdxRuntimeError(f"pdist only supports non-negative p values (got p={p})")
+    n = x.shape[0]
+    rows = [i for i in range(n) for _ in range(i + 1, n)]
+    cols = [j for i in range(n) for j in range(i + 1, n)]
+    if not rows:
+        return x.new_zeros((0,))
+    ii = tdx.tensor(rows, dtype=tdx.int64, device=x.device)
+    jj = tdx.tensor(cols, dtype=tdx.int64, device=x.device)
+    diff = x.index_select(0, ii) - x.index_select(0, jj)
+    return _norm(diff, p, 1, "pdist").squeeze(1)

@@ -1,0 +1,62 @@
+"""Helpers for the nn layer and loss tests: run one computation through tdx on a device and through
+torch on CPU from the same arrays, and compare the outputs and the gradients of every input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import tdx
+from conftest import BUILTINS
+from tdx.testing import assert_close
+
+TOL = {"float32": dict(rtol=1e-5, atol=1e-6), "float64": dict(rtol=1e-10, atol=1e-12)}
+
+
+def leaf(arr, device, dtype, grad):
+    """(tdx leaf on ``device``, torch CPU leaf) of ``arr``; floats become ``dtype``, ints stay int64."""
+    arr = np.asarray(arr)
+    if arr.dtype.kind in "iub":
+        return tdx.tensor(arr, device=device), torch.tensor(arr)
+    x = tdx.tensor(arr, device=device).to(getattr(tdx, dtype)).requires_grad_(grad)
+    t = torch.tensor(arr).to(getattr(torch, dtype)).requires_grad_(grad)
+    return x, t
+
+
+def compare(device, dtype, fn, arrays, grad=None, tol=None, seed=None):
+    """``fn(module, *tensors)`` on tdx (``device``) and on torch (CPU): equal values, and equal gradients
+    of the floating point inputs at the positions in ``grad`` (all floating ones when None) for a
+    random upstream gradient. Returns the tdx result."""
+    tol = tol or TOL[dtype]
+    floats = [i for i, a in enumerate(arrays) if np.asarray(a).dtype.kind == "f"]
+    grad = floats if grad is None else grad
+    pairs = [leaf(a, device, dtype, i in grad) for i, a in enumerate(arrays)]
+    xs, ts = [p[0] for p in pairs], [p[1] for p in pairs]
+    if seed is not None:
+        torch.manual_seed(seed)
+    expected = fn(torch, *ts)
+    if seed is not None:
+        tdx.manual_seed(seed)
+    got = fn(tdx, *xs)
+    assert_close(got, expected, **tol)
+    if grad and expected.requires_grad:
+        up = np.random.default_rng(1).uniform(-1, 1, size=tuple(expected.shape))
+        (expected * torch.tensor(up).to(expected.dtype)).sum().backward()
+        (got * tdx.tensor(up, device=device).to(got.dtype)).sum().backward()
+        for i in grad:
+            if ts[i].grad is None:
+                assert xs[i].grad is None or float(xs[i].grad.abs().sum().item()) == 0, f"input {i}"
+            else:
+                assert_close(xs[i].grad, ts[i].grad, msg=f"grad of input {i}", **tol)
+    return got
+
+
+def raises_like(tdx_fn, torch_fn):
+    """torch raises a builtin error, and tdx a TdxError of the same builtin kind."""
+    with pytest.raises(BUILTINS) as expected:
+        torch_fn()
+    kind = next(b for b in BUILTINS if isinstance(expected.value, b))
+    with pytest.raises(kind) as got:
+        tdx_fn()
+    assert isinstance(got.value, tdx.TdxError), f"raised untyped {got.value!r}"
