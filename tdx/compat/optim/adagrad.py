@@ -111,7 +111,7 @@ class Adagrad(Optimizer):
                     clr = lr / (1 + (step - 1) * lr_decay)
                     K.addcmul_(state_sum, grad, grad, value=1)
                     std = state_sum.sqrt().add_(eps)
-                    p.addcdiv_(grad, std, value=-clr)
+                    K.addcdiv_(p, grad, std, value=-clr)
         return loss
 
 
@@ -232,10 +232,10 @@ class RMSprop(Optimizer):
                     avg = avg.add_(eps)
                     if momentum > 0:
                         buf = state["momentum_buffer"]
-                        buf.mul_(momentum).addcdiv_(grad, avg)
+                        K.addcdiv_(buf.mul_(momentum), grad, avg)
                         p.add_(buf, alpha=-lr)
                     else:
-                        p.addcdiv_(grad, avg, value=-lr)
+                        K.addcdiv_(p, grad, avg, value=-lr)
         return loss
 
 

@@ -132,7 +132,7 @@ class Adam(Optimizer):
                         denom = (max_sq.sqrt() / bias_correction2_sqrt).add_(eps)
                     else:
                         denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
-                    p.addcdiv_(exp_avg, denom, value=-step_size)
+                    K.addcdiv_(p, exp_avg, denom, value=-step_size)
         return loss
 
 
@@ -203,7 +203,7 @@ class Adamax(Optimizer):
                     exp_inf.copy_(tdx.maximum(exp_inf.mul_(beta2), grad.abs().add_(eps)))
                     bias_correction = 1 - beta1 ** step_t.item()
                     clr = lr / bias_correction
-                    p.addcdiv_(exp_avg, exp_inf, value=-clr)
+                    K.addcdiv_(p, exp_avg, exp_inf, value=-clr)
         return loss
 
 
@@ -275,8 +275,8 @@ class NAdam(Optimizer):
                     mu_prod = mu_product.item()
                     mu_product_next = mu_prod * mu_next
                     denom.add_(eps)
-                    p.addcdiv_(grad, denom, value=(-lr * (1.0 - mu) / (1.0 - mu_prod)))
-                    p.addcdiv_(exp_avg, denom, value=(-lr * mu_next) / (1.0 - mu_product_next))
+                    K.addcdiv_(p, grad, denom, value=(-lr * (1.0 - mu) / (1.0 - mu_prod)))
+                    K.addcdiv_(p, exp_avg, denom, value=(-lr * mu_next) / (1.0 - mu_product_next))
         return loss
 
 

@@ -1,4 +1,4 @@
-"""Fused in-place update kernels shared by the optimizers: ``lerp_`` and ``addcmul_``.
+"""Fused in-place update kernels shared by the optimizers: ``lerp_``, ``addcmul_``, ``addcdiv_``.
 
 torch's CPU kernels for ``lerp`` and ``addcmul`` round once (fused multiply-add), while
 tdx's portable composites round at every step, so an optimizer built on the composites
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import tdx
 
-__all__ = ["lerp_", "lerp", "addcmul_", "addcmul"]
+__all__ = ["lerp_", "lerp", "addcmul_", "addcmul", "addcdiv_"]
 
 
 def _torch_native(t):
@@ -66,3 +66,22 @@ def addcmul_(t: "tdx.Tensor", t1: "tdx.Tensor", t2: "tdx.Tensor", value: float =
 def addcmul(t: "tdx.Tensor", t1: "tdx.Tensor", t2: "tdx.Tensor", value: float = 1) -> "tdx.Tensor":
     """Out-of-place :func:`addcmul_` (on a clone of ``t``)."""
     return addcmul_(t.clone(), t1, t2, value=value)
+
+
+def addcdiv_(t: "tdx.Tensor", t1: "tdx.Tensor", t2: "tdx.Tensor", value: float = 1) -> "tdx.Tensor":
+    """In place ``t += value * t1 / t2``: one fused pass on torch executors (tdx's composite
+    takes four), tdx's op elsewhere.
+
+    Args:
+        t: the tensor updated in place.
+        t1, t2: numerator and denominator (same device).
+        value: a Python number.
+
+    Returns:
+        ``t``.
+    """
+    natives = [_torch_native(x) for x in (t, t1, t2)]
+    if all(n is not None for n in natives) and not isinstance(value, tdx.Tensor):
+        natives[0].addcdiv_(natives[1], natives[2], value=value)
+        return t
+    return t.addcdiv_(t1, t2, value=value)
