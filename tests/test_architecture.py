@@ -21,6 +21,9 @@ MAX_LINES = 800
 MAX_DEFERRED_CYCLE = 6
 MAX_PRIVATE_ROOT = 8
 VAGUE = ("more", "misc", "extra", "support", "helpers", "helper", "utils", "util", "stuff", "common")
+# torch's own module names, which tdx.compat mirrors path for path (torch.nn.utils, torch.utils.data,
+# torch.optim.swa_utils): a user imports them by these names
+TORCH_PATHS = ("compat/nn/utils", "compat/utils", "compat/optim/swa_utils")
 
 
 def module_name(path: pathlib.Path) -> str:
@@ -110,6 +113,9 @@ def cycles(graph: dict) -> list:
 def vague_names(known: dict) -> list:
     bad = []
     for path in known.values():
+        rel = path.relative_to(ROOT).as_posix()
+        if any(rel == f"{t}.py" or rel.startswith(f"{t}/") for t in TORCH_PATHS):
+            continue
         words = path.stem.strip("_").split("_") + [p.strip("_") for p in path.relative_to(ROOT).parts[:-1]]
         if any(w in VAGUE for w in words):
             bad.append(str(path.relative_to(ROOT.parent)))

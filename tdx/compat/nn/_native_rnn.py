@@ -7,14 +7,14 @@ gradients (torch's autograd) and dropout's random draws equal torch's bit for bi
 executor runs the composed recurrence of :mod:`._recurrent`.
 
 This is the only module of ``tdx.nn`` that touches tensor internals: ``Tensor._n`` (the native
-array), ``Tensor._ex`` (its executor) and ``tdx._tensor_methods.wrap``. It imports torch only
+array), ``Tensor._ex`` (its executor) and ``tdx._tensor.wrapping.wrap``. It imports torch only
 inside :func:`run`, which is only reached for tensors already on a torch executor; it must never
 import mlx.
 """
 
 from __future__ import annotations
 
-from ..._tensor_methods import wrap
+from ..._tensor.wrapping import wrap
 
 __all__ = ["applies", "run"]
 

@@ -19,7 +19,7 @@ import tdx
 from tdx.nn import Module
 
 from . import kernels as K
-from .lr_scheduler import LRScheduler, _format_param
+from .lr_scheduler.schedules import LRScheduler, _format_param
 
 __all__ = ["AveragedModel", "update_bn", "SWALR", "get_ema_multi_avg_fn", "get_swa_multi_avg_fn",
            "get_ema_avg_fn", "get_swa_avg_fn"]

@@ -19,12 +19,12 @@ from weakref import ref
 
 import tdx
 
-from .optimizer import Optimizer, OptimizerRuntimeError
+from ..optimizer import Optimizer, OptimizerRuntimeError
 
 __all__ = [
     "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR", "LinearLR", "ExponentialLR",
-    "SequentialLR", "CosineAnnealingLR", "ChainedScheduler", "ReduceLROnPlateau", "CyclicLR",
-    "CosineAnnealingWarmRestarts", "OneCycleLR", "PolynomialLR", "LRScheduler", "EPOCH_DEPRECATION_WARNING",
+    "SequentialLR", "CosineAnnealingLR", "ChainedScheduler", "ReduceLROnPlateau", "PolynomialLR", "LRScheduler",
+    "EPOCH_DEPRECATION_WARNING",
 ]
 
 EPOCH_DEPRECATION_WARNING = (
@@ -595,7 +595,3 @@ class ReduceLROnPlateau(LRScheduler):
         """Restore the attributes saved by :meth:`state_dict`."""
         self.__dict__.update(state_dict)
         self._init_is_better(mode=self.mode, threshold=self.threshold, threshold_mode=self.threshold_mode)
-
-
-# the cyclical schedules live in their own module (they import the base from here)
-from .lr_cycles import CosineAnnealingWarmRestarts, CyclicLR, OneCycleLR  # noqa: E402

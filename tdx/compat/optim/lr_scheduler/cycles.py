@@ -12,7 +12,7 @@ from functools import partial
 
 import tdx
 
-from .lr_scheduler import LRScheduler, _check_optimizer, _Flag, _format_param, _group_values, _set_group_value, \
+from .schedules import LRScheduler, _check_optimizer, _Flag, _format_param, _group_values, _set_group_value, \
     _warn_get_lr_outside_step
 
 __all__ = ["CyclicLR", "CosineAnnealingWarmRestarts", "OneCycleLR"]
