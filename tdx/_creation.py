@@ -202,6 +202,7 @@ def randint_like(input, low=0, high=None, *, dtype=None, device=None) -> Tensor:
     return randint(low, high, input.shape, dtype=dtype, device=device)
 
 
-def _rebuild(array, dtype_name, device_name):
-    """Unpickle a tensor (NumPy payload) onto its device, translated if absent."""
-    return tensor(array, device=device_name).to(D.as_dtype(dtype_name))
+def _rebuild(array, dtype_name, device_name, requires_grad=False):
+    """Unpickle a tensor (NumPy payload) onto its device, translated if absent, with its requires_grad."""
+    out = tensor(array, device=device_name).to(D.as_dtype(dtype_name))
+    return out.requires_grad_() if requires_grad else out

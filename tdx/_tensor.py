@@ -423,7 +423,7 @@ class Tensor(TensorMethods, MoreTensorMethods, MathTensorMethods):
     def __reduce_ex__(self, protocol):
         from ._creation import _rebuild
 
-        return (_rebuild, (self._ex.host_numpy(self._n), self.dtype.name, str(self._ex.device)))
+        return (_rebuild, (self._ex.host_numpy(self._n), self.dtype.name, str(self._ex.device), self.requires_grad))
 
 
 def _set_copy(t, index, value):
