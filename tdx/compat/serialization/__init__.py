@@ -125,6 +125,13 @@ def _view_of(flat, offset, size, stride):
         if offset + (n[0] - 1) * s[0] >= total:
             return None
         core = flat[offset:offset + (n[0] - 1) * s[0] + 1:s[0]]
+    elif len(n) == 2:  # rows of a wider matrix, stepped columns...: a (rows, row stride) window
+        inner = (n[1] - 1) * s[1] + 1
+        shift = max(0, offset + n[0] * s[0] - total)  # start the window early when it would overrun
+        if inner > s[0] or shift > offset or shift + inner > s[0]:
+            return None
+        start = offset - shift
+        core = flat[start:start + n[0] * s[0]].view(n[0], s[0])[:, shift:shift + inner:s[1]]
     else:
         if s[-1] < 1 or any(s[i] % s[i + 1] or s[i] < n[i + 1] * s[i + 1] for i in range(len(s) - 1)):
             return None

@@ -16,6 +16,7 @@ Must never import torch or MLX.
 from __future__ import annotations
 
 import _codecs
+import _compat_pickle
 import collections
 import pickle
 import threading
@@ -282,6 +283,10 @@ class CheckpointUnpickler(pickle.Unpickler):
         return self._load_storage(pid)
 
     def find_class(self, module, name):
+        if module in _compat_pickle.IMPORT_MAPPING or (module, name) in _compat_pickle.NAME_MAPPING:
+            # Python 2 names that protocol 0-2 pickles use (__builtin__.set...): pickle's own mapping
+            module, name = _compat_pickle.NAME_MAPPING.get((module, name), (module, name))
+            module = _compat_pickle.IMPORT_MAPPING.get(module, module)
         known = self._names.get((module, name))
         if known is not None:
             return known
