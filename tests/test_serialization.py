@@ -261,12 +261,26 @@ def test_mmap_and_file_objects(device, tmp_path):
         assert tdx.load(fh)["a"].shape == (10,)
 
 
-def test_legacy_and_bad_arguments(device, tmp_path):
+def test_legacy_format_and_bad_arguments(device, tmp_path):
     path = tmp_path / "legacy.pt"
-    torch.save(torch.ones(2), path, _use_new_zipfile_serialization=False)
-    with pytest.raises(NotImplementedError) as info:
-        tdx.load(path)
-    assert isinstance(info.value, tdx.TdxError) and "legacy" in str(info.value)
+    base = torch.arange(12, dtype=torch.int16)
+    obj = collections.OrderedDict(a=base, v=base[2:10].view(2, 4).t(), h=torch.ones(3, dtype=torch.bfloat16),
+                                  p=torch.nn.Parameter(torch.zeros(2)), meta={"n": 3, "s": {1}})
+    torch.save(obj, path, _use_new_zipfile_serialization=False)
+    got = tdx.load(path, map_location=device)
+    assert list(got) == list(obj) and got["meta"] == obj["meta"] and got["p"].requires_grad
+    for key in ("a", "v", "h"):
+        assert_close(got[key], obj[key], rtol=0, atol=0)
+        assert got[key].stride() == obj[key].stride() and got[key].device == tdx.device(device)
+    got["a"].add_(1)
+    assert_close(got["v"], obj["v"] + 1, rtol=0, atol=0)  # still a view of the same storage
+    evil = tmp_path / "evil_legacy.pt"
+    torch.save([Payload(tmp_path / "pwned")], evil, _use_new_zipfile_serialization=False)
+    with pytest.raises(pickle.UnpicklingError):
+        tdx.load(evil)
+    assert not (tmp_path / "pwned").exists()
+    with pytest.raises(pickle.UnpicklingError):
+        tdx.load(io.BytesIO(b"not a checkpoint at all"))
     with pytest.raises(NotImplementedError):
         tdx.save(tdx.ones(1, device=device), io.BytesIO(), _use_new_zipfile_serialization=False)
 

@@ -3,7 +3,8 @@
 What ``tdx.save`` writes ``torch.load`` reads (weights_only included), and ``tdx.load``
 reads what ``torch.save`` writes, without importing torch. Each storage is saved once and
 every tensor is rebuilt as a view of it (offset, sizes, strides), so views saved together
-share memory again after loading. MLX tensors are saved with torch's ``cpu`` location (so
+share memory again after loading. Legacy (pre-zip, ``_use_new_zipfile_serialization=False``)
+files are read too, never written. MLX tensors are saved with torch's ``cpu`` location (so
 torch loads them) and their tdx device in an extra record, ``.data/tdx_locations``, which
 torch ignores and ``tdx.load`` uses. Must never import torch or MLX.
 """
@@ -20,6 +21,7 @@ import numpy as np
 import tdx
 
 from . import archive as _archive
+from . import legacy as _legacy
 from . import storage as _storage
 from .pickling import (CheckpointPickler, CheckpointUnpickler, StorageType, WeightsOnlyError, add_safe_globals,
                        clear_safe_globals, get_safe_globals, safe_globals, _parameter_class)
@@ -205,7 +207,8 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
 
     Raises:
         WeightsOnlyError: (a ``pickle.UnpicklingError``) a global outside the allowed set.
-        UnsupportedOpError: a legacy (non-zip) file or a big-endian one.
+        UnsupportedOpError: a big-endian checkpoint.
+        pickle.UnpicklingError: neither a zip checkpoint nor a legacy one.
         TdxTypeError: a map_location of another kind.
     """
     if pickle_module not in (None, pickle):
@@ -219,8 +222,8 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     fh, path, opened = _archive.open_for_read(f)
     try:
         if not _archive.is_zip(fh):
-            raise tdx.UnsupportedOpError("tdx.load reads torch's zip checkpoint format (torch.save's default since "
-                                         "1.6); this file is not a zip archive (the legacy format is not supported)")
+            pickled, host_values = _legacy.read(fh)
+            return _unpickle(pickled, host_values, {}, map_location, weights_only)
         reader = _archive.ArchiveReader(fh, path if mmap else None)
         try:
             return _load_archive(reader, map_location, weights_only, bool(mmap))
@@ -236,7 +239,6 @@ def _load_archive(reader, map_location, weights_only, mmap):
         raise tdx.UnsupportedOpError(f"tdx.load reads little-endian checkpoints; this one is "
                                      f"{reader.read('byteorder').decode()!r}")
     own = json.loads(reader.read(_TDX_LOCATIONS)) if reader.has(_TDX_LOCATIONS) else {}
-    storages = {}
 
     def host_values(key, dtype, numel):
         values = None
@@ -247,12 +249,23 @@ def _load_archive(reader, map_location, weights_only, mmap):
             values = _storage.from_bytes(reader.read(f"data/{key}"), dtype)[:numel]
         return values
 
+    return _unpickle(reader.read("data.pkl"), host_values, own, map_location, weights_only)
+
+
+def _unpickle(pickled, host_values, own, map_location, weights_only):
+    """Unpickle checkpoint pickle bytes; ``host_values(key, dtype, numel)`` gives a storage's values."""
+    storages = {}
+
     def to_device(values, dtype, device):
         t = tdx.as_tensor(values, device=device) if device == "cpu" else tdx.tensor(values, device=device)
         return t if t.dtype is dtype else t.to(dtype)
 
     def load_storage(pid):
         _, storage_type, key, location, numel = pid[:5]
+        view = pid[5] if len(pid) > 5 else None  # legacy files: (root key, offset, size) of a storage view
+        if view is not None:
+            root = load_storage(("storage", storage_type, view[0], location, None))
+            return root[view[1]:view[1] + view[2]]
         if key in storages:
             return storages[key]
         if not isinstance(storage_type, StorageType):
@@ -271,6 +284,6 @@ def _load_archive(reader, map_location, weights_only, mmap):
         storages[key] = flat
         return flat
 
-    unpickler = CheckpointUnpickler(io.BytesIO(reader.read("data.pkl")), load_storage, _rebuild_tensor,
-                                    _rebuild_parameter, weights_only)
+    unpickler = CheckpointUnpickler(io.BytesIO(pickled), load_storage, _rebuild_tensor, _rebuild_parameter,
+                                    weights_only)
     return unpickler.load()
