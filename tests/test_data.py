@@ -4,6 +4,8 @@ kind, worker processes, and torch's errors."""
 from __future__ import annotations
 
 import collections
+import multiprocessing
+import sys
 import time
 
 import numpy as np
@@ -283,7 +285,11 @@ def test_workers_give_the_same_batches(device):
     tdx.manual_seed(5)
     loader = D.DataLoader(mine, batch_size=4, shuffle=True, num_workers=2, worker_init_fn=_record_init,
                           prefetch_factor=3)
-    multi = list(loader)
+    it = iter(loader)
+    # an MLX device used in this process makes spawn the start method; else the platform's default
+    expected = "spawn" if "tdx.backends.mlx_executor" in sys.modules else multiprocessing.get_start_method()
+    assert it._workers[0]._start_method == expected and (expected == "spawn" or not device.startswith("mlx"))
+    multi = list(it)
     assert len(multi) == len(single) == len(loader)
     for (a, b), (c, d) in zip(multi, single):
         assert a.device == tdx.device(device)
@@ -340,3 +346,4 @@ def test_datasets_match_torch(device):
         D.StackDataset(mine, range(5))
     with pytest.raises(ValueError):
         D.ConcatDataset([])
+

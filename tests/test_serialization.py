@@ -126,8 +126,14 @@ def test_parameters_and_requires_grad(device, tmp_path):
     tdx.save({"w": w}, path)
     assert torch.load(path)["w"].requires_grad
     assert tdx.load(path)["w"].requires_grad
-    with pytest.raises(ValueError):
-        tdx.save(w * 2, io.BytesIO())
+    buf = io.BytesIO()
+    tdx.save(w * 2, buf)  # a non-leaf: saved with requires_grad, loaded as a leaf, as torch
+    buf.seek(0)
+    loaded = torch.load(buf)
+    assert loaded.requires_grad and loaded.is_leaf and torch.equal(loaded, torch.full((3,), 2.0))
+    buf.seek(0)
+    mine = tdx.load(buf, map_location=device)
+    assert mine.requires_grad and mine.is_leaf
 
 
 def test_python_objects_both_ways(device, tmp_path):

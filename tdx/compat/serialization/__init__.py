@@ -56,7 +56,7 @@ def save(obj, f, pickle_module=None, pickle_protocol=DEFAULT_PROTOCOL, _use_new_
         _disable_byteorder_record: leave out the ``byteorder`` record, as torch's flag.
 
     Raises:
-        TdxValueError: another pickle module, or a non-leaf tensor that requires grad.
+        TdxValueError: another pickle module.
         UnsupportedOpError: the legacy (non-zip) format was asked for.
     """
     if pickle_module not in (None, pickle):

@@ -111,9 +111,6 @@ class CheckpointPickler(pickle._Pickler):
         return None
 
     def _tensor_reduce(self, t):
-        if t.requires_grad and not t.is_leaf:
-            raise tdx.TdxValueError("Cannot save a tensor that requires grad and is not a leaf (the result of an "
-                                    "operation recorded by autograd); save t.detach() instead")
         storage, offset, strides = self._storage_of(t)
         ref = self._refs.get(storage.identity)
         if ref is None:

@@ -7,9 +7,11 @@ processes (``multiprocessing``) fetch and collate whole batches and send them ba
 up to ``prefetch_factor * num_workers`` batches are in flight; results come back in sampler
 order unless ``in_order=False``.
 
-Start method: the ``multiprocessing_context`` given, else ``spawn`` when MLX is already
-loaded in this process (forking after MLX has initialised is unsafe) and the platform's
-default otherwise (``fork`` on Linux, as torch). ``pin_memory`` is accepted and does nothing:
+Start method: the ``multiprocessing_context`` given, else ``spawn`` once an MLX device has
+been used in this process (tdx's MLX executor is loaded: a forked child would inherit MLX's
+initialised state without its threads, which is unsafe), and the platform's default otherwise
+(``fork`` on Linux, as torch). Merely importing ``mlx`` (tdx does to list devices) does not
+count. ``pin_memory`` is accepted and does nothing:
 none of tdx's host devices has pinned memory to give. Must never import torch or MLX.
 """
 
@@ -31,6 +33,7 @@ import tdx
 
 __all__ = ["DataLoader"]
 
+_MLX_EXECUTOR = "tdx.backends.mlx_executor"  # loaded once an MLX device is used (checked, never imported)
 _POLL_S = 5.0  # how often a waiting main process checks its workers are alive
 
 
@@ -54,7 +57,7 @@ def _start_context(requested):
             raise tdx.TdxTypeError("multiprocessing_context option should be a valid context object or a string "
                                    f"specifying the start method, but got multiprocessing_context={requested}")
         return requested
-    if "mlx" in sys.modules or "mlx.core" in sys.modules:
+    if _MLX_EXECUTOR in sys.modules:
         return multiprocessing.get_context("spawn")
     return multiprocessing.get_context()
 

@@ -7,7 +7,8 @@ sends ``None``. Batches go back as pickled bytes through a queue (pickled in the
 that cannot be pickled is reported instead of lost; tdx tensors pickle as host NumPy plus
 dtype and device). An exception in the worker goes back as an :class:`ExceptionWrapper`
 holding the worker's traceback text, and the main process raises it again with that text,
-as torch does. Must never import torch or MLX at module level: a spawned worker imports it
+as torch does. NumPy's global generator is seeded per worker too (``seed % 2**32``: distinct
+streams, not the numbers torch's own NumPy seed derivation gives). Must never import torch or MLX at module level: a spawned worker imports it
 before knowing its device.
 """
 
@@ -20,6 +21,8 @@ import random
 import sys
 import traceback
 from dataclasses import dataclass
+
+import numpy as np
 
 import tdx
 
@@ -122,6 +125,7 @@ def worker_loop(dataset, iterable, index_queue, data_queue, auto_collation, coll
     seed = base_seed + worker_id
     random.seed(seed)
     tdx.manual_seed(seed)
+    np.random.seed(seed % (1 << 32))  # distinct per worker; torch derives its NumPy seed by another hash
     _info[0] = WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed, dataset=dataset)
     where = f"in DataLoader worker process {worker_id}"
     init_error = None
