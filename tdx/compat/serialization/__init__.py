@@ -68,8 +68,7 @@ def save(obj, f, pickle_module=None, pickle_protocol=DEFAULT_PROTOCOL, _use_new_
     extra = {}
 
     def location_of(st):
-        tag, own = _torch_location(st.device)
-        return tag
+        return _torch_location(st.device)[0]
 
     buffer = io.BytesIO()
     pickler = CheckpointPickler(buffer, pickle_protocol, _storage.storage_of, location_of)

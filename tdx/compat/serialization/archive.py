@@ -52,13 +52,6 @@ class ArchiveWriter:
     def close(self) -> None:
         self.zip.close()
 
-    def write_header(self, pickled: bytes) -> None:
-        """The pickle and the small records torch writes before the storages."""
-        self.write("data.pkl", pickled)
-        self.write(".format_version", b"1")
-        self.write(".storage_alignment", str(ALIGNMENT).encode())
-        self.write("byteorder", b"little")
-
     def write_footer(self) -> None:
         """The records torch writes after the storages."""
         self.write("version", b"3\n")
