@@ -43,7 +43,7 @@ class dtype:
         return f"tdx.{self.name}"
 
     def __reduce__(self):
-        return self.name
+        return "bool_" if self.name == "bool" else self.name  # the module attribute holding it
 
     def __hash__(self) -> int:
         return hash(self.name)

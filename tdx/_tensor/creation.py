@@ -206,9 +206,10 @@ def randint_like(input, low=0, high=None, *, dtype=None, device=None) -> Tensor:
     return randint(low, high, input.shape, dtype=dtype, device=device)
 
 
-def _rebuild(array, dtype_name, device_name):
-    """Unpickle a tensor (NumPy payload) onto its device, translated if absent."""
-    return tensor(array, device=device_name).to(D.as_dtype(dtype_name))
+def _rebuild(array, dtype_name, device_name, requires_grad=False):
+    """Unpickle a tensor (NumPy payload) onto its device, translated if absent, with its requires_grad."""
+    out = tensor(array, device=device_name).to(D.as_dtype(dtype_name))
+    return out.requires_grad_() if requires_grad else out
 
 
 class CreationMethods:
@@ -223,25 +224,21 @@ class CreationMethods:
 
     def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
         """Zeros of ``size`` with this tensor's dtype and device unless given."""
-        from .creation import zeros
 
         return zeros(*size, requires_grad=requires_grad, **self._like(dtype, device))
 
     def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
         """Ones of ``size`` with this tensor's dtype and device unless given."""
-        from .creation import ones
 
         return ones(*size, requires_grad=requires_grad, **self._like(dtype, device))
 
     def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
         """An uninitialized tensor of ``size`` with this tensor's dtype and device unless given."""
-        from .creation import empty
 
         return empty(*size, requires_grad=requires_grad, **self._like(dtype, device))
 
     def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
         """``fill_value`` everywhere in ``size``, with this tensor's dtype and device unless given."""
-        from .creation import full
 
         return full(size, fill_value, requires_grad=requires_grad, **self._like(dtype, device))
 

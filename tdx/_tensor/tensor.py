@@ -429,7 +429,7 @@ class Tensor:
     def __reduce_ex__(self, protocol):
         from .creation import _rebuild
 
-        return (_rebuild, (self._ex.host_numpy(self._n), self.dtype.name, str(self._ex.device)))
+        return (_rebuild, (self._ex.host_numpy(self._n), self.dtype.name, str(self._ex.device), self.requires_grad))
 
 
 def _set_copy(t, index, value):

@@ -14,7 +14,9 @@ from .base import DeviceStatus, Provider
 
 
 def _installed(module: str) -> bool:
-    return module in sys.modules or importlib.util.find_spec(module) is not None
+    if module in sys.modules:  # None there means the import is blocked: not usable
+        return sys.modules[module] is not None
+    return importlib.util.find_spec(module) is not None
 
 
 class TorchProvider(Provider):

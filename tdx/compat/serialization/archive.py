@@ -1,0 +1,105 @@
+"""torch's checkpoint container: a zip archive of uncompressed records under one folder.
+
+Writes ``<name>/data.pkl``, ``.format_version``, ``.storage_alignment``, ``byteorder``, one
+``data/<key>`` record per storage, ``version`` and ``.data/serialization_id`` in torch's
+order, each record's data aligned to 64 bytes (padding in the local header's extra field, as
+torch pads), and reads any such archive, whatever its folder name. Must never import torch
+or MLX.
+"""
+
+from __future__ import annotations
+
+import io
+import mmap as _mmap
+import os
+import secrets
+import struct
+import zipfile
+
+import numpy as np
+
+__all__ = ["ArchiveWriter", "ArchiveReader", "ALIGNMENT", "is_zip"]
+
+ALIGNMENT = 64
+_PAD_ID = b"FB"  # the extra-field id torch uses for its alignment padding
+
+
+def is_zip(f) -> bool:
+    """Whether the file object ``f`` (at its start) holds a zip archive; ``f`` is rewound."""
+    start = f.tell()
+    magic = f.read(4)
+    f.seek(start)
+    return magic == b"PK\x03\x04"
+
+
+class ArchiveWriter:
+    """Writes records of one checkpoint into ``f`` (a path or a binary file object)."""
+
+    def __init__(self, f, name: str):
+        self.name = name
+        self.zip = zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED, allowZip64=True)
+
+    def write(self, record: str, data: bytes) -> None:
+        info = zipfile.ZipInfo(f"{self.name}/{record}", date_time=(1980, 1, 1, 0, 0, 0))
+        info.compress_type = zipfile.ZIP_STORED
+        info.create_system = 0
+        start = self.zip.fp.tell() if self.zip.fp is not None else 0
+        header = 30 + len(info.filename.encode("utf-8"))
+        pad = (-(start + header + 4)) % ALIGNMENT
+        info.extra = _PAD_ID + struct.pack("<H", pad) + b"Z" * pad
+        self.zip.writestr(info, data)
+
+    def close(self) -> None:
+        self.zip.close()
+
+    def write_footer(self) -> None:
+        """The records torch writes after the storages."""
+        self.write("version", b"3\n")
+        self.write(".data/serialization_id", str(secrets.randbits(128)).zfill(40)[:40].encode())
+
+
+class ArchiveReader:
+    """Reads the records of a checkpoint archive from ``f`` (a path or a binary file object)."""
+
+    def __init__(self, f, path=None):
+        self.zip = zipfile.ZipFile(f, "r")
+        names = self.zip.namelist()
+        if not names:
+            raise zipfile.BadZipFile("empty checkpoint archive")
+        self.prefix = names[0].split("/", 1)[0]
+        self.names = set(names)
+        self.path = path
+        self._mapped = None
+
+    def has(self, record: str) -> bool:
+        return f"{self.prefix}/{record}" in self.names
+
+    def read(self, record: str) -> bytes:
+        return self.zip.read(f"{self.prefix}/{record}")
+
+    def mapped(self, record: str, np_dtype, count: int):
+        """The record as a copy-on-write memory-mapped NumPy array (None where it cannot be:
+        no file path, or a compressed record)."""
+        info = self.zip.getinfo(f"{self.prefix}/{record}")
+        if self.path is None or info.compress_type != zipfile.ZIP_STORED:
+            return None
+        if self._mapped is None:
+            with open(self.path, "rb") as fh:
+                self._mapped = _mmap.mmap(fh.fileno(), 0, access=_mmap.ACCESS_COPY)
+        local = self._mapped[info.header_offset:info.header_offset + 30]
+        name_len, extra_len = struct.unpack("<HH", local[26:30])
+        start = info.header_offset + 30 + name_len + extra_len
+        return np.frombuffer(self._mapped, dtype=np_dtype, count=count, offset=start)
+
+    def close(self) -> None:
+        self.zip.close()
+
+
+def open_for_read(f):
+    """(binary file object, its path or None, whether we opened it)."""
+    if isinstance(f, (str, os.PathLike)):
+        path = os.fspath(f)
+        return open(path, "rb"), path, True
+    if isinstance(f, (bytes, bytearray)):
+        return io.BytesIO(f), None, True
+    return f, getattr(f, "name", None) if isinstance(getattr(f, "name", None), str) else None, False

@@ -1,0 +1,324 @@
+"""tdx.save / tdx.load against torch.save / torch.load: both directions, every dtype, views
+sharing storage, Parameters and state dicts, map_location forms, weights_only refusal, and
+loading with torch unimportable."""
+
+from __future__ import annotations
+
+import collections
+import copy
+import io
+import os
+import pickle
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import tdx
+from tdx.testing import assert_close
+
+DTYPES = ["float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool",
+          "complex64", "complex128"]
+
+
+def _values(dtype):
+    base = np.array([[1.5, -2.25, 3.0], [0.0, 7.0, -1.0]])
+    if dtype == "bool":
+        return base > 0
+    if dtype == "uint8":
+        return np.abs(base).astype(np.uint8)
+    if dtype.startswith("int"):
+        return base.astype(np.int64)
+    if dtype.startswith("complex"):
+        return base + 1j * base[::-1]
+    return base
+
+
+def _pair(dtype, device):
+    arr = _values(dtype)
+    arr = arr.astype(np.complex64) if dtype == "complex64" else arr
+    t = torch.tensor(arr).to(getattr(torch, dtype))
+    if dtype == "complex128" and device.startswith("mlx"):
+        pytest.skip("MLX has no complex128")
+    return tdx.tensor(arr, device=device).to(getattr(tdx, dtype)), t
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_tdx_save_torch_load_every_dtype(device, dtype, tmp_path):
+    x, t = _pair(dtype, device)
+    path = tmp_path / "ckpt.pt"
+    tdx.save({"x": x, "row": x[1], "xt": x.t()}, path)
+    got = torch.load(path)  # weights_only=True: only torch's safe names in the file
+    for key, expected in (("x", t), ("row", t[1]), ("xt", t.t())):
+        assert got[key].dtype == expected.dtype
+        assert torch.equal(got[key], expected), key
+    assert got["xt"].stride() == t.t().stride() and got["row"].storage_offset() == 3
+    assert got["x"].untyped_storage().data_ptr() == got["xt"].untyped_storage().data_ptr()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_torch_save_tdx_load_every_dtype(device, dtype, tmp_path):
+    x, t = _pair(dtype, device)
+    path = tmp_path / "ckpt.pt"
+    torch.save({"x": t, "xt": t.t(), "step": t[:, ::2]}, path)
+    got = tdx.load(path, map_location=device)
+    for key, expected in (("x", t), ("xt", t.t()), ("step", t[:, ::2])):
+        assert got[key].dtype is x.dtype and got[key].device == x.device
+        assert_close(got[key], expected, rtol=0, atol=0)
+        assert got[key].stride() == expected.stride()
+
+
+def test_views_share_storage_after_load(device, tmp_path):
+    base = tdx.arange(24.0, device=device)
+    views = {"base": base, "mat": base[2:14].view(3, 4), "t": base[2:14].view(3, 4).t(), "step": base[1::5],
+             "col": base.view(4, 6)[:, 1:3], "scalar": base[7], "exp": base[:3].unsqueeze(0).expand(2, 3)}
+    for saver in ("tdx", "torch"):
+        path = tmp_path / f"{saver}.pt"
+        if saver == "tdx":
+            tdx.save(views, path)
+        else:
+            torch.save({k: torch.from_numpy(v.numpy(force=True)) if k == "base" else None for k, v in views.items()},
+                       path)
+            tb = torch.arange(24.0)
+            torch.save({"base": tb, "mat": tb[2:14].view(3, 4), "t": tb[2:14].view(3, 4).t(), "step": tb[1::5],
+                        "col": tb.view(4, 6)[:, 1:3], "scalar": tb[7], "exp": tb[:3].unsqueeze(0).expand(2, 3)}, path)
+        got = tdx.load(path, map_location=device)
+        for key, v in views.items():
+            assert_close(got[key], v.numpy(force=True), rtol=0, atol=0)
+            assert got[key].stride() == v.stride(), key
+            assert got[key].storage_offset() == v.storage_offset(), key
+        got["base"].mul_(-1)  # a write through the storage is seen by every view
+        for key, v in views.items():
+            assert_close(got[key], -v.numpy(force=True), rtol=0, atol=0, msg=f"{saver} {key}")
+
+
+def test_state_dict_round_trip_with_torch_module(device, tmp_path):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4))
+    path = tmp_path / "sd.pt"
+    torch.save(model.state_dict(), path)
+    sd = tdx.load(path, map_location=device)
+    assert isinstance(sd, collections.OrderedDict) and list(sd) == list(model.state_dict())
+    assert sd._metadata == model.state_dict()._metadata
+    for k, v in model.state_dict().items():
+        assert sd[k].device == tdx.device(device)
+        assert_close(sd[k], v, rtol=0, atol=0)
+    sd["0.weight"].add_(1.0)  # the optimizer idiom on the loaded tensors
+    tdx.save(sd, path)
+    other = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4))
+    other.load_state_dict(torch.load(path))
+    assert torch.equal(other[0].weight, model[0].weight + 1.0)
+    assert torch.equal(other[1].num_batches_tracked, model[1].num_batches_tracked)
+
+
+def test_parameters_and_requires_grad(device, tmp_path):
+    path = tmp_path / "p.pt"
+    torch.save({"p": torch.nn.Parameter(torch.ones(2, 2)), "frozen": torch.nn.Parameter(torch.ones(1),
+                                                                                     requires_grad=False)}, path)
+    got = tdx.load(path, map_location=device)
+    assert got["p"].requires_grad and not got["frozen"].requires_grad and got["p"].is_leaf
+    got["p"].sum().backward()
+    assert_close(got["p"].grad, torch.ones(2, 2))
+    w = tdx.ones(3, device=device, requires_grad=True)
+    tdx.save({"w": w}, path)
+    assert torch.load(path)["w"].requires_grad
+    assert tdx.load(path)["w"].requires_grad
+    buf = io.BytesIO()
+    tdx.save(w * 2, buf)  # a non-leaf: saved with requires_grad, loaded as a leaf, as torch
+    buf.seek(0)
+    loaded = torch.load(buf)
+    assert loaded.requires_grad and loaded.is_leaf and torch.equal(loaded, torch.full((3,), 2.0))
+    buf.seek(0)
+    mine = tdx.load(buf, map_location=device)
+    assert mine.requires_grad and mine.is_leaf
+
+
+def test_python_objects_both_ways(device, tmp_path):
+    obj = {"n": 3, "f": 2.5, "c": 1 + 2j, "s": "text", "b": b"\x00\xff", "ba": bytearray(b"ab"), "set": {1, 2},
+           "none": None, "tuple": (1, [2, {"x": 3}]), "nested": [[], {}], "big": 2 ** 70}
+    path = tmp_path / "o.pt"
+    tdx.save(dict(obj, dtype=tdx.float16, dev=tdx.device("cpu"), size=tdx.Size([2, 3])), path)
+    loaded = torch.load(path)
+    assert {k: loaded[k] for k in obj} == obj
+    assert loaded["dtype"] is torch.float16 and loaded["dev"] == torch.device("cpu")
+    assert type(loaded["size"]) is torch.Size and loaded["size"] == (2, 3)
+    torch.save(dict(obj, dtype=torch.bfloat16, dev=torch.device("cpu"), size=torch.Size([4])), path)
+    mine = tdx.load(path, map_location=device)
+    assert {k: mine[k] for k in obj} == obj
+    assert mine["dtype"] is tdx.bfloat16 and mine["dev"] == tdx.device("cpu") and mine["size"] == tdx.Size([4])
+
+
+def test_mlx_tensors_load_on_cpu(device, tmp_path):
+    x = tdx.tensor([[1.0, 2.0], [3.0, 4.0]], device=device)
+    path = tmp_path / "m.pt"
+    tdx.save({"x": x, "xt": x.t()}, path)
+    assert torch.equal(torch.load(path)["xt"], torch.tensor([[1.0, 3.0], [2.0, 4.0]]))  # torch: no map_location
+    on_cpu = tdx.load(path, map_location="cpu")
+    assert on_cpu["x"].device == tdx.device("cpu") and on_cpu["xt"].stride() == (1, 2)
+    assert tdx.load(path)["x"].device == x.device  # tdx remembers the device it was saved from
+
+
+def test_map_location_forms(device, tmp_path):
+    path = tmp_path / "m.pt"
+    torch.save({"a": torch.arange(4.0)}, path)
+    assert tdx.load(path, map_location=device)["a"].device == tdx.device(device)
+    assert tdx.load(path, map_location=tdx.device(device))["a"].device == tdx.device(device)
+    assert tdx.load(path, map_location={"cpu": device})["a"].device == tdx.device(device)
+    seen = []
+
+    def to_device(storage, location):
+        seen.append(location)
+        return storage.to(device)
+
+    assert tdx.load(path, map_location=to_device)["a"].device == tdx.device(device) and seen == ["cpu"]
+    assert tdx.load(path, map_location=lambda s, loc: None)["a"].device == tdx.device("cpu")
+    with pytest.raises(TypeError) as info:
+        tdx.load(path, map_location=3)
+    assert isinstance(info.value, tdx.TdxError)
+
+
+def test_cuda_location_follows_device_translation(device, tmp_path):
+    path = tmp_path / "cuda.pt"
+
+    def cuda_tag(obj):
+        return "cuda:0" if getattr(obj, "device", None) is not None and obj.device.type == "cpu" else None
+
+    torch.serialization.register_package(-100, cuda_tag, lambda obj, location: None)
+    try:
+        torch.save({"w": torch.arange(3.0)}, path)
+    finally:
+        torch.serialization._package_registry[:] = [
+            p for p in torch.serialization._package_registry if p[1] is not cuda_tag]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = tdx.zeros(1, device="cuda:0").device  # where tdx's config sends cuda here
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        got = tdx.load(path)["w"]
+    assert got.device == expected
+    assert_close(got, torch.arange(3.0), rtol=0, atol=0)
+    assert tdx.load(path, map_location={"cuda:0": device})["w"].device == tdx.device(device)
+
+
+class Payload:
+    """Runs a shell command when unpickled."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+class Point:
+    def __init__(self, x):
+        self.x = x
+
+
+def test_weights_only_refuses_code(device, tmp_path):
+    marker = tmp_path / "pwned"
+    path = tmp_path / "evil.pt"
+    torch.save({"w": torch.ones(1), "evil": Payload(marker)}, path)
+    with pytest.raises(pickle.UnpicklingError) as expected:
+        torch.load(path)
+    with pytest.raises(type(expected.value)) as got:
+        tdx.load(path, map_location=device)
+    assert isinstance(got.value, tdx.TdxError) and "system" in str(got.value)
+    assert not marker.exists()
+    tdx.load(path, map_location=device, weights_only=False)
+    assert marker.exists()  # trusted loading runs it, as torch's
+
+
+def test_safe_globals(device, tmp_path):
+    path = tmp_path / "point.pt"
+    tdx.save({"p": Point(tdx.ones(2, device=device))}, path)
+    with pytest.raises(pickle.UnpicklingError):
+        tdx.load(path)
+    with tdx.serialization.safe_globals([Point]):
+        assert_close(tdx.load(path)["p"].x, torch.ones(2))
+    with pytest.raises(pickle.UnpicklingError):
+        tdx.load(path)
+    tdx.serialization.add_safe_globals([Point])
+    try:
+        assert Point in tdx.serialization.get_safe_globals()
+        assert isinstance(tdx.load(path)["p"], Point)
+    finally:
+        tdx.serialization.clear_safe_globals()
+    with torch.serialization.safe_globals([Point]):
+        assert torch.equal(torch.load(path)["p"].x, torch.ones(2))  # torch reads it too
+
+
+def test_mmap_and_file_objects(device, tmp_path):
+    path = tmp_path / "mm.pt"
+    torch.save({"a": torch.arange(10.0), "b": torch.ones(3, dtype=torch.bfloat16)}, path)
+    got = tdx.load(path, mmap=True, map_location=device)
+    assert_close(got["a"], torch.arange(10.0), rtol=0, atol=0)
+    assert_close(got["b"], torch.ones(3, dtype=torch.bfloat16), rtol=0, atol=0)
+    buf = io.BytesIO()
+    tdx.save(tdx.arange(3, device=device), buf)
+    buf.seek(0)
+    assert torch.equal(torch.load(buf), torch.arange(3))
+    buf.seek(0)
+    assert tdx.load(buf).tolist() == [0, 1, 2]
+    with open(path, "rb") as fh:
+        assert tdx.load(fh)["a"].shape == (10,)
+
+
+def test_legacy_format_and_bad_arguments(device, tmp_path):
+    path = tmp_path / "legacy.pt"
+    base = torch.arange(12, dtype=torch.int16)
+    obj = collections.OrderedDict(a=base, v=base[2:10].view(2, 4).t(), h=torch.ones(3, dtype=torch.bfloat16),
+                                  p=torch.nn.Parameter(torch.zeros(2)), meta={"n": 3, "s": {1}})
+    torch.save(obj, path, _use_new_zipfile_serialization=False)
+    got = tdx.load(path, map_location=device)
+    assert list(got) == list(obj) and got["meta"] == obj["meta"] and got["p"].requires_grad
+    for key in ("a", "v", "h"):
+        assert_close(got[key], obj[key], rtol=0, atol=0)
+        assert got[key].stride() == obj[key].stride() and got[key].device == tdx.device(device)
+    got["a"].add_(1)
+    assert_close(got["v"], obj["v"] + 1, rtol=0, atol=0)  # still a view of the same storage
+    evil = tmp_path / "evil_legacy.pt"
+    torch.save([Payload(tmp_path / "pwned")], evil, _use_new_zipfile_serialization=False)
+    with pytest.raises(pickle.UnpicklingError):
+        tdx.load(evil)
+    assert not (tmp_path / "pwned").exists()
+    with pytest.raises(pickle.UnpicklingError):
+        tdx.load(io.BytesIO(b"not a checkpoint at all"))
+    with pytest.raises(NotImplementedError):
+        tdx.save(tdx.ones(1, device=device), io.BytesIO(), _use_new_zipfile_serialization=False)
+
+
+def test_pickle_and_deepcopy_keep_requires_grad_and_dtypes(device):
+    for name in DTYPES:
+        d = getattr(tdx, name)
+        assert pickle.loads(pickle.dumps(d)) is d
+    x = tdx.ones(2, device=device, requires_grad=True)
+    for clone in (pickle.loads(pickle.dumps(x)), copy.deepcopy(x)):
+        assert clone.requires_grad and clone.is_leaf and clone.device == x.device
+    assert not copy.deepcopy(tdx.ones(2, device=device)).requires_grad
+
+
+_NO_TORCH = """
+import sys
+sys.modules["torch"] = None
+import tdx
+out = tdx.load(sys.argv[1], map_location="mlx:cpu")
+assert sys.modules["torch"] is None
+print(out["a"].tolist(), out["a"].stride(), out["b"].dtype, out["p"].requires_grad, out["a"].device)
+"""
+
+
+def test_load_without_torch(device, tmp_path):
+    if not device.startswith("mlx"):
+        pytest.skip("with torch unimportable only MLX devices exist")
+    path = tmp_path / "nt.pt"
+    torch.save({"a": torch.arange(6.0).view(2, 3).t(), "b": torch.ones(2, dtype=torch.bfloat16),
+                "p": torch.nn.Parameter(torch.zeros(1))}, path)
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(tdx.__file__)))
+    res = subprocess.run([sys.executable, "-c", _NO_TORCH, str(path)], capture_output=True, text=True, env=env,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == "[[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]] (1, 3) tdx.bfloat16 True mlx:cpu".split()
