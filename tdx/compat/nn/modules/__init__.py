@@ -21,9 +21,9 @@ from .dropout import __all__ as _dropout_all  # noqa: E402
 from .linear import Bilinear, LazyLinear, Linear  # noqa: E402
 from .loss import *  # noqa: E402,F401,F403
 from .loss import __all__ as _loss_all  # noqa: E402
-from .normalization import CrossMapLRN2d, GroupNorm, LayerNorm, LocalResponseNorm, RMSNorm  # noqa: E402
+from .normalization import GroupNorm, LayerNorm, LocalResponseNorm, RMSNorm  # noqa: E402
 from .sparse import Embedding, EmbeddingBag  # noqa: E402
 
 __all__ += ["Linear", "Bilinear", "LazyLinear", "Embedding", "EmbeddingBag", "LayerNorm", "GroupNorm", "RMSNorm",
-            "LocalResponseNorm", "CrossMapLRN2d", "CosineSimilarity", "PairwiseDistance", *_activation_all,
+            "LocalResponseNorm", "CosineSimilarity", "PairwiseDistance", *_activation_all,
             *_dropout_all, *_loss_all]
