@@ -375,3 +375,49 @@ def test_training_idioms(device):
         with torch.no_grad():
             for p in ref.parameters():
                 p.data.add_(p.grad, alpha=-0.5)
+
+
+# spatial transformers, channel shuffle, linear cross entropy -------------------------------------
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("align", [False, True])
+def test_affine_grid_and_grid_sample(device, dtype, align):
+    theta = np.array([[[0.9, -0.3, 0.1], [0.2, 1.1, -0.2]], [[1.3, 0.4, 0.5], [-0.6, 0.7, 0.3]]])
+    compare(device, dtype, lambda m, t: F(m).affine_grid(t, (2, 3, 4, 5), align_corners=align), [theta])
+    compare(device, dtype, lambda m, t: F(m).affine_grid(t, (2, 3, 1, 5), align_corners=align), [theta])
+    theta3 = u(2, 3, 4, lo=-1, hi=1)
+    compare(device, dtype, lambda m, t: F(m).affine_grid(t, (2, 1, 2, 3, 4), align_corners=align), [theta3])
+    img = u(2, 3, 4, 5)
+    grid = u(2, 3, 6, 2, lo=-1.4, hi=1.4, seed=2)  # some locations outside the image
+    for pad in ("zeros", "border", "reflection"):
+        compare(device, dtype, lambda m, a, gr: F(m).grid_sample(a, gr, "bilinear", pad, align), [img, grid])
+        compare(device, dtype, lambda m, a, gr: F(m).grid_sample(a, gr, "nearest", pad, align), [img, grid],
+                grad=[0])
+    compare(device, dtype, lambda m, a, t: F(m).grid_sample(a, F(m).affine_grid(t, (2, 3, 3, 3), align), "bilinear",
+                                                           "zeros", align), [img, theta])
+    with tdx.device(device):
+        raises_like(lambda: F(tdx).affine_grid(tdx.ones(2, 2, 3), (2, 3, 4), False),
+                    lambda: F(torch).affine_grid(torch.ones(2, 2, 3), (2, 3, 4), False))
+        raises_like(lambda: F(tdx).grid_sample(tdx.ones(1, 1, 2, 2), tdx.ones(1, 2, 2, 2), "cubic", align_corners=False),
+                    lambda: F(torch).grid_sample(torch.ones(1, 1, 2, 2), torch.ones(1, 2, 2, 2), "cubic",
+                                                 align_corners=False))
+        raises_like(lambda: F(tdx).grid_sample(tdx.ones(1, 1, 2, 2), tdx.ones(2, 2, 2, 2), align_corners=False),
+                    lambda: F(torch).grid_sample(torch.ones(1, 1, 2, 2), torch.ones(2, 2, 2, 2), align_corners=False))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_channel_shuffle_and_linear_cross_entropy(device, dtype):
+    compare(device, dtype, lambda m, a: F(m).channel_shuffle(a, 3), [u(2, 6, 2, 2)])
+    module_check(device, dtype, lambda m: m.nn.ChannelShuffle(2), [u(2, 4, 3)])
+    with tdx.device(device):
+        raises_like(lambda: F(tdx).channel_shuffle(tdx.ones(2, 5, 2), 2),
+                    lambda: F(torch).channel_shuffle(torch.ones(2, 5, 2), 2))
+    x, w, b = u(4, 3), u(5, 3, seed=1), u(5, seed=2)
+    cls = np.array([0, 4, 2, 2])
+    for kw in (dict(), dict(reduction="none", label_smoothing=0.1), dict(ignore_index=2, reduction="sum")):
+        compare(device, dtype, lambda m, a, ww, bb, t: F(m).linear_cross_entropy(a, ww, t, linear_bias=bb, **kw),
+                [x, w, b, cls])
+    w3, t3 = u(5, 2, 3, seed=3), np.random.default_rng(0).integers(0, 5, size=(4, 2))
+    compare(device, dtype, lambda m, a, ww, t: F(m).linear_cross_entropy(a, ww, t), [x, w3, t3])
+    with tdx.device(device):
+        raises_like(lambda: F(tdx).linear_cross_entropy(tdx.ones(2, 3), tdx.ones(5, 4), tdx.tensor([0, 1])),
+                    lambda: F(torch).linear_cross_entropy(torch.ones(2, 3), torch.ones(5, 4), torch.tensor([0, 1])))

@@ -15,6 +15,7 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", 
 # layers, activations, losses, normalizations, dropout, distances and embeddings
 from .activation import *  # noqa: E402,F401,F403
 from .activation import __all__ as _activation_all  # noqa: E402
+from .channelshuffle import ChannelShuffle  # noqa: E402
 from .distance import CosineSimilarity, PairwiseDistance  # noqa: E402
 from .dropout import *  # noqa: E402,F401,F403
 from .dropout import __all__ as _dropout_all  # noqa: E402
@@ -25,5 +26,5 @@ from .normalization import GroupNorm, LayerNorm, LocalResponseNorm, RMSNorm  # n
 from .sparse import Embedding, EmbeddingBag  # noqa: E402
 
 __all__ += ["Linear", "Bilinear", "LazyLinear", "Embedding", "EmbeddingBag", "LayerNorm", "GroupNorm", "RMSNorm",
-            "LocalResponseNorm", "CosineSimilarity", "PairwiseDistance", *_activation_all,
+            "LocalResponseNorm", "ChannelShuffle", "CosineSimilarity", "PairwiseDistance", *_activation_all,
             *_dropout_all, *_loss_all]
