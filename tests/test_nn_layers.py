@@ -330,10 +330,11 @@ def test_module_errors(device):
         raises_like(lambda: tdx.nn.Linear(4, 3)(tdx.ones(2, 5)), lambda: torch.nn.Linear(4, 3)(torch.ones(2, 5)))
         raises_like(lambda: tdx.nn.LayerNorm(4)(tdx.ones(2, 5)), lambda: torch.nn.LayerNorm(4)(torch.ones(2, 5)))
         raises_like(lambda: tdx.nn.GroupNorm(3, 4), lambda: torch.nn.GroupNorm(3, 4))
-        raises_like(lambda: tdx.nn.Embedding(3, 2, padding_idx=3), lambda: torch.nn.Embedding(3, 2, padding_idx=3)) \
-            if False else None  # torch raises AssertionError there; tdx a ValueError (checked below)
-        with pytest.raises(ValueError):
+        with pytest.raises(AssertionError):
+            torch.nn.Embedding(3, 2, padding_idx=3)
+        with pytest.raises(ValueError) as err:  # torch asserts; tdx raises a typed ValueError
             tdx.nn.Embedding(3, 2, padding_idx=3)
+        assert isinstance(err.value, tdx.TdxError)
         raises_like(lambda: tdx.nn.Embedding(3, 2)(tdx.tensor([[0, 3]])),
                     lambda: torch.nn.Embedding(3, 2)(torch.tensor([[0, 3]])))
         raises_like(lambda: tdx.nn.Softmax2d()(tdx.ones(2, 3)), lambda: torch.nn.Softmax2d()(torch.ones(2, 3)))

@@ -95,7 +95,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     return _reduce(loss, reduction)
 
 
-def _lengths(value, n: int, name: str, device) -> list:
+def _lengths(value, n: int, name: str) -> list:
     """CTC's input or target lengths as a list of ``n`` Python ints."""
     if isinstance(value, tdx.Tensor):
         if value.dtype.is_floating_point or value.dtype.is_complex:
@@ -142,9 +142,9 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     if not 0 <= blank < n_classes:
         raise TdxRuntimeError(f"blank must be in label range (got blank={blank} for {n_classes} classes)")
     in_lens = _lengths([input_lengths] if unbatched and not isinstance(input_lengths, (tdx.Tensor, list, tuple))
-                       else input_lengths, batch, "input_lengths", lp.device)
+                       else input_lengths, batch, "input_lengths")
     tg_lens = _lengths([target_lengths] if unbatched and not isinstance(target_lengths, (tdx.Tensor, list, tuple))
-                       else target_lengths, batch, "target_lengths", lp.device)
+                       else target_lengths, batch, "target_lengths")
     for i, (t_len, s_len) in enumerate(zip(in_lens, tg_lens)):
         if not 0 <= t_len <= n_time:
             raise TdxRuntimeError(f"Expected input_lengths to have value at most {n_time}, but got value {t_len} "
