@@ -308,6 +308,8 @@ class Tensor(TensorMethods, MoreTensorMethods, MathTensorMethods):
         """Move and/or cast: ``to(dtype)``, ``to(device, dtype=None)``, ``to(other)``."""
         from .interop import parse_to, transfer
 
+        if args and isinstance(args[0], Tensor) and type(args[0]) is not Tensor:  # to(parameter): its device, dtype
+            args = (args[0].device, args[0].dtype, *args[1:])
         ex, dtype, copy = parse_to(self, args, kwargs)
         out = self
         if ex is not self._ex:

@@ -22,10 +22,6 @@ from tdx.testing import assert_close
 GRAD_XFAIL = pytest.mark.xfail(reason="grad identity on tape executors", strict=False)
 
 
-def lib_of(m):
-    return torch if m is torch.nn else tdx
-
-
 def arr(shape, seed=0):
     return np.random.default_rng(seed).uniform(-1, 1, size=shape).astype(np.float32)
 
@@ -334,6 +330,9 @@ def test_parameter_repr_and_type(device):
     assert type(out) is tdx.Tensor and not isinstance(out, nn.Parameter)
     assert type(p.data) is tdx.Tensor and type(p.detach()) is tdx.Tensor
     assert nn.parameter.Parameter is nn.Parameter
+    w = nn.Parameter(tdx.ones(2, dtype=tdx.float64, device=device))
+    moved = tdx.zeros(2).to(w)  # the x.to(self.weight) idiom
+    assert moved.dtype is tdx.float64 and moved.device == w.device and type(moved) is tdx.Tensor
     b = nn.Buffer(tdx.ones(2, device=device), persistent=False)
     assert isinstance(b, nn.Buffer) and isinstance(b, tdx.Tensor) and b.persistent is False
     assert not isinstance(tdx.ones(1), (nn.Parameter, nn.Buffer))
@@ -486,14 +485,9 @@ def test_zero_grad(device, set_to_none):
         assert_close(p.grad, tp.grad)  # the zeroed gradients do not leak into the next backward
 
 
-def _grad_idiom_params(device):
-    marks = [GRAD_XFAIL] if tdx.device(device).type == "mlx" else []
-    return pytest.param(device, marks=marks)
-
-
-def test_grad_zero_idiom(device):
+def test_grad_zero_idiom(device, request):
     if tdx.device(device).type == "mlx":
-        pytest.xfail("grad identity on tape executors")
+        request.applymarker(GRAD_XFAIL)
     ours = build(nn, device)
     _backward(ours, nn, device)
     for p in ours.parameters():
