@@ -79,6 +79,8 @@ def test_local_response_norm_and_pdist(device, dtype):
         raises_like(lambda: F(tdx).local_response_norm(tdx.ones(2, 3), 2),
                     lambda: F(torch).local_response_norm(torch.ones(2, 3), 2))
         raises_like(lambda: F(tdx).pdist(tdx.ones(2, 3, 1)), lambda: F(torch).pdist(torch.ones(2, 3, 1)))
+        raises_like(lambda: F(tdx).pdist(tdx.ones(3, 2, dtype=tdx.float16)),
+                    lambda: F(torch).pdist(torch.ones(3, 2, dtype=torch.float16)))
 
 
 @pytest.mark.parametrize("fn,shape", [("dropout1d", (4, 6, 5)), ("dropout1d", (6, 5)), ("dropout2d", (4, 6, 3, 2)),

@@ -173,6 +173,14 @@ def test_loss_errors(device, fn):
             raises_like(lambda: call(tdx, case), lambda: call(torch, case))
 
 
+def test_margin_target_dtypes(device):
+    """The multi-margin losses take int64 targets only, as torch's kernels."""
+    with tdx.device(device):
+        for fn, tgt in (("multi_margin_loss", [0, 1]), ("multilabel_margin_loss", [[0, -1, 0], [1, 2, -1]])):
+            raises_like(lambda: getattr(F(tdx), fn)(tdx.ones(2, 3), tdx.tensor(tgt, dtype=tdx.int32)),
+                        lambda: getattr(F(torch), fn)(torch.ones(2, 3), torch.tensor(tgt, dtype=torch.int32)))
+
+
 # loss modules --------------------------------------------------------------------------------------
 from nn_oracle import module_check  # noqa: E402
 
