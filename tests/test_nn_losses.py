@@ -64,6 +64,10 @@ def test_multilabel_and_multiclass_margins(device, dtype, reduction):
     compare(device, dtype, lambda m, a, b, w: F(m).multi_margin_loss(a, b, weight=w, reduction=reduction),
             [x, cls, u(5, lo=0.1, hi=1)], grad=[0])
     compare(device, dtype, lambda m, a, b: F(m).multi_margin_loss(a, b, reduction=reduction), [x[1], cls[1:2]])
+    kinks = np.array([[0.0, 1.0, 0.0, 3.0], [2.0, 1.0, 1.0, 0.0]])  # margins of exactly 0: no gradient there
+    compare(device, dtype, lambda m, a, b: F(m).multi_margin_loss(a, b, reduction=reduction), [kinks, CLS[:2]])
+    compare(device, dtype, lambda m, a, b: F(m).multilabel_margin_loss(a, b, reduction=reduction),
+            [kinks, np.array([[1, -1, 0, 0], [0, 2, -1, 0]])])
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -176,7 +176,8 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     safe = tt.masked_fill(valid.logical_not(), 0)
     is_target = ((safe.unsqueeze(-1) == tdx.arange(c, device=x.device)) & valid.unsqueeze(-1)).any(1)
     picked = rows.gather(1, safe)  # (N, J): x[y_j]
-    margins = (1 - picked.unsqueeze(2) + rows.unsqueeze(1)).clamp_min(0)  # (N, J, C)
+    margins = 1 - picked.unsqueeze(2) + rows.unsqueeze(1)  # (N, J, C)
+    margins = tdx.where(margins > 0, margins, 0.0)  # torch's kernel: no gradient where a margin is exactly 0
     counted = valid.unsqueeze(2) & is_target.logical_not().unsqueeze(1)
     loss = tdx.where(counted, margins, 0.0).sum((1, 2)) / c
     if x.ndim < 2:
@@ -221,7 +222,8 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if n and bool(((tl < 0) | (tl >= c)).any().item()):
         raise TdxRuntimeError(f"target out of range (classes are in [0, {c}))")
     picked = rows.gather(1, tl.unsqueeze(1))
-    z = (margin - picked + rows).clamp_min(0)
+    z = margin - picked + rows
+    z = tdx.where(z > 0, z, 0.0)  # torch's kernel: no gradient where a margin is exactly 0
     if p == 2:
         z = z * z
     if weight is not None:
