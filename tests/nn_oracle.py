@@ -60,3 +60,35 @@ def raises_like(tdx_fn, torch_fn):
     with pytest.raises(kind) as got:
         tdx_fn()
     assert isinstance(got.value, tdx.TdxError), f"raised untyped {got.value!r}"
+
+
+def module_check(device, dtype, build, arrays, grad=None, tol=None, train=True):
+    """``build(m)`` on tdx and torch; torch's parameters and buffers loaded into the tdx module with
+    ``load_state_dict`` after ``module.to(device)``; then equal ``repr``, outputs, input gradients and
+    parameter gradients (for a random upstream gradient). Returns (tdx module, torch module)."""
+    tol = tol or TOL[dtype]
+    ref = build(torch).to(getattr(torch, dtype))
+    mod = build(tdx).to(device).to(getattr(tdx, dtype))
+    assert repr(mod) == repr(ref)
+    mod.load_state_dict({k: tdx.tensor(v.detach().numpy(), device=device) for k, v in ref.state_dict().items()})
+    ref.train(train)
+    mod.train(train)
+    floats = [i for i, a in enumerate(arrays) if np.asarray(a).dtype.kind == "f"]
+    grad = floats if grad is None else grad
+    pairs = [leaf(a, device, dtype, i in grad) for i, a in enumerate(arrays)]
+    expected = ref(*[p[1] for p in pairs])
+    got = mod(*[p[0] for p in pairs])
+    assert_close(got, expected, **tol)
+    if expected.requires_grad:
+        up = np.random.default_rng(1).uniform(-1, 1, size=tuple(expected.shape))
+        (expected * torch.tensor(up).to(expected.dtype)).sum().backward()
+        (got * tdx.tensor(up, device=device).to(got.dtype)).sum().backward()
+        for i in grad:
+            assert_close(pairs[i][0].grad, pairs[i][1].grad, msg=f"grad of input {i}", **tol)
+        params = dict(mod.named_parameters())
+        for name, p in ref.named_parameters():
+            if p.grad is None:
+                assert params[name].grad is None or float(params[name].grad.abs().sum().item()) == 0, name
+            else:
+                assert_close(params[name].grad, p.grad, msg=f"grad of {name}", **tol)
+    return mod, ref

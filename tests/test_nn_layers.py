@@ -79,6 +79,8 @@ def test_local_response_norm_and_pdist(device, dtype):
         raises_like(lambda: F(tdx).local_response_norm(tdx.ones(2, 3), 2),
                     lambda: F(torch).local_response_norm(torch.ones(2, 3), 2))
         raises_like(lambda: F(tdx).pdist(tdx.ones(2, 3, 1)), lambda: F(torch).pdist(torch.ones(2, 3, 1)))
+        raises_like(lambda: F(tdx).pdist(tdx.ones(3, 2, dtype=tdx.float16)),
+                    lambda: F(torch).pdist(torch.ones(3, 2, dtype=torch.float16)))
 
 
 @pytest.mark.parametrize("fn,shape", [("dropout1d", (4, 6, 5)), ("dropout1d", (6, 5)), ("dropout2d", (4, 6, 3, 2)),
@@ -137,3 +139,288 @@ def test_rrelu_and_gumbel_softmax(device):
     with tdx.device(device):
         raises_like(lambda: F(tdx).rrelu(tdx.ones(3), 0.5, 0.1, True),
                     lambda: F(torch).rrelu(torch.ones(3), 0.5, 0.1, True))
+
+
+# modules ------------------------------------------------------------------------------------------
+from nn_oracle import module_check  # noqa: E402
+
+IDX = np.array([[1, 2, 4, 5], [4, 3, 2, 9], [0, 0, 7, 7]])
+LAYERS = {
+    "linear": (lambda m: m.nn.Linear(4, 3), [u(2, 5, 4)]),
+    "linear_nobias": (lambda m: m.nn.Linear(4, 3, bias=False), [u(4)]),
+    "bilinear": (lambda m: m.nn.Bilinear(3, 4, 2), [u(5, 3), u(5, 4, seed=1)]),
+    "bilinear_nobias": (lambda m: m.nn.Bilinear(3, 4, 2, bias=False), [u(2, 2, 3), u(2, 2, 4, seed=1)]),
+    "embedding": (lambda m: m.nn.Embedding(10, 3), [IDX]),
+    "embedding_pad": (lambda m: m.nn.Embedding(10, 3, padding_idx=-3, scale_grad_by_freq=True), [IDX]),
+    "embedding_norm": (lambda m: m.nn.Embedding(10, 3, max_norm=1.0, norm_type=1.5), [IDX]),
+    "embedding_bag": (lambda m: m.nn.EmbeddingBag(10, 3, mode="sum", padding_idx=2), [IDX]),
+    "embedding_bag_max": (lambda m: m.nn.EmbeddingBag(10, 3, mode="max", max_norm=2.0), [IDX]),
+    "layer_norm": (lambda m: m.nn.LayerNorm([3, 4]), [u(2, 3, 4)]),
+    "layer_norm_nobias": (lambda m: m.nn.LayerNorm(4, eps=1e-3, bias=False), [u(2, 3, 4)]),
+    "layer_norm_plain": (lambda m: m.nn.LayerNorm(4, elementwise_affine=False), [u(2, 3, 4)]),
+    "group_norm": (lambda m: m.nn.GroupNorm(2, 4), [u(2, 4, 3)]),
+    "group_norm_plain": (lambda m: m.nn.GroupNorm(4, 4, affine=False), [u(2, 4, 3, 2)]),
+    "group_norm_nobias": (lambda m: m.nn.GroupNorm(1, 4, bias=False), [u(2, 4, 3)]),
+    "rms_norm": (lambda m: m.nn.RMSNorm([4]), [u(2, 3, 4)]),
+    "rms_norm_eps": (lambda m: m.nn.RMSNorm((3, 4), eps=1e-3, elementwise_affine=False), [u(2, 3, 4)]),
+    "lrn": (lambda m: m.nn.LocalResponseNorm(3, alpha=0.1), [u(2, 5, 3, 3)]),
+    "prelu": (lambda m: m.nn.PReLU(), [u(3, 4, 2)]),
+    "prelu_channels": (lambda m: m.nn.PReLU(4, init=0.1), [u(3, 4, 2)]),
+    "pairwise": (lambda m: m.nn.PairwiseDistance(p=1.5, keepdim=True), [u(4, 3), u(4, 3, seed=1)]),
+    "cosine": (lambda m: m.nn.CosineSimilarity(dim=0), [u(4, 3), u(4, 3, seed=1)]),
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", sorted(LAYERS))
+def test_layer_modules(device, dtype, name):
+    build, arrays = LAYERS[name]
+    module_check(device, dtype, build, arrays)
+
+
+HARDSIGMOID = lambda m: m.nn.Hardsigmoid()  # noqa: E731
+ACTIVATIONS = [
+    lambda m: m.nn.ReLU(), lambda m: m.nn.ReLU6(), lambda m: m.nn.LeakyReLU(0.2), lambda m: m.nn.ELU(alpha=0.5),
+    lambda m: m.nn.CELU(alpha=1.5), lambda m: m.nn.SELU(), lambda m: m.nn.GELU(), lambda m: m.nn.GELU("tanh"),
+    lambda m: m.nn.SiLU(), lambda m: m.nn.Mish(), lambda m: m.nn.Sigmoid(), lambda m: m.nn.Tanh(),
+    lambda m: m.nn.Hardtanh(-0.5, 1.5), HARDSIGMOID, lambda m: m.nn.Hardswish(),
+    lambda m: m.nn.Hardshrink(0.7), lambda m: m.nn.Softshrink(0.3), lambda m: m.nn.Tanhshrink(),
+    lambda m: m.nn.Softplus(beta=2, threshold=3), lambda m: m.nn.Softsign(), lambda m: m.nn.LogSigmoid(),
+    lambda m: m.nn.Threshold(0.3, -2.0), lambda m: m.nn.GLU(), lambda m: m.nn.GLU(dim=1),
+    lambda m: m.nn.Softmax(dim=1), lambda m: m.nn.Softmin(dim=-1), lambda m: m.nn.LogSoftmax(dim=0),
+    lambda m: m.nn.Softmax2d(), lambda m: m.nn.RReLU(0.1, 0.3), lambda m: m.nn.Identity(),
+]
+INPLACE = [lambda m: m.nn.ReLU(inplace=True), lambda m: m.nn.ReLU6(True), lambda m: m.nn.LeakyReLU(inplace=True),
+           lambda m: m.nn.ELU(inplace=True), lambda m: m.nn.CELU(inplace=True), lambda m: m.nn.SELU(True),
+           lambda m: m.nn.SiLU(True), lambda m: m.nn.Mish(True), lambda m: m.nn.Hardtanh(inplace=True),
+           lambda m: m.nn.Hardsigmoid(True), lambda m: m.nn.Hardswish(True), lambda m: m.nn.Threshold(0.1, 2, True),
+           lambda m: m.nn.RReLU(inplace=True)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("i", range(len(ACTIVATIONS)))
+def test_activation_modules(device, dtype, i):
+    # torch's float64 hardsigmoid backward multiplies by a float32 1/6: 3e-8 relative off the exact gradient
+    tol = dict(rtol=1e-7, atol=1e-12) if dtype == "float64" and ACTIVATIONS[i] is HARDSIGMOID else None
+    module_check(device, dtype, ACTIVATIONS[i], [u(2, 4, 3, 2, lo=-4, hi=4)], train=False, tol=tol)
+
+
+@pytest.mark.parametrize("i", range(len(INPLACE)))
+def test_inplace_activation_modules(device, i):
+    """``inplace=True``: the module writes into a non-leaf input and returns it; gradients still torch's."""
+    ref, mod = INPLACE[i](torch).eval(), INPLACE[i](tdx).eval()
+    assert repr(mod) == repr(ref)
+    arr = u(3, 4, lo=-4, hi=4)
+    x, t = tdx.tensor(arr, device=device).requires_grad_(True), torch.tensor(arr).requires_grad_(True)
+    hx, ht = x * 1, t * 1
+    out, expected = mod(hx), ref(ht)
+    assert out is hx
+    compare(device, "float64", lambda m, a: a, [expected.detach().numpy()])
+    np.testing.assert_allclose(hx.detach().numpy(), ht.detach().numpy(), rtol=1e-12, atol=1e-14)
+    (out * out).sum().backward()
+    (expected * expected).sum().backward()
+    rtol = 1e-7 if isinstance(ref, torch.nn.Hardsigmoid) else 1e-10  # torch's float32 1/6 (see above)
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=rtol, atol=1e-12)
+
+
+REPRS = [
+    lambda m: m.nn.Threshold(0.1, 20), lambda m: m.nn.Hardtanh(inplace=True), lambda m: m.nn.Softmax(),
+    lambda m: m.nn.Dropout(0.2, True), lambda m: m.nn.Dropout2d(), lambda m: m.nn.AlphaDropout(0.1),
+    lambda m: m.nn.FeatureAlphaDropout(), lambda m: m.nn.Dropout1d(0.3), lambda m: m.nn.Dropout3d(),
+    lambda m: m.nn.Embedding(5, 2, padding_idx=1, max_norm=2.0, norm_type=1.0, scale_grad_by_freq=True),
+    lambda m: m.nn.EmbeddingBag(5, 2, max_norm=1.0, norm_type=3.0, padding_idx=0),
+    lambda m: m.nn.LazyLinear(4), lambda m: m.nn.RReLU(inplace=True), lambda m: m.nn.PReLU(3),
+    lambda m: m.nn.Sequential(m.nn.Linear(2, 3), m.nn.GELU(), m.nn.LayerNorm(3), m.nn.Dropout()),
+]
+
+
+@pytest.mark.parametrize("i", range(len(REPRS)))
+def test_module_reprs(i):
+    assert repr(REPRS[i](tdx)) == repr(REPRS[i](torch))
+
+
+INITS = [lambda m, **kw: m.nn.Linear(7, 5, **kw), lambda m, **kw: m.nn.Linear(3, 4, bias=False, **kw),
+         lambda m, **kw: m.nn.Bilinear(3, 2, 4, **kw), lambda m, **kw: m.nn.Embedding(6, 3, padding_idx=2, **kw),
+         lambda m, **kw: m.nn.EmbeddingBag(6, 3, **kw), lambda m, **kw: m.nn.PReLU(3, 0.3, **kw),
+         lambda m, **kw: m.nn.LayerNorm(3, **kw), lambda m, **kw: m.nn.GroupNorm(2, 4, **kw),
+         lambda m, **kw: m.nn.RMSNorm(3, **kw)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("i", range(len(INITS)))
+def test_default_init_is_torchs(device, dtype, i):
+    """On cpu the same seed gives torch's parameters bit for bit; elsewhere, the same shapes and dtypes
+    and values in the distribution's range."""
+    torch.manual_seed(123)
+    ref = INITS[i](torch, dtype=getattr(torch, dtype))
+    tdx.manual_seed(123)
+    mod = INITS[i](tdx, device=device, dtype=getattr(tdx, dtype))
+    got, expected = dict(mod.named_parameters()), dict(ref.named_parameters())
+    assert list(got) == list(expected)
+    for name, p in expected.items():
+        q = got[name]
+        assert q.device == tdx.device(device) and q.dtype is getattr(tdx, dtype) and q.requires_grad
+        if device == "cpu":
+            np.testing.assert_array_equal(q.detach().numpy(), p.detach().numpy(), err_msg=name)
+        else:
+            assert tuple(q.shape) == tuple(p.shape)
+            bound = float(p.detach().abs().max()) * 3 + 1  # normal draws: a generous range
+            assert float(q.detach().abs().max().item()) <= bound
+
+
+def test_lazy_linear(device):
+    torch.manual_seed(5)
+    ref = torch.nn.LazyLinear(3)
+    ref(torch.ones(2, 4))
+    tdx.manual_seed(5)
+    mod = tdx.nn.LazyLinear(3).to(device)
+    assert isinstance(mod.weight, tdx.nn.UninitializedParameter) and mod.in_features == 0
+    out = mod(tdx.ones(2, 4, device=device))
+    assert type(mod) is tdx.nn.Linear and mod.in_features == 4 and tuple(out.shape) == (2, 3)
+    assert repr(mod) == repr(ref) and mod.weight.device == tdx.device(device)
+    if device == "cpu":
+        np.testing.assert_array_equal(mod.weight.detach().numpy(), ref.weight.detach().numpy())
+        np.testing.assert_array_equal(mod.bias.detach().numpy(), ref.bias.detach().numpy())
+    out.sum().backward()
+    assert tuple(mod.weight.grad.shape) == (3, 4)
+
+
+def test_embedding_from_pretrained(device):
+    arr = u(4, 3)
+    for freeze in (True, False):
+        for cls in ("Embedding", "EmbeddingBag"):
+            w = tdx.tensor(arr, device=device).float()
+            mod = getattr(tdx.nn, cls).from_pretrained(w, freeze=freeze)
+            ref = getattr(torch.nn, cls).from_pretrained(torch.tensor(arr).float(), freeze=freeze)
+            assert mod.weight.requires_grad is ref.weight.requires_grad and repr(mod) == repr(ref)
+            idx = [[0, 3, 3]]
+            assert_ = np.testing.assert_allclose
+            assert_(mod(tdx.tensor(idx, device=device)).detach().numpy(), ref(torch.tensor(idx)).detach().numpy())
+    with pytest.raises(AssertionError):
+        torch.nn.Embedding.from_pretrained(torch.ones(3))
+    with pytest.raises(ValueError) as err:  # torch asserts; tdx raises a typed ValueError
+        tdx.nn.Embedding.from_pretrained(tdx.ones(3, device=device))
+    assert isinstance(err.value, tdx.TdxError)
+
+
+DROPOUTS = [("Dropout", (8, 50)), ("Dropout1d", (8, 6, 5)), ("Dropout2d", (8, 6, 3, 2)),
+            ("Dropout3d", (4, 6, 2, 2, 2)), ("AlphaDropout", (8, 50)), ("FeatureAlphaDropout", (8, 6, 5))]
+
+
+@pytest.mark.parametrize("name,shape", DROPOUTS)
+def test_dropout_modules_train_eval(device, name, shape):
+    mod = getattr(tdx.nn, name)(p=0.5)
+    x = tdx.tensor(u(*shape, lo=0.5, hi=1.5), device=device).float()
+    assert mod.training
+    def dropped(out):
+        """The fraction of values set to the dropped value (0, or alpha dropout's constant)."""
+        _, counts = np.unique(out.numpy().round(5), return_counts=True)
+        return counts.max() / out.numel()
+
+    assert 0.25 < dropped(mod(x)) < 0.75  # about half the values (or channels)
+    mod.eval()
+    assert mod(x) is x and not mod.training
+    mod.train()
+    assert dropped(mod(x)) > 0.25
+    with pytest.raises(ValueError) as err:
+        getattr(tdx.nn, name)(p=1.5)
+    assert isinstance(err.value, tdx.TdxError)
+
+
+def test_module_errors(device):
+    with tdx.device(device):
+        raises_like(lambda: tdx.nn.Linear(4, 3)(tdx.ones(2, 5)), lambda: torch.nn.Linear(4, 3)(torch.ones(2, 5)))
+        raises_like(lambda: tdx.nn.LayerNorm(4)(tdx.ones(2, 5)), lambda: torch.nn.LayerNorm(4)(torch.ones(2, 5)))
+        raises_like(lambda: tdx.nn.GroupNorm(3, 4), lambda: torch.nn.GroupNorm(3, 4))
+        with pytest.raises(AssertionError):
+            torch.nn.Embedding(3, 2, padding_idx=3)
+        with pytest.raises(ValueError) as err:  # torch asserts; tdx raises a typed ValueError
+            tdx.nn.Embedding(3, 2, padding_idx=3)
+        assert isinstance(err.value, tdx.TdxError)
+        raises_like(lambda: tdx.nn.Embedding(3, 2)(tdx.tensor([[0, 3]])),
+                    lambda: torch.nn.Embedding(3, 2)(torch.tensor([[0, 3]])))
+        raises_like(lambda: tdx.nn.Softmax2d()(tdx.ones(2, 3)), lambda: torch.nn.Softmax2d()(torch.ones(2, 3)))
+        raises_like(lambda: tdx.nn.Bilinear(2, 3, 4)(tdx.ones(5, 2), tdx.ones(5, 2)),
+                    lambda: torch.nn.Bilinear(2, 3, 4)(torch.ones(5, 2), torch.ones(5, 2)))
+        raises_like(lambda: tdx.nn.EmbeddingBag(3, 2, mode="median")(tdx.tensor([[0, 1]])),
+                    lambda: torch.nn.EmbeddingBag(3, 2, mode="median")(torch.tensor([[0, 1]])))
+    with pytest.raises(NotImplementedError):
+        tdx.nn.Embedding(3, 2, sparse=True)
+
+
+def test_training_idioms(device):
+    """A small model built from the modules trains like torch's: ``model.to(device)``, ``zero_grad``,
+    ``p.grad.zero_()``, ``p.data.add_`` steps; the loss curve follows torch's."""
+    def build(m):
+        return m.nn.Sequential(m.nn.Embedding(12, 6), m.nn.Flatten(), m.nn.Linear(18, 16), m.nn.LayerNorm(16),
+                               m.nn.GELU(), m.nn.Dropout(0.0), m.nn.Linear(16, 5))
+
+    ref = build(torch).double()
+    model = build(tdx).to(device).double()
+    model.load_state_dict({k: tdx.tensor(v.numpy(), device=device) for k, v in ref.state_dict().items()})
+    idx = np.random.default_rng(0).integers(0, 12, size=(8, 3))
+    tgt = np.random.default_rng(1).integers(0, 5, size=8)
+    loss_fn, ref_loss_fn = tdx.nn.CrossEntropyLoss(label_smoothing=0.1), torch.nn.CrossEntropyLoss(label_smoothing=0.1)
+    x, y = tdx.tensor(idx, device=device), tdx.tensor(tgt, device=device)
+    for step in range(5):
+        model.zero_grad()
+        for p in ref.parameters():
+            if p.grad is not None:
+                p.grad.zero_()
+        loss = loss_fn(model(x), y)
+        expected = ref_loss_fn(ref(torch.tensor(idx)), torch.tensor(tgt))
+        np.testing.assert_allclose(float(loss.item()), float(expected.item()), rtol=1e-10)
+        loss.backward()
+        expected.backward()
+        with tdx.no_grad():
+            for p in model.parameters():
+                p.data.add_(p.grad, alpha=-0.5)
+        with torch.no_grad():
+            for p in ref.parameters():
+                p.data.add_(p.grad, alpha=-0.5)
+
+
+# spatial transformers, channel shuffle, linear cross entropy -------------------------------------
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("align", [False, True])
+def test_affine_grid_and_grid_sample(device, dtype, align):
+    theta = np.array([[[0.9, -0.3, 0.1], [0.2, 1.1, -0.2]], [[1.3, 0.4, 0.5], [-0.6, 0.7, 0.3]]])
+    compare(device, dtype, lambda m, t: F(m).affine_grid(t, (2, 3, 4, 5), align_corners=align), [theta])
+    compare(device, dtype, lambda m, t: F(m).affine_grid(t, (2, 3, 1, 5), align_corners=align), [theta])
+    theta3 = u(2, 3, 4, lo=-1, hi=1)
+    compare(device, dtype, lambda m, t: F(m).affine_grid(t, (2, 1, 2, 3, 4), align_corners=align), [theta3])
+    img = u(2, 3, 4, 5)
+    grid = u(2, 3, 6, 2, lo=-1.4, hi=1.4, seed=2)  # some locations outside the image
+    for pad in ("zeros", "border", "reflection"):
+        compare(device, dtype, lambda m, a, gr: F(m).grid_sample(a, gr, "bilinear", pad, align), [img, grid])
+        compare(device, dtype, lambda m, a, gr: F(m).grid_sample(a, gr, "nearest", pad, align), [img, grid],
+                grad=[0])
+    compare(device, dtype, lambda m, a, t: F(m).grid_sample(a, F(m).affine_grid(t, (2, 3, 3, 3), align), "bilinear",
+                                                           "zeros", align), [img, theta])
+    with tdx.device(device):
+        raises_like(lambda: F(tdx).affine_grid(tdx.ones(2, 2, 3), (2, 3, 4), False),
+                    lambda: F(torch).affine_grid(torch.ones(2, 2, 3), (2, 3, 4), False))
+        raises_like(lambda: F(tdx).grid_sample(tdx.ones(1, 1, 2, 2), tdx.ones(1, 2, 2, 2), "cubic", align_corners=False),
+                    lambda: F(torch).grid_sample(torch.ones(1, 1, 2, 2), torch.ones(1, 2, 2, 2), "cubic",
+                                                 align_corners=False))
+        raises_like(lambda: F(tdx).grid_sample(tdx.ones(1, 1, 2, 2), tdx.ones(2, 2, 2, 2), align_corners=False),
+                    lambda: F(torch).grid_sample(torch.ones(1, 1, 2, 2), torch.ones(2, 2, 2, 2), align_corners=False))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_channel_shuffle_and_linear_cross_entropy(device, dtype):
+    compare(device, dtype, lambda m, a: F(m).channel_shuffle(a, 3), [u(2, 6, 2, 2)])
+    module_check(device, dtype, lambda m: m.nn.ChannelShuffle(2), [u(2, 4, 3)])
+    with tdx.device(device):
+        raises_like(lambda: F(tdx).channel_shuffle(tdx.ones(2, 5, 2), 2),
+                    lambda: F(torch).channel_shuffle(torch.ones(2, 5, 2), 2))
+    x, w, b = u(4, 3), u(5, 3, seed=1), u(5, seed=2)
+    cls = np.array([0, 4, 2, 2])
+    for kw in (dict(), dict(reduction="none", label_smoothing=0.1), dict(ignore_index=2, reduction="sum")):
+        compare(device, dtype, lambda m, a, ww, bb, t: F(m).linear_cross_entropy(a, ww, t, linear_bias=bb, **kw),
+                [x, w, b, cls])
+    w3, t3 = u(5, 2, 3, seed=3), np.random.default_rng(0).integers(0, 5, size=(4, 2))
+    compare(device, dtype, lambda m, a, ww, t: F(m).linear_cross_entropy(a, ww, t), [x, w3, t3])
+    with tdx.device(device):
+        raises_like(lambda: F(tdx).linear_cross_entropy(tdx.ones(2, 3), tdx.ones(5, 4), tdx.tensor([0, 1])),
+                    lambda: F(torch).linear_cross_entropy(torch.ones(2, 3), torch.ones(5, 4), torch.tensor([0, 1])))

@@ -64,6 +64,10 @@ def test_multilabel_and_multiclass_margins(device, dtype, reduction):
     compare(device, dtype, lambda m, a, b, w: F(m).multi_margin_loss(a, b, weight=w, reduction=reduction),
             [x, cls, u(5, lo=0.1, hi=1)], grad=[0])
     compare(device, dtype, lambda m, a, b: F(m).multi_margin_loss(a, b, reduction=reduction), [x[1], cls[1:2]])
+    kinks = np.array([[0.0, 1.0, 0.0, 3.0], [2.0, 1.0, 1.0, 0.0]])  # margins of exactly 0: no gradient there
+    compare(device, dtype, lambda m, a, b: F(m).multi_margin_loss(a, b, reduction=reduction), [kinks, CLS[:2]])
+    compare(device, dtype, lambda m, a, b: F(m).multilabel_margin_loss(a, b, reduction=reduction),
+            [kinks, np.array([[1, -1, 0, 0], [0, 2, -1, 0]])])
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -171,3 +175,106 @@ def test_loss_errors(device, fn):
     for case in (0, 1):
         with tdx.device(device):
             raises_like(lambda: call(tdx, case), lambda: call(torch, case))
+
+
+def test_margin_target_dtypes(device):
+    """The multi-margin losses take int64 targets only, as torch's kernels."""
+    with tdx.device(device):
+        for fn, tgt in (("multi_margin_loss", [0, 1]), ("multilabel_margin_loss", [[0, -1, 0], [1, 2, -1]])):
+            raises_like(lambda: getattr(F(tdx), fn)(tdx.ones(2, 3), tdx.tensor(tgt, dtype=tdx.int32)),
+                        lambda: getattr(F(torch), fn)(torch.ones(2, 3), torch.tensor(tgt, dtype=torch.int32)))
+
+
+# loss modules --------------------------------------------------------------------------------------
+from nn_oracle import module_check  # noqa: E402
+
+CLS = np.array([1, 0, 4, 2])
+MULTI = np.array([[3, 0, -1, 1, 2], [1, 2, 3, 4, 0], [-1, 0, 0, 0, 0], [4, 4, -1, 0, 0]])
+BINARY = (u(4, 5, lo=0, hi=1, seed=4) > 0.5).astype(np.float64)
+PROBS = u(4, 5, lo=0.05, hi=0.95, seed=8)
+
+
+def _w(m, arr):
+    return m.tensor(arr).to(m.get_default_dtype())
+
+
+LOSSES = {
+    "cross_entropy": (lambda m, r: m.nn.CrossEntropyLoss(weight=_w(m, u(5, lo=0.1, hi=1)), ignore_index=2,
+                                                         label_smoothing=0.2, reduction=r), [u(4, 5), CLS]),
+    "nll": (lambda m, r: m.nn.NLLLoss(weight=_w(m, u(5, lo=0.1, hi=1)), reduction=r), [u(4, 5), CLS]),
+    "mse": (lambda m, r: m.nn.MSELoss(reduction=r), [u(4, 5), u(4, 5, seed=1)]),
+    "l1": (lambda m, r: m.nn.L1Loss(reduction=r), [u(4, 5), u(4, 5, seed=1)]),
+    "smooth_l1": (lambda m, r: m.nn.SmoothL1Loss(reduction=r, beta=0.5), [u(4, 5), u(4, 5, seed=1)]),
+    "huber": (lambda m, r: m.nn.HuberLoss(reduction=r, delta=0.7), [u(4, 5), u(4, 5, seed=1)]),
+    "bce": (lambda m, r: m.nn.BCELoss(weight=_w(m, u(5, lo=0.1, hi=1)), reduction=r), [PROBS, BINARY]),
+    "bce_logits": (lambda m, r: m.nn.BCEWithLogitsLoss(weight=_w(m, u(5, lo=0.1, hi=1)),
+                                                       pos_weight=_w(m, u(5, lo=0.5, hi=3)), reduction=r),
+                   [u(4, 5), BINARY]),
+    "kl_div": (lambda m, r: m.nn.KLDivLoss(reduction="batchmean" if r == "mean" else r, log_target=True),
+               [u(4, 5, lo=-3, hi=0), u(4, 5, lo=-3, hi=0, seed=1)]),
+    "cosine_embedding": (lambda m, r: m.nn.CosineEmbeddingLoss(margin=0.1, reduction=r),
+                         [u(4, 5), u(4, 5, seed=1), signs(4)]),
+    "margin_ranking": (lambda m, r: m.nn.MarginRankingLoss(0.2, reduction=r), [u(4), u(4, seed=1), signs(4)]),
+    "triplet": (lambda m, r: m.nn.TripletMarginLoss(margin=0.5, p=1.0, swap=True, reduction=r),
+                [u(4, 5), u(4, 5, seed=1), u(4, 5, seed=2)]),
+    "triplet_distance": (lambda m, r: m.nn.TripletMarginWithDistanceLoss(
+        distance_function=m.nn.PairwiseDistance(p=3.0), margin=2.0, reduction=r),
+        [u(4, 5), u(4, 5, seed=1), u(4, 5, seed=2)]),
+    "hinge": (lambda m, r: m.nn.HingeEmbeddingLoss(margin=0.5, reduction=r), [u(4, 5), signs(4, 5)]),
+    "multilabel_soft": (lambda m, r: m.nn.MultiLabelSoftMarginLoss(weight=_w(m, u(5, lo=0.1, hi=1)), reduction=r),
+                        [u(4, 5), BINARY]),
+    "multilabel_margin": (lambda m, r: m.nn.MultiLabelMarginLoss(reduction=r), [u(4, 5), MULTI]),
+    "multi_margin": (lambda m, r: m.nn.MultiMarginLoss(p=2, margin=0.7, weight=_w(m, u(5, lo=0.1, hi=1)),
+                                                       reduction=r), [u(4, 5), CLS]),
+    "soft_margin": (lambda m, r: m.nn.SoftMarginLoss(reduction=r), [u(4, 5), signs(4, 5)]),
+    "poisson": (lambda m, r: m.nn.PoissonNLLLoss(full=True, reduction=r), [u(4, 5), np.abs(u(4, 5, seed=1)) * 3]),
+    "gaussian": (lambda m, r: m.nn.GaussianNLLLoss(full=True, eps=1e-3, reduction=r),
+                 [u(4, 5), u(4, 5, seed=1), u(4, 5, lo=0, hi=2, seed=2)]),
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_loss_modules(device, dtype, reduction, name):
+    build, arrays = LOSSES[name]
+    targets = {"bce": [1], "bce_logits": [1], "multilabel_soft": [1], "hinge": [1], "soft_margin": [1],
+               "cosine_embedding": [2], "margin_ranking": [2], "kl_div": [1]}
+    grad = [i for i, a in enumerate(arrays) if np.asarray(a).dtype.kind == "f" and i not in targets.get(name, [])]
+    module_check(device, dtype, lambda m: build(m, reduction), arrays, grad=grad)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_ctc_loss_module(device, dtype):
+    logits = u(10, 3, 4, lo=-3, hi=3)
+    tg, in_lens, tg_lens = np.array([[1, 2, 2], [3, 1, 0], [2, 0, 0]]), [10, 8, 5], [3, 2, 1]
+
+    def run(m, z):
+        loss = m.nn.CTCLoss(blank=0, zero_infinity=True)
+        assert repr(loss) == "CTCLoss()"
+        return loss(z.log_softmax(2), on_device(m, tg), on_device(m, in_lens), on_device(m, tg_lens))
+
+    def on_device(m, v):
+        return m.tensor(v, device=device if m is tdx else "cpu")
+
+    compare(device, dtype, run, [logits], tol=dict(rtol=1e-4, atol=1e-5) if dtype == "float32" else None)
+
+
+def test_loss_module_buffers_and_errors(device):
+    """Class weights are buffers: ``.to(device)`` moves them and ``state_dict`` holds them, as torch's."""
+    loss = tdx.nn.CrossEntropyLoss(weight=tdx.ones(3)).to(device)
+    assert loss.weight.device == tdx.device(device) and list(loss.state_dict()) == ["weight"]
+    bce = tdx.nn.BCEWithLogitsLoss(pos_weight=tdx.ones(3)).to(device)
+    assert list(bce.state_dict()) == list(torch.nn.BCEWithLogitsLoss(pos_weight=torch.ones(3)).state_dict())
+    with pytest.warns(UserWarning, match="size_average"):
+        assert tdx.nn.MSELoss(size_average=False).reduction == "sum"
+    with tdx.device(device):
+        raises_like(lambda: tdx.nn.MSELoss(reduction="avg")(tdx.ones(2), tdx.ones(2)),
+                    lambda: torch.nn.MSELoss(reduction="avg")(torch.ones(2), torch.ones(2)))
+        raises_like(lambda: tdx.nn.MultiMarginLoss(p=3), lambda: torch.nn.MultiMarginLoss(p=3))
+        raises_like(lambda: tdx.nn.TripletMarginWithDistanceLoss(margin=-1.0),
+                    lambda: torch.nn.TripletMarginWithDistanceLoss(margin=-1.0))
+        raises_like(lambda: tdx.nn.CrossEntropyLoss()(tdx.ones(2, 3), tdx.tensor([0, 3])),
+                    lambda: torch.nn.CrossEntropyLoss()(torch.ones(2, 3), torch.tensor([0, 3])))
+    for name in ("CrossEntropyLoss", "BCEWithLogitsLoss", "TripletMarginLoss", "KLDivLoss", "HuberLoss"):
+        assert repr(getattr(tdx.nn, name)()) == repr(getattr(torch.nn, name)())

@@ -110,7 +110,7 @@ def dropout3d(input, p=0.5, training=True, inplace=False):  # noqa: A002 - torch
                       "dropout instead. Note that dropout3d exists to provide channel-wise dropout on inputs with 3 "
                       "spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 4D or 5D "
                       "inputs).", stacklevel=2)
-    if x.ndim + (x.ndim != 5) < 2:
+    if x.ndim == 0:  # even unsqueezed into a batch of one, it has no channel dim
         raise TdxRuntimeError(f"Feature dropout requires at least 2 dimensions in the input (got {x.ndim})")
     return _batched(x, p, training, inplace, x.ndim == 5)
 

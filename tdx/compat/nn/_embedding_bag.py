@@ -2,8 +2,8 @@
 building the intermediate embeddings one bag at a time.
 
 Bags come from a 2-D index tensor (one bag per row) or from a 1-D index tensor cut at
-``offsets``. Sums and means are scatter-adds; maxima compare each bag's rows in one masked
-``(bags, indices, dim)`` tensor (memory grows with their product). Composed from tdx ops, so it
+``offsets``. Sums and means are scatter-adds; maxima scatter each bag's rows into a
+``(bags, longest bag, dim)`` buffer and reduce it. Composed from tdx ops, so it
 runs and differentiates on every executor. This module must never import torch or mlx.
 """
 
@@ -18,7 +18,8 @@ __all__ = ["embedding_bag"]
 
 
 def _bag_ids(idx, offsets, include_last_offset: bool):
-    """(bag of each index, number of bags, mask of the indices inside some bag) for 1-D ``idx``."""
+    """(bag of each index, number of bags, mask of the indices inside some bag, position of each index in
+    its bag) for 1-D ``idx``."""
     n = idx.shape[0]
     off = offsets.long()
     n_bags = off.shape[0] - 1 if include_last_offset else off.shape[0]
@@ -35,8 +36,29 @@ def _bag_ids(idx, offsets, include_last_offset: bool):
     marks = tdx.zeros(n + 1, dtype=tdx.int64, device=idx.device)
     if starts.numel():
         marks = marks.scatter_add(0, starts, tdx.ones_like(starts))
-    bag = marks[:n].cumsum(0) - 1
-    return bag.clamp_min(0), n_bags, inside
+    bag = (marks[:n].cumsum(0) - 1).clamp_min(0)
+    pos = tdx.arange(n, device=idx.device) - (starts.index_select(0, bag) if starts.numel() else 0)
+    return bag, n_bags, inside, pos
+
+
+def _bag_max(picked, bag, pos, keep, n_bags: int):
+    """Per-bag maxima of the rows ``picked`` (zeros for a bag with no kept row).
+
+    Each kept row is scattered to its (bag, position) slot of a ``(bags, longest bag, dim)`` buffer
+    of -inf (the others to a spare slot dropped after), whose maximum over positions is the result.
+    """
+    n, dim = picked.shape
+    if n == 0:
+        return picked.new_zeros((n_bags, dim))
+    longest = int(pos.max().item()) + 1
+    slots = n_bags * longest
+    target = tdx.where(keep, bag * longest + pos, slots)
+    buf = picked.new_full((slots + 1, dim), -float("inf"))
+    buf = buf.scatter(0, target.unsqueeze(1).expand(n, dim), picked)
+    top = buf[:slots].reshape(n_bags, longest, dim).amax(1)
+    counts = tdx.zeros(n_bags + 1, dtype=tdx.int64, device=picked.device).scatter_add(
+        0, tdx.where(keep, bag, n_bags), tdx.ones_like(bag))
+    return tdx.where((counts[:n_bags] > 0).unsqueeze(1), top, 0.0)
 
 
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,  # noqa: A002
@@ -85,6 +107,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         flat = idx.reshape(-1)
         bag = tdx.arange(b, device=idx.device).repeat_interleave(per) if per else flat.long()
         n_bags, inside = b, tdx.ones(flat.shape[0], dtype=tdx.bool, device=idx.device)
+        pos = tdx.arange(flat.shape[0], device=idx.device) % max(per, 1)
         psw = None if psw is None else psw.reshape(-1)
     elif idx.ndim == 1:
         if offsets is None:
@@ -95,7 +118,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         if off.dtype not in (tdx.int64, tdx.int32):
             raise TdxRuntimeError(f"expected offsets of type Long or Int for embedding_bag, got {off.dtype.name}")
         flat = idx
-        bag, n_bags, inside = _bag_ids(idx, off, include_last_offset)
+        bag, n_bags, inside, pos = _bag_ids(idx, off, include_last_offset)
     else:
         raise tdx.TdxValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {idx.ndim}")
     if mode not in ("sum", "mean", "max"):
@@ -128,10 +151,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     if psw is not None:
         picked = picked * psw.unsqueeze(1)
     if mode == "max":
-        member = (bag.unsqueeze(0) == tdx.arange(n_bags, device=w.device).unsqueeze(1)) & keep.unsqueeze(0)
-        fill = tdx.where(member.unsqueeze(2), picked.unsqueeze(0), -float("inf"))
-        top = fill.amax(1) if flat.numel() else w.new_full((n_bags, dim), -float("inf"))
-        return tdx.where(member.any(1).unsqueeze(1), top, 0.0)
+        return _bag_max(picked, bag, pos, keep, n_bags)
     picked = tdx.where(keep.unsqueeze(1), picked, 0.0)
     out = w.new_zeros((n_bags, dim))
     if flat.numel():

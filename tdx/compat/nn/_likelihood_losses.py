@@ -1,5 +1,6 @@
-"""Likelihood losses of ``tdx.nn.functional``: Poisson and Gaussian negative log likelihood, and the
-connectionist temporal classification loss (``ctc_loss``).
+"""Likelihood losses of ``tdx.nn.functional``: Poisson and Gaussian negative log likelihood, the
+connectionist temporal classification loss (``ctc_loss``) and the cross entropy of a linear
+layer's logits (``linear_cross_entropy``).
 
 Each function has ``torch.nn.functional``'s signature, checks, ``reduction`` semantics and error
 kinds, and is composed from tdx tensor ops, so it runs and differentiates on every executor.
@@ -18,9 +19,10 @@ import math
 import tdx
 from ._activations import need_tensor
 from ._error_kinds import TdxRuntimeError
-from ._losses import _reduce, _reduction
+from ._layers import linear as F_linear
+from ._losses import _reduce, _reduction, cross_entropy
 
-__all__ = ["poisson_nll_loss", "gaussian_nll_loss", "ctc_loss"]
+__all__ = ["poisson_nll_loss", "gaussian_nll_loss", "ctc_loss", "linear_cross_entropy"]
 
 _UNREACHABLE = -1e30  # the log-probability of an unreachable CTC state: finite, so no gradient turns NaN
 
@@ -93,7 +95,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     return _reduce(loss, reduction)
 
 
-def _lengths(value, n: int, name: str, device) -> list:
+def _lengths(value, n: int, name: str) -> list:
     """CTC's input or target lengths as a list of ``n`` Python ints."""
     if isinstance(value, tdx.Tensor):
         if value.dtype.is_floating_point or value.dtype.is_complex:
@@ -140,9 +142,9 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     if not 0 <= blank < n_classes:
         raise TdxRuntimeError(f"blank must be in label range (got blank={blank} for {n_classes} classes)")
     in_lens = _lengths([input_lengths] if unbatched and not isinstance(input_lengths, (tdx.Tensor, list, tuple))
-                       else input_lengths, batch, "input_lengths", lp.device)
+                       else input_lengths, batch, "input_lengths")
     tg_lens = _lengths([target_lengths] if unbatched and not isinstance(target_lengths, (tdx.Tensor, list, tuple))
-                       else target_lengths, batch, "target_lengths", lp.device)
+                       else target_lengths, batch, "target_lengths")
     for i, (t_len, s_len) in enumerate(zip(in_lens, tg_lens)):
         if not 0 <= t_len <= n_time:
             raise TdxRuntimeError(f"Expected input_lengths to have value at most {n_time}, but got value {t_len} "
@@ -220,3 +222,53 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         denom = tdx.tensor(tg_lens, dtype=lp.dtype, device=dev).clamp_min(1)
         return (loss / (denom.reshape(()) if unbatched else denom)).mean()
     return _reduce(loss, reduction)
+
+
+def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weight=None, reduction="mean",  # noqa: A002
+                         ignore_index=None, label_smoothing=0.0, options=None):
+    """``cross_entropy(linear(input, linear_weight, linear_bias), target, ...)``, torch's reference path.
+
+    Args:
+        input: ``(in_features,)`` or ``(N, in_features)``.
+        linear_weight: ``(C, in_features)``, or ``(C, d1, ..., dK, in_features)`` for a K-dimensional loss
+            (then ``input`` must be batched).
+        target: class indices or probabilities, as :func:`cross_entropy` takes for the logits.
+        linear_bias: optional, ``(C, d1, ..., dK)``.
+        weight: optional ``(C,)`` class weights.
+        reduction: ``"none"``, ``"mean"`` or ``"sum"``.
+        ignore_index: a class index to skip (-100 when None); not allowed with probabilities.
+        label_smoothing: in ``[0, 1]``.
+        options: torch's chunking options: a memory strategy with no effect on the values; tdx accepts
+            and ignores it (it computes the reference path).
+
+    Raises:
+        TdxRuntimeError: shapes that do not fit, or ``ignore_index`` with probability targets.
+    """
+    x = need_tensor(input, "linear_cross_entropy")
+    w = need_tensor(linear_weight, "linear_cross_entropy", "linear_weight")
+    t = need_tensor(target, "linear_cross_entropy", "target")
+    if not 1 <= x.ndim <= 2:
+        raise TdxRuntimeError(f"expected input with dimensionality 1 or 2, got {x.ndim}")
+    if w.ndim < 2:
+        raise TdxRuntimeError(f"expected linear_weight with dimensionality at least 2, got {w.ndim}")
+    batches, in_features = tuple(x.shape[:-1]), x.shape[-1]
+    if in_features != w.shape[-1]:
+        raise TdxRuntimeError(f"expected equal input and linear_weight last dimensions (in_features), got "
+                              f"{in_features} and {w.shape[-1]}, respectively")
+    n_classes, out_features = w.shape[0], tuple(w.shape[1:-1])
+    if linear_bias is not None and tuple(linear_bias.shape) != (n_classes, *out_features):
+        raise TdxRuntimeError(f"expected linear_bias shape {(n_classes, *out_features)}, got "
+                              f"{tuple(linear_bias.shape)}")
+    if out_features and not batches:
+        raise TdxRuntimeError(f"K-dimensional loss defined by linear_weight shape {tuple(w.shape)} requires batched "
+                              f"input, (N, {in_features}), got unbatched input with shape {tuple(x.shape)}")
+    logits_shape = (*batches, n_classes, *out_features)
+    if tuple(t.shape) == logits_shape and ignore_index is not None:
+        raise TdxRuntimeError("ignore_index cannot be specified when target contains probabilities")
+    rows = math.prod(out_features) * n_classes
+    if out_features:
+        w = w.reshape(rows, in_features)
+        linear_bias = None if linear_bias is None else linear_bias.reshape(rows)
+    logits = F_linear(x, w, linear_bias).reshape(logits_shape)
+    return cross_entropy(logits, t, weight=weight, reduction=reduction,
+                         ignore_index=-100 if ignore_index is None else ignore_index, label_smoothing=label_smoothing)

@@ -128,8 +128,16 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     return _reduce(loss, reduction)
 
 
-def _class_rows(x, t, op: str):
-    """``x`` and ``t`` as ``(N, C)`` and ``(N, ...)`` (a 1-D or 0-D input is one sample), checked as torch's."""
+def _mean_of_none_is_zero(loss, reduction: str):
+    """``loss`` reduced; the mean of an empty batch is 0 (torch's multi-margin kernels leave it
+    uninitialized memory)."""
+    if reduction == "mean" and loss.numel() == 0:
+        return loss.sum()
+    return _reduce(loss, reduction)
+
+
+def _class_rows(x, op: str):
+    """``x`` as ``(N, C)`` (a 1-D or 0-D input is one sample), checked as torch's."""
     if x.ndim > 2 or (x.ndim == 2 and x.shape[1] == 0) or (x.ndim == 1 and x.shape[0] == 0):
         raise TdxRuntimeError(f"{op}: Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
                               f"{list(x.shape)}")
@@ -154,7 +162,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     x = need_tensor(input, "multilabel_margin_loss")
     t = need_tensor(target, "multilabel_margin_loss", "target")
     reduction = _reduction(size_average, reduce, reduction)
-    rows = _class_rows(x, t, "multilabel_margin_loss")
+    rows = _class_rows(x, "multilabel_margin_loss")
     if tuple(t.shape) != tuple(x.shape) or (x.ndim == 0 and t.ndim != 0):
         raise TdxRuntimeError(f"multilabel_margin_loss: inconsistent target size: {list(t.shape)} for input of size: "
                               f"{list(x.shape)}")
@@ -168,12 +176,13 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     safe = tt.masked_fill(valid.logical_not(), 0)
     is_target = ((safe.unsqueeze(-1) == tdx.arange(c, device=x.device)) & valid.unsqueeze(-1)).any(1)
     picked = rows.gather(1, safe)  # (N, J): x[y_j]
-    margins = (1 - picked.unsqueeze(2) + rows.unsqueeze(1)).clamp_min(0)  # (N, J, C)
+    margins = 1 - picked.unsqueeze(2) + rows.unsqueeze(1)  # (N, J, C)
+    margins = tdx.where(margins > 0, margins, 0.0)  # torch's kernel: no gradient where a margin is exactly 0
     counted = valid.unsqueeze(2) & is_target.logical_not().unsqueeze(1)
     loss = tdx.where(counted, margins, 0.0).sum((1, 2)) / c
     if x.ndim < 2:
         loss = loss.reshape(())
-    return _reduce(loss, reduction).to(x.dtype)
+    return _mean_of_none_is_zero(loss, reduction).to(x.dtype)
 
 
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,  # noqa: A002
@@ -201,8 +210,10 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         raise tdx.TdxValueError(f"only p == 1 and p == 2 supported (got p={p})")
     if weight is not None and need_tensor(weight, "multi_margin_loss", "weight").ndim != 1:
         raise tdx.TdxValueError(f"weight must be one-dimensional (got a {weight.ndim}-D weight)")
-    rows = _class_rows(x, t, "multi_margin_loss")
+    rows = _class_rows(x, "multi_margin_loss")
     n, c = rows.shape
+    if t.dtype is not tdx.int64:
+        raise TdxRuntimeError(f"multi_margin_loss: expected scalar type Long but found {t.dtype.name} (target)")
     if t.ndim > 1 or t.numel() != n:
         raise TdxRuntimeError(f"inconsistent target size, expected {n} but got {list(t.shape)}")
     if weight is not None and weight.numel() != c:
@@ -211,7 +222,8 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if n and bool(((tl < 0) | (tl >= c)).any().item()):
         raise TdxRuntimeError(f"target out of range (classes are in [0, {c}))")
     picked = rows.gather(1, tl.unsqueeze(1))
-    z = (margin - picked + rows).clamp_min(0)
+    z = margin - picked + rows
+    z = tdx.where(z > 0, z, 0.0)  # torch's kernel: no gradient where a margin is exactly 0
     if p == 2:
         z = z * z
     if weight is not None:
@@ -220,7 +232,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     loss = tdx.where(others, z, 0.0).sum(1) / c
     if x.ndim < 2:
         loss = loss.reshape(tuple(t.shape))  # the target's shape, () or (1,), as torch's
-    return _reduce(loss, reduction).to(x.dtype)
+    return _mean_of_none_is_zero(loss, reduction).to(x.dtype)
 
 
 def _triplet_dims(a, p, n, op: str) -> None:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import warnings
 
 import tdx
-from ._activations import need_float, need_tensor, write_inplace
-from ._error_kinds import TdxRuntimeError
+from ._activations import need_float, need_tensor, torch_name, write_inplace
+from ._error_kinds import TdxNotImplementedError, TdxRuntimeError
 from ._layers import _norm
 
 __all__ = ["rrelu", "rrelu_", "gumbel_softmax", "pdist"]
@@ -90,12 +90,16 @@ def pdist(input, p=2.0):  # noqa: A002 - torch's name
 
     Raises:
         TdxRuntimeError: ``input`` is not 2-D or not floating point, or ``p`` is negative.
+        TdxNotImplementedError: ``input`` is half precision (as torch's kernel).
     """
     x = need_tensor(input, "pdist")
     if x.ndim != 2:
         raise TdxRuntimeError(f"pdist only supports 2D tensors, got: {x.ndim}D")
     if not x.dtype.is_floating_point:
         raise TdxRuntimeError(f"pdist only supports floating-point dtypes (got {x.dtype.name})")
+    if x.dtype not in (tdx.float32, tdx.float64):
+        raise TdxNotImplementedError(f"\"pdist\" not implemented for '{torch_name(x.dtype)}' (pdist takes float32 "
+                                     "or float64)")
     if p < 0:
         raise TdxRuntimeError(f"pdist only supports non-negative p values (got p={p})")
     n = x.shape[0]

@@ -4,7 +4,8 @@ Activations (:mod:`._activations`), layers such as linear maps, normalizations, 
 padding and dropout (:mod:`._layers`), losses (:mod:`._losses`, :mod:`._margin_losses`,
 :mod:`._likelihood_losses`), channel dropout (:mod:`._dropouts`), bags of embeddings
 (:mod:`._embedding_bag`), local response norm (:mod:`._local_norm`), randomized activations and
-``pdist`` (:mod:`._random_activations`) and attention. Every function
+``pdist`` (:mod:`._random_activations`), spatial transformers and ``channel_shuffle``
+(:mod:`._spatial_transform`) and attention. Every function
 keeps torch's signature and semantics on every executor, and is differentiable on each (MLX
 through tdx's tape). Importing this module must never import a framework.
 """
@@ -27,7 +28,7 @@ from ._losses import __all__ as _losses_all
 from ._dropouts import dropout1d, dropout2d, dropout3d, feature_alpha_dropout
 from ._dropouts import __all__ as _dropouts_all
 from ._embedding_bag import embedding_bag
-from ._likelihood_losses import ctc_loss, gaussian_nll_loss, poisson_nll_loss
+from ._likelihood_losses import ctc_loss, gaussian_nll_loss, linear_cross_entropy, poisson_nll_loss
 from ._likelihood_losses import __all__ as _likelihood_all
 from ._local_norm import local_response_norm
 from ._margin_losses import (cosine_embedding_loss, hinge_embedding_loss, margin_ranking_loss, multi_margin_loss,
@@ -36,9 +37,12 @@ from ._margin_losses import (cosine_embedding_loss, hinge_embedding_loss, margin
 from ._margin_losses import __all__ as _margin_all
 from ._random_activations import gumbel_softmax, pdist, rrelu, rrelu_
 from ._random_activations import __all__ as _random_all
+from ._spatial_transform import affine_grid, channel_shuffle, grid_sample, native_channel_shuffle
+from ._spatial_transform import __all__ as _spatial_all
 
 __all__ = ["scaled_dot_product_attention", *_activations_all, *_layers_all, *_losses_all]
-__all__ += [*_dropouts_all, "embedding_bag", *_likelihood_all, "local_response_norm", *_margin_all, *_random_all]
+__all__ += [*_dropouts_all, "embedding_bag", *_likelihood_all, "local_response_norm", *_margin_all, *_random_all,
+            *_spatial_all]
 
 # multi-head attention (the nn.MultiheadAttention core)
 from ._multihead import multi_head_attention_forward  # noqa: E402

@@ -1,30 +1,34 @@
-"""``tdx.nn.modules``: the module classes (base ``Module``, containers, flatten/identity).
+"""``tdx.nn.modules``: the module classes: the base ``Module`` and containers, layers, activations,
+losses, normalizations, dropout, embeddings, recurrent layers, attention and the transformer.
 
+Each module builds on ``tdx.nn.functional``, so it runs and differentiates on every executor.
 Must never import torch or mlx.
 """
 
 from __future__ import annotations
 
+from .activation import *  # noqa: F401,F403
+from .activation import __all__ as _activation_all
+from .attention import MultiheadAttention, NonDynamicallyQuantizableLinear  # noqa: F401
+from .channelshuffle import ChannelShuffle
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
+from .distance import CosineSimilarity, PairwiseDistance
+from .dropout import *  # noqa: F401,F403
+from .dropout import __all__ as _dropout_all
 from .flatten import Flatten, Identity, Unflatten
+from .linear import Bilinear, LazyLinear, Linear
+from .loss import *  # noqa: F401,F403
+from .loss import __all__ as _loss_all
 from .module import Module
-
-__all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Identity",
-           "Flatten", "Unflatten"]
-
-# recurrent layers (nn-seq)
-from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: E402
-
-__all__ += ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
-
-# attention (nn-seq)
-from .attention import MultiheadAttention, NonDynamicallyQuantizableLinear  # noqa: E402
-
-__all__ += ["MultiheadAttention"]
-
-# transformer (nn-seq)
-from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,  # noqa: E402
+from .normalization import GroupNorm, LayerNorm, LocalResponseNorm, RMSNorm
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
+from .sparse import Embedding, EmbeddingBag
+from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,
                           TransformerEncoderLayer)
 
-__all__ += ["Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
-            "TransformerDecoderLayer"]
+__all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Identity",
+           "Flatten", "Unflatten", "Linear", "Bilinear", "LazyLinear", "Embedding", "EmbeddingBag", "LayerNorm",
+           "GroupNorm", "RMSNorm", "LocalResponseNorm", "ChannelShuffle", "CosineSimilarity", "PairwiseDistance",
+           "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell", "MultiheadAttention",
+           "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
+           "TransformerDecoderLayer", *_activation_all, *_dropout_all, *_loss_all]

@@ -1,5 +1,7 @@
-"""Normalization modules of ``tdx.nn``: ``LayerNorm``, ``GroupNorm``, ``RMSNorm``, ``LocalResponseNorm``
-and ``CrossMapLRN2d`` (batch and instance norms live with the convolution modules).
+"""Normalization modules of ``tdx.nn``: ``LayerNorm``, ``GroupNorm``, ``RMSNorm`` and ``LocalResponseNorm``
+(batch and instance norms live with the convolution modules;
+torch's legacy ``CrossMapLRN2d``, whose window and hand-written backward differ from
+``LocalResponseNorm``'s, is not provided).
 
 Affine parameters start as ones (weights) and zeros (biases), as torch's. This module must never
 import torch or mlx.
@@ -15,7 +17,7 @@ from ..parameter import Parameter
 from . import _default_init as init
 from .module import Module
 
-__all__ = ["LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm", "CrossMapLRN2d"]
+__all__ = ["LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm"]
 
 
 def _shape(normalized_shape) -> tuple:
@@ -176,20 +178,3 @@ class LocalResponseNorm(Module):
 
     def extra_repr(self) -> str:
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
-
-
-class CrossMapLRN2d(LocalResponseNorm):
-    """Local response norm across the channels of 4-D ``(N, C, H, W)`` input (torch's legacy form).
-
-    Raises:
-        TdxValueError: the input is not 4-D.
-    """
-
-    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1) -> None:
-        super().__init__(size, alpha, beta, k)
-
-    def forward(self, input):  # noqa: A002 - torch's name
-        if not isinstance(input, tdx.Tensor) or input.ndim != 4:
-            raise tdx.TdxValueError(f"CrossMapLRN2d: Expected input to be 4D, got "
-                                    f"{getattr(input, 'ndim', type(input).__name__)}D instead.")
-        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
