@@ -246,6 +246,17 @@ class Tensor:
             raise TdxRuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         m.retain = True
 
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call ``hook(self)`` after a backward has accumulated ``self.grad`` (a leaf), as torch's.
+
+        Returns:
+            A handle whose ``remove()`` unregisters the hook.
+        """
+        if self._ex.caps.native_autograd:
+            native = self._n.register_post_accumulate_grad_hook(lambda _native: hook(self))
+            return _HookHandle(native.remove)
+        return _HookHandle(_tape.add_post_accumulate_hook(self, hook))
+
     @inline_typed
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
         if self._ex.caps.native_autograd:
@@ -430,6 +441,20 @@ class Tensor:
         from .creation import _rebuild
 
         return (_rebuild, (self._ex.host_numpy(self._n), self.dtype.name, str(self._ex.device), self.requires_grad))
+
+
+class _HookHandle:
+    """What ``register_*_hook`` returns: ``remove()`` unregisters the hook (idempotent)."""
+
+    __slots__ = ("_remove",)
+
+    def __init__(self, remove):
+        self._remove = remove
+
+    def remove(self) -> None:
+        if self._remove is not None:
+            self._remove()
+            self._remove = None
 
 
 def _set_copy(t, index, value):

@@ -27,7 +27,7 @@ _local = threading.local()
 class Meta:
     """Autograd state of one tensor on a tape executor."""
 
-    __slots__ = ("requires_grad", "grad", "node", "index", "retain")
+    __slots__ = ("requires_grad", "grad", "node", "index", "retain", "hooks")
 
     def __init__(self, requires_grad=False, node=None, index=0):
         self.requires_grad = requires_grad
@@ -35,6 +35,7 @@ class Meta:
         self.node = node
         self.index = index
         self.retain = False
+        self.hooks = None  # post-accumulate-grad hooks of a leaf: {key: (weakref to tensor, hook)}
 
 
 class Node:
@@ -328,6 +329,7 @@ def run_backward(roots, grad_roots, retain_graph=False, inputs=None):
 
     pending = {}  # id(node) -> [cotangent per output]
     wanted = {id(t._ag): None for t in inputs if meta(t) is not None} if inputs is not None else None
+    hooked = {}  # id(meta) -> meta, for leaves with post-accumulate-grad hooks, in delivery order
     nodes = []
     for root, g in zip(roots, grad_roots):
         m = meta(root)
@@ -335,6 +337,8 @@ def run_backward(roots, grad_roots, retain_graph=False, inputs=None):
             raise TdxRuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
         if m.node is None:  # a leaf: its gradient is the given one
             _deliver(m, g, wanted)
+            if m.hooks and wanted is None:
+                hooked[id(m)] = m
             continue
         slots = pending.setdefault(id(m.node), [None] * m.node.n_out)
         slots[m.index] = g if slots[m.index] is None else slots[m.index] + g
@@ -361,6 +365,8 @@ def run_backward(roots, grad_roots, retain_graph=False, inputs=None):
                 g = g.astype(native.dtype)
             if m.node is None or (wanted is not None and id(m) in wanted):
                 _deliver(m, g, wanted)
+                if m.node is None and m.hooks and wanted is None:
+                    hooked[id(m)] = m
             if m.node is not None:
                 if m.retain and wanted is None:
                     m.grad = g if m.grad is None else m.grad + g
@@ -370,7 +376,32 @@ def run_backward(roots, grad_roots, retain_graph=False, inputs=None):
             node.fn = None
     if wanted is not None:
         return [wanted.get(id(meta(t))) for t in inputs]
+    _fire_post_accumulate_hooks(hooked.values())
     return None
+
+
+def _fire_post_accumulate_hooks(metas) -> None:
+    """Call each leaf's post-accumulate-grad hooks once its gradient of this backward is complete
+    (torch calls them as ``hook(tensor)`` after AccumulateGrad)."""
+    for m in list(metas):
+        for ref, hook in list(m.hooks.values()):
+            t = ref()
+            if t is not None:
+                hook(t)
+
+
+def add_post_accumulate_hook(t, hook):
+    """Register ``hook(t)`` to run after ``t.grad`` is accumulated by a backward; returns a remover."""
+    import weakref
+
+    m = meta(t)
+    if m is None or not m.requires_grad or m.node is not None:
+        raise TdxRuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+    if m.hooks is None:
+        m.hooks = {}
+    key = object()
+    m.hooks[key] = (weakref.ref(t), hook)
+    return lambda: m.hooks.pop(key, None)
 
 
 def _deliver(m, g, wanted):

@@ -16,7 +16,7 @@ from .modules import *  # noqa: F401,F403 - the module classes
 from .modules import __all__ as _modules_all
 from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
 
-_LAZY = ("init", "utils")
+_LAZY = ("init", "utils", "parallel")
 
 
 def __getattr__(name: str):
@@ -27,5 +27,5 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["functional", "attention", "parameter", "init", "utils", "Parameter", "Buffer",
+__all__ = ["functional", "attention", "parameter", "init", "utils", "parallel", "Parameter", "Buffer",
            "UninitializedParameter", "UninitializedBuffer", *_modules_all]
