@@ -20,7 +20,6 @@ import time
 
 
 def rank_main(engine: str, sizes, repeats: int) -> None:
-    import numpy as np
 
     import tdx
     import tdx.distributed as dist
