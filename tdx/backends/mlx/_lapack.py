@@ -159,11 +159,45 @@ def qr_any(a, mode):
     elif m < n:  # A = [X | Y]: X = QU, R = [U | Q^T Y]
         q, u = qr(a[..., :, :m])
         r = mx.concatenate([u, mT(q) @ a[..., :, m:]], axis=-1)
-    else:  # complete, m > n: the full Q from the QR of [A | I] (its first n columns are A's)
-        pad = mx.broadcast_to(eye_like(a, m), a.shape[:-2] + (m, m))
-        q, _ = mx.linalg.qr(mx.concatenate([a, pad], axis=-1), stream=CPU)
-        r = mx.triu(mT(q) @ a)
+    else:  # complete, m > n: LAPACK's Householder reflectors (geqrf), applied to I (orgqr); forward only
+        v, tau, r = householder(mx.stop_gradient(a))
+        q = reflect(mx.concatenate([v, mx.zeros(a.shape[:-2] + (m, m - n), a.dtype)], axis=-1), tau)
+        r = mx.concatenate([r, mx.zeros(a.shape[:-2] + (m - n, n), a.dtype)], axis=-2) if r.shape[-2] < m else r
     return q, r
+
+
+def householder(a):
+    """LAPACK geqrf's reflectors of ``a`` (m >= n): ``(v, tau, R)``, ``v`` unit lower trapezoidal (dlarfg's
+    convention: ``beta = -sign(alpha) |x|``, ``tau = (beta - alpha) / beta``)."""
+    m, n = a.shape[-2:]
+    r, rows = a, mx.arange(m)[:, None]
+    vs, taus = [], []
+    for j in range(n):
+        x = r[..., :, j:j + 1]
+        below = mx.where(rows > j, x, 0.0)
+        alpha = x[..., j:j + 1, :]
+        xnorm = mx.sqrt(mx.sum(below * below, axis=-2, keepdims=True))
+        beta = -mx.where(alpha >= 0, 1.0, -1.0) * mx.sqrt(alpha * alpha + xnorm * xnorm)
+        trivial = xnorm == 0
+        safe = mx.where(trivial, 1.0, alpha - beta)
+        v = mx.where(rows == j, 1.0, below / safe).astype(a.dtype)
+        tau = mx.where(trivial, 0.0, (beta - alpha) / mx.where(trivial, 1.0, beta)).astype(a.dtype)
+        r = r - tau * (v @ (mT(v) @ r))
+        vs.append(v)
+        taus.append(tau[..., 0, 0])
+    return mx.concatenate(vs, axis=-1), mx.stack(taus, axis=-1), mx.triu(r[..., :n, :])
+
+
+def reflect(v, tau):
+    """``H_0 ... H_{k-1}`` applied to the first columns of I, ``H_i = I - tau_i v_i v_i^T`` (LAPACK orgqr)."""
+    m, n = v.shape[-2:]
+    rows = mx.arange(m)[:, None]
+    q = mx.broadcast_to(mx.eye(m, n, dtype=v.dtype), v.shape)
+    for i in reversed(range(tau.shape[-1])):
+        col = v[..., :, i:i + 1]
+        vi = mx.where(rows > i, col, mx.where(rows == i, mx.ones_like(col), mx.zeros_like(col)))
+        q = q - tau[..., i, None, None] * (vi @ (mT(vi) @ q))
+    return q
 
 
 @mx.custom_function
@@ -176,7 +210,7 @@ def svd(a):
 
 @svd.vjp
 def _svd_vjp(primals, cotangents, outputs):
-    (a,) = primals
+    a = primals  # a single input arrives bare
     u, s, vh = outputs
     gu, gs, gvh = cotangents
     m, n = a.shape[-2:]
@@ -221,6 +255,7 @@ def _eigh_vjp(primals, cotangents, outputs):
     e = w[..., None, :] - w[..., :, None]
     eye = mx.eye(w.shape[-1], dtype=mx.bool_)
     vhgv = mT(v) @ gv
+    vhgv = 0.5 * (vhgv - mT(vhgv))  # only its skew part moves orthonormal eigenvectors
     r = mx.where(eye, diag_embed(gw), vhgv / mx.where(eye, mx.ones_like(e), e))
     return (v @ r @ mT(v),)
 

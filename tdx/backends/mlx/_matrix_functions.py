@@ -264,13 +264,7 @@ class MLXMatrixFunctions:
             raise TdxRuntimeError(f"torch.linalg.householder_product: input.shape[-2] must be greater than or "
                                   f"equal to input.shape[-1] and input.shape[-1] must be greater than or equal "
                                   f"to tau.shape[-1], got {m}x{n} and {k}")
-        rows = mx.arange(m)[:, None]
-        q = mx.broadcast_to(mx.eye(m, n, dtype=A.dtype), A.shape)
-        for i in reversed(range(k)):  # Q = H_0 ... H_{k-1} applied to the first n columns of I
-            col = A[..., :, i:i + 1]
-            v = mx.where(rows > i, col, mx.where(rows == i, mx.ones_like(col), mx.zeros_like(col)))
-            q = q - tau[..., i, None, None] * (v @ (mT(v) @ q))
-        return q
+        return L.reflect(A, tau)
 
     # determinants ---------------------------------------------------------------------------------
     def _lu_det(self, A):
@@ -315,7 +309,7 @@ class MLXMatrixFunctions:
         if A.shape[-1] == 0:
             return mx.ones(A.shape[:-2], A.dtype), mx.zeros(A.shape[:-2], A.dtype)
         sign, logabs, _ = self._lu_det(A)
-        return mx.stop_gradient(sign), logabs
+        return sign, logabs  # sign has a zero derivative (MLX vjp zeroes every input gradient when an output is stop_gradient)
 
     # matrix functions ----------------------------------------------------------------------------
     def linalg_matrix_power(self, A, n):
@@ -444,7 +438,8 @@ class MLXMatrixFunctions:
         if ord == "fro":
             return self.linalg_vector_norm(A, 2, (d0, d1), keepdim)
         if ord in ("nuc", 2, -2):
-            moved = mx.moveaxis(A, [d0, d1], [-2, -1])
+            rest = [d for d in range(A.ndim) if d not in (d0, d1)]
+            moved = mx.transpose(A, rest + [d0, d1])
             s = self.linalg_svdvals(moved)
             out = mx.sum(s, axis=-1) if ord == "nuc" else s[..., 0] if ord == 2 else s[..., -1]
             if keepdim:
