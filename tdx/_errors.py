@@ -105,3 +105,7 @@ def translate(err: BaseException, kind=None) -> TdxError:
     out = cls(str(err))
     out.__cause__ = err
     return out
+
+
+class LinAlgError(TdxError, RuntimeError):
+    """A matrix a linear-algebra function cannot factor or invert (torch.linalg.LinAlgError)."""

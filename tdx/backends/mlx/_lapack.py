@@ -1,0 +1,284 @@
+"""MLX's LAPACK-backed factorizations with the derivatives MLX lacks, as ``mx.custom_function``s.
+
+MLX 0.32 has ``inv``, ``cholesky``, ``qr``, ``svd``, ``eigh``, ``lu`` and ``solve_triangular`` but no
+vector-Jacobian product for any of them, and runs them on its CPU stream only (on ``mlx:gpu`` they
+run on the CPU stream too: MLX's memory is unified, so nothing is copied). Each function here is
+the forward kernel wrapped with the derivative torch's autograd uses (``FunctionsManual.cpp``:
+``linalg_inv``, ``linalg_solve``, ``cholesky_backward``, ``linalg_qr_backward``, ``svd_backward``,
+``linalg_eig_backward`` for Hermitian input, ``linalg_lu_backward``), written with the functions
+here and MLX's differentiable ops, so tdx's tape differentiates them. Real dtypes only.
+Must never import torch or the facade.
+"""
+
+from __future__ import annotations
+
+import mlx.core as mx
+
+CPU = mx.cpu
+
+
+def mT(x):  # noqa: N802 - torch's name
+    """The matrix transpose of ``x``'s last two dims."""
+    return mx.swapaxes(x, -1, -2)
+
+
+def eye_like(x, n=None):
+    n = x.shape[-1] if n is None else n
+    return mx.eye(n, dtype=x.dtype)
+
+
+def diag_embed(v):
+    """A batch of diagonal matrices from ``v``'s last dim."""
+    return v[..., :, None] * eye_like(v)
+
+
+def _matrix_rhs(a, b):
+    """``b`` as a batch of matrices for ``a`` (torch's vector case: ``b.shape == a.shape[:-1]``), and whether
+    it was a vector."""
+    vector = b.ndim == 1 or (b.ndim == a.ndim - 1 and b.shape == a.shape[:-1])
+    return (b[..., None] if vector else b), vector
+
+
+@mx.custom_function
+def inv(a):
+    return mx.linalg.inv(a, stream=CPU)
+
+
+@inv.vjp
+def _inv_vjp(primals, cotangent, output):
+    x = output
+    return (-(mT(x) @ cotangent @ mT(x)),)
+
+
+@mx.custom_function
+def solve(a, b):
+    """``a^-1 b`` for a batch of square ``a`` and matrices ``b`` (batch dims broadcast)."""
+    shape = tuple(mx.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
+    a = mx.broadcast_to(a, shape + a.shape[-2:])
+    b = mx.broadcast_to(b, shape + b.shape[-2:])
+    return mx.linalg.solve(a, b, stream=CPU)
+
+
+@solve.vjp
+def _solve_vjp(primals, cotangent, output):
+    a, b = primals
+    gb = solve(mT(a), cotangent)
+    ga = -(gb @ mT(output))
+    return _unbroadcast(ga, a.shape), _unbroadcast(gb, b.shape)
+
+
+def _unbroadcast(g, shape):
+    """``g`` summed down to ``shape`` (the inverse of broadcasting's batch dims)."""
+    shape = tuple(shape)
+    extra = g.ndim - len(shape)
+    if extra:
+        g = mx.sum(g, axis=tuple(range(extra)))
+    axes = tuple(i for i, (n, m) in enumerate(zip(shape, g.shape)) if n == 1 and m != 1)
+    return mx.sum(g, axis=axes, keepdims=True) if axes else g
+
+
+def _tri(x, upper, strict=False):
+    k = 1 if strict else 0
+    return mx.triu(x, k) if upper else mx.tril(x, -k)
+
+
+@mx.custom_function
+def _solve_tri(a, b, upper):
+    """``a^-1 b`` for triangular ``a`` (``upper`` an int flag) and matrices ``b``; batch dims broadcast."""
+    shape = tuple(mx.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
+    a = mx.broadcast_to(a, shape + a.shape[-2:])
+    b = mx.broadcast_to(b, shape + b.shape[-2:])
+    return mx.linalg.solve_triangular(a, b, upper=bool(upper.item()), stream=CPU)
+
+
+@_solve_tri.vjp
+def _solve_tri_vjp(primals, cotangent, output):
+    a, b, upper = primals
+    up = bool(upper.item())
+    gb = _solve_tri(mT(a), cotangent, mx.array(int(not up)))
+    ga = _tri(-(gb @ mT(output)), up)
+    return _unbroadcast(ga, a.shape), _unbroadcast(gb, b.shape), mx.zeros_like(upper)
+
+
+def solve_triangular(a, b, upper, left=True, unitriangular=False):
+    """torch.linalg.solve_triangular on matrices ``b``: only ``a``'s triangle is read."""
+    a = _tri(a, upper, strict=unitriangular)
+    if unitriangular:
+        a = a + eye_like(a)
+    if not left:  # x a = b  <=>  a^T x^T = b^T
+        return mT(_solve_tri(mT(a), mT(b), mx.array(int(not upper))))
+    return _solve_tri(a, b, mx.array(int(upper)))
+
+
+def _phi(x):
+    """The lower triangle of ``x`` with its diagonal halved."""
+    return mx.tril(x, -1) + diag_embed(mx.diagonal(x, 0, -2, -1) * 0.5)
+
+
+@mx.custom_function
+def cholesky(a):
+    """The lower Cholesky factor, from ``a``'s lower triangle."""
+    return mx.linalg.cholesky(a, upper=False, stream=CPU)
+
+
+@cholesky.vjp
+def _cholesky_vjp(primals, cotangent, output):
+    l_ = output
+    p = _phi(mT(l_) @ mx.tril(cotangent))
+    s = solve_triangular(mT(l_), solve_triangular(l_, p, upper=False, left=False), upper=True)
+    # s = L^-T P L^-1 ; torch symmetrizes
+    return (0.5 * (s + mT(s)),)
+
+
+def _copyltu(m):
+    """The symmetric matrix with ``m``'s lower triangle (diagonal included)."""
+    low = mx.tril(m, -1)
+    return low + mT(low) + diag_embed(mx.diagonal(m, 0, -2, -1))
+
+
+@mx.custom_function
+def qr(a):
+    """The reduced QR of ``a`` with as many rows as columns or more."""
+    return tuple(mx.linalg.qr(a, stream=CPU))
+
+
+@qr.vjp
+def _qr_vjp(primals, cotangents, outputs):
+    q, r = outputs
+    gq, gr = cotangents
+    m = r @ mT(gr) - mT(gq) @ q
+    b = gq + q @ _copyltu(m)
+    return (mT(solve_triangular(r, mT(b), upper=True)),)  # b R^-T
+
+
+def qr_any(a, mode):
+    """torch.linalg.qr's ``(Q, R)`` for any shape; ``mode`` ``"reduced"``, ``"complete"`` or ``"r"``."""
+    m, n = a.shape[-2:]
+    if m >= n and mode != "complete" or m == n:
+        q, r = qr(a)
+    elif m < n:  # A = [X | Y]: X = QU, R = [U | Q^T Y]
+        q, u = qr(a[..., :, :m])
+        r = mx.concatenate([u, mT(q) @ a[..., :, m:]], axis=-1)
+    else:  # complete, m > n: LAPACK's Householder reflectors (geqrf), applied to I (orgqr); forward only
+        v, tau, r = householder(mx.stop_gradient(a))
+        q = reflect(mx.concatenate([v, mx.zeros(a.shape[:-2] + (m, m - n), a.dtype)], axis=-1), tau)
+        r = mx.concatenate([r, mx.zeros(a.shape[:-2] + (m - n, n), a.dtype)], axis=-2) if r.shape[-2] < m else r
+    return q, r
+
+
+def householder(a):
+    """LAPACK geqrf's reflectors of ``a`` (m >= n): ``(v, tau, R)``, ``v`` unit lower trapezoidal (dlarfg's
+    convention: ``beta = -sign(alpha) |x|``, ``tau = (beta - alpha) / beta``)."""
+    m, n = a.shape[-2:]
+    r, rows = a, mx.arange(m)[:, None]
+    vs, taus = [], []
+    for j in range(n):
+        x = r[..., :, j:j + 1]
+        below = mx.where(rows > j, x, 0.0)
+        alpha = x[..., j:j + 1, :]
+        xnorm = mx.sqrt(mx.sum(below * below, axis=-2, keepdims=True))
+        beta = -mx.where(alpha >= 0, 1.0, -1.0) * mx.sqrt(alpha * alpha + xnorm * xnorm)
+        trivial = xnorm == 0
+        safe = mx.where(trivial, 1.0, alpha - beta)
+        v = mx.where(rows == j, 1.0, below / safe).astype(a.dtype)
+        tau = mx.where(trivial, 0.0, (beta - alpha) / mx.where(trivial, 1.0, beta)).astype(a.dtype)
+        r = r - tau * (v @ (mT(v) @ r))
+        vs.append(v)
+        taus.append(tau[..., 0, 0])
+    return mx.concatenate(vs, axis=-1), mx.stack(taus, axis=-1), mx.triu(r[..., :n, :])
+
+
+def reflect(v, tau):
+    """``H_0 ... H_{k-1}`` applied to the first columns of I, ``H_i = I - tau_i v_i v_i^T`` (LAPACK orgqr)."""
+    m, n = v.shape[-2:]
+    rows = mx.arange(m)[:, None]
+    q = mx.broadcast_to(mx.eye(m, n, dtype=v.dtype), v.shape)
+    for i in reversed(range(tau.shape[-1])):
+        col = v[..., :, i:i + 1]
+        vi = mx.where(rows > i, col, mx.where(rows == i, mx.ones_like(col), mx.zeros_like(col)))
+        q = q - tau[..., i, None, None] * (vi @ (mT(vi) @ q))
+    return q
+
+
+@mx.custom_function
+def svd(a):
+    """The reduced SVD ``(U, S, Vh)``."""
+    u, s, vh = mx.linalg.svd(a, compute_uv=True, stream=CPU)
+    k = s.shape[-1]
+    return u[..., :, :k], s, vh[..., :k, :]
+
+
+@svd.vjp
+def _svd_vjp(primals, cotangents, outputs):
+    a = primals  # a single input arrives bare
+    u, s, vh = outputs
+    gu, gs, gvh = cotangents
+    m, n = a.shape[-2:]
+    v, gv = mT(vh), mT(gvh)
+    s2 = s * s
+    e = s2[..., None, :] - s2[..., :, None]
+    e = mx.where(mx.eye(s.shape[-1], dtype=mx.bool_), mx.ones_like(e), e)
+
+    def skew(x):
+        return x - mT(x)
+
+    g = (skew(mT(u) @ gu) / e) * s[..., None, :] + s[..., :, None] * (skew(mT(v) @ gv) / e) + diag_embed(gs)
+    if m > n:
+        g = u @ g
+        gus = gu / s[..., None, :]
+        g = (g + gus - u @ (mT(u) @ gus)) @ vh
+    elif m < n:
+        g = g @ vh
+        gvs = gv / s[..., None, :]
+        g = u @ (g + mT(gvs) - (mT(gvs) @ v) @ vh)
+    else:
+        g = u @ g @ vh
+    return (g,)
+
+
+def svd_full(a):
+    """``(U, S, Vh)`` with square ``U`` and ``Vh`` (forward only beyond the first ``k`` columns)."""
+    u, s, vh = mx.linalg.svd(a, compute_uv=True, stream=CPU)
+    return u, s, vh
+
+
+@mx.custom_function
+def eigh(a):
+    """Eigenvalues (ascending) and eigenvectors of a symmetric ``a``, from its lower triangle."""
+    return tuple(mx.linalg.eigh(a, UPLO="L", stream=CPU))
+
+
+@eigh.vjp
+def _eigh_vjp(primals, cotangents, outputs):
+    w, v = outputs
+    gw, gv = cotangents
+    e = w[..., None, :] - w[..., :, None]
+    eye = mx.eye(w.shape[-1], dtype=mx.bool_)
+    vhgv = mT(v) @ gv
+    vhgv = 0.5 * (vhgv - mT(vhgv))  # only its skew part moves orthonormal eigenvectors
+    r = mx.where(eye, diag_embed(gw), vhgv / mx.where(eye, mx.ones_like(e), e))
+    return (v @ r @ mT(v),)
+
+
+@mx.custom_function
+def lu(a):
+    """``(P, L, U)`` of a square ``a`` (P a permutation matrix in ``a``'s dtype)."""
+    rows, l_, u = mx.linalg.lu(a, stream=CPU)
+    p = mT(mx.take_along_axis(mx.broadcast_to(eye_like(a), a.shape), rows[..., :, None], axis=-2))
+    return p, l_, u
+
+
+@lu.vjp
+def _lu_vjp(primals, cotangents, outputs):
+    p, l_, u = outputs
+    _, gl, gu = cotangents
+    phi = mx.tril(mT(l_) @ gl, -1) + mx.triu(gu @ mT(u))
+    x = solve_triangular(mT(l_), phi, upper=True, unitriangular=True)
+    x = mT(solve_triangular(u, mT(x), upper=True))  # x U^-T
+    return (p @ x,)
+
+
+def lu_rows(a):
+    """MLX's row order and packed ``LU`` of square or rectangular ``a`` (forward only)."""
+    lu_, piv = mx.linalg.lu_factor(a, stream=CPU)
+    return lu_, piv
