@@ -204,23 +204,28 @@ class Tensor:
 
     @property
     def grad(self):
+        """The accumulated gradient: one Tensor object until it is replaced, as torch's ``.grad``."""
         if self._ex.caps.native_autograd:
             g = self._n.grad
-        else:
-            m = _tape.meta(self)
-            g = None if m is None else m.grad
-        return None if g is None else wrap(g, self._ex)
+            if g is None:
+                return None
+            m = getattr(self, "_ag", None)  # on torch executors ``_ag`` only caches the wrapper of ``.grad``
+            if m is not None and m.grad is not None and m.grad._n is g:
+                return m.grad
+            if m is None:
+                m = self._ag = _tape.Meta()
+            m.grad = wrap(g, self._ex)
+            return m.grad
+        m = _tape.meta(self)
+        return None if m is None else m.grad
 
     @grad.setter
     def grad(self, value) -> None:
-        native = None if value is None else value._n
-        if self._ex.caps.native_autograd:
-            self._n.grad = native
-            return
-        m = _tape.meta(self)
-        if m is None:
-            m = self._ag = _tape.Meta()
-        m.grad = native
+        _tape.set_grad(self, value)
+
+    @grad.deleter
+    def grad(self) -> None:
+        _tape.set_grad(self, None)
 
     @property
     def is_leaf(self) -> bool:
@@ -248,14 +253,19 @@ class Tensor:
 
     @inline_typed
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
+        if inputs is not None:
+            inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+            if not inputs:
+                raise TdxRuntimeError("'inputs' argument to backward() cannot be empty.")
         if self._ex.caps.native_autograd:
             g = None if gradient is None else gradient._n
-            self._n.backward(g, retain_graph=retain_graph, create_graph=create_graph,
-                             inputs=None if inputs is None else [t._n for t in inputs])
+            try:
+                self._n.backward(g, retain_graph=retain_graph, create_graph=create_graph,
+                                 inputs=None if inputs is None else [t._n for t in inputs])
+            except NATIVE_ERRORS as err:
+                raise self._ex.native_error(err) from None
             return
-        if inputs is not None:
-            raise UnsupportedOpError(f"backward(inputs=...) is not supported on {self._ex.device}")
-        _tape.backward(self, gradient, retain_graph, create_graph)
+        _tape.backward(self, gradient, retain_graph, create_graph, inputs)
 
     @inline_typed
     def detach(self) -> "Tensor":
