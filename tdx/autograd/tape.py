@@ -235,6 +235,8 @@ def record_inplace(t, fn, args, kwargs):
     new_args = tuple(old if a is t else a for a in args)
     out = _run_suspended(fn, new_args, kwargs)
     out._ag = Meta(True, Node(fn, new_args, kwargs, _grad_inputs(new_args, kwargs), 1), 0)
+    if m is not None and m.retain:  # retain_grad() follows the tensor to its new version, as torch's
+        out._ag.retain, out._ag.grad, m.retain = True, m.grad, False
     if lay is None:
         t._n, t._ag = out._n, out._ag
     else:
@@ -353,8 +355,18 @@ def run_backward(roots, grad_roots, retain_graph=False, inputs=None, create_grap
     """
     from .grad_mode import enable_grad, no_grad
 
-    with (enable_grad() if create_graph else no_grad()):
-        return _propagate(roots, grad_roots, retain_graph or create_graph, inputs, create_graph, accumulate)
+    prev = getattr(_local, "pass_", None)
+    _local.pass_ = (bool(retain_graph or create_graph), accumulate and inputs is None)
+    try:
+        with (enable_grad() if create_graph else no_grad()):
+            return _propagate(roots, grad_roots, retain_graph or create_graph, inputs, create_graph, accumulate)
+    finally:
+        _local.pass_ = prev
+
+
+def current_pass() -> tuple:
+    """``(retain_graph, accumulating into every leaf's .grad)`` of the backward pass now running."""
+    return getattr(_local, "pass_", None) or (False, False)
 
 
 def _propagate(roots, grad_roots, retain_graph, inputs, create_graph, accumulate):
@@ -402,8 +414,8 @@ def _propagate(roots, grad_roots, retain_graph, inputs, create_graph, accumulate
             if m.node is None or (wanted is not None and id(m) in wanted):
                 _deliver(m, g, wanted, accumulate, create_graph, tensor_of.get(id(m), t))
             if m.node is not None:
-                if m.retain and accumulate and wanted is None:
-                    _accumulate(m, g, t._ex, create_graph)
+                if m.retain and accumulate and wanted is None:  # torch's retain_grad hook: out of place
+                    m.grad = (g if create_graph else _wrap(g, t._ex)) if m.grad is None else m.grad + g
                 s = pending.setdefault(id(m.node), [None] * m.node.n_out)
                 s[m.index] = _plus(s[m.index], g)
         if not retain_graph:
