@@ -318,6 +318,8 @@ class FunctionNode:
                 raise TdxRuntimeError(f"function {self.name} returned a gradient different than None at position "
                                       f"{pos + 1}, but the corresponding forward input was not a Variable")
             t = self.inputs[k]
+            if tuple(g.shape) != tuple(t.shape) and _expandable(tuple(t.shape), tuple(g.shape)):
+                g = _sum_to(g, tuple(t.shape))  # torch sums a broadcast gradient back to the input's shape
             if tuple(g.shape) != tuple(t.shape):
                 raise TdxRuntimeError(f"Function {self.name} returned an invalid gradient at index {pos} - got "
                                       f"{list(g.shape)} but expected shape compatible with {list(t.shape)}")
@@ -328,6 +330,20 @@ class FunctionNode:
             g = g if create_graph else g._n
             out[k] = g if out[k] is None else out[k] + g
         return out
+
+
+def _expandable(shape, to) -> bool:
+    if len(shape) > len(to):
+        return False
+    return all(a == b or a == 1 for a, b in zip(shape[::-1], to[::-1]))
+
+
+def _sum_to(g, shape):
+    lead = g.ndim - len(shape)
+    if lead:
+        g = g.sum(tuple(range(lead)))
+    dims = tuple(i for i, (a, b) in enumerate(zip(shape, g.shape)) if a == 1 and b != 1)
+    return g.sum(dims, keepdim=True) if dims else g
 
 
 def _apply_tape(cls, args, kwargs):

@@ -305,12 +305,23 @@ def _vjp(node, cotangents, primals=None):
     prev = getattr(_local, "differentiating", False)
     _local.differentiating = True
     try:
-        _, grads = mx.vjp(lambda *xs: node.replay(xs), list(primals), list(cotangents))
+        _, grads = mx.vjp(lambda *xs: _distinct(node.replay(xs)), list(primals), list(cotangents))
     except NATIVE_ERRORS as err:
         raise node.inputs[0]._ex.native_error(err) from None
     finally:
         _local.differentiating = prev
     return grads
+
+
+def _distinct(outs):
+    """``outs`` with every output after the first copied: ``mx.vjp`` keeps only one cotangent of an
+    array returned twice (a vjp of ``a + b`` returns its cotangent for both inputs, as one array under
+    two Python objects), and the sum is wanted. Single-output ops, the common case, pay nothing."""
+    if len(outs) < 2:
+        return outs
+    import mlx.core as mx
+
+    return [outs[0], *(mx.array(o) for o in outs[1:])]
 
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved tensors after they "
