@@ -370,3 +370,13 @@ def test_public_names_share():
     assert isinstance(tdx.zeros(1), tdx.autograd.Variable)
     with pytest.raises(RuntimeError, match="deprecated"):
         tdx.autograd.variable(1.0)
+
+
+def test_graph_names(device):
+    x, t = both(A, device)
+    y, yt = x * 2, t * 2
+    assert isinstance(y.grad_fn, tdx.autograd.graph.Node) and isinstance(yt.grad_fn, torch.autograd.graph.Node)
+    edge, tedge = tdx.autograd.graph.get_gradient_edge(y), torch.autograd.graph.get_gradient_edge(yt)
+    assert edge.node is y.grad_fn and edge.output_nr == tedge.output_nr == 0
+    with pytest.raises(RuntimeError, match="does not require"):
+        tdx.autograd.graph.get_gradient_edge(tdx.ones(2, device=device))
