@@ -380,3 +380,9 @@ def test_graph_names(device):
     assert edge.node is y.grad_fn and edge.output_nr == tedge.output_nr == 0
     with pytest.raises(RuntimeError, match="does not require"):
         tdx.autograd.graph.get_gradient_edge(tdx.ones(2, device=device))
+
+
+def test_enumerations_match_torch():
+    for name in ("DeviceType", "ProfilerActivity", "ProfilerState"):
+        theirs, ours = getattr(torch.autograd, name), getattr(tdx.autograd, name)
+        assert {k: int(v) for k, v in theirs.__members__.items()} == {k: int(v) for k, v in ours.__members__.items()}

@@ -65,7 +65,7 @@ class DeviceType(enum.IntEnum):
     Metal = 11
     MPS = 13
     XPU = 12
-    MTIA = 23
+    MTIA = 19
     Meta = 14
     HPU = 15
     VE = 16
@@ -79,9 +79,9 @@ class ProfilerActivity(enum.IntEnum):
 
     CPU = 0
     XPU = 1
-    MTIA = 2
-    CUDA = 3
-    HPU = 4
+    CUDA = 2
+    HPU = 3
+    MTIA = 4
     PrivateUse1 = 5
 
 
