@@ -19,9 +19,6 @@ import tdx
 import tdx.nn as nn
 from tdx.testing import assert_close
 
-GRAD_XFAIL = pytest.mark.xfail(reason="grad identity on tape executors", strict=False)
-
-
 def arr(shape, seed=0):
     return np.random.default_rng(seed).uniform(-1, 1, size=shape).astype(np.float32)
 
@@ -485,9 +482,7 @@ def test_zero_grad(device, set_to_none):
         assert_close(p.grad, tp.grad)  # the zeroed gradients do not leak into the next backward
 
 
-def test_grad_zero_idiom(device, request):
-    if tdx.device(device).type == "mlx":
-        request.applymarker(GRAD_XFAIL)
+def test_grad_zero_idiom(device):
     ours = build(nn, device)
     _backward(ours, nn, device)
     for p in ours.parameters():

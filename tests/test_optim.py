@@ -236,10 +236,8 @@ def test_zero_grad_in_place_and_to_none(device):
     assert pair.xp["w1"].grad is None
 
 
-def test_user_idioms(device, request):
+def test_user_idioms(device):
     """`p.grad.zero_()` between steps (instead of zero_grad) and `param.data.add_`."""
-    if device.startswith("mlx"):
-        request.applymarker(pytest.mark.xfail(strict=False, reason="grad identity on tape executors"))
     pair = Pair("Adam", dict(lr=0.01), device)
     for opt, p, lib in ((pair.topt, pair.tp, torch), (pair.xopt, pair.xp, tdx)):
         for _ in range(3):

@@ -204,23 +204,28 @@ class Tensor:
 
     @property
     def grad(self):
+        """The accumulated gradient: one Tensor object until it is replaced, as torch's ``.grad``."""
         if self._ex.caps.native_autograd:
             g = self._n.grad
-        else:
-            m = _tape.meta(self)
-            g = None if m is None else m.grad
-        return None if g is None else wrap(g, self._ex)
+            if g is None:
+                return None
+            m = getattr(self, "_ag", None)  # on torch executors ``_ag`` only caches the wrapper of ``.grad``
+            if m is not None and m.grad is not None and m.grad._n is g:
+                return m.grad
+            if m is None:
+                m = self._ag = _tape.Meta()
+            m.grad = wrap(g, self._ex)
+            return m.grad
+        m = _tape.meta(self)
+        return None if m is None else m.grad
 
     @grad.setter
     def grad(self, value) -> None:
-        native = None if value is None else value._n
-        if self._ex.caps.native_autograd:
-            self._n.grad = native
-            return
-        m = _tape.meta(self)
-        if m is None:
-            m = self._ag = _tape.Meta()
-        m.grad = native
+        _tape.set_grad(self, value)
+
+    @grad.deleter
+    def grad(self) -> None:
+        _tape.set_grad(self, None)
 
     @property
     def is_leaf(self) -> bool:
@@ -259,14 +264,19 @@ class Tensor:
 
     @inline_typed
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
+        if inputs is not None:
+            inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+            if not inputs:
+                raise TdxRuntimeError("'inputs' argument to backward() cannot be empty.")
         if self._ex.caps.native_autograd:
             g = None if gradient is None else gradient._n
-            self._n.backward(g, retain_graph=retain_graph, create_graph=create_graph,
-                             inputs=None if inputs is None else [t._n for t in inputs])
+            try:
+                self._n.backward(g, retain_graph=retain_graph, create_graph=create_graph,
+                                 inputs=None if inputs is None else [t._n for t in inputs])
+            except NATIVE_ERRORS as err:
+                raise self._ex.native_error(err) from None
             return
-        if inputs is not None:
-            raise UnsupportedOpError(f"backward(inputs=...) is not supported on {self._ex.device}")
-        _tape.backward(self, gradient, retain_graph, create_graph)
+        _tape.backward(self, gradient, retain_graph, create_graph, inputs)
 
     @inline_typed
     def detach(self) -> "Tensor":
@@ -314,19 +324,30 @@ class Tensor:
 
         return export_device(self)
 
+    @inline_typed
     def to(self, *args, **kwargs) -> "Tensor":
-        """Move and/or cast: ``to(dtype)``, ``to(device, dtype=None)``, ``to(other)``."""
+        """Move and/or cast: ``to(dtype)``, ``to(device, dtype=None)``, ``to(other)``.
+
+        A tensor that requires grad stays differentiable across executors (the gradient flows back
+        to the source), as torch's ``.to()`` across devices.
+        """
         from ..interop import parse_to, transfer
 
         if args and isinstance(args[0], Tensor) and type(args[0]) is not Tensor:  # to(parameter): its device, dtype
             args = (args[0].device, args[0].dtype, *args[1:])
         ex, dtype, copy = parse_to(self, args, kwargs)
         out = self
-        if ex is not self._ex:
-            out = wrap(transfer(self._n, self._ex, ex), ex)
-            copy = False
-        if dtype is not None and dtype is not out.dtype:
-            return wrap(out._ex.astype(out._n, dtype), out._ex)
+        try:
+            if ex is not self._ex:
+                out = _move(self, ex) if self.requires_grad and _tape.is_grad_enabled() else \
+                    wrap(transfer(self._n, self._ex, ex), ex)
+                copy = False
+            if dtype is not None and dtype is not out.dtype:
+                if _TAPE[0] and _tape.wants(out):
+                    return _tape.call(_astype, out, dtype)
+                return _astype(out, dtype)
+        except NATIVE_ERRORS as err:
+            raise self._ex.native_error(err) from None
         return out.clone() if copy else out
 
     def cpu(self) -> "Tensor":
@@ -437,6 +458,28 @@ class Tensor:
             raise TdxTypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
         return wrap(self._ex.bitwise_not(self._n), self._ex)
 
+    def __deepcopy__(self, memo):
+        """A new leaf with a copy of the values, ``requires_grad`` and a deep copy of ``.grad``, as torch's.
+
+        Raises:
+            TdxRuntimeError: the tensor is not a leaf (torch supports deepcopy of leaves only).
+        """
+        if id(self) in memo:
+            return memo[id(self)]
+        if not self.is_leaf:
+            raise TdxRuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+                                  "protocol at the moment.")
+        import copy
+
+        new = wrap(self._ex.clone(self._n.detach() if self._ex.caps.native_autograd else self._n), self._ex)
+        memo[id(self)] = new
+        if self.requires_grad:
+            new.requires_grad_(True)
+        g = self.grad
+        if g is not None:
+            new.grad = copy.deepcopy(g, memo)
+        return new
+
     def __reduce_ex__(self, protocol):
         from .creation import _rebuild
 
@@ -455,6 +498,31 @@ class _HookHandle:
         if self._remove is not None:
             self._remove()
             self._remove = None
+
+
+def _astype(t, dtype):
+    """``t`` cast to ``dtype`` (the op ``Tensor.to(dtype)`` records on the tape)."""
+    return wrap(t._ex.astype(t._n, dtype), t._ex)
+
+
+def _move(t, ex):
+    """``t`` (which requires grad) on executor ``ex``, with a gradient path back to ``t``.
+
+    Raises:
+        UnsupportedOpError: a move between two tape executors, which no backward can cross yet.
+    """
+    from ..autograd import transfer as _transfer
+    from ..interop import transfer
+
+    src = t._ex
+    if src.caps.native_autograd and ex.caps.native_autograd:
+        return wrap(transfer(t._n, src, ex), ex)  # torch's own .to() records it
+    if src.caps.native_autograd:
+        return _transfer.to_tape(t, ex)
+    if ex.caps.native_autograd:
+        return _transfer.to_native(t, ex)
+    raise UnsupportedOpError(f"to(): moving a tensor that requires grad from {src.device} to {ex.device} is not "
+                             "differentiable; detach() it first")
 
 
 def _set_copy(t, index, value):
@@ -502,7 +570,7 @@ for _name, _d in {"float": D.float32, "double": D.float64, "half": D.float16, "b
                   "char": D.int8}.items():
     setattr(Tensor, _name, _caster(_d, _name))
 
-_PLAIN = {"__new__", "__repr__", "__hash__", "__len__", "__iter__", "__reduce_ex__", "__array__",
+_PLAIN = {"__new__", "__repr__", "__hash__", "__len__", "__iter__", "__reduce_ex__", "__deepcopy__", "__array__",
           "__dlpack__", "__dlpack_device__", "__pos__"}
 for _name, _fn in list(vars(Tensor).items()):
     if getattr(_fn, "_typed", False):

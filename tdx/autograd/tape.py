@@ -60,6 +60,10 @@ class Node:
     def name_(self) -> str:
         return self.name
 
+    def outputs_like(self):
+        """Arrays shaped and typed as the outputs (zero cotangents for unused outputs are built from them)."""
+        return self.replay(self.natives)
+
     def replay(self, natives):
         """Re-run the op with ``natives`` standing in for the inputs; returns output natives."""
         from .._tensor.wrapping import wrap
@@ -232,6 +236,8 @@ def record_inplace(t, fn, args, kwargs):
     new_args = tuple(old if a is t else a for a in args)
     out = _run_suspended(fn, new_args, kwargs)
     out._ag = Meta(True, Node(fn, new_args, kwargs, _grad_inputs(new_args, kwargs), 1), 0)
+    if m is not None and m.retain:  # retain_grad() follows the tensor to its new version, as torch's
+        out._ag.retain, out._ag.grad, m.retain = True, m.grad, False
     if lay is None:
         t._n, t._ag = out._n, out._ag
     else:
@@ -289,24 +295,51 @@ def _topo(root_node):
     return order  # inputs before users
 
 
-def _vjp(node, cotangents):
+def _vjp(node, cotangents, primals=None):
     import mlx.core as mx
 
     if node.__class__ is Invalid:
         raise TdxRuntimeError(node.message)
     if node.fn is None:
-        raise TdxRuntimeError("Trying to backward through the graph a second time (or directly access saved "
-                              "tensors after they have already been freed). Specify retain_graph=True if you "
-                              "need to backward through the graph a second time.")
-    primals = node.natives
+        raise TdxRuntimeError(_FREED)
+    primals = node.natives if primals is None else primals
+    prev = getattr(_local, "differentiating", False)
     _local.differentiating = True
     try:
-        _, grads = mx.vjp(lambda *xs: node.replay(xs), primals, cotangents)
+        _, grads = mx.vjp(lambda *xs: _distinct(node.replay(xs)), list(primals), list(cotangents))
     except NATIVE_ERRORS as err:
         raise node.inputs[0]._ex.native_error(err) from None
     finally:
-        _local.differentiating = False
+        _local.differentiating = prev
     return grads
+
+
+def _distinct(outs):
+    """``outs`` with every output after the first copied: ``mx.vjp`` keeps only one cotangent of an
+    array returned twice (a vjp of ``a + b`` returns its cotangent for both inputs, as one array under
+    two Python objects), and the sum is wanted. Single-output ops, the common case, pay nothing."""
+    if len(outs) < 2:
+        return outs
+    import mlx.core as mx
+
+    return [outs[0], *(mx.array(o) for o in outs[1:])]
+
+
+_FREED = ("Trying to backward through the graph a second time (or directly access saved tensors after they "
+          "have already been freed). Saved intermediate values of the graph are freed when you call .backward() "
+          "or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time "
+          "or if you need to access saved tensors after calling backward.")
+
+
+def _node_vjp(node, k, *tensors):
+    """The vector-Jacobian product of ``node`` as a facade op: ``tensors`` are its ``k`` inputs then the
+    cotangents of its outputs. Recorded through :func:`call` when ``create_graph`` is set, so its own
+    backward differentiates the vjp (``mx.vjp`` of ``mx.vjp``): second derivatives."""
+    from .._tensor.wrapping import wrap
+
+    natives = [t._n for t in tensors]
+    grads = _vjp(node, natives[k:], natives[:k])
+    return tuple(wrap(g, t._ex) for g, t in zip(grads, tensors))
 
 
 def differentiating() -> bool:
@@ -318,30 +351,58 @@ def differentiating() -> bool:
     return getattr(_local, "differentiating", False)
 
 
-def run_backward(roots, grad_roots, retain_graph=False, inputs=None):
-    """Propagate ``grad_roots`` from ``roots`` back to the leaves.
+def run_backward(roots, grad_roots, retain_graph=False, inputs=None, create_graph=False, accumulate=True):
+    """Propagate ``grad_roots`` (natives, or Tensors when ``create_graph``) from ``roots`` to the leaves.
+
+    With ``create_graph`` every vector-Jacobian product is itself recorded (a node whose backward
+    differentiates it), so the gradients can be differentiated again.
+
+    Args:
+        inputs: the tensors whose gradients are wanted; None for every leaf.
+        accumulate: accumulate into ``.grad`` (``backward``) rather than return (``autograd.grad``).
 
     Returns:
-        When ``inputs`` is given, their gradients (natives or None) and no ``.grad`` is touched;
-        otherwise None, with leaf ``.grad`` accumulated as torch does.
+        With ``accumulate`` false, the gradients of ``inputs`` (natives, Tensors when ``create_graph``,
+        or None); otherwise None, with ``.grad`` of the leaves (or of ``inputs``) accumulated as torch does.
     """
-    import mlx.core as mx
+    from .grad_mode import enable_grad, no_grad
+
+    prev = getattr(_local, "pass_", None)
+    _local.pass_ = (bool(retain_graph or create_graph), accumulate and inputs is None)
+    try:
+        with (enable_grad() if create_graph else no_grad()):
+            return _propagate(roots, grad_roots, retain_graph or create_graph, inputs, create_graph, accumulate)
+    finally:
+        _local.pass_ = prev
+
+
+def current_pass() -> tuple:
+    """``(retain_graph, accumulating into every leaf's .grad)`` of the backward pass now running."""
+    return getattr(_local, "pass_", None) or (False, False)
+
+
+def _propagate(roots, grad_roots, retain_graph, inputs, create_graph, accumulate):
+    from . import anomaly
 
     pending = {}  # id(node) -> [cotangent per output]
+    # the metas whose gradient is wanted: returned (autograd.grad) or accumulated into .grad (backward(inputs=))
     wanted = {id(t._ag): None for t in inputs if meta(t) is not None} if inputs is not None else None
     hooked = {}  # id(meta) -> meta, for leaves with post-accumulate-grad hooks, in delivery order
+    tensor_of = {id(t._ag): t for t in inputs if meta(t) is not None} if inputs is not None else {}
     nodes = []
     for root, g in zip(roots, grad_roots):
         m = meta(root)
         if m is None or not m.requires_grad:
             raise TdxRuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
         if m.node is None:  # a leaf: its gradient is the given one
-            _deliver(m, g, wanted)
-            if m.hooks and wanted is None:
+            _deliver(m, g, wanted, accumulate, create_graph, root)
+            if accumulate and m.hooks:
                 hooked[id(m)] = m
             continue
+        if wanted is not None and id(m) in wanted:
+            _deliver(m, g, wanted, accumulate, create_graph, root)
         slots = pending.setdefault(id(m.node), [None] * m.node.n_out)
-        slots[m.index] = g if slots[m.index] is None else slots[m.index] + g
+        slots[m.index] = _plus(slots[m.index], g)
         nodes.append(m.node)
     order = []
     seen = set()
@@ -350,31 +411,33 @@ def run_backward(roots, grad_roots, retain_graph=False, inputs=None):
             if id(x) not in seen:
                 seen.add(id(x))
                 order.append(x)
+    check = anomaly.is_anomaly_enabled()
     # reverse topological order: a node runs after every user of its outputs
     for node in reversed(order):
         slots = pending.pop(id(node), None)
         if slots is None:
             continue
         if node.fn is None:
-            _vjp(node, [])  # raises torch's "backward through the graph a second time"
-        outs = node.replay(node.natives) if any(s is None for s in slots) else None
-        cots = [s if s is not None else mx.zeros_like(outs[i]) for i, s in enumerate(slots)]
-        grads = _vjp(node, cots)
-        for m, native, g in zip(node.metas, node.natives, grads):
-            if g.dtype != native.dtype:
-                g = g.astype(native.dtype)
+            raise TdxRuntimeError(_FREED)
+        grads = _grads_of(node, slots, create_graph)
+        if check:
+            anomaly.check_grads(node, grads)
+        for m, native, g, t in zip(node.metas, node.natives, grads, node.inputs):
+            if g is None:
+                continue
+            g = _cast(g, native)
             if m.node is None or (wanted is not None and id(m) in wanted):
-                _deliver(m, g, wanted)
-                if m.node is None and m.hooks and wanted is None:
+                _deliver(m, g, wanted, accumulate, create_graph, tensor_of.get(id(m), t))
+                if accumulate and m.node is None and m.hooks:
                     hooked[id(m)] = m
             if m.node is not None:
-                if m.retain and wanted is None:
-                    m.grad = g if m.grad is None else m.grad + g
+                if m.retain and accumulate and wanted is None:  # torch's retain_grad hook: out of place
+                    m.grad = (g if create_graph else _wrap(g, t._ex)) if m.grad is None else m.grad + g
                 s = pending.setdefault(id(m.node), [None] * m.node.n_out)
-                s[m.index] = g if s[m.index] is None else s[m.index] + g
+                s[m.index] = _plus(s[m.index], g)
         if not retain_graph:
             node.fn = None
-    if wanted is not None:
+    if wanted is not None and not accumulate:
         return [wanted.get(id(meta(t))) for t in inputs]
     _fire_post_accumulate_hooks(hooked.values())
     return None
@@ -404,29 +467,133 @@ def add_post_accumulate_hook(t, hook):
     return lambda: m.hooks.pop(key, None)
 
 
-def _deliver(m, g, wanted):
-    if wanted is not None:
-        if id(m) in wanted:
-            wanted[id(m)] = g if wanted[id(m)] is None else wanted[id(m)] + g
+def _plus(a, b):
+    return b if a is None else a + b
+
+
+def _cast(g, native):
+    """``g`` (a native, or a Tensor when creating a graph) in the dtype of the input's ``native``."""
+    if hasattr(g, "_n"):
+        return g if g._n.dtype == native.dtype else g.to(g._ex.dtype(native))
+    return g if g.dtype == native.dtype else g.astype(native.dtype)
+
+
+def _grads_of(node, slots, create_graph):
+    """The gradients of ``node``'s inputs for the cotangents ``slots`` of its outputs (None: unused)."""
+    custom = getattr(node, "backward_of", None)
+    if custom is not None:  # a tdx.autograd.Function: the user's backward
+        return custom(slots, create_graph)
+    import mlx.core as mx
+
+    if any(s is None for s in slots):
+        outs = node.outputs_like()
+        ex = node.inputs[0]._ex
+        slots = [s if s is not None else (_wrap(mx.zeros_like(outs[i]), ex) if create_graph else
+                                          mx.zeros_like(outs[i])) for i, s in enumerate(slots)]
+    if not create_graph:
+        return _vjp(node, slots)
+    prims = []
+    for m, native, t in zip(node.metas, node.natives, node.inputs):
+        p = _wrap(native, t._ex)
+        p._ag = m  # the input as it was when the op ran, with its history
+        prims.append(p)
+    args = (node, len(prims), *prims, *slots)
+    if any(getattr(a, "_ag", None) is not None and a._ag.requires_grad for a in args[2:]):
+        return list(call(_node_vjp, *args))
+    return list(_node_vjp(*args))
+
+
+def _wrap(native, ex):
+    from .._tensor.wrapping import wrap
+
+    return wrap(native, ex)
+
+
+def _accumulate(m, g, ex, create_graph) -> None:
+    """Add ``g`` to ``m.grad`` as torch's AccumulateGrad: the first gradient becomes ``.grad``; later ones
+    are added in place into that same Tensor (its views see them), or out of place when a graph is
+    being created (the new ``.grad`` then has a history)."""
+    old = m.grad
+    if old is None:
+        m.grad = g if create_graph else _wrap(g, ex)
         return
-    m.grad = g if m.grad is None else m.grad + g
+    if create_graph or hasattr(g, "_n"):
+        m.grad = old + g
+        return
+    from .._tensor import views as _views
+
+    _views.assign(old, old._ex.astype(old._ex.add(old._n, g), old.dtype))
 
 
-def backward(t, gradient=None, retain_graph=None, create_graph=False) -> None:
+def _deliver(m, g, wanted, accumulate, create_graph, t):
+    if wanted is not None:
+        if id(m) not in wanted:
+            return
+        if not accumulate:
+            wanted[id(m)] = _plus(wanted[id(m)], g)
+            return
+    if accumulate:
+        _accumulate(m, g, t._ex, create_graph)
+
+
+def set_grad(t, value) -> None:
+    """``t.grad = value``: ``t.grad`` is then ``value`` itself (torch's checks of size, dtype, device).
+
+    Raises:
+        TdxTypeError: ``value`` is neither a Tensor nor None.
+        TdxRuntimeError: its size, dtype or device differs from ``t``'s.
+    """
+    from .._errors import TdxTypeError
+
+    ex = t._ex
+    if value is not None:
+        if not hasattr(value, "_n") or not hasattr(value, "_ex"):
+            raise TdxTypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
+                               f"{type(value).__name__}")
+        if value._ex is not ex:
+            raise TdxRuntimeError(f"attempting to assign a gradient located on device '{value.device}' to a tensor "
+                                  f"located on device '{t.device}'. Please ensure that the gradient and the tensor "
+                                  "are on the same device")
+        if tuple(value.shape) != tuple(t.shape):
+            raise TdxRuntimeError(f"attempting to assign a gradient of size '{list(value.shape)}' to a tensor of "
+                                  f"size '{list(t.shape)}'. Please ensure that the gradient and the tensor are the "
+                                  "same size")
+        if value.dtype is not t.dtype:
+            raise TdxRuntimeError(f"attempting to assign a gradient with dtype '{value.dtype}' to a tensor with "
+                                  f"dtype '{t.dtype}'. The gradient must match the tensor's dtype")
+    m = meta(t)
+    if ex.caps.native_autograd:
+        try:
+            t._n.grad = None if value is None else value._n
+        except NATIVE_ERRORS as err:
+            raise ex.native_error(err) from None
+        if m is None and value is not None:
+            m = t._ag = Meta()
+        if m is not None:
+            m.grad = value
+        return
+    if m is None:
+        if value is None:
+            return
+        m = t._ag = Meta()
+    m.grad = value
+
+
+def backward(t, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
     """``Tensor.backward`` for a tape tensor."""
-    if create_graph:
-        raise UnsupportedOpError(f"create_graph=True is not supported on {t._ex.device} (higher-order "
-                                 "gradients need the torch executor)")
     if gradient is None:
         if t.numel() != 1:
             raise TdxRuntimeError("grad can be implicitly created only for scalar outputs")
         import mlx.core as mx
 
         g = mx.ones(t._n.shape, t._n.dtype)
+        if create_graph:
+            g = _wrap(g, t._ex)
     else:
         if gradient._ex is not t._ex:
             from .._errors import mismatch
 
             raise mismatch("backward", t._ex.device, gradient._ex.device)
-        g = gradient._n
-    run_backward([t], [g], retain_graph=bool(retain_graph))
+        g = gradient if create_graph else gradient._n
+    retain = create_graph if retain_graph is None else bool(retain_graph)
+    run_backward([t], [g], retain_graph=retain, inputs=inputs, create_graph=create_graph)

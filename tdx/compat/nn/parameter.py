@@ -83,7 +83,7 @@ def set_data(t, value) -> None:
     t._n = value._n.detach() if new.caps.native_autograd else value._n
     if rg:
         t.requires_grad_(True)
-    if grad is not None and grad._ex is new:
+    if grad is not None and grad._ex is new and grad.dtype is t.dtype and grad.shape == t.shape:
         t.grad = grad
 
 
