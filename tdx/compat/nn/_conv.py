@@ -15,7 +15,7 @@ from ..._errors import DtypeMismatchError, ShapeError, TdxRuntimeError, TdxTypeE
 from . import _kernels
 from ._activations import need_float, need_tensor, torch_name
 
-__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "conv_tbc"]
 
 
 def tuple_arg(value, nd: int, op: str, name: str) -> tuple:
@@ -238,3 +238,19 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
                      dilation=1):
     """3-D transposed convolution of ``(N, C_in, D, H, W)``; see :func:`conv_transpose1d`."""
     return _conv_transpose(3, input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+def conv_tbc(input, weight, bias, pad=0):  # noqa: A002 - torch's name
+    """1-D convolution in time-batch-channel layout: ``input`` ``(T, B, C_in)``, ``weight`` ``(k, C_in, C_out)``,
+    ``bias`` ``(C_out,)``, ``pad`` zeros on both ends of time; the result is ``(T', B, C_out)``.
+
+    Raises:
+        ShapeError: ``input`` not 3-D, ``weight`` not 3-D or ``bias`` not 1-D.
+    """
+    x, w, b = need_tensor(input, "conv_tbc"), need_tensor(weight, "conv_tbc", "weight"), need_tensor(bias, "conv_tbc",
+                                                                                                    "bias")
+    if x.ndim != 3 or w.ndim != 3 or b.ndim != 1:
+        raise ShapeError(f"conv_tbc: expected a 3-D input, a 3-D weight and a 1-D bias, got {list(x.shape)}, "
+                         f"{list(w.shape)} and {list(b.shape)}")
+    out = conv1d(x.permute(1, 2, 0), w.permute(2, 1, 0), b, padding=pad)
+    return out.permute(2, 0, 1)

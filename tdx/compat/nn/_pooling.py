@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 import tdx
-from ..._errors import ShapeError, TdxRuntimeError, TdxValueError
+from ..._errors import ShapeError, TdxRuntimeError, TdxValueError, UnsupportedOpError
 from . import _kernels
 from ._activations import need_tensor, relu
 from ._conv import tuple_arg
@@ -24,7 +24,8 @@ __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", 
            "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
            "adaptive_max_pool3d", "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
            "adaptive_max_pool3d_with_indices", "lp_pool1d", "lp_pool2d", "lp_pool3d", "max_unpool1d",
-           "max_unpool2d", "max_unpool3d", "gather_windows"]
+           "max_unpool2d", "max_unpool3d", "fractional_max_pool2d", "fractional_max_pool3d",
+           "fractional_max_pool2d_with_indices", "fractional_max_pool3d_with_indices", "gather_windows"]
 
 
 def gather_windows(x, tables):
@@ -423,3 +424,41 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
     return _max_unpool(3, input, indices, kernel_size, stride, padding, output_size)
 
 
+
+
+def _fractional(nd, input, kernel_size, output_size, output_ratio, return_indices, _random_samples):  # noqa: A002
+    op = f"fractional_max_pool{nd}d"
+    x = need_tensor(input, op)
+    done = _kernels.native(op, x, kernel_size, output_size, output_ratio, True, _random_samples)
+    if done is not _kernels.NOT_NATIVE:
+        return done if return_indices else done[0]
+    raise UnsupportedOpError(f"{op} is not supported on {x.device}; tdx runs fractional max pooling on torch "
+                             "executors only")
+
+
+def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,  # noqa: A002
+                          _random_samples=None):
+    """Max pooling over pseudo-random windows (Graham's fractional max pooling) of ``(N, C, H, W)``.
+
+    Raises:
+        UnsupportedOpError: on an executor without torch's kernels (MLX).
+    """
+    return _fractional(2, input, kernel_size, output_size, output_ratio, return_indices, _random_samples)
+
+
+def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,  # noqa: A002
+                          _random_samples=None):
+    """Fractional max pooling of ``(N, C, D, H, W)``; see :func:`fractional_max_pool2d`."""
+    return _fractional(3, input, kernel_size, output_size, output_ratio, return_indices, _random_samples)
+
+
+def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None,  # noqa: A002
+                                       return_indices=True, _random_samples=None):
+    """:func:`fractional_max_pool2d` returning ``(values, indices)``."""
+    return _fractional(2, input, kernel_size, output_size, output_ratio, True, _random_samples)
+
+
+def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, output_ratio=None,  # noqa: A002
+                                       return_indices=True, _random_samples=None):
+    """:func:`fractional_max_pool3d` returning ``(values, indices)``."""
+    return _fractional(3, input, kernel_size, output_size, output_ratio, True, _random_samples)
