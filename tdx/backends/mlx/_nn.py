@@ -17,6 +17,11 @@ class MLXNNOps:
 
     __slots__ = ()
 
+    @staticmethod
+    def conv_supports(dtype_name: str) -> bool:
+        """Whether ``conv_nd`` runs this dtype (MLX's convolution has no float64 kernel)."""
+        return dtype_name in ("float32", "float16", "bfloat16")
+
     def conv_nd(self, x, w, stride, padding_lo, padding_hi, dilation, input_dilation, groups, flip):
         """An N-d convolution (cross-correlation unless ``flip``) of channels-first arrays.
 

@@ -11,9 +11,10 @@ This module must never import torch or mlx.
 from __future__ import annotations
 
 import tdx
-from ..._errors import DtypeMismatchError, ShapeError, TdxRuntimeError, TdxTypeError, UnsupportedOpError
+from ..._errors import DtypeMismatchError, ShapeError, TdxRuntimeError, TdxTypeError
 from . import _kernels
 from ._activations import need_float, need_tensor, torch_name
+from ._layers import pad
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "conv_tbc"]
 
@@ -118,11 +119,41 @@ def _conv(nd, input, weight, bias, stride, padding, dilation, groups):  # noqa: 
         raise TdxRuntimeError(f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). Kernel "
                               f"size: ({' x '.join(map(str, span))}). Kernel size can't be greater than actual input "
                               "size")
-    if not _kernels.has_conv(x):
-        raise UnsupportedOpError(f"{op} is not supported on {x.device}: its executor has no convolution kernel")
-    out = _kernels.conv_nd(x, w, stride, lo, hi, dilation, (1,) * nd, groups, False)
+    if _kernels.has_conv(x):
+        out = _kernels.conv_nd(x, w, stride, lo, hi, dilation, (1,) * nd, groups, False)
+    else:
+        out = _conv_windows(x, w, stride, lo, hi, dilation, groups)
     out = _add_bias(out, bias, nd, w.shape[0])
     return out.squeeze(0) if unbatched else out
+
+
+def _conv_windows(x, w, stride, lo, hi, dilation, groups):
+    """A convolution as gathered windows times the weight (one matmul per group), for dtypes the executor's
+    convolution kernel lacks (float64 on MLX): every step is a tdx op, so it differentiates on the tape."""
+    from ._pooling import gather_windows
+
+    nd = x.ndim - 2
+    amounts = []
+    for a, b in zip(reversed(lo), reversed(hi)):
+        amounts += [a, b]
+    padded = pad(x, amounts) if any(amounts) else x
+    kernel = tuple(w.shape[2:])
+    outs = [(n - d * (k - 1) - 1) // s + 1 for n, d, k, s in zip(padded.shape[2:], dilation, kernel, stride)]
+    tables = [[[o * s + j * d for j in range(k)] for o in range(n_o)]
+              for k, s, d, n_o in zip(kernel, stride, dilation, outs)]
+    win = gather_windows(padded, tables)  # (N, C, *out, K)
+    n, c = x.shape[:2]
+    k_total = win.shape[-1]
+    cg, og = c // groups, w.shape[0] // groups
+    # (N, g, C/g, *out, K) -> (N, g, *out, C/g * K) @ (g, C/g * K, O/g) -> (N, g, *out, O/g)
+    win = win.reshape((n, groups, cg) + tuple(outs) + (k_total,))
+    order = [0, 1] + [3 + i for i in range(nd)] + [2, 3 + nd]
+    cols = win.permute(*order).reshape((n, groups) + tuple(outs) + (cg * k_total,))
+    cols = cols.reshape(n, groups, -1, cg * k_total)
+    wm = w.reshape(groups, og, cg * k_total).transpose(1, 2)
+    out = cols.matmul(wm.unsqueeze(0))  # (N, g, prod(out), O/g)
+    out = out.permute(0, 1, 3, 2).reshape((n, groups * og) + tuple(outs))
+    return out
 
 
 def _dilate(x, stride):
@@ -172,15 +203,17 @@ def _conv_transpose(nd, input, weight, bias, stride, padding, output_padding, gr
     if any(s <= 0 for s in sizes):
         raise TdxRuntimeError(f"Given input size per channel: ({' x '.join(map(str, x.shape[2:]))}). Calculated "
                               f"output size per channel: ({' x '.join(map(str, sizes))}). Output size is too small")
-    if not _kernels.has_conv(x):
-        raise UnsupportedOpError(f"{op} is not supported on {x.device}: its executor has no convolution kernel")
     # (C_in, C_out/g, *k) -> (C_out, C_in/g, *k): swap the channel axes within each group
     wt = w.reshape((groups, c_in // groups, c_out_g) + kernel).transpose(1, 2)
     wt = wt.reshape((groups * c_out_g, c_in // groups) + kernel)
     lo = [d * (k - 1) - p for d, k, p in zip(dilation, kernel, padding)]
     hi = [a + o for a, o in zip(lo, out_pad)]
-    out = _kernels.conv_nd(_dilate(x, stride), wt, (1,) * nd, tuple(max(a, 0) for a in lo),
-                           tuple(max(a, 0) for a in hi), dilation, (1,) * nd, groups, True)
+    lo_, hi_ = tuple(max(a, 0) for a in lo), tuple(max(a, 0) for a in hi)
+    if _kernels.has_conv(x):
+        out = _kernels.conv_nd(_dilate(x, stride), wt, (1,) * nd, lo_, hi_, dilation, (1,) * nd, groups, True)
+    else:
+        out = _conv_windows(_dilate(x, stride), wt.flip(list(range(2, 2 + nd))), (1,) * nd, lo_, hi_, dilation,
+                            groups)
     for i, (a, b) in enumerate(zip(lo, hi)):  # negative padding crops the result
         if a < 0 or b < 0:
             out = out.narrow(2 + i, max(-a, 0), sizes[i])

@@ -65,8 +65,9 @@ def native(name: str, *args, **kwargs):
 
 
 def has_conv(x) -> bool:
-    """Whether ``x``'s executor has a ``conv_nd`` kernel."""
-    return hasattr(x._ex, "conv_nd")
+    """Whether ``x``'s executor has a ``conv_nd`` kernel for ``x``'s dtype."""
+    ex = x._ex
+    return hasattr(ex, "conv_nd") and ex.conv_supports(x.dtype.name)
 
 
 def _conv_nd(x, w, stride, padding_lo, padding_hi, dilation, input_dilation, groups, flip):

@@ -26,13 +26,16 @@ class _NormBase(Module):
     __constants__ = ["track_running_stats", "momentum", "eps", "num_features", "affine"]
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None,
-                 dtype=None) -> None:
+                 dtype=None, *, bias=True) -> None:
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         if affine:
             self.weight = Parameter(tdx.empty(num_features, device=device, dtype=dtype))
-            self.bias = Parameter(tdx.empty(num_features, device=device, dtype=dtype))
+            if bias:
+                self.bias = Parameter(tdx.empty(num_features, device=device, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -59,14 +62,26 @@ class _NormBase(Module):
         self.reset_running_stats()
         if self.affine:
             init.fill_(self.weight, 1.0)
-            init.fill_(self.bias, 0.0)
+            if self.bias is not None:
+                init.fill_(self.bias, 0.0)
 
     def _check_input_dim(self, input):  # noqa: A002 - torch's name
         raise NotImplementedError
 
     def extra_repr(self) -> str:
-        return ("{num_features}, eps={eps}, momentum={momentum}, affine={affine}, "
-                "track_running_stats={track_running_stats}".format(**self.__dict__))
+        return ("{num_features}, eps={eps}, momentum={momentum}, affine={affine}, bias={use_bias}, "
+                "track_running_stats={track_running_stats}".format(**self.__dict__, use_bias=self.bias is not None))
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs) -> None:
+        version = local_metadata.get("version", None)
+        if (version is None or version < 2) and self.track_running_stats:
+            key = prefix + "num_batches_tracked"  # added in version 2, defaults to 0
+            if key not in state_dict:
+                state_dict[key] = (self.num_batches_tracked if self.num_batches_tracked is not None
+                                   else tdx.tensor(0, dtype=tdx.long))
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
 
 
 class _BatchNorm(_NormBase):
@@ -127,8 +142,8 @@ class SyncBatchNorm(_BatchNorm):
     arithmetic (tdx has no process group to synchronize statistics across)."""
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
-                 process_group=None, device=None, dtype=None) -> None:
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+                 process_group=None, device=None, dtype=None, *, bias=True) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
         self.process_group = process_group
 
     def _check_input_dim(self, input):  # noqa: A002 - torch's name
@@ -158,8 +173,8 @@ class _InstanceNorm(_NormBase):
     _nd = 1
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None,
-                 dtype=None) -> None:
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+                 dtype=None, *, bias=True) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
 
     def _check_input_dim(self, input):  # noqa: A002 - torch's name
         if input.ndim not in (self._nd + 1, self._nd + 2):
@@ -223,9 +238,13 @@ class _LazyNormMixin:
         batched = not isinstance(self, _InstanceNorm) or input.ndim == self._nd + 2
         self.num_features = input.shape[1 if batched else 0]
         with tdx.no_grad():
-            for p in (self.weight, self.bias, self.running_mean, self.running_var):
-                if p is not None:
+            for name in ("weight", "bias", "running_mean", "running_var"):
+                p = getattr(self, name)
+                if isinstance(p, (UninitializedParameter, UninitializedBuffer)):
                     p.materialize((self.num_features,))
+                elif p is not None and tuple(p.shape) != (self.num_features,):
+                    # a module move (``.to``) replaced the placeholder buffer by an empty tensor
+                    setattr(self, name, tdx.empty(self.num_features, device=p.device, dtype=p.dtype))
             self.reset_parameters()
 
     @staticmethod
@@ -238,7 +257,7 @@ class _LazyNormMixin:
 
 def _lazy(eager, affine_default, track_default):
     def __init__(self, eps=1e-5, momentum=0.1, affine=affine_default, track_running_stats=track_default,
-                 device=None, dtype=None):
+                 device=None, dtype=None, *, bias=True):
         _BUILDING_LAZY[0] += 1
         try:
             eager.__init__(self, 0, eps, momentum, False, False, device, dtype)
@@ -247,7 +266,8 @@ def _lazy(eager, affine_default, track_default):
         self.affine, self.track_running_stats = affine, track_running_stats
         if affine:
             self.weight = UninitializedParameter(device=device, dtype=dtype)
-            self.bias = UninitializedParameter(device=device, dtype=dtype)
+            if bias:
+                self.bias = UninitializedParameter(device=device, dtype=dtype)
         if track_running_stats:
             self.running_mean = UninitializedBuffer(device=device, dtype=dtype)
             self.running_var = UninitializedBuffer(device=device, dtype=dtype)
