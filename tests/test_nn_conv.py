@@ -18,6 +18,16 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 DTYPES = ["float32", "float64"]
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """Small kernels on a loaded 2-core machine: one torch thread avoids oversubscription (both sides of
+    every comparison run in this process, so they share the setting)."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 def tol(device, dtype):
     """cpu runs torch's own kernels: its results are exact. MLX sums each window or convolution in its own
     order: float32 results then differ by a few ulps of the (larger) partial sums, hence the wider float32

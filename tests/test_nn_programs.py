@@ -16,7 +16,18 @@ import torch
 
 import tdx
 
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 VOCAB, BLOCK, EMBD, HEADS, LAYERS = 29, 12, 32, 4, 2
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """Small kernels on a loaded 2-core machine: one torch thread avoids oversubscription (both sides of
+    every comparison run in this process, so they share the setting)."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
 
 
 # the programs ------------------------------------------------------------------------------------------
@@ -284,5 +295,3 @@ def test_lstm_lm(device):
     got = _train(tdx, mod, device, batches, 20, adam, ce)
     _check(got, want, device)
 
-
-pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
