@@ -472,3 +472,14 @@ def test_deprecated_names():
     assert len(caught) == 2 and list(dict(c.named_children())) == ["a"]
     assert tdx.nn.factory_kwargs({"device": "cpu", "factory_kwargs": {"dtype": tdx.float64}}) == {
         "device": "cpu", "dtype": tdx.float64}
+
+
+def test_catalog_nn_section(device):
+    from tdx import backends
+    from tdx._cli import nn_catalog
+
+    results = nn_catalog.run((device,), {r.device: r for r in backends.available()})
+    assert len(results) > 100
+    failed = {name: row[device] for name, row in results.items() if row[device] is not None}
+    assert not failed
+    assert "| `nn.Conv2d` | passed |" in nn_catalog.render(results, (device,))
