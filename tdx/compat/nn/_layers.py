@@ -404,10 +404,10 @@ def pad(input, pad, mode="constant", value=None):  # noqa: A002 - torch's names
         raise TdxNotImplementedError(f"Unrecognised padding mode {mode!r}; accepted: 'constant', 'reflect', "
                                 "'replicate', 'circular'")
     amounts = int_list(pad, "pad", "pad")
-    if mode != "constant":
-        return pad_mode(x, amounts, mode, value)
     if len(amounts) % 2:
         raise TdxRuntimeError(f"Padding length must be divisible by 2 (got {len(amounts)})")
+    if mode != "constant":
+        return pad_mode(x, amounts, mode, value)
     if len(amounts) // 2 > x.ndim:
         raise TdxRuntimeError(f"Padding length should be less than or equal to two times the input dimension but "
                               f"got padding length {len(amounts)} and input of dimension {x.ndim}")

@@ -13,8 +13,9 @@ from typing import Callable, Optional
 import tdx
 from ..._errors import TdxNotImplementedError
 
-__all__ = ["Callable", "Optional", "Tensor", "DType", "has_torch_function", "has_torch_function_unary",
-           "has_torch_function_variadic", "handle_torch_function", "boolean_dispatch", "assert_int_or_pair"]
+# the functions; Callable, Optional, Tensor and DType are importable names, not part of __all__ (as torch's)
+__all__ = ["has_torch_function", "has_torch_function_unary", "has_torch_function_variadic", "handle_torch_function",
+           "boolean_dispatch", "assert_int_or_pair"]
 
 Tensor = tdx.Tensor
 DType = tdx.dtype
