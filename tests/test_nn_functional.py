@@ -97,6 +97,8 @@ def test_signatures_match_torch():
             want = list(inspect.signature(getattr(TF, name)).parameters)
         except (TypeError, ValueError):  # a builtin without a Python signature
             continue
+        if want == ["args", "kwargs"]:  # torch's boolean_dispatch wrappers (max_pool*d...) hide their signature
+            continue
         got = list(inspect.signature(getattr(XF, name)).parameters)
         assert got == want, f"{name}: {got} != torch's {want}"
 
@@ -442,10 +444,9 @@ def test_pad(device, shape, dtype, seed, data, value):
 
 def test_pad_modes(device):
     x, t = make(values((2, 3, 4), "float32", 0), device, "float32")
-    for mode in ("reflect", "replicate", "circular", "bogus"):
-        with pytest.raises(NotImplementedError) as info:
-            XF.pad(x, (1, 1), mode=mode)
-        assert isinstance(info.value, tdx.TdxError) and mode in str(info.value)
+    with pytest.raises(NotImplementedError) as info:  # the other modes: tests/test_nn_conv.py
+        XF.pad(x, (1, 1), mode="bogus")
+    assert isinstance(info.value, tdx.TdxError) and "bogus" in str(info.value)
     check(lambda: XF.pad(x, [1, 0, 0, 2], "constant", 3.0), lambda: TF.pad(t, [1, 0, 0, 2], "constant", 3.0))
 
 

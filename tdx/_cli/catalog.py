@@ -7,7 +7,7 @@ torch raises, a TdxError of the same builtin kind. Sampling functions are compar
 what their draws must satisfy (a sorted permutation, the support of a distribution...).
 The table has one row per function and one column per device (cpu, cuda, mps, mlx:gpu,
 mlx:cpu) marked passed, failed or not run here, then a summary line per device and the
-failures with their reasons.
+failures with their reasons; then the same for every ``tdx.nn`` module (:mod:`.nn_catalog`).
 
 This module imports torch (the oracle) only when run; ``import tdx`` never imports it.
 """
@@ -277,13 +277,22 @@ def main(argv=None) -> int:
     except ImportError as err:
         print(f"the catalog needs torch as its oracle: {err}", file=sys.stderr)
         return 2
+    nn_results = {}
+    if not args.only:
+        from .. import backends
+        from . import nn_catalog
+
+        nn_results = nn_catalog.run(devices, {r.device: r for r in backends.available()})
     report = render(results, devices, time.perf_counter() - start, dtypes)
+    if nn_results:
+        report += nn_catalog.render(nn_results, devices)
     if args.output:
         with open(args.output, "w", encoding="utf-8") as fh:
             fh.write(report)
     else:
         sys.stdout.write(report)
-    failed = any(v is not None and v != "not run here" for row in results.values() for v in row.values())
+    failed = any(v is not None and v != "not run here" for rows in (results, nn_results) for row in rows.values()
+                 for v in row.values())
     return 1 if args.strict and failed else 0
 
 

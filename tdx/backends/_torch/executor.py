@@ -16,6 +16,7 @@ from ... import _dtypes as D
 from ..base import Capabilities, Executor
 from .adapters import TorchAdaptedOps
 from .namespaces import TorchNamespaceOps
+from .nn import TorchNNOps
 
 _TABLE = {
     D.bool_: torch.bool, D.uint8: torch.uint8, D.int8: torch.int8, D.int16: torch.int16,
@@ -46,7 +47,7 @@ def sync_default_dtype() -> None:
     torch.set_default_dtype(_TABLE[D.get_default_dtype()])
 
 
-class TorchExecutor(TorchAdaptedOps, TorchNamespaceOps, Executor):
+class TorchExecutor(TorchNNOps, TorchAdaptedOps, TorchNamespaceOps, Executor):
     """Runs tdx ops with torch on one torch device."""
 
     name = "torch"

@@ -24,6 +24,7 @@ from ._gather import MLXGatherOps
 from ._indexing import MLXIndexOps
 from ._linalg import MLXLinalgOps
 from ._namespaces import MLXNamespaceOps
+from ._nn import MLXNNOps
 from ._random import MLXRandomOps
 from ._reduction import MLXReductionOps
 from ._shape import MLXShapeOps
@@ -37,7 +38,7 @@ _NP_NAME = {d: d.name if d is not D.bool_ else "bool" for d in _TABLE}
 
 
 class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps, MLXLinalgOps, MLXIndexOps,
-                  MLXRandomOps, MLXNamespaceOps, Executor):
+                  MLXRandomOps, MLXNamespaceOps, MLXNNOps, Executor):
     """Runs tdx ops with MLX on its GPU or its CPU."""
 
     name = "mlx"

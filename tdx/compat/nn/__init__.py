@@ -14,9 +14,11 @@ from ... import attention
 from . import functional, parameter
 from .modules import *  # noqa: F401,F403 - the module classes
 from .modules import __all__ as _modules_all
+from . import parallel
+from .parallel import DataParallel
 from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
 
-_LAZY = ("init", "utils", "parallel")
+_LAZY = ("init", "utils")
 
 
 def __getattr__(name: str):
@@ -27,5 +29,5 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["functional", "attention", "parameter", "init", "utils", "parallel", "Parameter", "Buffer",
+__all__ = ["functional", "attention", "parameter", "init", "utils", "parallel", "DataParallel", "Parameter", "Buffer",
            "UninitializedParameter", "UninitializedBuffer", *_modules_all]

@@ -18,6 +18,7 @@ import math
 import warnings
 
 import tdx
+from . import _kernels
 from ..._errors import TdxIndexError, TdxNotImplementedError, TdxRuntimeError, TdxTypeError, TdxValueError
 
 __all__ = ["threshold", "threshold_", "relu", "relu_", "relu6", "hardtanh", "hardtanh_", "leaky_relu",
@@ -329,6 +330,9 @@ def gelu(input, approximate="none"):  # noqa: A002 - torch's name
     if approximate not in ("none", "tanh"):
         raise TdxRuntimeError(f"approximate argument must be either none or tanh. (got {approximate!r})")
     x = need_float(input, "gelu", "GeluKernelImpl")
+    done = _kernels.native("gelu", x, approximate=approximate)  # torch's kernel where the executor has it
+    if done is not _kernels.NOT_NATIVE:
+        return done
     w = opmath(x)
     if approximate == "none":
         out = w * 0.5 * ((w * math.sqrt(0.5)).erf() + 1)

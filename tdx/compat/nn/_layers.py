@@ -16,8 +16,10 @@ import math
 
 import tdx
 from ..._errors import (DtypeMismatchError, ShapeError, TdxIndexError, TdxRuntimeError, TdxValueError,
-                        UnsupportedOpError)
+                        TdxNotImplementedError, UnsupportedOpError)
 from ..._tensor.random import dropout as _dropout
+from . import _kernels
+from ._padding import pad_mode
 from ._activations import (int_list, need_float, need_tensor, norm_dim, opmath, torch_name, wants_grad,
                            write_inplace)
 
@@ -168,6 +170,9 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):  # no
     shape = _normalized_shape(x, normalized_shape, "layer_norm", weight, bias)
     need_float(x, "layer_norm", "LayerNormKernelImpl")
     _param_dtypes(x, "layer_norm", weight, bias)
+    done = _kernels.native("layer_norm", x, shape, weight, bias, eps)  # torch's kernel where the executor has it
+    if done is not _kernels.NOT_NATIVE:
+        return done
     dims = tuple(range(x.ndim - len(shape), x.ndim))
     out = _standardize(opmath(x), dims, eps)
     if weight is not None:
@@ -384,24 +389,25 @@ def pad(input, pad, mode="constant", value=None):  # noqa: A002 - torch's names
     Args:
         input: any tensor.
         pad: ``(left, right)`` amounts for the last dim, then for the one before it, and so on.
-        mode: only ``"constant"``.
+        mode: ``"constant"``, ``"reflect"`` (mirror without the edge), ``"replicate"`` (repeat the edge) or
+            ``"circular"`` (wrap around); the last three pad 1 to 3 trailing dims of a batched or unbatched input.
         value: the fill value (0 when None), converted to ``input``'s dtype.
 
     Raises:
         TdxTypeError: ``pad`` is not a list/tuple of ints.
         TdxRuntimeError: ``pad`` has odd length, covers more dims than ``input`` has, or crops a dim
             below size 0.
-        UnsupportedOpError: ``mode`` is not ``"constant"`` (``"reflect"``, ``"replicate"`` and
-            ``"circular"`` are not implemented in tdx).
+        TdxNotImplementedError: ``mode`` is unknown, or the dims do not fit a non-constant mode.
     """
     x = need_tensor(input, "pad")
-    if mode != "constant":
-        known = mode in ("reflect", "replicate", "circular")
-        raise UnsupportedOpError(f"pad(): mode={mode!r} is {'not supported by tdx' if known else 'unknown'}; "
-                                 "tdx implements mode='constant' only")
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+        raise TdxNotImplementedError(f"Unrecognised padding mode {mode!r}; accepted: 'constant', 'reflect', "
+                                "'replicate', 'circular'")
     amounts = int_list(pad, "pad", "pad")
     if len(amounts) % 2:
         raise TdxRuntimeError(f"Padding length must be divisible by 2 (got {len(amounts)})")
+    if mode != "constant":
+        return pad_mode(x, amounts, mode, value)
     if len(amounts) // 2 > x.ndim:
         raise TdxRuntimeError(f"Padding length should be less than or equal to two times the input dimension but "
                               f"got padding length {len(amounts)} and input of dimension {x.ndim}")

@@ -20,6 +20,7 @@ import warnings
 
 import tdx
 from ..._errors import ShapeError, TdxIndexError, TdxNotImplementedError, TdxRuntimeError, TdxValueError
+from . import _kernels
 from ._activations import log1pexp, need_float, need_tensor, opmath, torch_name, wants_grad
 from ._layers import _norm
 
@@ -415,6 +416,11 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     """
     x, t = need_tensor(input, "cross_entropy"), need_tensor(target, "cross_entropy", "target")
     reduction = _reduction(size_average, reduce, reduction)
+    if x.dtype.is_floating_point:  # torch's kernel where the executor has it (its mean's rounding included)
+        done = _kernels.native("cross_entropy", x, t, weight, ignore_index=ignore_index, reduction=reduction,
+                               label_smoothing=label_smoothing)
+        if done is not _kernels.NOT_NATIVE:
+            return done
     cdim = 0 if x.ndim == 1 else 1
     if tuple(x.shape) == tuple(t.shape):
         return _cross_entropy_probs(x, t, weight, ignore_index, reduction, label_smoothing, cdim)

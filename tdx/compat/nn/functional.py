@@ -5,7 +5,8 @@ padding and dropout (:mod:`._layers`), losses (:mod:`._losses`, :mod:`._margin_l
 :mod:`._likelihood_losses`), channel dropout (:mod:`._dropouts`), bags of embeddings
 (:mod:`._embedding_bag`), local response norm (:mod:`._local_norm`), randomized activations and
 ``pdist`` (:mod:`._random_activations`), spatial transformers and ``channel_shuffle``
-(:mod:`._spatial_transform`) and attention. Every function
+(:mod:`._spatial_transform`), attention, convolutions (:mod:`._conv`), pooling (:mod:`._pooling`),
+resampling (:mod:`._resample`), batch and instance norm (:mod:`._batch_norm`). Every function
 keeps torch's signature and semantics on every executor, and is differentiable on each (MLX
 through tdx's tape). Importing this module must never import a framework.
 """
@@ -48,3 +49,30 @@ __all__ += [*_dropouts_all, "embedding_bag", *_likelihood_all, "local_response_n
 from ._multihead import multi_head_attention_forward  # noqa: E402
 
 __all__ += ["multi_head_attention_forward"]
+
+# convolution, pooling, resampling, batch and instance norm
+from ._batch_norm import batch_norm, instance_norm  # noqa: E402
+from ._conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d  # noqa: E402
+from ._conv import __all__ as _conv_all  # noqa: E402
+from ._pooling import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d,  # noqa: E402
+                       adaptive_max_pool1d, adaptive_max_pool1d_with_indices, adaptive_max_pool2d,
+                       adaptive_max_pool2d_with_indices, adaptive_max_pool3d, adaptive_max_pool3d_with_indices,
+                       avg_pool1d, avg_pool2d, avg_pool3d, lp_pool1d, lp_pool2d, lp_pool3d, max_pool1d,
+                       max_pool1d_with_indices, max_pool2d, max_pool2d_with_indices, max_pool3d,
+                       max_pool3d_with_indices, max_unpool1d, max_unpool2d, max_unpool3d)
+from ._pooling import __all__ as _pooling_all  # noqa: E402
+from ._resample import (fold, interpolate, pixel_shuffle, pixel_unshuffle, unfold, upsample,  # noqa: E402
+                        upsample_bilinear, upsample_nearest)
+from ._resample import __all__ as _resample_all  # noqa: E402
+
+__all__ += ["batch_norm", "instance_norm", *_conv_all, *[n for n in _pooling_all if n != "gather_windows"],
+            *_resample_all]
+from ._conv import conv_tbc  # noqa: E402
+from ._pooling import (fractional_max_pool2d, fractional_max_pool2d_with_indices, fractional_max_pool3d,  # noqa
+                       fractional_max_pool3d_with_indices)
+from ._torch_function import (Callable, DType, Optional, Tensor, assert_int_or_pair, boolean_dispatch,  # noqa
+                              handle_torch_function, has_torch_function, has_torch_function_unary,
+                              has_torch_function_variadic)
+from ._torch_function import __all__ as _torch_function_all  # noqa: E402
+
+__all__ += _torch_function_all

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import Callable, Literal, ParamSpec, TypeVar  # noqa: F401 - torch.nn.init re-exports them
 
 import numpy as np
 

@@ -1,0 +1,41 @@
+"""Torch-executor neural-network kernels, a mixin of the torch executor.
+
+``nn_functional`` runs one of torch's own ``torch.nn.functional`` kernels (convolution,
+pooling, padding, resampling, batch norm...) on native tensors, so that on cpu, cuda and mps
+``tdx.nn.functional`` gives torch's results, gradients (torch's autograd records the call) and
+errors bit for bit. Its presence on an executor is the capability the facade checks; executors
+without it get tdx's composed kernels. Must never import MLX or tdx's facade.
+"""
+
+from __future__ import annotations
+
+import torch.nn.functional as _F
+
+from ..._errors import UnsupportedOpError
+
+# the torch.nn.functional kernels the facade may route here
+NN_KERNELS = frozenset((
+    "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "pad",
+    "max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
+    "max_pool3d_with_indices", "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
+    "adaptive_max_pool3d", "lp_pool1d", "lp_pool2d", "lp_pool3d", "max_unpool1d", "max_unpool2d", "max_unpool3d",
+    "fractional_max_pool2d", "fractional_max_pool3d", "unfold", "fold", "pixel_shuffle", "pixel_unshuffle",
+    "interpolate", "batch_norm", "instance_norm", "cross_entropy", "layer_norm", "gelu"))
+
+
+class TorchNNOps:
+    """torch.nn.functional's kernels on native tensors."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def nn_functional(name: str, args: tuple, kwargs: dict):
+        """``torch.nn.functional.<name>(*args, **kwargs)`` on natives.
+
+        Raises:
+            UnsupportedOpError: ``name`` is not one of :data:`NN_KERNELS`.
+        """
+        if name not in NN_KERNELS:
+            raise UnsupportedOpError(f"nn_functional: {name!r} is not a routed kernel; known: {sorted(NN_KERNELS)}")
+        return getattr(_F, name)(*args, **kwargs)

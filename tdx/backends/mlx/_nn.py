@@ -1,0 +1,49 @@
+"""MLX-executor neural-network kernels, a mixin of the MLX executor: convolution.
+
+``conv_nd`` takes torch's channels-first layouts (input ``(N, C, *spatial)``, weight
+``(O, C / groups, *kernel)``) and runs ``mx.conv_general`` in MLX's channels-last layout;
+transposed convolutions reach it as input-dilated, kernel-flipped convolutions. Every
+argument used here is differentiable under ``mx.vjp``, which is how tdx's tape takes its
+gradients. Must never import torch or tdx's facade.
+"""
+
+from __future__ import annotations
+
+import mlx.core as mx
+
+
+class MLXNNOps:
+    """Convolution on MLX arrays in torch's layouts."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def conv_supports(dtype_name: str) -> bool:
+        """Whether ``conv_nd`` runs this dtype (MLX's convolution has no float64 kernel)."""
+        return dtype_name in ("float32", "float16", "bfloat16")
+
+    def conv_nd(self, x, w, stride, padding_lo, padding_hi, dilation, input_dilation, groups, flip):
+        """An N-d convolution (cross-correlation unless ``flip``) of channels-first arrays.
+
+        Args:
+            x: ``(N, C, *spatial)``.
+            w: ``(O, C // groups, *kernel)``.
+            stride, padding_lo, padding_hi, dilation, input_dilation: one int per spatial dim.
+            groups: the number of channel groups.
+            flip: flip the kernel spatially (a true convolution, used by transposed convolution).
+
+        Returns:
+            ``(N, O, *out_spatial)``.
+        """
+        nd = x.ndim - 2
+        xl = mx.moveaxis(x, 1, -1)
+        wl = mx.moveaxis(w, 1, -1)
+        kw = dict(stride=list(stride), padding=(list(padding_lo), list(padding_hi)), kernel_dilation=list(dilation),
+                  input_dilation=list(input_dilation), flip=flip, stream=self.s)
+        if groups > 1 and nd > 2:  # MLX groups only 1-D and 2-D convolutions: one call per group
+            xs = mx.split(xl, groups, axis=-1)
+            ws = mx.split(wl, groups, axis=0)
+            out = mx.concatenate([mx.conv_general(a, b, groups=1, **kw) for a, b in zip(xs, ws)], axis=-1)
+        else:
+            out = mx.conv_general(xl, wl, groups=groups, **kw)
+        return mx.moveaxis(out, -1, 1)

@@ -1,0 +1,87 @@
+"""The bridge from ``tdx.nn.functional``'s convolution, pooling, resampling and normalization
+functions to executor kernels.
+
+Two routes, chosen by capability: an executor with ``nn_functional`` (the torch executor) runs
+torch's own ``torch.nn.functional`` kernel on the native tensors, so results, gradients (torch's
+autograd) and errors are torch's bit for bit; an executor with ``conv_nd`` (MLX) runs its
+convolution kernel, recorded as one node of tdx's tape (the backward re-runs it under the
+executor's vjp). Everything else is composed from tdx ops by the calling module.
+
+Like :mod:`._native_rnn`, this module touches tensor internals (``Tensor._n``, ``Tensor._ex``,
+``tdx._tensor.wrapping``); it must never import torch or mlx.
+"""
+
+from __future__ import annotations
+
+import tdx
+from ..._errors import NATIVE_ERRORS
+from ..._tensor.wrapping import typed_function, wrap
+
+__all__ = ["native", "NOT_NATIVE", "conv_nd", "has_conv"]
+
+NOT_NATIVE = object()
+"""What :func:`native` returns when the tensors' executor has no ``nn_functional`` kernel."""
+
+
+def _tensors(args, kwargs):
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, tdx.Tensor):
+            yield a
+        elif isinstance(a, (list, tuple)):
+            yield from (x for x in a if isinstance(x, tdx.Tensor))
+
+
+def _unwrap(a):
+    if isinstance(a, tdx.Tensor):
+        return a._n
+    if isinstance(a, (list, tuple)) and any(isinstance(x, tdx.Tensor) for x in a):
+        return type(a)(_unwrap(x) for x in a)
+    return a
+
+
+def native(name: str, *args, **kwargs):
+    """``torch.nn.functional.<name>(*args, **kwargs)`` on the executor's natives, or :data:`NOT_NATIVE`.
+
+    Runs only when every tensor argument lives on one executor that has ``nn_functional``;
+    tensors on several executors fall through to the composed path (which raises torch's
+    mixed-device error).
+
+    Raises:
+        TdxError: the kernel's error, translated to the TdxError of the same builtin kind.
+    """
+    ts = list(_tensors(args, kwargs))
+    if not ts:
+        return NOT_NATIVE
+    ex = ts[0]._ex
+    if not hasattr(ex, "nn_functional") or any(t._ex is not ex for t in ts):
+        return NOT_NATIVE
+    try:
+        out = ex.nn_functional(name, tuple(_unwrap(a) for a in args), {k: _unwrap(v) for k, v in kwargs.items()})
+    except NATIVE_ERRORS as err:
+        raise ex.native_error(err) from None
+    if isinstance(out, tuple):
+        return tuple(wrap(o, ex) for o in out)
+    return wrap(out, ex)
+
+
+def has_conv(x) -> bool:
+    """Whether ``x``'s executor has a ``conv_nd`` kernel for ``x``'s dtype."""
+    ex = x._ex
+    return hasattr(ex, "conv_nd") and ex.conv_supports(x.dtype.name)
+
+
+def _conv_nd(x, w, stride, padding_lo, padding_hi, dilation, input_dilation, groups, flip):
+    ex = x._ex
+    return wrap(ex.conv_nd(x._n, w._n, stride, padding_lo, padding_hi, dilation, input_dilation, groups, flip), ex)
+
+
+conv_nd = typed_function(_conv_nd, record=True)
+conv_nd.__doc__ = """The executor's ``conv_nd`` kernel on ``x`` and ``w`` (channels-first), one tape node.
+
+Args:
+    x: ``(N, C, *spatial)``.
+    w: ``(O, C // groups, *kernel)``, the same dtype and executor as ``x``.
+    stride, padding_lo, padding_hi, dilation, input_dilation: tuples, one int per spatial dim.
+    groups: channel groups.
+    flip: flip the kernel (a true convolution).
+"""
