@@ -105,3 +105,7 @@ def translate(err: BaseException, kind=None) -> TdxError:
     out = cls(str(err))
     out.__cause__ = err
     return out
+
+
+class NotProvidedError(TdxError, ModuleNotFoundError):
+    """A ``torch.*`` module a program imports under the torch alias that tdx does not provide."""
