@@ -84,7 +84,7 @@ class finfo:  # noqa: N801 - torch's name
             info = np.finfo(getattr(np, d.name))
             self.bits, self.eps, self.max = info.bits, float(info.eps), float(info.max)
             self.tiny = self.smallest_normal = float(info.tiny)
-            self.resolution = float(info.resolution)
+            self.resolution = 10.0 ** -info.precision
         self.min = -self.max
         self.dtype = d.name
 
