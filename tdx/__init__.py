@@ -19,7 +19,7 @@ from ._dtypes import (bfloat16, complex64, complex128, dtype, float16, float32, 
                       get_default_dtype, int8, int16, int32, int64, promote_types, set_default_dtype,
                       uint8)
 from ._errors import (BackendNotFoundError, CastError, ConfigError, DeviceMismatchError,
-                      DeviceUnavailableError, DtypeError, DtypeMismatchError, InvalidDeviceError,
+                      DeviceUnavailableError, DtypeError, DtypeMismatchError, InvalidDeviceError, NotProvidedError,
                       OpDtypeError, PrecisionWarning, ShapeError, TdxError, TdxIndexError, TdxTypeError, TdxValueError,
                       UnsupportedOpError)
 from ._tensor.namespace import *  # noqa: F401,F403 - the torch namespace functions
