@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -c constraints.txt -e ".[all]"
+	$(BIN)/pip install -q -c constraints.txt -e ".[all,dev]"
 	touch $(STAMP)
 
 install: $(STAMP)

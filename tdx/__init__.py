@@ -11,7 +11,7 @@ import importlib as _importlib
 
 from . import _dtypes, backends, config, return_types
 from .compat import alias as _alias
-from ._tensor.creation import (arange, as_tensor, asarray, empty, empty_like, eye, full, full_like, linspace,
+from ._tensor.creation import (arange, as_tensor, asarray, empty, empty_like, eye, from_numpy, full, full_like, linspace,
                                ones, ones_like, rand, rand_like, randint, randint_like, randn, randn_like,
                                tensor, zeros, zeros_like)
 from ._device import device
@@ -19,12 +19,14 @@ from ._dtypes import (bfloat16, complex64, complex128, dtype, float16, float32, 
                       get_default_dtype, int8, int16, int32, int64, promote_types, set_default_dtype,
                       uint8)
 from ._errors import (BackendNotFoundError, CastError, ConfigError, DeviceMismatchError,
-                      DeviceUnavailableError, DtypeError, DtypeMismatchError, InvalidDeviceError,
+                      DeviceUnavailableError, DtypeError, DtypeMismatchError, InvalidDeviceError, NotProvidedError,
                       OpDtypeError, PrecisionWarning, ShapeError, TdxError, TdxIndexError, TdxTypeError, TdxValueError,
                       UnsupportedOpError)
 from ._tensor.namespace import *  # noqa: F401,F403 - the torch namespace functions
 from ._tensor.namespace import __all__ as _namespace_all
 from ._tensor.generator import Generator
+from ._tensor.formats import (channels_last, channels_last_3d, contiguous_format, finfo, iinfo, layout,
+                              memory_format, preserve_format, set_printoptions, strided)
 from .backends._seeding import initial_seed, manual_seed
 from .interop import CopyRequiredError, InteropError, from_dlpack
 from ._tensor.tensor import Tensor
@@ -68,5 +70,6 @@ __all__ = ["Tensor", "Size", "Generator", "device", "dtype", "tensor", "as_tenso
            "manual_seed", "initial_seed", "set_default_device", "get_default_device",
            "get_default_dtype", "set_default_dtype", "promote_types", "no_grad", "enable_grad",
            "set_grad_enabled", "inference_mode", "is_grad_enabled", "TdxError", "backends", "config",
-           "from_dlpack",
+           "from_dlpack", "from_numpy", "finfo", "iinfo", "set_printoptions", "memory_format", "layout",
+           "contiguous_format", "preserve_format", "channels_last", "channels_last_3d", "strided",
            *_namespace_all]

@@ -1,5 +1,9 @@
-"""``python -m tdx``: ``info`` (devices, versions, config and its sources, interop matrix), ``demo``
-(the main job on every device, checked against torch) and ``catalog`` (per-function conformance)."""
+"""``python -m tdx`` (and the ``tdx`` console script): ``run`` (an unmodified PyTorch program on tdx),
+``info`` (devices, versions, config and its sources, interop matrix), ``demo`` (the main job on every
+device, checked against an oracle) and ``catalog`` (per-function conformance).
+
+This module must never import a framework at import time; ``info`` must never end in a traceback.
+"""
 
 from __future__ import annotations
 
@@ -8,40 +12,87 @@ import platform
 import sys
 
 
+def _section(title: str, body) -> bool:
+    """Print one section of ``info``; an error is reported in place of it. False when one happened."""
+    from ._errors import ConfigError
+
+    try:
+        body()
+        return True
+    except ConfigError as err:
+        print(f"{title}: config error: {err}")
+    except Exception as err:  # noqa: BLE001 - info reports every failure instead of a traceback
+        print(f"{title}: error: {type(err).__name__}: {err}")
+    return False
+
+
 def info() -> int:
+    """Print the report; 0, or 1 when a section failed (a bad config, an executor that would not load)."""
     import tdx
     from . import backends, config
 
     print(f"tdx {tdx.__version__}  python {platform.python_version()}  {platform.system()} {platform.machine()}")
-    import numpy
 
-    versions = [f"numpy {numpy.__version__}"]
-    for provider in backends.providers().values():
-        versions.append(f"{provider.framework} {provider.version() or 'not installed'}")
-    print("frameworks: " + ", ".join(versions))
-    print(f"cpu capability: {backends.cpu.get_cpu_capability()}")
-    print("\ndevices:")
-    for row in backends.available():
-        state = "available" if row.available else f"unavailable ({row.reason})"
-        print(f"  {row.device:<10} {row.provider:<6} {state}")
-    print(f"default device: {backends.get_default_device()}")
-    print("\neffective config (value  <- source):")
-    for key, value, origin in config.current().items():
-        print(f"  {key:<30} {value!r:<40} <- {origin}")
-    from . import interop
+    def frameworks():
+        import numpy
 
-    print("\nDLPack exchange matrix (source -> target):")
-    print(interop.format_matrix())
-    return 0
+        versions = [f"numpy {numpy.__version__}"]
+        for provider in backends.providers().values():
+            versions.append(f"{provider.framework} {provider.version() or 'not installed'}")
+        print("frameworks: " + ", ".join(versions))
+        print(f"cpu capability: {backends.cpu.get_cpu_capability()}")
+
+    def devices():
+        print("\ndevices:")
+        for row in backends.available():
+            state = "available" if row.available else f"unavailable ({row.reason})"
+            print(f"  {row.device:<10} {row.provider:<6} {state}")
+
+    def default():
+        print(f"default device: {backends.get_default_device()}")
+
+    def effective():
+        print("\neffective config (value  <- source):")
+        for key, value, origin in config.current().items():
+            print(f"  {key:<30} {value!r:<40} <- {origin}")
+
+    def matrix():
+        from . import interop
+
+        print("\nDLPack exchange matrix (source -> target):")
+        print(interop.format_matrix())
+
+    ok = [_section(t, f) for t, f in (("frameworks", frameworks), ("devices", devices), ("config", effective),
+                                       ("default device", default), ("interop", matrix))]
+    return 0 if all(ok) else 1
+
+
+def _parser() -> argparse.ArgumentParser:
+    import tdx
+
+    parser = argparse.ArgumentParser(prog="python -m tdx", description="tdx command line")
+    parser.add_argument("--version", action="version", version=f"tdx {tdx.__version__}")
+    sub = parser.add_subparsers(dest="cmd")
+    sub.add_parser("run", help="run an unmodified PyTorch program on tdx: run [--device DEV] script.py [args]",
+                   add_help=False)
+    sub.add_parser("info", help="executors, devices, versions, effective config with sources")
+    sub.add_parser("demo", help="run the main job on every available device, checked against an oracle")
+    sub.add_parser("catalog", help="conformance of each torch function per device, as a Markdown table",
+                   add_help=False)
+    return parser
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tdx", description="tdx command line")
-    sub = parser.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("info", help="executors, devices, versions, effective config with sources")
-    sub.add_parser("demo", help="run the main job on every available device, checked against torch")
-    sub.add_parser("catalog", help="conformance of each torch function per device, as a Markdown table",
-                   add_help=False)
+    """The command line; returns the exit status."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] == "run":  # everything after the program name belongs to the program
+        from ._cli.run import main as run
+
+        return run(argv[1:])
+    parser = _parser()
+    if not argv:
+        parser.print_help()
+        return 0
     args, rest = parser.parse_known_args(argv)
     if rest and args.cmd != "catalog":
         parser.error(f"unrecognized arguments: {' '.join(rest)}")

@@ -40,7 +40,7 @@ class dtype:
         return {"float32": complex64, "float64": complex128}.get(self.name, self)
 
     def __repr__(self) -> str:
-        return f"tdx.{self.name}"
+        return f"{_state['prefix']}.{self.name}"
 
     def __reduce__(self):
         return "bool_" if self.name == "bool" else self.name  # the module attribute holding it
@@ -69,7 +69,8 @@ ALIASES = {"bool": bool_, "half": float16, "float": float32, "double": float64,
            "short": int16, "int": int32, "long": int64, "cfloat": complex64,
            "cdouble": complex128}
 
-_state = {"default_float": float32}
+# prefix: the namespace reprs name ("torch" while the torch import alias is active)
+_state = {"default_float": float32, "prefix": "tdx"}
 
 
 def get_default_dtype() -> dtype:

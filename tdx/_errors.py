@@ -109,3 +109,7 @@ def translate(err: BaseException, kind=None) -> TdxError:
 
 class LinAlgError(TdxError, RuntimeError):
     """A matrix a linear-algebra function cannot factor or invert (torch.linalg.LinAlgError)."""
+
+
+class NotProvidedError(TdxError, ModuleNotFoundError):
+    """A ``torch.*`` module a program imports under the torch alias that tdx does not provide."""

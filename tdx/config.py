@@ -1,7 +1,7 @@
 """Configuration: discovery, validation and precedence of tdx settings.
 
 Precedence, highest first: explicit calls (``tdx.set_default_device``, handled by the
-caller) > environment (``TDX_DEVICE``, then the file named by ``TDX_CONFIG``) >
+caller) > environment (``TDX_DEVICE`` and ``TDX_RUN_DEVICE``, then the file named by ``TDX_CONFIG``) >
 ``./tdx.toml`` > ``[tool.tdx]`` of the nearest ``pyproject.toml`` > the user file
 (``$XDG_CONFIG_HOME/tdx/config.toml``, default ``~/.config/tdx/config.toml``) > built-in
 defaults. Values merge key by key and each remembers its source.
@@ -95,8 +95,9 @@ SCHEMA = {
     "backends.torch.num_threads": (_check_threads, None),
     "backends.mlx.fused_sdpa": (_check_bool, True),
     "backends.mlx.downcast_float64": (_check_bool, False),
+    "run.device": (_check_device, None),  # python -m tdx run: every tensor on this device
 }
-_SECTIONS = {"attention", "backends", "backends.torch", "backends.mlx"}
+_SECTIONS = {"attention", "backends", "backends.torch", "backends.mlx", "run"}
 
 
 def _flatten(table: dict, where: str, prefix: str = "") -> dict:
@@ -173,6 +174,12 @@ def sources(cwd=None) -> list:
         if err:
             raise ConfigError(f"environment variable TDX_DEVICE has bad value {env_dev!r}: {err}")
         layers.append(("TDX_DEVICE", {"default_device": env_dev}))
+    run_dev = os.environ.get("TDX_RUN_DEVICE")
+    if run_dev:
+        err = _check_device(run_dev)
+        if err:
+            raise ConfigError(f"environment variable TDX_RUN_DEVICE has bad value {run_dev!r}: {err}")
+        layers.append(("TDX_RUN_DEVICE", {"run.device": run_dev}))
     return layers
 
 

@@ -756,7 +756,9 @@ def parse_to(t, args, kwargs):
     dtype = kwargs.pop("dtype", None)
     copy = kwargs.pop("copy", False)
     kwargs.pop("non_blocking", None)
-    kwargs.pop("memory_format", None)
+    from ._tensor.formats import check_memory_format
+
+    check_memory_format(kwargs.pop("memory_format", None), "to")
     if kwargs:
         raise TdxTypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
     for a in args:

@@ -1,4 +1,4 @@
-"""Shared helpers: build a tdx tensor on a device and the torch-on-CPU oracle from one array."""
+"""The suite's device parametrization and shared helpers: build a tdx tensor on a device and the torch-on-CPU oracle from one array."""
 
 from __future__ import annotations
 
@@ -9,8 +9,14 @@ from hypothesis import strategies as st
 
 import tdx
 from tdx.testing import assert_close
+from tdx.testing.plugin import parametrize_devices
 
 BUILTINS = (IndexError, TypeError, ValueError, RuntimeError)
+
+
+def pytest_generate_tests(metafunc):
+    """tdx's own suite: every test taking ``device`` runs on every tdx device (the plugin is opt-in)."""
+    parametrize_devices(metafunc, "device")
 
 
 def pair(arr, device, dtype):

@@ -165,45 +165,63 @@ def randint(low=0, high=None, size=None, *, dtype=None, device=None, generator=N
                 ex)
 
 
-def _like(t, dtype, device):
+def _like(t, dtype, device, memory_format=None):
+    if memory_format is not None:
+        from .formats import check_memory_format
+
+        check_memory_format(memory_format, "*_like")
     return (t.device if device is None else device), (t.dtype if dtype is None else dtype)
 
 
-def zeros_like(input, *, dtype=None, device=None, requires_grad=False) -> Tensor:  # noqa: A002
-    device, dtype = _like(input, dtype, device)
+def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:  # noqa: A002
+    device, dtype = _like(input, dtype, device, memory_format)
     return zeros(input.shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def ones_like(input, *, dtype=None, device=None, requires_grad=False) -> Tensor:  # noqa: A002
-    device, dtype = _like(input, dtype, device)
+def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:  # noqa: A002
+    device, dtype = _like(input, dtype, device, memory_format)
     return ones(input.shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def empty_like(input, *, dtype=None, device=None, requires_grad=False) -> Tensor:  # noqa: A002
-    device, dtype = _like(input, dtype, device)
+def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:  # noqa: A002
+    device, dtype = _like(input, dtype, device, memory_format)
     return empty(input.shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:  # noqa: A002
-    device, dtype = _like(input, dtype, device)
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False,  # noqa: A002
+              memory_format=None) -> Tensor:
+    device, dtype = _like(input, dtype, device, memory_format)
     return full(input.shape, fill_value, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def rand_like(input, *, dtype=None, device=None, requires_grad=False) -> Tensor:  # noqa: A002
-    device, dtype = _like(input, dtype, device)
+def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:  # noqa: A002
+    device, dtype = _like(input, dtype, device, memory_format)
     return rand(input.shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def randn_like(input, *, dtype=None, device=None, requires_grad=False) -> Tensor:  # noqa: A002
-    device, dtype = _like(input, dtype, device)
+def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:  # noqa: A002
+    device, dtype = _like(input, dtype, device, memory_format)
     return randn(input.shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def randint_like(input, low=0, high=None, *, dtype=None, device=None) -> Tensor:  # noqa: A002
-    device, dtype = _like(input, dtype, device)
+def randint_like(input, low=0, high=None, *, dtype=None, device=None, memory_format=None) -> Tensor:  # noqa: A002
+    device, dtype = _like(input, dtype, device, memory_format)
     if high is None:
         low, high = 0, low
     return randint(low, high, input.shape, dtype=dtype, device=device)
+
+
+def from_numpy(ndarray) -> Tensor:
+    """A CPU tensor sharing memory with a NumPy array, as ``torch.from_numpy``.
+
+    Raises:
+        TdxTypeError: ``ndarray`` is not a NumPy array.
+    """
+    import numpy as np
+
+    if not isinstance(ndarray, np.ndarray):
+        raise TdxTypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    return as_tensor(ndarray, device="cpu")
 
 
 def _rebuild(array, dtype_name, device_name, requires_grad=False):

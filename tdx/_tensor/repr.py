@@ -1,4 +1,4 @@
-"""torch-style printing of tensors: ``tensor([1., 2.], device='mlx:cpu', dtype=tdx.int32)``.
+"""torch-style printing of tensors: ``tensor([1., 2.], device='mlx:cpu', dtype=tdx.int32)`` (``torch.int32`` under the torch alias).
 
 Formats from a host NumPy copy; must never import a framework.
 """
@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dtypes as D
+from .formats import PRINT_OPTIONS
 
 
 def _float_formatter(arr: np.ndarray):
@@ -15,17 +16,22 @@ def _float_formatter(arr: np.ndarray):
     if finite.size == 0:
         return None
     amax, amin = np.abs(finite).max(), np.abs(finite).min()
-    if np.all(finite == np.round(finite)) and amax < 1e8:
+    p, sci = PRINT_OPTIONS["precision"], PRINT_OPTIONS["sci_mode"]
+    if np.all(finite == np.round(finite)) and amax < 1e8 and not sci:
         return lambda v: f"{v:.0f}." if np.isfinite(v) else str(v)
-    if amax >= 1e8 or (amin > 0 and amax / amin > 1000) or (0 < amax < 1e-4):
-        return lambda v: f"{v:.4e}"
-    return lambda v: f"{v:.4f}" if np.isfinite(v) else str(v)
+    if sci or (sci is None and (amax >= 1e8 or (amin > 0 and amax / amin > 1000) or (0 < amax < 1e-4))):
+        return lambda v: f"{v:.{p}e}"
+    return lambda v: f"{v:.{p}f}" if np.isfinite(v) else str(v)
 
 
 def format_tensor(t) -> str:
     arr = t._ex.host_numpy(t._n)
     dtype = t.dtype
-    opts = {"separator": ", ", "prefix": "tensor(", "threshold": 1000, "edgeitems": 3}
+    threshold = PRINT_OPTIONS["threshold"]
+    opts = {"separator": ", ", "prefix": "tensor(", "edgeitems": PRINT_OPTIONS["edgeitems"],
+            "threshold": threshold if threshold != float("inf") else 2 ** 62}
+    if PRINT_OPTIONS["linewidth"] != 80:  # numpy's own width otherwise, as before set_printoptions
+        opts["max_line_width"] = PRINT_OPTIONS["linewidth"]
     if arr.dtype.kind == "f":
         fmt = _float_formatter(arr)
         if fmt is not None:

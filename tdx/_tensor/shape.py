@@ -156,7 +156,10 @@ class ShapeMethods:
     def expand_as(self, other):
         return self.expand(other.shape)
 
-    def contiguous(self):
+    def contiguous(self, memory_format=None):
+        from .formats import check_memory_format
+
+        check_memory_format(memory_format, "contiguous")
         ex = self._ex
         if not ex.mutable:  # a non-contiguous view becomes a copy, as torch's
             return self if _views.layout_of(self).is_contiguous() else wrap(self._n, ex)

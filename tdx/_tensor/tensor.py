@@ -370,7 +370,11 @@ class Tensor:
             return f"tdx.{self.dtype.name.capitalize()}Tensor"
         return self.to(D.as_dtype(dtype))
 
-    def clone(self) -> "Tensor":
+    def clone(self, *, memory_format=None) -> "Tensor":
+        if memory_format is not None:
+            from .formats import check_memory_format
+
+            check_memory_format(memory_format, "clone")
         return wrap(self._ex.clone(self._n), self._ex)
 
     # Python protocol ------------------------------------------------------------------
@@ -397,6 +401,12 @@ class Tensor:
 
     def __float__(self) -> float:
         return float(self.item())
+
+    def __format__(self, spec: str) -> str:
+        # torch: a 0-d tensor formats as its Python number (f"{loss:.4f}"); others as object does
+        if self._n.ndim == 0:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec)
 
     def __int__(self) -> int:
         return int(self.item())

@@ -39,7 +39,7 @@ class Size(tuple):
         return math.prod(self)
 
     def __repr__(self) -> str:
-        return f"tdx.Size({list(self)})"
+        return f"{D._state['prefix']}.Size({list(self)})"
 
 
 def wrap_grad(native, ex, requires_grad: bool):

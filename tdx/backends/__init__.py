@@ -21,7 +21,7 @@ from .._errors import BackendNotFoundError, DeviceUnavailableError, TdxValueErro
 from .base import Capabilities, DeviceStatus, Executor, Provider
 
 __all__ = ["register", "get", "available", "providers", "default_executor", "set_default_device",
-           "get_default_device", "Executor", "Provider", "Capabilities", "DeviceStatus"]
+           "get_default_device", "pin", "unpin", "pinned", "Executor", "Provider", "Capabilities", "DeviceStatus"]
 
 _MIRRORS = ("cpu", "cuda", "cudnn", "cusparselt", "mha", "miopen", "mps", "mkl", "mkldnn", "nnpack",
             "openmp", "opt_einsum", "kleidiai", "python_native", "quantized", "xnnpack", "xeon", "mlx")
@@ -33,7 +33,7 @@ _executors: dict = {}    # canonical device name -> Executor
 _resolved: dict = {}     # requested device (str or device) -> Executor
 _statuses: dict = {}     # provider name -> list[DeviceStatus]
 _warned: set = set()
-_state = {"loaded": False, "explicit": None, "default": None}
+_state = {"loaded": False, "explicit": None, "default": None, "pin": None, "pin_source": None, "pin_warned": False}
 
 
 def register(provider: Provider, *, replace: bool = False) -> None:
@@ -193,6 +193,8 @@ def get(dev=None) -> Executor:
     """
     if dev is None:
         return default_executor()
+    if _state["pin"] is not None:
+        return _pinned_get(dev)
     ex = _resolved.get(dev)
     if ex is not None:
         return ex
@@ -211,6 +213,52 @@ def get(dev=None) -> Executor:
         return ex
 
 
+def pin(dev, source: str) -> Executor:
+    """Put every tensor on ``dev`` whatever device is asked for (``python -m tdx run --device``).
+
+    Args:
+        dev: the device every request resolves to (it must be available, or translate).
+        source: where the pin came from, named in the warning of the first remapped request
+            (``"--device"``, ``"TDX_RUN_DEVICE"``, ``"[run] device in tdx.toml"``).
+
+    Returns:
+        The pinned executor.
+
+    Raises:
+        DeviceUnavailableError: ``dev`` is not available and cannot be translated.
+        InvalidDeviceError: ``dev`` does not parse.
+    """
+    with _lock:
+        _state["pin"] = None
+        ex = get(dev)
+        _state.update(pin=ex, pin_source=source, pin_warned=False, default=None)
+        return ex
+
+
+def unpin() -> None:
+    """Undo :func:`pin`: devices resolve as the config says again."""
+    with _lock:
+        _state.update(pin=None, pin_source=None, pin_warned=False, default=None)
+
+
+def pinned():
+    """``(executor, source)`` of the active pin, or None."""
+    ex = _state["pin"]
+    return None if ex is None else (ex, _state["pin_source"])
+
+
+def _pinned_get(dev) -> Executor:
+    ex = _state["pin"]
+    if not _state["pin_warned"]:
+        parsed = as_device(dev)
+        if parsed.type != ex.device.type:
+            _state["pin_warned"] = True
+            warnings.warn(f"tdx: device {str(parsed)!r} runs on the pinned device {str(ex.device)!r} "
+                          f"(pinned by {_state['pin_source']}); every tensor the program creates or moves "
+                          "goes there", UserWarning, stacklevel=_user_level())
+    return ex
+
+
 def set_default_device(dev) -> None:
     """Set the device factory functions use when none is given (None: back to the config's)."""
     with _lock:
@@ -223,7 +271,7 @@ def default_executor() -> Executor:
     ctx = context_device()
     if ctx is not None:
         return get(ctx)
-    ex = _state["default"]
+    ex = _state["pin"] or _state["default"]
     if ex is None:
         with _lock:
             if _state["explicit"] is not None:

@@ -20,8 +20,9 @@ def manual_seed(seed: int):
     from .._errors import TdxTypeError
     from . import _executors
 
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise TdxTypeError(f"manual_seed expected an int seed, got {seed!r}")
+    if isinstance(seed, bool) or not hasattr(type(seed), "__index__"):
+        raise TdxTypeError(f"manual_seed expected an int seed (int or NumPy integer), got {seed!r}")
+    seed = int(seed.__index__())
     _state["seed"] = seed
     for ex in list(_executors.values()):
         ex.manual_seed(seed)

@@ -6,6 +6,11 @@ torch, the module answers as torch does on a machine without CUDA: ``is_availabl
 device raise :class:`BackendUnavailableError` (both ``RuntimeError`` and ``AssertionError``,
 as torch raises either there). ``tdx.device`` arguments are accepted wherever torch takes a
 device. Importing this module must never import torch.
+
+Under a device pin (``python -m tdx run --device DEV``) the module answers for DEV, so code
+written for CUDA takes its accelerator branch exactly when DEV is an accelerator (``cuda:N``,
+``mps``, ``mlx:gpu``): ``is_available()`` is that, ``device_count()`` 1 (the real count when DEV
+is CUDA), ``current_device()`` 0, ``synchronize()`` waits for DEV, and ``get_device_name()`` names DEV.
 """
 
 import contextlib as _contextlib
@@ -23,6 +28,19 @@ __all__ = ["is_available", "is_initialized", "init", "device_count", "current_de
            "StreamContext", "stream", "current_stream", "default_stream", "BackendUnavailableError"]
 
 _CLASSES = ("Stream", "Event", "StreamContext")
+
+
+def _pinned_elsewhere():
+    """The pinned executor when a pin is active and it is not a CUDA device, else None."""
+    from .. import backends
+
+    pin = backends.pinned()
+    return None if pin is None or pin[0].device.type == "cuda" else pin[0]
+
+
+def is_accelerator(dev) -> bool:
+    """Whether ``dev`` (a tdx.device) is an accelerator: ``cuda``, ``mps`` or MLX's GPU."""
+    return dev.type in ("cuda", "mps") or (dev.type == "mlx" and dev.kind == "gpu")
 
 
 def _torch_cuda():
@@ -55,7 +73,10 @@ def _index(dev) -> int:
 
 
 def is_available() -> bool:
-    """Whether a CUDA device is usable (False without torch)."""
+    """Whether a CUDA device is usable (False without torch); under a pin: whether DEV is an accelerator."""
+    ex = _pinned_elsewhere()
+    if ex is not None:
+        return is_accelerator(ex.device)
     cuda = _torch_cuda()
     return False if cuda is None else cuda.is_available()
 
@@ -76,7 +97,10 @@ def init() -> None:
 
 
 def device_count() -> int:
-    """The number of usable CUDA devices (0 without torch)."""
+    """The number of usable CUDA devices (0 without torch); under a pin to an accelerator, 1."""
+    ex = _pinned_elsewhere()
+    if ex is not None:
+        return int(is_accelerator(ex.device))
     cuda = _torch_cuda()
     return 0 if cuda is None else cuda.device_count()
 
@@ -87,6 +111,8 @@ def current_device() -> int:
     Raises:
         BackendUnavailableError: no CUDA (torch raises ``AssertionError`` on builds without CUDA).
     """
+    if _pinned_elsewhere() is not None and is_available():
+        return 0
     return _need("current_device()").current_device()
 
 
@@ -135,6 +161,9 @@ def get_device_name(device=None) -> str:
     Raises:
         BackendUnavailableError: no CUDA.
     """
+    ex = _pinned_elsewhere()
+    if ex is not None and is_accelerator(ex.device):
+        return f"{ex.device} (pinned by tdx)"
     return _need("get_device_name()").get_device_name(_arg(device))
 
 
@@ -168,6 +197,10 @@ def synchronize(device=None) -> None:
     Raises:
         BackendUnavailableError: no CUDA.
     """
+    ex = _pinned_elsewhere()
+    if ex is not None and is_accelerator(ex.device):
+        ex.synchronize()
+        return
     _need("synchronize()").synchronize(_arg(device))
 
 

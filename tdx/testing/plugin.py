@@ -1,10 +1,17 @@
-"""pytest plugin (entry point ``pytest11``): the ``device`` fixture and the device matrix.
+"""pytest plugin (entry point ``pytest11``): tdx's device matrix, opt-in per test.
 
-Any test that takes a ``device`` argument runs once per device tdx knows (``cpu``,
-``cuda``, ``mps``, ``mlx:gpu``, ``mlx:cpu``...); devices that are not available are
-reported as skipped with the reason. The run ends with a table of test modules x devices
-(passed/failed/skipped). ``--tdx-devices=cpu,mlx:cpu`` narrows the devices; ``-p no:tdx``
-turns the plugin off. Frameworks are imported only when devices are listed.
+Installing tdx changes nothing for tests that do not ask for it: an argument named ``device``,
+a project's own ``device`` fixture or ``parametrize("device", ...)`` are left alone. A test opts in
+by taking the ``tdx_device`` argument, or by the ``@pytest.mark.tdx_devices`` marker (which
+parametrizes ``device``, or the argument it names: ``@pytest.mark.tdx_devices("dev")``). It then
+runs once per device tdx knows (``cpu``, ``cuda``, ``mps``, ``mlx:gpu``, ``mlx:cpu``...); absent
+devices are reported as skipped with the reason, and the run ends with a table of test modules x
+devices (passed/failed/skipped), under ``-n auto`` too. A suite that wants every ``device``
+argument parametrized calls :func:`parametrize_devices` from its own ``pytest_generate_tests``
+(tdx's suite does, in ``tests/conftest.py``). ``--tdx-devices=cpu,mlx:cpu`` narrows the devices;
+``-p no:tdx`` turns the plugin off. Frameworks are imported only when devices are listed.
+
+This module must never parametrize or override anything a test did not opt in to.
 """
 
 from __future__ import annotations
@@ -13,7 +20,10 @@ import collections
 
 import pytest
 
+FIXTURE = "tdx_device"
+MARKER = "tdx_devices"
 _KEY = "tdx_device"
+_argnames: set = {FIXTURE}  # argument names parametrized over tdx's devices in this process
 _results: dict = collections.defaultdict(lambda: collections.Counter())
 _devices_seen: list = []
 
@@ -21,14 +31,20 @@ _devices_seen: list = []
 def pytest_addoption(parser):
     group = parser.getgroup("tdx")
     group.addoption("--tdx-devices", default=None,
-                    help="comma-separated devices to run device tests on (default: every known device)")
+                    help="comma-separated devices to run tdx device tests on (default: every known device)")
     group.addoption("--tdx-no-matrix", action="store_true", help="do not print the devices x modules table")
 
 
-def _device_params(config):
+def pytest_configure(config):
+    config.addinivalue_line("markers", f"{MARKER}(argname='device'): run the test once per tdx device, "
+                                       "passing it as ``argname``")
+
+
+def device_params(config) -> list:
+    """One ``pytest.param`` per device tdx knows (absent ones marked skip with the reason)."""
     from .. import backends
 
-    wanted = config.getoption("--tdx-devices")
+    wanted = config.getoption("--tdx-devices", default=None)
     wanted = None if not wanted else [w.strip() for w in wanted.split(",")]
     params = []
     for row in backends.available():
@@ -39,9 +55,36 @@ def _device_params(config):
     return params
 
 
+def parametrize_devices(metafunc, argname: str = "device") -> bool:
+    """Parametrize ``argname`` of the test over tdx's devices, counted in the device matrix.
+
+    Call it from a ``pytest_generate_tests`` hook. Nothing happens (False is returned) when the
+    test does not take ``argname`` or already parametrizes it itself.
+    """
+    if argname not in metafunc.fixturenames:
+        return False
+    if any(argname in _names(m.args[0]) for m in metafunc.definition.iter_markers("parametrize") if m.args):
+        return False
+    _argnames.add(argname)
+    metafunc.parametrize(argname, device_params(metafunc.config))
+    return True
+
+
+def _names(spec) -> list:
+    if isinstance(spec, str):
+        return [s.strip() for s in spec.split(",")]
+    return list(spec)
+
+
 def pytest_generate_tests(metafunc):
-    if "device" in metafunc.fixturenames:
-        metafunc.parametrize("device", _device_params(metafunc.config))
+    if FIXTURE in metafunc.fixturenames:
+        parametrize_devices(metafunc, FIXTURE)
+    for mark in metafunc.definition.iter_markers(MARKER):
+        argname = mark.args[0] if mark.args else mark.kwargs.get("argname", "device")
+        if argname not in metafunc.fixturenames:
+            raise pytest.UsageError(f"{metafunc.definition.nodeid}: @pytest.mark.{MARKER} parametrizes "
+                                    f"{argname!r}, which the test does not take")
+        parametrize_devices(metafunc, argname)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -49,8 +92,12 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
     callspec = getattr(item, "callspec", None)
-    if callspec is not None and "device" in callspec.params:
-        report.user_properties.append((_KEY, callspec.params["device"]))
+    if callspec is None:
+        return
+    for name in _argnames:
+        if name in callspec.params:
+            report.user_properties.append((_KEY, callspec.params[name]))
+            return
 
 
 def pytest_runtest_logreport(report):

@@ -1,0 +1,307 @@
+"""``python -m tdx run``: unmodified PyTorch programs on every device, the torch alias, device pinning,
+the CLI's first-hour behaviour, and the opt-in pytest plugin."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import torch
+
+import tdx
+
+pytest_plugins = ["pytester"]
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PROGRAMS = ROOT / "tests" / "programs"
+# program -> relative tolerance of its final loss on a device other than torch's cpu executor
+# (different random streams; 1e-6 for the float64 LSTM, whose data and initial weights are loaded)
+TOLERANCE = {"poly_regression": 0.05, "bigram": 0.05, "gpt": 0.05, "lstm_lbfgs": 1e-6}
+_ref: dict = {}
+
+
+def _env(**extra):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")
+    env.pop("TDX_RUN_DEVICE", None)
+    env.update(extra)
+    return env
+
+
+def _py(args, cwd, **env):
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=_env(**env), capture_output=True, text=True,
+                          timeout=300)
+
+
+def _final(out: str) -> float:
+    return float(re.findall(r"final loss ([0-9.]+)", out)[-1])
+
+
+def _reference(name: str, tmp_path_factory):
+    """(working dir, stdout) of ``python program.py`` under real torch (the data files it writes stay there)."""
+    if name not in _ref:
+        cwd = tmp_path_factory.mktemp(name)
+        done = _py([str(PROGRAMS / f"{name}.py")], cwd)
+        assert done.returncode == 0, done.stderr
+        _ref[name] = (cwd, done.stdout)
+    return _ref[name]
+
+
+@pytest.mark.parametrize("name", sorted(TOLERANCE))
+def test_program_runs_unmodified(name, device, tmp_path_factory):
+    cwd, expected = _reference(name, tmp_path_factory)
+    done = _py(["-m", "tdx", "run", "--device", device, str(PROGRAMS / f"{name}.py")], cwd)
+    assert done.returncode == 0, done.stderr
+    if device == "cpu":
+        assert done.stdout == expected
+    else:
+        assert _final(done.stdout) == pytest.approx(_final(expected), rel=TOLERANCE[name])
+
+
+def _script(tmp_path, body: str, name="prog.py") -> pathlib.Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+def test_alias_resolves_every_torch_path_to_tdx(tmp_path):
+    script = _script(tmp_path, """
+        import sys
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        from torch.nn import functional as F2
+        import torch.optim as optim
+        from torch.utils.data import DataLoader, Dataset
+        import torch.backends.cudnn
+        import torch.cuda, torch.mps, torch.accelerator, torch.testing, torch.autograd
+        import tdx
+        assert torch is tdx and nn is tdx.nn and F is F2 is tdx.nn.functional and optim is tdx.optim
+        assert DataLoader is tdx.utils.data.DataLoader and torch.backends.cudnn is tdx.backends.cudnn
+        x = torch.ones(2, 3, device="cpu")
+        assert isinstance(x, torch.Tensor) and type(x) is tdx.Tensor
+        real = sys.modules["torch"]            # tdx's executor loaded the real torch for itself
+        assert real is not tdx and type(x.native).__module__ == "torch" and real.__file__.endswith("__init__.py")
+        print(repr(x.dtype), repr(x.shape), repr(torch.preserve_format))
+        try:
+            import torch.distributions
+        except ImportError as err:
+            print("missing:", err.name, "|", err)
+        try:
+            from torch import no_such_name
+        except ImportError as err:
+            print("missing:", err.name)
+        print(sys.argv, __name__, __file__ == sys.argv[3], sys.path[0] == sys.argv[4])
+        sys.exit(7)
+    """)
+    done = _py(["-m", "tdx", "run", str(script), "a", "b", str(script), str(tmp_path)], tmp_path)
+    assert done.returncode == 7, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "torch.float32 torch.Size([2, 3]) torch.preserve_format"
+    assert lines[1].startswith("missing: torch.distributions | torch.distributions is not provided by tdx")
+    assert lines[2] == "missing: torch.no_such_name"
+    assert lines[3] == f"{[str(script), 'a', 'b', str(script), str(tmp_path)]} __main__ True True"
+
+
+def test_traceback_is_the_programs_own(tmp_path):
+    script = _script(tmp_path, """
+        import torch
+        def f():
+            raise ValueError("boom")
+        f()
+    """)
+    done = _py(["-m", "tdx", "run", str(script)], tmp_path)
+    plain = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
+                           env=_env(PYTHONPATH=""))
+    assert done.returncode == plain.returncode == 1
+    assert done.stderr == plain.stderr and "tdx" not in done.stderr
+
+
+def test_run_module_and_usage(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    _script(tmp_path / "pkg", "import sys, torch\nprint(torch.__name__, sys.argv[1:], __name__)\n", "mod.py")
+    done = _py(["-m", "tdx", "run", "-m", "pkg.mod", "x"], tmp_path)
+    assert done.returncode == 0 and done.stdout == "tdx ['x'] __main__\n", done.stderr
+    assert _py(["-m", "tdx", "run"], tmp_path).returncode == 2
+    version = _py(["-m", "tdx", "--version"], tmp_path)
+    assert version.stdout.strip() == f"tdx {tdx.__version__}"
+    bare = _py(["-m", "tdx"], tmp_path)
+    assert bare.returncode == 0 and "run" in bare.stdout and "info" in bare.stdout
+
+
+PIN_PROGRAM = """
+    import warnings
+    warnings.simplefilter("always")
+    import torch
+    import torch.nn as nn
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    with warnings.catch_warnings(record=True) as caught:
+        made = [torch.zeros(2, device="cpu"), torch.zeros(2, device="cuda"), torch.ones(2, device="cuda:0"),
+                torch.ones(2, device=torch.device("mps")), torch.ones(2).cuda(), torch.ones(2).to(device),
+                torch.ones(2).to("cpu"), nn.Linear(2, 2).to("cuda").weight, torch.randn(2)]
+    print(sorted({str(t.device) for t in made}))
+    print(sum("pinned" in str(w.message) for w in caught), [str(w.message) for w in caught][:1])
+    print(torch.cuda.is_available(), torch.accelerator.current_accelerator())
+"""
+
+
+def test_pin_puts_every_tensor_on_the_device(device, tmp_path):
+    script = _script(tmp_path, PIN_PROGRAM)
+    done = _py(["-m", "tdx", "run", "--device", device, str(script)], tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == f"['{tdx.device(device)}']"
+    count, message = lines[1].split(" ", 1)
+    assert count == "1" and "--device" in message and device in message
+    from tdx.compat.cuda import is_accelerator
+
+    accelerator = is_accelerator(tdx.device(device))
+    assert lines[2].split()[0] == str(accelerator)
+
+
+@pytest.mark.parametrize("how", ["env", "config"])
+def test_pin_from_environment_and_config(how, tmp_path):
+    script = _script(tmp_path, PIN_PROGRAM)
+    env = {"TDX_RUN_DEVICE": "mlx:cpu"} if how == "env" else {}
+    if how == "config":
+        (tmp_path / "tdx.toml").write_text('[run]\ndevice = "mlx:cpu"\n')
+    if not any(r.device == "mlx:cpu" and r.available for r in tdx.backends.available()):
+        pytest.skip("mlx:cpu unavailable")
+    done = _py(["-m", "tdx", "run", str(script)], tmp_path, **env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "['mlx:cpu']"
+    where = "TDX_RUN_DEVICE" if how == "env" else f"[run] device in {tmp_path / 'tdx.toml'}"
+    assert where in done.stdout
+
+
+def test_bad_run_device_is_a_config_error(tmp_path):
+    (tmp_path / "tdx.toml").write_text('[run]\ndevice = "gpu"\n')
+    script = _script(tmp_path, "import torch\n")
+    done = _py(["-m", "tdx", "run", str(script)], tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "ConfigError" in done.stderr and "'run.device'" in done.stderr and "'mlx:cpu'" in done.stderr
+    info = _py(["-m", "tdx", "info"], tmp_path)
+    assert info.returncode == 1 and "Traceback" not in info.stdout + info.stderr
+    assert "config error" in info.stdout and "run.device" in info.stdout
+    bad = _py(["-m", "tdx", "run", "--device", "tpu", str(script)], tmp_path)
+    assert bad.returncode == 2 and "--device has bad value 'tpu'" in bad.stderr
+
+
+def test_torch_alias_context_manager_in_process():
+    from tdx.compat.torch_alias import is_active, torch_alias
+
+    with torch_alias():
+        import torch as aliased
+        import torch.nn.functional as F
+        from torch.utils.data import DataLoader
+
+        assert aliased is tdx and F is tdx.nn.functional and DataLoader is tdx.utils.data.DataLoader
+        assert repr(tdx.float64) == "torch.float64" and is_active()
+        x = tdx.ones(2, device="cpu")  # tdx's executor still reaches the real torch
+        assert type(x.native) is torch.Tensor
+    import torch as real
+
+    assert real is torch and sys.modules["torch"] is torch and not is_active()
+    assert repr(tdx.float64) == "tdx.float64" and repr(tdx.Size([2])) == "tdx.Size([2])"
+
+
+def test_torch_alias_pins_and_restores(device):
+    from tdx.compat.torch_alias import torch_alias
+
+    with pytest.warns(UserWarning, match="pinned by torch_alias"):
+        with torch_alias(device):
+            x = tdx.zeros(2, device="cuda" if device != "cpu" else "mlx")
+    assert str(x.device) == str(tdx.device(device)) or x.device == tdx.backends.get(device).device
+    assert tdx.backends.pinned() is None
+
+
+def test_mlx_without_torch_and_numpy_oracle(tmp_path):
+    code = textwrap.dedent("""
+        import sys
+        sys.modules["torch"] = None
+        import tdx, tdx.__main__
+        if not any(r.device == "mlx:cpu" and r.available for r in tdx.backends.available()):
+            print("no mlx"); raise SystemExit(0)
+        x = tdx.ones(3, device="mlx:cpu") * 2
+        assert x.sum().item() == 6.0
+        rc = tdx.__main__.main(["demo"])
+        print("rc", rc, sys.modules["torch"] is None)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=_env(), capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    if "no mlx" not in done.stdout:
+        assert "oracle: NumPy, float64" in done.stdout and "rc 0 True" in done.stdout
+        assert re.search(r"mlx:cpu\s+ok", done.stdout)
+
+
+def test_first_hour_names(device):
+    for d in ("float16", "bfloat16", "float32", "float64"):
+        a, b = tdx.finfo(getattr(tdx, d)), torch.finfo(getattr(torch, d))
+        assert (a.bits, a.eps, a.max, a.min, a.tiny, a.resolution) == (b.bits, b.eps, b.max, b.min, b.tiny,
+                                                                         b.resolution)
+    for d in ("uint8", "int8", "int16", "int32", "int64"):
+        a, b = tdx.iinfo(getattr(tdx, d)), torch.iinfo(getattr(torch, d))
+        assert (a.bits, a.min, a.max) == (b.bits, b.min, b.max)
+    with pytest.raises(TypeError):
+        tdx.iinfo(tdx.float32)
+    arr = np.arange(4.0)
+    t = tdx.from_numpy(arr)
+    arr[0] = 9
+    assert t.tolist() == torch.from_numpy(arr).tolist() and t.dtype == tdx.float64
+    with pytest.raises(TypeError, match="expected np.ndarray"):
+        tdx.from_numpy([1, 2])
+    tdx.manual_seed(np.int64(5))
+    torch.manual_seed(np.int64(5))
+    assert tdx.initial_seed() == torch.initial_seed() == 5
+    x = tdx.arange(6.0, device=device).view(2, 3)
+    for fmt in ("contiguous_format", "preserve_format"):
+        f = getattr(tdx, fmt)
+        assert x.contiguous(memory_format=f).tolist() == x.clone(memory_format=f).tolist() == x.tolist()
+        assert tdx.zeros_like(x, memory_format=f).shape == x.to(device, memory_format=f).shape == (2, 3)
+    with pytest.raises(NotImplementedError, match="channels_last"):
+        x.contiguous(memory_format=tdx.channels_last)
+    with pytest.raises(TypeError):
+        x.clone(memory_format="contiguous")
+    assert tdx.is_tensor(x) and tdx.is_floating_point(x) and tdx.numel(x) == 6 and repr(tdx.strided) == "tdx.strided"
+    assert f"{x.sum():.2f}" == f"{torch.arange(6.0).sum():.2f}" == "15.00"
+    tdx.set_printoptions(precision=2)
+    torch.set_printoptions(precision=2)
+    try:
+        assert repr(tdx.tensor([1.2345, 2.5])) == repr(torch.tensor([1.2345, 2.5]))
+    finally:
+        tdx.set_printoptions(profile="default")
+        torch.set_printoptions(profile="default")
+
+
+PROJECT_TEST = """
+    import pytest
+
+    @pytest.fixture
+    def device():
+        return "projects-own"
+
+    def test_own_fixture(device):
+        assert device == "projects-own"
+
+    @pytest.mark.parametrize("device", ["cpu", "meta"])
+    def test_own_parametrize(device):
+        assert device in ("cpu", "meta")
+
+    def test_opt_in(tdx_device):
+        assert isinstance(tdx_device, str)
+"""
+
+
+def test_plugin_leaves_other_projects_alone(pytester):
+    pytester.makepyfile(test_project=textwrap.dedent(PROJECT_TEST))
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider", "-v")
+    result.assert_outcomes(passed=3 + sum(r.available for r in tdx.backends.available()),
+                           skipped=sum(not r.available for r in tdx.backends.available()))
+    result.stdout.fnmatch_lines(["*test_own_fixture PASSED*", "*test_own_parametrize?cpu? PASSED*",
+                                 "*test_own_parametrize?meta? PASSED*", "*tdx device matrix*"])
