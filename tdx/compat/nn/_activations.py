@@ -19,6 +19,7 @@ import warnings
 
 import tdx
 from ..._errors import TdxIndexError, TdxNotImplementedError, TdxRuntimeError, TdxTypeError, TdxValueError
+from . import _fused
 
 __all__ = ["threshold", "threshold_", "relu", "relu_", "relu6", "hardtanh", "hardtanh_", "leaky_relu",
            "leaky_relu_", "elu", "elu_", "selu", "selu_", "celu", "celu_", "gelu", "silu", "mish", "softplus",
@@ -328,6 +329,9 @@ def gelu(input, approximate="none"):  # noqa: A002 - torch's name
     """
     if approximate not in ("none", "tanh"):
         raise TdxRuntimeError(f"approximate argument must be either none or tanh. (got {approximate!r})")
+    fast = _fused.run("gelu", input, (), approximate)
+    if fast is not None:
+        return fast
     x = need_float(input, "gelu", "GeluKernelImpl")
     w = opmath(x)
     if approximate == "none":
@@ -535,6 +539,10 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002 - torch's
         dim: the dim to normalize along; None picks torch's deprecated implicit dim, with a warning.
         dtype: cast ``input`` to this dtype first.
     """
+    if dim is not None:
+        fast = _fused.run("softmax", input, (), dim, dtype)
+        if fast is not None:
+            return fast
     x = need_tensor(input, "softmax")
     if dim is None:
         dim = _softmax_dim("softmax", x.ndim, _stacklevel)
@@ -543,6 +551,10 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002 - torch's
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002 - torch's names
     """``log(softmax(x))`` along ``dim``, computed stably (in ``dtype`` when given)."""
+    if dim is not None:
+        fast = _fused.run("log_softmax", input, (), dim, dtype)
+        if fast is not None:
+            return fast
     x = need_tensor(input, "log_softmax")
     if dim is None:
         dim = _softmax_dim("log_softmax", x.ndim, _stacklevel)

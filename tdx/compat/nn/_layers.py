@@ -18,6 +18,7 @@ import tdx
 from ..._errors import (DtypeMismatchError, ShapeError, TdxIndexError, TdxRuntimeError, TdxValueError,
                         UnsupportedOpError)
 from ..._tensor.random import dropout as _dropout
+from . import _fused
 from ._activations import (int_list, need_float, need_tensor, norm_dim, opmath, torch_name, wants_grad,
                            write_inplace)
 
@@ -48,6 +49,9 @@ def linear(input, weight, bias=None):  # noqa: A002 - torch's name
             that does not broadcast to the result raises as ``expand``).
         DtypeMismatchError: ``bias``'s dtype differs from the product's (matmul refuses mixed dtypes too).
     """
+    fast = _fused.run("linear", input, (weight, bias))
+    if fast is not None:
+        return fast
     x, w = need_tensor(input, "linear"), need_tensor(weight, "linear", "weight")
     if x.ndim == 0 or w.ndim == 0:
         raise ShapeError(f"both arguments to linear need to be at least 1D, but they are {x.ndim}D and {w.ndim}D")
@@ -164,6 +168,10 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):  # no
             a float16/bfloat16 input).
         TdxNotImplementedError: ``input`` is not floating point.
     """
+    if isinstance(normalized_shape, (list, tuple)):
+        fast = _fused.run("layer_norm", input, (weight, bias), normalized_shape, eps)
+        if fast is not None:
+            return fast
     x = need_tensor(input, "layer_norm")
     shape = _normalized_shape(x, normalized_shape, "layer_norm", weight, bias)
     need_float(x, "layer_norm", "LayerNormKernelImpl")
@@ -304,6 +312,10 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
         TdxValueError: ``padding_idx`` is out of range (torch raises AssertionError).
         UnsupportedOpError: ``sparse`` is true.
     """
+    if max_norm is None and not sparse and padding_idx is None:
+        fast = _fused.run("embedding", input, (weight,), None, scale_grad_by_freq)
+        if fast is not None:
+            return fast
     idx, w = need_tensor(input, "embedding"), need_tensor(weight, "embedding", "weight")
     if sparse:
         raise UnsupportedOpError("embedding(): sparse=True is not supported by tdx (gradients are dense); pass False")

@@ -20,6 +20,7 @@ import warnings
 
 import tdx
 from ..._errors import ShapeError, TdxIndexError, TdxNotImplementedError, TdxRuntimeError, TdxValueError
+from . import _fused
 from ._activations import log1pexp, need_float, need_tensor, opmath, torch_name, wants_grad
 from ._layers import _norm
 
@@ -413,6 +414,10 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         TdxIndexError: a target class out of range.
         TdxNotImplementedError: ``input`` is not floating point.
     """
+    if size_average is None and reduce is None:
+        fast = _fused.run("cross_entropy", input, (target, weight), ignore_index, reduction, label_smoothing)
+        if fast is not None:
+            return fast
     x, t = need_tensor(input, "cross_entropy"), need_tensor(target, "cross_entropy", "target")
     reduction = _reduction(size_average, reduce, reduction)
     cdim = 0 if x.ndim == 1 else 1
