@@ -236,3 +236,39 @@ def mlx_step(mx, cfg: dict, init: dict, compiled: bool):
         return loss.item()
 
     return step
+
+
+def compiled_step(T, device, cfg: dict, init: dict, sync):
+    """The functional step under ``T.compile``: the bias corrections are tensor arguments (a compiled
+    step sees no Python value change), parameters and moments are its declared state."""
+    kw = {"device": device}
+    p = {k: T.tensor(v, requires_grad=True, **kw) for k, v in init.items()}
+    params = list(p.values())
+    state = [(T.zeros_like(q), T.zeros_like(q)) for q in params]
+    b1, b2 = BETAS
+
+    def train_step(idx, tgt, lr_t, bc2):
+        loss = gpt_loss(T, p, idx, tgt, cfg)
+        loss.backward()
+        with T.no_grad():
+            for q, (m, v) in zip(params, state):
+                g = q.grad
+                q.mul_(1 - LR * WD)
+                m.mul_(b1).add_(g, alpha=1 - b1)
+                v.mul_(b2).addcmul_(g, g, value=1 - b2)
+                q.sub_(m / ((v / bc2).sqrt() + EPS) * lr_t)
+                q.grad = None
+        return loss
+
+    fn = T.compile(train_step, options={"state": params + [s for pair in state for s in pair]})
+    count = [0]
+
+    def step(idx, tgt):
+        count[0] += 1
+        lr_t = T.tensor(LR / (1 - b1 ** count[0]), **kw)
+        bc2 = T.tensor(1 - b2 ** count[0], **kw)
+        loss = fn(T.tensor(idx, **kw), T.tensor(tgt, **kw), lr_t, bc2)
+        sync(params + [s for pair in state for s in pair])
+        return loss.item()
+
+    return step

@@ -236,6 +236,12 @@ _DEFAULT_RATE = Rate(1.0, 1e-3, 0, True)
 # bytes per second of the result's copy back from a bridge's peer (torch -> MLX copies on CPU)
 BRIDGE_COPY_BPS = 2.0e9
 BRIDGE_OVERHEAD = 1e-4
+# On a lazy executor (MLX) the bridge forces an evaluation of the inputs' pending graph: a fixed cost
+# per call; in training that evaluation also pins the forward's intermediates until the backward (about
+# 290 MB more at the GPT step's config M for no time gained), so there the bridge is left to an explicit
+# sdpa_kernel choice and the automatic choice takes the executor's own kernel.
+BRIDGE_FORCED_EVAL = 5e-4
+BRIDGE_TRAINING_PENALTY = 1e6
 # a kernel holding the full scores is priced out of the automatic choice above this many bytes
 MATERIALIZE_LIMIT = None  # None: half the physical memory
 
@@ -344,7 +350,9 @@ _CACHE_MAX = 4096
 def legal(p, exclude=()) -> tuple:
     """The backends whose rules pass for ``p``, cheapest first, as ``(backend, cost)`` pairs (cached
     per input signature; rules and costs do not depend on which kernels are enabled)."""
-    key = (p.signature(), exclude)
+    from ..compat.compiler import is_compiling
+
+    key = (p.signature(), exclude, is_compiling())  # a traced step refuses the bridge
     hit = _legal_cache.get(key)
     if hit is None:
         rows = [(b, estimate(b, p)) for b in _state.ALL if b not in exclude and KERNELS[b].refusal(p) is None]

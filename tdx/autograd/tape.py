@@ -366,8 +366,9 @@ def run_backward(roots, grad_roots, retain_graph=False, inputs=None):
                     m.grad = g if m.grad is None else m.grad + g
                 s = pending.setdefault(id(m.node), [None] * m.node.n_out)
                 s[m.index] = g if s[m.index] is None else s[m.index] + g
-        if not retain_graph:
-            node.fn = None
+        if not retain_graph:  # free what only this backward needed: saved inputs, and the graph above
+            node.fn = node.args = node.kwargs = node.plan = None
+            node.inputs, node.metas, node.natives = (), (), ()
     if wanted is not None:
         return [wanted.get(id(meta(t))) for t in inputs]
     return None

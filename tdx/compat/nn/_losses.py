@@ -21,6 +21,7 @@ import warnings
 import tdx
 from ..._errors import ShapeError, TdxIndexError, TdxNotImplementedError, TdxRuntimeError, TdxValueError
 from . import _fused
+from ..compiler import is_compiling as _compiling
 from ._activations import log1pexp, need_float, need_tensor, opmath, torch_name, wants_grad
 from ._layers import _norm
 
@@ -339,7 +340,7 @@ def _nll(x, logp, t, weight, ignore_index: int, reduction: str, op: str):
     if x.ndim == 1:
         tl = tl.reshape(())
     valid = tl != ignore_index
-    if tl.numel():
+    if tl.numel() and not _compiling():  # a compiled step cannot read values (torch's compiled kernels assert)
         bad = valid & ((tl < 0) | (tl >= n_classes))
         if bool(bad.any().item()):
             raise TdxIndexError(f"Target {int(tl.masked_select(bad)[0].item())} is out of bounds.")
