@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -40,10 +39,11 @@ PAIRS = [  # (tdx contender, native contender it is compared with)
 ]
 
 
-def _rss_kb() -> int:
+def _rss_kb(field: str = "VmRSS") -> int:
+    """This process's resident set (``VmRSS``) or its peak (``VmHWM``), in KB."""
     with open("/proc/self/status") as fh:
         for line in fh:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1])
     return 0
 
@@ -112,7 +112,7 @@ def child_rss(name: str, cfg_name: str, steps: int) -> None:
     fn = make(name, cfg, init)
     for idx, tgt in data:
         fn(idx, tgt)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KB on Linux
+    peak = _rss_kb("VmHWM")  # not ru_maxrss: that keeps the forking parent's peak across exec
     print(json.dumps({"peak_mb": (peak - start) / 1024}))
 
 
