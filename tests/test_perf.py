@@ -90,6 +90,8 @@ def test_mlx_only_use_imports_no_torch():
             "w = tdx.randn(8, 3, device='mlx:cpu', requires_grad=True)\n"
             "x = tdx.randn(2, 3, device='mlx:cpu')\n"
             "F.cross_entropy(F.layer_norm(F.linear(x, w), (8,)), tdx.tensor([1, 2], device='mlx:cpu')).backward()\n"
+            "q = tdx.randn(1, 2, 16, 4, device='mlx:cpu', requires_grad=True)\n"
+            "F.scaled_dot_product_attention(q, q, q, is_causal=True).sum().backward()\n"
             "print('torch' in sys.modules)\n")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
