@@ -146,7 +146,14 @@ def module_step(T, device, cfg: dict, init: dict, sync):
             logits = F.linear(self.lnf(x), self.wte.weight)
             return F.cross_entropy(logits.view(-1, cfg["vocab"]), tgt.view(-1))
 
-    model = GPT()
+    if device is not None and T.__name__ == "tdx":  # build on the device (no cpu detour)
+        T.set_default_device(device)
+        try:
+            model = GPT()
+        finally:
+            T.set_default_device(None)  # back to the config's default
+    else:
+        model = GPT()
     names = {"wte": "wte.weight", "wpe": "wpe.weight", "lnf_w": "lnf.weight", "lnf_b": "lnf.bias"}
     for i in range(n_layers):
         for k in _LAYER:
@@ -155,7 +162,7 @@ def module_step(T, device, cfg: dict, init: dict, sync):
     own = dict(model.named_parameters())
     with T.no_grad():
         for k, v in init.items():
-            own[names[k]].copy_(T.tensor(v))
+            own[names[k]].copy_(T.tensor(v, device=own[names[k]].device))
     if device is not None:
         model.to(device)
     opt = T.optim.AdamW(model.parameters(), lr=LR, betas=BETAS, eps=EPS, weight_decay=WD)
