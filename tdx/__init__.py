@@ -43,7 +43,7 @@ bool = _dtypes.bool_  # noqa: A001 - torch's name
 
 # torch's namespaces live in tdx.compat; ``import tdx.nn`` gives the very module tdx.compat.nn
 _NAMESPACES = ("cuda", "mps", "mlx", "nn", "optim", "utils", "linalg", "fft", "special", "masked", "signal",
-               "distributed", "distributions", "amp", "accelerator", "serialization")
+               "distributed", "distributions", "amp", "accelerator", "serialization", "compiler")
 _aliases = _alias.install(_alias.AliasFinder({f"tdx.{n}": f"tdx.compat.{n}" for n in _NAMESPACES}))
 _LAZY = {"interop": "tdx.interop", "testing": "tdx.testing", "attention": "tdx.attention"}
 
@@ -51,6 +51,8 @@ _LAZY = {"interop": "tdx.interop", "testing": "tdx.testing", "attention": "tdx.a
 def __getattr__(name: str):
     if name in ("save", "load"):  # torch.save / torch.load live in tdx.compat.serialization
         return getattr(_importlib.import_module("tdx.compat.serialization"), name)
+    if name == "compile":  # torch.compile: tdx.compiler.compile
+        return _importlib.import_module("tdx.compat.compiler").compile
     target = _LAZY.get(name) or (f"tdx.{name}" if name in _NAMESPACES else None)
     if target is None:
         raise AttributeError(f"module 'tdx' has no attribute {name!r}")

@@ -93,6 +93,17 @@ ALIASES = {"negative": "neg", "absolute": "abs", "arcsin": "asin", "arccos": "ac
            "arctan2": "atan2", "subtract": "sub"}
 
 
+def _fused_call(kernel, t, t1, t2, value):
+    """``kernel(t, t1, t2, value)`` on natives (one fused pass on executors that have it), or None
+    when the kernel refuses the arguments (the composite then raises tdx's typed error)."""
+    if isinstance(value, Tensor):
+        return None
+    try:
+        return wrap(kernel(t._n, t1._n, t2._n, value), t._ex)
+    except NATIVE_ERRORS:
+        return None
+
+
 class ElementwiseMethods:
     """The elementwise methods of ``tdx.Tensor``."""
 
@@ -159,6 +170,11 @@ class ElementwiseMethods:
 
     def addcmul(self, tensor1, tensor2, *, value=1):
         """``self + value * tensor1 * tensor2``, broadcast and promoted over all three."""
+        ex = self._ex
+        if ex.fused_nn and getattr(tensor1, "_ex", None) is ex and getattr(tensor2, "_ex", None) is ex:
+            fast = _fused_call(ex.addcmul, self, tensor1, tensor2, value)
+            if fast is not None:
+                return fast
         t1, t2 = _tensor(self, tensor1, "addcmul", "tensor1"), _tensor(self, tensor2, "addcmul", "tensor2")
         rt = _result_type(self, t1, t2)
         if rt is D.bool_:
@@ -170,6 +186,11 @@ class ElementwiseMethods:
 
     def addcdiv(self, tensor1, tensor2, *, value=1):
         """``self + value * tensor1 / tensor2`` (true division), broadcast and promoted over all three."""
+        ex = self._ex
+        if ex.fused_nn and getattr(tensor1, "_ex", None) is ex and getattr(tensor2, "_ex", None) is ex:
+            fast = _fused_call(ex.addcdiv, self, tensor1, tensor2, value)
+            if fast is not None:
+                return fast
         t1, t2 = _tensor(self, tensor1, "addcdiv", "tensor1"), _tensor(self, tensor2, "addcdiv", "tensor2")
         if not _is_float(t1.dtype) and not _is_float(t2.dtype):
             raise TdxRuntimeError(f"addcdiv(): integer division ({t1.dtype.name} / {t2.dtype.name}) is no longer "

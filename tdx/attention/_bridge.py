@@ -112,6 +112,10 @@ def describe(p) -> str:
 
 def refusal(p):
     """None when the bridge can run ``p``, else the reason it cannot."""
+    from ..compat.compiler import is_compiling
+
+    if is_compiling():
+        return "a step traced by tdx.compile cannot hand its inputs to a peer (that evaluates them)"
     pp, why = _peer_choice(p)
     return why if pp is None else None
 
@@ -125,7 +129,12 @@ def estimate(p) -> float:
         return float("inf")
     out_bytes = p.B * p.Hq * p.Tq * p.Ev * p.dtype.itemsize
     copy = 0.0 if p.ex.caps.dlpack_zero_copy_import else out_bytes / _kernels.BRIDGE_COPY_BPS
-    return _kernels.estimate(chosen, pp) + copy + _kernels.BRIDGE_OVERHEAD
+    cost = _kernels.estimate(chosen, pp) + copy + _kernels.BRIDGE_OVERHEAD
+    if p.ex.caps.asynchronous:  # a lazy executor: handing the inputs over evaluates their pending graph
+        cost += _kernels.BRIDGE_FORCED_EVAL
+        if p.requires_grad:  # training: that graph stays pinned for the backward, which recomputes here
+            cost += _kernels.BRIDGE_TRAINING_PENALTY
+    return cost
 
 
 def run(p):

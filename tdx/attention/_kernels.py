@@ -236,6 +236,12 @@ _DEFAULT_RATE = Rate(1.0, 1e-3, 0, True)
 # bytes per second of the result's copy back from a bridge's peer (torch -> MLX copies on CPU)
 BRIDGE_COPY_BPS = 2.0e9
 BRIDGE_OVERHEAD = 1e-4
+# On a lazy executor (MLX) the bridge forces an evaluation of the inputs' pending graph: a fixed cost
+# per call; in training that evaluation also pins the forward's intermediates until the backward (about
+# 290 MB more at the GPT step's config M for no time gained), so there the bridge is left to an explicit
+# sdpa_kernel choice and the automatic choice takes the executor's own kernel.
+BRIDGE_FORCED_EVAL = 5e-4
+BRIDGE_TRAINING_PENALTY = 1e6
 # a kernel holding the full scores is priced out of the automatic choice above this many bytes
 MATERIALIZE_LIMIT = None  # None: half the physical memory
 
@@ -341,10 +347,19 @@ _legal_cache: dict = {}
 _CACHE_MAX = 4096
 
 
+def _defers_bridge(p, exclude) -> bool:
+    """Whether the bridge is left out of ``p``'s first look: training on a lazy executor, where it is
+    priced out (:data:`BRIDGE_TRAINING_PENALTY`) and merely checking it would import the peer's
+    framework and evaluate the inputs. It is looked at when named explicitly or when nothing else can run."""
+    return p.requires_grad and p.ex.caps.asynchronous and _B.BRIDGE not in exclude
+
+
 def legal(p, exclude=()) -> tuple:
     """The backends whose rules pass for ``p``, cheapest first, as ``(backend, cost)`` pairs (cached
     per input signature; rules and costs do not depend on which kernels are enabled)."""
-    key = (p.signature(), exclude)
+    from ..compat.compiler import is_compiling
+
+    key = (p.signature(), exclude, is_compiling())  # a traced step refuses the bridge
     hit = _legal_cache.get(key)
     if hit is None:
         rows = [(b, estimate(b, p)) for b in _state.ALL if b not in exclude and KERNELS[b].refusal(p) is None]
@@ -375,20 +390,25 @@ def choose(p, exclude=(), en=None):
         NoKernelError: no kernel is both enabled and able to run the inputs; the message lists
             every kernel with the reason it was refused.
     """
-    rows = legal(p, exclude)
-    ok = {b for b, _ in rows}
-    by_cost = [b for b, _ in rows]
     given = en
     if en is None:
         override = _state.current_override()
         if override is not None:
             en = _state.Enabled(override.backends, override.priority, {})
-    if en is not None:
-        members = set(en.backends)
-        chosen = _first(en.backends if en.priority else by_cost, ok, members.__contains__)
-    else:
-        listed = _state.config_priority()
-        chosen = _first(listed or by_cost, ok, _state.switch)
+    listed = _state.config_priority() if en is None else None
+    named = en.backends if en is not None else listed or ()
+    deferred = _defers_bridge(p, exclude) and _B.BRIDGE not in named
+    for full in ((False, True) if deferred else (True,)):
+        rows = legal(p, exclude + (_B.BRIDGE,) if not full else exclude)
+        ok = {b for b, _ in rows}
+        by_cost = [b for b, _ in rows]
+        if en is not None:
+            members = set(en.backends)
+            chosen = _first(en.backends if en.priority else by_cost, ok, members.__contains__)
+        else:
+            chosen = _first(listed or by_cost, ok, _state.switch)
+        if chosen is not None:
+            break
     if chosen is None:
         verdicts, _ = evaluate(p, given if given is not None else _state.enabled(), exclude)
         lines = "\n".join(f"  {v.backend.name}: {v.reason}" for v in verdicts)

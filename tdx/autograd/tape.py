@@ -436,11 +436,22 @@ def _propagate(roots, grad_roots, retain_graph, inputs, create_graph, accumulate
                 s = pending.setdefault(id(m.node), [None] * m.node.n_out)
                 s[m.index] = _plus(s[m.index], g)
         if not retain_graph:
-            node.fn = None
+            _release(node)
     if wanted is not None and not accumulate:
         return [wanted.get(id(meta(t))) for t in inputs]
     _fire_post_accumulate_hooks(hooked.values())
     return None
+
+
+def _release(node) -> None:
+    """Free what only this backward needed: a node's saved arguments and its links to the graph above
+    (a later backward through it raises torch's "backward through the graph a second time"). Every
+    node kind (this module's, ``Function``'s, a cross-executor move's) holds ``fn``, ``inputs``,
+    ``metas`` and ``natives``."""
+    node.fn = None
+    node.inputs = node.metas = node.natives = ()
+    if isinstance(node, Node):
+        node.args = node.kwargs = node.plan = None
 
 
 def _fire_post_accumulate_hooks(metas) -> None:

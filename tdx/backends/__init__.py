@@ -103,15 +103,22 @@ def available() -> list:
         _load()
         rows = []
         for p in _providers.values():
-            if p.name not in _statuses:
-                _statuses[p.name] = p.statuses()
-            rows += _statuses[p.name]
+            rows += _rows(p)
         order = {"cpu": 0, "cuda": 1, "mps": 2, "mlx": 3}
         return sorted(rows, key=lambda r: order.get(r.device.split(":")[0], 4))
 
 
-def _status(name: str):
-    for row in available():
+def _rows(provider) -> list:
+    """``provider``'s status rows, asked once (only this provider's framework is imported)."""
+    with _lock:
+        rows = _statuses.get(provider.name)
+        if rows is None:
+            rows = _statuses[provider.name] = provider.statuses()
+        return rows
+
+
+def _status(name: str, provider=None):
+    for row in (available() if provider is None else _rows(provider)):
         if row.device == name:
             return row
     return None
@@ -128,9 +135,9 @@ def _canonical(dev) -> tuple:
         if not any(r.available for r in rows):  # no CUDA at all: its one row says why
             return str(dev), rows[0] if rows else None
     name = provider.canonical(dev)
-    row = _status(name)
+    row = _status(name, provider)  # only the owning provider: using MLX never imports torch
     if row is None:
-        known = ", ".join(r.device for r in available() if r.provider == provider.name)
+        known = ", ".join(r.device for r in _rows(provider))
         row = DeviceStatus(name, False, f"no such device; {provider.name} knows {known}", provider.name)
     return name, row
 

@@ -3,14 +3,19 @@
 ``nn_functional`` runs one of torch's own ``torch.nn.functional`` kernels (convolution,
 pooling, padding, resampling, batch norm...) on native tensors, so that on cpu, cuda and mps
 ``tdx.nn.functional`` gives torch's results, gradients (torch's autograd records the call) and
-errors bit for bit. Its presence on an executor is the capability the facade checks; executors
-without it get tdx's composed kernels. Must never import MLX or tdx's facade.
+errors bit for bit; the hot functions (linear, layer_norm, gelu, embedding, cross_entropy,
+softmax) take it first, before tdx's own argument checks. Its presence on an executor is the
+capability the facade checks; executors without it get tdx's composed kernels. ``addcmul`` and
+``addcdiv`` (``fused_nn``) are torch's one-pass kernels for the optimizers' updates. Must never
+import MLX or tdx's facade.
 """
 
 from __future__ import annotations
 
+import torch
 import torch.nn.functional as _F
 
+from ... import _dtypes as D
 from ..._errors import UnsupportedOpError
 
 # the torch.nn.functional kernels the facade may route here
@@ -21,21 +26,32 @@ NN_KERNELS = frozenset((
     "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
     "adaptive_max_pool3d", "lp_pool1d", "lp_pool2d", "lp_pool3d", "max_unpool1d", "max_unpool2d", "max_unpool3d",
     "fractional_max_pool2d", "fractional_max_pool3d", "unfold", "fold", "pixel_shuffle", "pixel_unshuffle",
-    "interpolate", "batch_norm", "instance_norm", "cross_entropy", "layer_norm", "gelu"))
+    "interpolate", "batch_norm", "instance_norm", "cross_entropy", "layer_norm", "gelu", "linear", "embedding",
+    "softmax", "log_softmax"))
 
 
 class TorchNNOps:
     """torch.nn.functional's kernels on native tensors."""
 
     __slots__ = ()
+    fused_nn = True
 
-    @staticmethod
-    def nn_functional(name: str, args: tuple, kwargs: dict):
-        """``torch.nn.functional.<name>(*args, **kwargs)`` on natives.
+    def nn_functional(self, name: str, args: tuple, kwargs: dict):
+        """``torch.nn.functional.<name>(*args, **kwargs)`` on natives (a tdx dtype argument becomes torch's).
 
         Raises:
             UnsupportedOpError: ``name`` is not one of :data:`NN_KERNELS`.
         """
         if name not in NN_KERNELS:
             raise UnsupportedOpError(f"nn_functional: {name!r} is not a routed kernel; known: {sorted(NN_KERNELS)}")
+        if "dtype" in kwargs and isinstance(kwargs["dtype"], D.dtype):
+            kwargs = {**kwargs, "dtype": self.native_dtype(kwargs["dtype"])}
         return getattr(_F, name)(*args, **kwargs)
+
+    @staticmethod
+    def addcmul(x, t1, t2, value):
+        return torch.addcmul(x, t1, t2, value=value)
+
+    @staticmethod
+    def addcdiv(x, t1, t2, value):
+        return torch.addcdiv(x, t1, t2, value=value)

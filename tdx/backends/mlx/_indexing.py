@@ -121,9 +121,10 @@ class MLXIndexOps:
             raise TdxRuntimeError(f"{op}(): Expected dtype {names} for index")
 
     def _in_bounds(self, index, size: int, d: int):
-        if not index.size:
+        bounds = self._bounds(index) if index.size else None
+        if bounds is None:
             return
-        lo, hi = int(mx.min(index, stream=self.s).item()), int(mx.max(index, stream=self.s).item())
+        lo, hi = bounds
         if lo < 0 or hi >= size:
             bad = hi if hi >= size else lo
             raise TdxRuntimeError(f"index {bad} is out of bounds for dimension {d} with size {size}")
@@ -208,6 +209,16 @@ class MLXIndexOps:
             raise TdxTypeError(f"scatter_add(): argument 'src' must be Tensor, not {type(src).__name__}")
         return self.scatter(x, dim, index, src, "add")
 
+    def _bounds(self, index):
+        """``(min, max)`` of ``index``, or None under ``mx.compile``/``mx.vmap``, which cannot read values
+        (the bounds check is then skipped, as in torch's compiled kernels without device asserts)."""
+        try:
+            return int(mx.min(index, stream=self.s).item()), int(mx.max(index, stream=self.s).item())
+        except (ValueError, RuntimeError) as err:  # MLX refusing to evaluate a traced array
+            if "function transformations" in str(err) or "without a primitive" in str(err):
+                return None
+            raise
+
     def index_select(self, x, dim, index):
         self._check_index(index, "index_select")
         if index.ndim > 1:
@@ -216,8 +227,9 @@ class MLXIndexOps:
         size = x.shape[d] if x.ndim else 1
         if x.ndim == 0 and index.size != 1:
             raise TdxRuntimeError(f"index_select(): Index to scalar can have only 1 value, got {index.size} value(s)")
-        if index.size:
-            lo, hi = int(mx.min(index, stream=self.s).item()), int(mx.max(index, stream=self.s).item())
+        bounds = self._bounds(index) if index.size else None
+        if bounds is not None:
+            lo, hi = bounds
             if lo < 0 or hi >= size:
                 raise TdxIndexError(f"index_select(): index {hi if hi >= size else lo} is out of range "
                                     f"for dimension {d} with size {size}")

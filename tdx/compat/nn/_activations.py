@@ -329,6 +329,9 @@ def gelu(input, approximate="none"):  # noqa: A002 - torch's name
     """
     if approximate not in ("none", "tanh"):
         raise TdxRuntimeError(f"approximate argument must be either none or tanh. (got {approximate!r})")
+    done = _kernels.fast("gelu", input, approximate=approximate)  # torch's kernel where the executor has it
+    if done is not _kernels.NOT_NATIVE:
+        return done
     x = need_float(input, "gelu", "GeluKernelImpl")
     done = _kernels.native("gelu", x, approximate=approximate)  # torch's kernel where the executor has it
     if done is not _kernels.NOT_NATIVE:
@@ -539,6 +542,10 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002 - torch's
         dim: the dim to normalize along; None picks torch's deprecated implicit dim, with a warning.
         dtype: cast ``input`` to this dtype first.
     """
+    if dim is not None:
+        done = _kernels.fast("softmax", input, dim, dtype=dtype)
+        if done is not _kernels.NOT_NATIVE:
+            return done
     x = need_tensor(input, "softmax")
     if dim is None:
         dim = _softmax_dim("softmax", x.ndim, _stacklevel)
@@ -547,6 +554,10 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002 - torch's
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002 - torch's names
     """``log(softmax(x))`` along ``dim``, computed stably (in ``dtype`` when given)."""
+    if dim is not None:
+        done = _kernels.fast("log_softmax", input, dim, dtype=dtype)
+        if done is not _kernels.NOT_NATIVE:
+            return done
     x = need_tensor(input, "log_softmax")
     if dim is None:
         dim = _softmax_dim("log_softmax", x.ndim, _stacklevel)

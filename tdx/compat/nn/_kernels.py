@@ -17,7 +17,7 @@ import tdx
 from ..._errors import NATIVE_ERRORS
 from ..._tensor.wrapping import typed_function, wrap
 
-__all__ = ["native", "NOT_NATIVE", "conv_nd", "has_conv"]
+__all__ = ["native", "fast", "NOT_NATIVE", "conv_nd", "has_conv"]
 
 NOT_NATIVE = object()
 """What :func:`native` returns when the tensors' executor has no ``nn_functional`` kernel."""
@@ -62,6 +62,20 @@ def native(name: str, *args, **kwargs):
     if isinstance(out, tuple):
         return tuple(wrap(o, ex) for o in out)
     return wrap(out, ex)
+
+
+def fast(name: str, *args, **kwargs):
+    """As :func:`native`, for the hot path taken before the caller checks its arguments: where the
+    kernel refuses them, :data:`NOT_NATIVE` (the caller's composed path then raises tdx's own typed
+    error for the same input)."""
+    x = args[0] if args else None
+    ex = getattr(x, "_ex", None)
+    if ex is None or not hasattr(ex, "nn_functional"):
+        return NOT_NATIVE
+    try:
+        return native(name, *args, **kwargs)
+    except tdx.TdxError:
+        return NOT_NATIVE
 
 
 def has_conv(x) -> bool:

@@ -50,6 +50,9 @@ def linear(input, weight, bias=None):  # noqa: A002 - torch's name
             that does not broadcast to the result raises as ``expand``).
         DtypeMismatchError: ``bias``'s dtype differs from the product's (matmul refuses mixed dtypes too).
     """
+    done = _kernels.fast("linear", input, weight, bias)  # torch's kernel where the executor has it
+    if done is not _kernels.NOT_NATIVE:
+        return done
     x, w = need_tensor(input, "linear"), need_tensor(weight, "linear", "weight")
     if x.ndim == 0 or w.ndim == 0:
         raise ShapeError(f"both arguments to linear need to be at least 1D, but they are {x.ndim}D and {w.ndim}D")
@@ -166,6 +169,10 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):  # no
             a float16/bfloat16 input).
         TdxNotImplementedError: ``input`` is not floating point.
     """
+    if isinstance(normalized_shape, (list, tuple)):
+        done = _kernels.fast("layer_norm", input, normalized_shape, weight, bias, eps)
+        if done is not _kernels.NOT_NATIVE:
+            return done
     x = need_tensor(input, "layer_norm")
     shape = _normalized_shape(x, normalized_shape, "layer_norm", weight, bias)
     need_float(x, "layer_norm", "LayerNormKernelImpl")
@@ -309,6 +316,10 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
         TdxValueError: ``padding_idx`` is out of range (torch raises AssertionError).
         UnsupportedOpError: ``sparse`` is true.
     """
+    if max_norm is None and not sparse and padding_idx is None:
+        done = _kernels.fast("embedding", input, weight, None, None, 2.0, scale_grad_by_freq, False)
+        if done is not _kernels.NOT_NATIVE:
+            return done
     idx, w = need_tensor(input, "embedding"), need_tensor(weight, "embedding", "weight")
     if sparse:
         raise UnsupportedOpError("embedding(): sparse=True is not supported by tdx (gradients are dense); pass False")

@@ -21,6 +21,7 @@ import warnings
 import tdx
 from ..._errors import ShapeError, TdxIndexError, TdxNotImplementedError, TdxRuntimeError, TdxValueError
 from . import _kernels
+from ..compiler import is_compiling as _compiling
 from ._activations import log1pexp, need_float, need_tensor, opmath, torch_name, wants_grad
 from ._layers import _norm
 
@@ -339,7 +340,7 @@ def _nll(x, logp, t, weight, ignore_index: int, reduction: str, op: str):
     if x.ndim == 1:
         tl = tl.reshape(())
     valid = tl != ignore_index
-    if tl.numel():
+    if tl.numel() and not _compiling():  # a compiled step cannot read values (torch's compiled kernels assert)
         bad = valid & ((tl < 0) | (tl >= n_classes))
         if bool(bad.any().item()):
             raise TdxIndexError(f"Target {int(tl.masked_select(bad)[0].item())} is out of bounds.")
@@ -414,6 +415,11 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         TdxIndexError: a target class out of range.
         TdxNotImplementedError: ``input`` is not floating point.
     """
+    if size_average is None and reduce is None:
+        done = _kernels.fast("cross_entropy", input, target, weight, ignore_index=ignore_index, reduction=reduction,
+                             label_smoothing=label_smoothing)
+        if done is not _kernels.NOT_NATIVE:
+            return done
     x, t = need_tensor(input, "cross_entropy"), need_tensor(target, "cross_entropy", "target")
     reduction = _reduction(size_average, reduce, reduction)
     if x.dtype.is_floating_point:  # torch's kernel where the executor has it (its mean's rounding included)

@@ -1,0 +1,200 @@
+"""``tdx.compiler`` and ``tdx.compile``: compile a training or inference step per executor.
+
+``tdx.compile(fn_or_module, ...)`` has ``torch.compile``'s signature. What it does depends on
+the executor of the tensors the call sees:
+
+- MLX: the whole call (forward, tdx's tape backward, optimizer update) is traced once by
+  ``mx.compile``. Tensors the step reads and writes but does not take as arguments (the
+  parameters, the optimizer's state, their ``.grad``) are its *state*: they are passed to
+  the compiled function as inputs and their new values come back as outputs, then are
+  rebound to the same ``tdx.Tensor`` objects. A Module's parameters and buffers are state
+  by default; anything else is declared with ``options={"state": [...]}`` (tensors,
+  modules, optimizers). The state is gathered again at every call, and a change in its
+  structure (an optimizer creating its state on the first step) traces again.
+- torch executors: tdx's facade is Python that TorchDynamo cannot trace as torch code, so
+  the step runs eagerly, with one warning per compiled function.
+
+Under an MLX trace nothing may be evaluated: ``.item()``, ``bool(t)`` and printing raise
+MLX's error. :func:`is_compiling` is true then, and tdx skips the checks that would read
+values (``cross_entropy``'s target bounds). This module must never import a framework at
+module level.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import warnings
+
+from .._errors import TdxTypeError, TdxValueError
+
+__all__ = ["compile", "is_compiling", "disable", "reset"]
+
+_local = threading.local()
+
+
+def is_compiling() -> bool:
+    """Whether the current thread is tracing a step for ``tdx.compile`` (as ``torch.compiler.is_compiling``)."""
+    return getattr(_local, "tracing", False)
+
+
+def disable(fn=None, recursive=True):
+    """``fn`` itself: tdx compiles whole steps, so there is nothing to exclude (torch's signature)."""
+    if fn is None:
+        return lambda f: f
+    return fn
+
+
+def reset() -> None:
+    """Nothing to reset: each compiled function keeps its own cache (torch's signature)."""
+
+
+def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None,  # noqa: A001
+            options=None, disable=False):  # noqa: A002 - torch's names
+    """Compile ``model`` (a function or a Module) for the executor its tensors live on.
+
+    Args:
+        model: the function or Module; None returns a decorator.
+        fullgraph, dynamic, backend, mode: torch's switches, accepted and recorded (MLX traces the
+            whole step whatever they say).
+        options: ``{"state": [...]}`` names the tensors, modules and optimizers the step reads and
+            writes besides its arguments; any other key raises.
+        disable: return ``model`` unchanged.
+
+    Raises:
+        TdxTypeError: ``model`` is not callable.
+        TdxValueError: an unknown key in ``options``.
+    """
+    if model is None:
+        return lambda m: compile(m, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
+                                 options=options, disable=disable)
+    if not callable(model):
+        raise TdxTypeError(f"compile(): expected a function or Module, got {type(model).__name__}")
+    options = dict(options or {})
+    unknown = set(options) - {"state"}
+    if unknown:
+        raise TdxValueError(f"compile(): unknown options {sorted(unknown)}; tdx accepts 'state'")
+    if disable:
+        return model
+    return _Compiled(model, list(options.get("state", ())))
+
+
+def _tensors_of(obj, out: list) -> None:
+    """Append the state tensors ``obj`` stands for (a Tensor, a Module, an Optimizer or a list)."""
+    import tdx
+
+    if isinstance(obj, tdx.Tensor):
+        out.append(obj)
+    elif hasattr(obj, "parameters") and hasattr(obj, "buffers"):
+        out.extend(obj.parameters())
+        out.extend(b for b in obj.buffers() if b is not None)
+    elif hasattr(obj, "param_groups") and hasattr(obj, "state"):
+        for group in obj.param_groups:
+            out.extend(group["params"])
+        for st in obj.state.values():
+            out.extend(v for v in st.values() if isinstance(v, tdx.Tensor))
+    elif isinstance(obj, (list, tuple)):
+        for o in obj:
+            _tensors_of(o, out)
+    else:
+        raise TdxTypeError(f"compile(): state entries must be tensors, modules or optimizers, got "
+                           f"{type(obj).__name__}")
+
+
+class _Compiled:
+    """The callable ``tdx.compile`` returns."""
+
+    def __init__(self, fn, state):
+        self.fn, self.state = fn, state
+        self._cache = {}
+        self._warned = False
+        functools.update_wrapper(self, fn, updated=())
+
+    def _state_tensors(self) -> list:
+        out = []
+        _tensors_of([self.fn] + self.state if hasattr(self.fn, "parameters") else self.state, out)
+        seen, unique = set(), []
+        for t in out:
+            if id(t) not in seen:
+                seen.add(id(t))
+                unique.append(t)
+        return unique
+
+    def __call__(self, *args, **kwargs):
+        import tdx
+
+        state = self._state_tensors()
+        flat_args = [a for a in list(args) + list(kwargs.values()) if isinstance(a, tdx.Tensor)]
+        ex = (flat_args or state or [None])[0]
+        ex = getattr(ex, "_ex", None)
+        if ex is None or ex.caps.native_autograd or any(t._ex is not ex for t in state + flat_args):
+            if not self._warned:
+                self._warned = True
+                where = "tensors on one MLX device" if ex is None or ex.caps.native_autograd else "one executor"
+                warnings.warn(f"tdx.compile: {getattr(self.fn, '__name__', type(self.fn).__name__)} runs eagerly "
+                              f"(tdx compiles steps on {where}; torch.compile cannot trace tdx's facade)",
+                              UserWarning, stacklevel=2)
+            return self.fn(*args, **kwargs)
+        return self._mlx_call(ex, state, args, kwargs)
+
+    def _mlx_call(self, ex, state, args, kwargs):
+        import mlx.core as mx
+
+        import tdx
+
+        from .._tensor.wrapping import wrap
+
+        arg_pos = [i for i, a in enumerate(args) if isinstance(a, tdx.Tensor)]
+        kw_keys = [k for k, v in kwargs.items() if isinstance(v, tdx.Tensor)]
+        key = (tuple(id(t) for t in state), tuple(arg_pos), tuple(kw_keys))
+        entry = self._cache.get(key)
+        if entry is None:
+            entry = self._cache[key] = self._trace(ex, state, args, kwargs, arg_pos, kw_keys)
+        compiled, layout = entry
+        state_in = [t._n for t in state]
+        grads_in = [g._n if (g := t.grad) is not None else mx.array(0.0) for t in state]
+        outs, state_out, grads_out = compiled(state_in, grads_in, [args[i]._n for i in arg_pos],
+                                              [kwargs[k]._n for k in kw_keys])
+        for t, n in zip(state, state_out):
+            t._n = n
+        for t, has, g in zip(state, layout["grads"], grads_out):
+            t.grad = wrap(g, ex) if has else None
+        results = [wrap(o, ex) for o in outs]
+        return results[0] if layout["single"] else tuple(results) if layout["kind"] is tuple else results
+
+    def _trace(self, ex, state, args, kwargs, arg_pos, kw_keys):
+        import mlx.core as mx
+
+        from .._tensor.wrapping import wrap
+
+        layout = {"grads": [], "single": True, "kind": tuple}
+        fn = self.fn
+
+        def pure(state_in, grads_in, arg_natives, kw_natives):
+            saved = [(t._n, t.grad) for t in state]
+            _local.tracing = True
+            try:
+                for t, n, g, (_, old_g) in zip(state, state_in, grads_in, saved):
+                    t._n = n
+                    t.grad = wrap(g, ex) if old_g is not None else None
+                call_args = list(args)
+                for i, n in zip(arg_pos, arg_natives):
+                    call_args[i] = wrap(n, ex)
+                call_kw = dict(kwargs)
+                for k, n in zip(kw_keys, kw_natives):
+                    call_kw[k] = wrap(n, ex)
+                out = fn(*call_args, **call_kw)
+                outs = list(out) if isinstance(out, (tuple, list)) else [out]
+                layout["single"] = not isinstance(out, (tuple, list))
+                layout["kind"] = type(out) if isinstance(out, (tuple, list)) else tuple
+                grads = [t.grad for t in state]
+                layout["grads"] = [g is not None for g in grads]
+                return ([o._n for o in outs], [t._n for t in state],
+                        [g._n if g is not None else mx.array(0.0) for g in grads])
+            finally:
+                _local.tracing = False
+                for t, (n, g) in zip(state, saved):
+                    t._n = n
+                    t.grad = g
+
+        return mx.compile(pure), layout

@@ -1,0 +1,163 @@
+"""Training-speed and memory work of issue 15: torch's fused kernels behind tdx.nn.functional on
+torch executors, the tape freeing what a backward used, MLX-only use without torch, the attention
+choice in training on MLX, and tdx.compile. Every numeric check compares with real torch on CPU."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import tdx
+import tdx.nn.functional as F
+
+RNG = np.random.default_rng(0)
+X = RNG.standard_normal((6, 8)).astype(np.float32)
+W = RNG.standard_normal((5, 8)).astype(np.float32)
+T = RNG.integers(0, 5, 6)
+
+
+def _grads(lib, dev, fn):
+    kw = {} if dev is None else {"device": dev}
+    x, w = lib.tensor(X, requires_grad=True, **kw), lib.tensor(W, requires_grad=True, **kw)
+    loss = fn(lib, x, w, lib.tensor(T, **kw))
+    loss.backward()
+    return loss.item(), np.asarray(x.grad.numpy() if lib is torch else x.grad.cpu().numpy()), \
+        np.asarray(w.grad.numpy() if lib is torch else w.grad.cpu().numpy())
+
+
+def _gpt_like(lib, x, w, t):
+    f = lib.nn.functional
+    h = f.gelu(f.layer_norm(x, (8,)))
+    logits = f.linear(h, w)
+    emb = f.embedding(t, w).sum() * 1e-3
+    return f.cross_entropy(logits, t) + f.log_softmax(logits, 1).mean() * 0.1 + emb
+
+
+def test_fused_functions_match_torch(device):
+    want = _grads(torch, None, _gpt_like)
+    got = _grads(tdx, device, _gpt_like)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=2e-6, atol=1e-7)
+
+
+def test_fused_routing_keeps_typed_errors():
+    x = tdx.randn(4, 5)
+    with pytest.raises(tdx.TdxError, match="normalized_shape"):
+        F.layer_norm(x, (4,))
+    with pytest.raises(tdx.TdxError, match="out of bounds"):
+        F.cross_entropy(x, tdx.tensor([0, 1, 2, 9]))
+    with pytest.raises(tdx.TdxError, match="approximate"):
+        F.gelu(x, approximate="fast")
+    with pytest.raises(NotImplementedError):
+        F.gelu(tdx.tensor([1, 2]))
+
+
+def test_fused_addcmul_addcdiv_bits_match_torch():
+    a, b, c = (RNG.standard_normal(64).astype(np.float32) for _ in range(3))
+    ta, tb, tc = (tdx.tensor(v) for v in (a, b, c))
+    np.testing.assert_array_equal(ta.addcmul(tb, tc, value=0.3).numpy(),
+                                  torch.addcmul(*map(torch.tensor, (a, b, c)), value=0.3).numpy())
+    np.testing.assert_array_equal(ta.addcdiv(tb, tc, value=-0.7).numpy(),
+                                  torch.addcdiv(*map(torch.tensor, (a, b, c)), value=-0.7).numpy())
+
+
+@pytest.mark.parametrize("dev", ["mlx:cpu"])
+def test_backward_frees_saved_inputs_and_detach_keeps_no_graph(dev):
+    pytest.importorskip("mlx.core")
+    w = tdx.randn(64, 32, device=dev, requires_grad=True)
+    loss = F.linear(tdx.randn(4, 32, device=dev), w).square().mean()
+    node = loss._ag.node
+    assert node.natives
+    loss.backward()
+    kept = loss.detach()
+    del loss
+    assert node.natives == () and node.args is None and node.metas == ()
+    assert kept.item() == pytest.approx(kept.item())
+    with pytest.raises(RuntimeError, match="second time"):
+        y = w.sum() * 2
+        y.backward()
+        y.backward()
+
+
+def test_mlx_only_use_imports_no_torch():
+    pytest.importorskip("mlx.core")
+    code = ("import sys, tdx, tdx.nn.functional as F\n"
+            "w = tdx.randn(8, 3, device='mlx:cpu', requires_grad=True)\n"
+            "x = tdx.randn(2, 3, device='mlx:cpu')\n"
+            "F.cross_entropy(F.layer_norm(F.linear(x, w), (8,)), tdx.tensor([1, 2], device='mlx:cpu')).backward()\n"
+            "q = tdx.randn(1, 2, 16, 4, device='mlx:cpu', requires_grad=True)\n"
+            "F.scaled_dot_product_attention(q, q, q, is_causal=True).sum().backward()\n"
+            "print('torch' in sys.modules)\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_attention_in_training_on_mlx_takes_mlx_kernel():
+    pytest.importorskip("mlx.core")
+    from tdx.attention import SDPBackend, _kernels, _params
+
+    q = tdx.randn(2, 4, 128, 16, device="mlx:cpu", requires_grad=True)
+    assert _kernels.choose(_params.prepare(q, q, q, is_causal=True)) is not SDPBackend.BRIDGE
+    with tdx.no_grad():  # inference: the bridge stays a candidate, priced with its forced evaluation
+        p = _params.prepare(q.detach(), q.detach(), q.detach(), is_causal=True)
+        assert _kernels.estimate(SDPBackend.BRIDGE, p) < 1.0
+
+
+def _regression_losses(compiled, dev="mlx:cpu"):
+    rng = np.random.default_rng(0)
+    lib = torch if dev is None else tdx
+    kw = {} if dev is None else {"device": dev}
+    w = lib.tensor(rng.standard_normal((4, 3)).astype(np.float32), requires_grad=True, **kw)
+    b = lib.zeros(4, requires_grad=True, **kw)
+    f = lib.nn.functional
+
+    def step(x, y):
+        loss = f.cross_entropy(f.gelu(f.layer_norm(f.linear(x, w, b), (4,))), y)
+        loss.backward()
+        with lib.no_grad():
+            for p in (w, b):
+                p.sub_(p.grad * 0.1)
+                p.grad = None
+        return loss
+
+    fn = tdx.compile(step, options={"state": [w, b]}) if compiled else step
+    out = []
+    for _ in range(4):
+        x = lib.tensor(rng.standard_normal((8, 3)).astype(np.float32), **kw)
+        y = lib.tensor(rng.integers(0, 4, 8), **kw)
+        out.append(fn(x, y).item())
+    return out
+
+
+def test_compiled_step_on_mlx_matches_eager_and_torch():
+    pytest.importorskip("mlx.core")
+    want = _regression_losses(False, None)
+    np.testing.assert_allclose(_regression_losses(False), want, rtol=2e-6)
+    np.testing.assert_allclose(_regression_losses(True), want, rtol=2e-6)
+
+
+def test_compile_on_torch_runs_eagerly_with_one_warning():
+    calls = []
+
+    def step(x):
+        calls.append(1)
+        return x * 2
+
+    fn = tdx.compile(step)
+    with pytest.warns(UserWarning, match="eagerly"):
+        fn(tdx.ones(2))
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = fn(tdx.ones(2))
+    assert out.tolist() == [2.0, 2.0] and len(calls) == 2
+    assert tdx.compile(step, disable=True) is step
+    with pytest.raises(tdx.TdxError):
+        tdx.compile(step, options={"bogus": 1})
