@@ -43,12 +43,15 @@ bool = _dtypes.bool_  # noqa: A001 - torch's name
 _NAMESPACES = ("cuda", "mps", "mlx", "nn", "optim", "utils", "linalg", "fft", "special", "masked", "signal",
                "distributed", "distributions", "amp", "accelerator", "serialization")
 _aliases = _alias.install(_alias.AliasFinder({f"tdx.{n}": f"tdx.compat.{n}" for n in _NAMESPACES}))
+_WINDOWS = ("bartlett_window", "blackman_window", "hamming_window", "hann_window", "kaiser_window")
 _LAZY = {"interop": "tdx.interop", "testing": "tdx.testing", "attention": "tdx.attention"}
 
 
 def __getattr__(name: str):
     if name in ("save", "load"):  # torch.save / torch.load live in tdx.compat.serialization
         return getattr(_importlib.import_module("tdx.compat.serialization"), name)
+    if name in _WINDOWS:  # torch.hann_window & co. live in tdx.compat.signal.windows.periodic
+        return getattr(_importlib.import_module("tdx.compat.signal.windows.periodic"), name)
     target = _LAZY.get(name) or (f"tdx.{name}" if name in _NAMESPACES else None)
     if target is None:
         raise AttributeError(f"module 'tdx' has no attribute {name!r}")
