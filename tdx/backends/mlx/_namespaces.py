@@ -8,12 +8,15 @@ method ``<ns>_<name>`` of the mixins gathered here (:mod:`._matrix_functions`, :
 from __future__ import annotations
 
 from ..._errors import UnsupportedOpError
+from ._bessel import MLXBesselFunctions
+from ._error_functions import MLXErrorFunctions
 from ._matrix_functions import MLXMatrixFunctions
 from ._special import MLXSpecialFunctions
 from ._spectral import MLXSpectralOps
 
 
-class MLXNamespaceOps(MLXMatrixFunctions, MLXSpectralOps, MLXSpecialFunctions):
+class MLXNamespaceOps(MLXMatrixFunctions, MLXSpectralOps, MLXSpecialFunctions, MLXErrorFunctions,
+                      MLXBesselFunctions):
     """The namespace functions of the MLX executor, reached by ``namespace_call``."""
 
     __slots__ = ()
