@@ -10,13 +10,14 @@ from __future__ import annotations
 from ..._errors import UnsupportedOpError
 from ._bessel import MLXBesselFunctions
 from ._error_functions import MLXErrorFunctions
+from ._incomplete_gamma import MLXIncompleteGamma
 from ._matrix_functions import MLXMatrixFunctions
 from ._special import MLXSpecialFunctions
 from ._spectral import MLXSpectralOps
 
 
 class MLXNamespaceOps(MLXMatrixFunctions, MLXSpectralOps, MLXSpecialFunctions, MLXErrorFunctions,
-                      MLXBesselFunctions):
+                      MLXBesselFunctions, MLXIncompleteGamma):
     """The namespace functions of the MLX executor, reached by ``namespace_call``."""
 
     __slots__ = ()
