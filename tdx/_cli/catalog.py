@@ -21,6 +21,8 @@ import warnings
 
 import numpy as np
 
+from .namespace_cases import MLX_CPU_STREAM_NOTE, NAMESPACE_CASES
+
 DEVICES = ("cpu", "cuda", "mps", "mlx:gpu", "mlx:cpu")
 DTYPES = ("float32", "int64", "float16", "bool")
 ALL_DTYPES = ("float32", "int64", "float16", "bool", "complex64", "bfloat16", "int8", "uint8")
@@ -133,6 +135,9 @@ CASES = {
     "Tensor.normal_": lambda k: k.a.clone().normal_(0, 1).isfinite(),
     "Tensor.uniform_": lambda k: (k.a.clone().uniform_(2, 3) - 2.5).abs() <= 0.71,  # |re|, |im| < 0.5
 }
+
+
+CASES.update(NAMESPACE_CASES)
 
 
 def _flatten(out):

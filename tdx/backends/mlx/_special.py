@@ -176,7 +176,8 @@ class MLXSpecialFunctions:
         out = acc + self.log(z) - 0.5 / z - series
         tan = self.tan(math.pi * mx.where(refl, v, mx.full(v.shape, 0.25, v.dtype)))
         out = mx.where(refl, out - math.pi / tan, out)
-        return mx.where(refl & (v == mx.floor(v)), mx.nan, out)
+        out = mx.where(refl & (v == mx.floor(v)), mx.nan, out)
+        return mx.where(v == 0, -mx.inf, out)  # torch: digamma(0) = -inf, NaN at the negative integers
 
     def special_digamma(self, x):
         return self._sp_unary(self._digamma, x)
@@ -200,7 +201,7 @@ class MLXSpecialFunctions:
             rising = rising * (s + 2 * j - 1) * (s + 2 * j)
             term_pow = term_pow / (a * a)
         ok = (s > 1) & (q > 0)
-        return mx.where(s == 1, mx.inf, mx.where(ok, acc, mx.nan))
+        return mx.where((s == 1) | ((q == 0) & (s > 1)), mx.inf, mx.where(ok, acc, mx.nan))
 
     def special_zeta(self, x, q):
         return self._sp_binary(self._hurwitz, x, q)

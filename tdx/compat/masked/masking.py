@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import tdx as _t
 
-from ..._errors import DtypeError, TdxIndexError, TdxRuntimeError, TdxTypeError
+from ..._errors import OpDtypeError, TdxIndexError, TdxRuntimeError, TdxTypeError
 from ..._tensor.tensor import Tensor
 
 __all__ = ["canonical_dim", "combine", "identity", "input_mask", "promoted"]
@@ -70,7 +70,7 @@ def identity(op: str, input, ord=2.0):  # noqa: A002
     """The value masked-out elements take for ``op`` (torch.masked's reduction identity).
 
     Raises:
-        DtypeError: ``op`` has no identity for ``input``'s dtype (bool for max/min).
+        OpDtypeError: ``op`` has no identity for ``input``'s dtype (bool for max/min; torch's RuntimeError).
     """
     if op in ("sum", "norm"):
         return float("inf") if op == "norm" and ord == float("-inf") else 0
@@ -81,7 +81,7 @@ def identity(op: str, input, ord=2.0):  # noqa: A002
         return float("-inf") if lowest else float("inf")
     rng = _INT_RANGE.get(_name(input.dtype))
     if rng is None:
-        raise DtypeError(f"masked {op}: no identity for {input.dtype}; accepted: floating point and integer "
+        raise OpDtypeError(f"masked {op}: no identity for {input.dtype}; accepted: floating point and integer "
                          "(not bool) inputs")
     return rng[0] if lowest else rng[1]
 
