@@ -1,4 +1,4 @@
-"""``torch.special``'s Bessel functions of integer order on MLX: J0, J1, Y0, Y1, K0, K1 and the scaled K.
+"""``torch.special``'s Bessel functions on MLX: J0, J1, Y0, Y1, K0, K1, the scaled K and Airy's Ai.
 
 Composed from MLX ops and the executor's float64-accurate ``exp``/``log``/``sin``/``cos``, so they
 are differentiable by ``mx.vjp`` and float64-accurate:
@@ -12,6 +12,11 @@ are differentiable by ``mx.vjp`` and float64-accurate:
 - K0, K1 (and ``exp(x) K``) for ``x <= 1`` by their power series around 0; above, the integral
   ``exp(x) K_nu(x) = int_0^inf exp(-2x sinh^2(t/2)) cosh(nu t) dt`` by the trapezoidal rule
   (49 nodes, step ``0.25 min(1, sqrt(5/x))``), which converges geometrically for this integrand.
+
+- Ai (``airy_ai``) for ``|x| < 2`` by its Maclaurin series, for ``x >= 2`` as
+  ``sqrt(x/3)/pi K_{1/3}(2/3 x^(3/2))`` (the integral above), for ``-9.2 < x <= -2`` as
+  ``sqrt(z)/3 (J_{1/3} + J_{-1/3})(2/3 z^(3/2))`` with ``J`` of fractional order by Miller's
+  recurrence, and below by its asymptotic expansion (float32 switches at -5.5).
 
 Outside their domains (x < 0 for Y and K) they are NaN, at 0 -inf (Y) or inf (K), as torch's.
 Each branch of a ``where`` sees only inputs it is defined on, so gradients carry no NaN from the
@@ -40,12 +45,26 @@ def _hankel(nu, terms):
 _A0, _A1 = _hankel(0, 26), _hankel(1, 26)
 
 
+_TWO_PI = 2 * math.pi
+_C1 = round(_TWO_PI * 2 ** 9) / 2 ** 9  # 2 pi in three parts whose products with n < 2^12 are exact in float32
+_C2 = round((_TWO_PI - _C1) * 2 ** 21) / 2 ** 21
+_C3 = _TWO_PI - _C1 - _C2
+
+
+def _reduced(x):
+    """``x`` minus the nearest multiple of 2 pi, exactly enough for float32 trig of arguments up to ~2.5e4."""
+    if x.dtype == mx.float64:
+        return x
+    n = mx.round(x / _TWO_PI)
+    return ((x - n * _C1) - n * _C2) - n * _C3
+
+
 def _safe(mask, x, value):
     return mx.where(mask, x, mx.full(x.shape, value, x.dtype))
 
 
 class MLXBesselFunctions:
-    """``special_bessel_j0/j1/y0/y1`` and ``special_(scaled_)modified_bessel_k0/k1`` on MLX arrays."""
+    """``special_bessel_j0/j1/y0/y1``, ``special_(scaled_)modified_bessel_k0/k1`` and ``special_airy_ai`` on MLX."""
 
     __slots__ = ()
 
@@ -94,7 +113,8 @@ class MLXBesselFunctions:
             else:
                 q = q + sign * coef[k] * pw
             pw = pw * inv
-        c, s = self.cos(x), self.sin(x)
+        r = _reduced(x)
+        c, s = self.cos(r), self.sin(r)
         if order == 0:
             cw, sw = (c + s), (s - c)  # sqrt2 cos(x - pi/4), sqrt2 sin(x - pi/4)
         else:
@@ -167,6 +187,8 @@ class MLXBesselFunctions:
             f = self.exp(-2.0 * x * sh * sh)
             if order == 1:
                 f = f * (1.0 + 2.0 * sh * sh)  # cosh t
+            elif order:
+                f = f * 0.5 * (self.exp(order * t) + self.exp(-order * t))
             acc = acc + (0.5 if j == 0 else 1.0) * f
         return acc * h
 
@@ -193,3 +215,74 @@ class MLXBesselFunctions:
 
     def special_scaled_modified_bessel_k1(self, x):
         return self._sp_unary(lambda v: self._bessel_k(v, 1, True), x)
+
+    # Airy function ------------------------------------------------------------------------------------
+    def _j_fractional(self, z, nu):
+        """(J_nu(z), J_{nu+1}(z)) for 0 < nu < 1, z > 0, by Miller's recurrence normalized by
+        ``(z/2)^nu = sum_k (nu + 2k) Gamma(nu + k) / k! J_{nu+2k}(z)``."""
+        top = float(mx.max(mx.stop_gradient(z)).item()) if z.size else 0.0
+        n_start = 2 * (int(top + 40) // 2 + 1)
+        nxt, cur = mx.zeros_like(z), mx.full(z.shape, 1e-30 if z.dtype == mx.float64 else 1e-10, z.dtype)
+        total = cur * ((nu + n_start) * math.gamma(nu + n_start // 2) / math.gamma(n_start // 2 + 1))
+        limit, shrink, every = (1e100, 1e-100, 8) if z.dtype == mx.float64 else (1e15, 1e-15, 4)
+        inv = 2.0 / z
+        for n in range(n_start, 0, -1):
+            cur, nxt = (nu + n) * inv * cur - nxt, cur  # cur = J_{nu+n-1}
+            m = n - 1
+            if m % 2 == 0:
+                k = m // 2
+                total = total + ((nu + m) * math.exp(math.lgamma(nu + k) - math.lgamma(k + 1))) * cur
+            if n % every == 0:
+                over = mx.abs(cur) > limit
+                cur, nxt, total = (mx.where(over, v * shrink, v) for v in (cur, nxt, total))
+        scale = self.exp(nu * self.log(0.5 * z)) / total
+        return cur * scale, nxt * scale
+
+    def _airy_ai(self, x):
+        f64 = x.dtype == mx.float64
+        neg_far = -9.2 if f64 else -5.5
+        far, mid, pos = x <= neg_far, (x > neg_far) & (x < -2), x >= 2
+        near = ~far & ~mid & ~pos
+        # |x| < 2: Maclaurin series Ai = c1 f - c2 g
+        xn = _safe(near, x, 0.0)
+        x3 = xn * xn * xn
+        f, g = mx.ones_like(xn), xn
+        fs, gs = f, g
+        for k in range(1, 30 if f64 else 18):
+            f = f * x3 / ((3 * k - 1) * (3 * k))
+            g = g * x3 / ((3 * k) * (3 * k + 1))
+            fs, gs = fs + f, gs + g
+        series = 0.355028053887817239260 * fs - 0.258819403792806798405 * gs
+        # x >= 2: Ai = sqrt(x/3) / pi * K_{1/3}(zeta), zeta = 2/3 x^(3/2)
+        xp = _safe(pos, x, 2.0)
+        zp = (2.0 / 3.0) * xp * mx.sqrt(xp)
+        right = mx.sqrt(xp / 3.0) / math.pi * self._k_scaled_integral(zp, 1.0 / 3.0) * self.exp(-zp)
+        # -9.2 < x < -2: Ai(-z) = sqrt(z)/3 (J_{1/3}(zeta) + J_{-1/3}(zeta))
+        zm = -_safe(mid, x, -4.0)
+        zetam = (2.0 / 3.0) * zm * mx.sqrt(zm)
+        j13, _ = self._j_fractional(zetam, 1.0 / 3.0)
+        j23, j53 = self._j_fractional(zetam, 2.0 / 3.0)
+        jm13 = (4.0 / 3.0) / zetam * j23 - j53
+        middle = mx.sqrt(zm) / 3.0 * (j13 + jm13)
+        # x <= -9.2: the asymptotic expansion in zeta
+        zf = -_safe(far, x, neg_far)
+        zetaf = (2.0 / 3.0) * zf * mx.sqrt(zf)
+        inv = 1.0 / zetaf
+        p, q, pw, u = mx.zeros_like(zf), mx.zeros_like(zf), mx.ones_like(zf), 1.0
+        for k in range(16 if f64 else 8):
+            if k:
+                u *= (6 * k - 5) * (6 * k - 3) * (6 * k - 1) / ((2 * k - 1) * 216 * k)
+            sign = -1.0 if (k // 2) % 2 else 1.0
+            if k % 2 == 0:
+                p = p + sign * u * pw
+            else:
+                q = q + sign * u * pw
+            pw = pw * inv
+        r = _reduced(zetaf)
+        s, c = self.sin(r), self.cos(r)  # sin(zeta + pi/4) = (s + c)/sqrt2, cos(zeta + pi/4) = (c - s)/sqrt2
+        left = (p * (s + c) - q * (c - s)) / (math.sqrt(2 * math.pi) * mx.sqrt(mx.sqrt(zf)))
+        out = mx.where(near, series, mx.where(pos, right, mx.where(mid, middle, left)))
+        return mx.where(mx.isinf(x), mx.full(x.shape, mx.nan, x.dtype), out)  # torch: Ai(+-inf) is NaN
+
+    def special_airy_ai(self, x):
+        return self._sp_unary(self._airy_ai, x)

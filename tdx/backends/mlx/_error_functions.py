@@ -94,7 +94,7 @@ class MLXErrorFunctions:
         r2 = -2 * lq  # the tail: x ~ -sqrt(r2 - log(r2) - log(2 pi)) as q -> 0
         tail = -mx.sqrt(mx.maximum(r2 - self.log(mx.maximum(r2, mx.ones_like(r2))) - math.log(2 * math.pi),
                                    mx.zeros_like(r2)))
-        x = mx.where(qs < 1e-5, tail, central)
+        x = mx.stop_gradient(mx.where(qs < 1e-5, tail, central))  # Newton's fixed point carries the gradient
         for _ in range(5 if q.dtype == mx.float64 else 3):
             ratio = math.sqrt(math.pi / 2) * self._erfcx_pos(mx.maximum(-x, mx.zeros_like(x)) / math.sqrt(2))
             ratio = mx.where(x > 0, math.sqrt(2 * math.pi) * self.exp(0.5 * x * x) * (

@@ -7,10 +7,9 @@ by recurrence up to 10 and the asymptotic series; ``polygamma``/``zeta`` by the 
 of the Hurwitz zeta function (20 terms + 8 Bernoulli corrections); ``i0``/``i1`` (and the scaled
 forms) by their power series, summed until the terms are below the dtype's precision; the
 orthogonal polynomials by their three-term recurrences. Integer inputs compute in float32 and
-half precision in float32 rounded once, as torch's. The Bessel functions of the first and second
-kind, ``airy_ai``, ``gammainc`` and ``erfc``-based ones (``erfc``, ``erfcx``, ``ndtr``, ``log_ndtr``,
-``ndtri``) are not composed yet: they raise UnsupportedOpError on MLX. Must never import torch or
-the facade.
+half precision in float32 rounded once, as torch's. The ``erfc`` family, the Bessel functions J, Y,
+K and ``airy_ai``, and ``gammainc``/``gammaincc`` are in :mod:`._error_functions`, :mod:`._bessel`
+and :mod:`._incomplete_gamma`. Must never import torch or the facade.
 """
 
 from __future__ import annotations
