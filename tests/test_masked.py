@@ -142,6 +142,14 @@ def test_bad_input(device):
         M.median(x.to(tdx.int64), 1, mask=tdx.tensor(MASK, device=device))
     with pytest.raises(TypeError, match="mask must be a Tensor"):
         M.sum(x, 1, mask=MASK)
+    with pytest.raises(RuntimeError, match="not implemented for 'Bool'") as err:
+        M.cumsum(tdx.tensor(MASK, device=device), 1, mask=tdx.tensor(MASK, device=device))
+    assert isinstance(err.value, tdx.TdxError)
+    with pytest.raises(RuntimeError):
+        torch.masked.cumsum(torch.tensor(MASK), 1, mask=torch.tensor(MASK))
+    with pytest.raises(RuntimeError, match="no identity") as err:
+        M.amax(tdx.tensor(MASK, device=device), 1, mask=tdx.tensor(MASK, device=device))
+    assert isinstance(err.value, tdx.TdxError)
     assert M.is_masked_tensor(x) is False
 
 

@@ -1,7 +1,9 @@
 """``tdx.special`` against torch.special on CPU: values on every device (float32 and float64) and gradients.
 
 Tolerances: float32 1e-5 relative (measured <= 8e-6, samples keep 0.1 from the gamma poles), float64 1e-10 relative (measured <= 5e-10 for polygamma(1); 2e-14 elsewhere).
-The functions MLX composes with series, continued fractions and quadrature (erfc family, Bessel J/Y/K, airy_ai,\ngammainc) are checked across their branch switches, in the tails, and against 50-digit series where torch\nitself is off.
+The functions MLX composes with series, continued fractions and quadrature (erfc family, Bessel J/Y/K,
+airy_ai, gammainc) are checked across their branch switches, in the tails, and against 60-digit series
+where torch itself is off.
 """
 
 from __future__ import annotations
@@ -116,7 +118,8 @@ GRAD_IDENTITY = {"bessel_j0": lambda t: -_series("bessel_j1")(t),
                  "bessel_y0": lambda t: -_series("bessel_y1")(t),
                  "bessel_y1": lambda t: _series("bessel_y0")(t) - _series("bessel_y1")(t) / t,
                  "modified_bessel_k0": lambda t: -torch.special.modified_bessel_k1(t),
-                 "modified_bessel_k1": lambda t: -torch.special.modified_bessel_k0(t) - torch.special.modified_bessel_k1(t) / t,
+                 "modified_bessel_k1": lambda t: -torch.special.modified_bessel_k0(t)
+                 - torch.special.modified_bessel_k1(t) / t,
                  "scaled_modified_bessel_k0": lambda t: torch.special.scaled_modified_bessel_k0(t)
                  - torch.special.scaled_modified_bessel_k1(t)}
 
@@ -222,6 +225,18 @@ def test_incomplete_gamma(device, dtype):
         (want * torch.tensor(w).to(want.dtype)).nan_to_num(0.0).sum().backward()
         assert_close(y.grad.numpy()[fin], u.grad.numpy()[fin], msg=f"{name} grad", **tol)
         y.grad, u.grad = None, None
+
+
+@pytest.mark.parametrize("name", ["bessel_j0", "erfcx", "airy_ai", "modified_bessel_k1", "ndtri"])
+def test_half_refused_where_torch_has_no_kernel(device, name):
+    with pytest.raises(RuntimeError, match="not implemented for 'Half'"):
+        getattr(torch.special, name)(torch.tensor([0.5]).half())
+    with pytest.raises(RuntimeError, match="not implemented for 'Half'") as err:
+        getattr(S, name)(tdx.tensor([0.5], device=device).half())
+    assert isinstance(err.value, tdx.TdxError)
+    x32, h = tdx.tensor([1.5], device=device), tdx.tensor([0.5], device=device).half()
+    assert_close(S.zeta(x32 + 1, h), torch.special.zeta(torch.tensor([2.5]), torch.tensor([0.5]).half()))
+    assert_close(S.erfc(h), torch.special.erfc(torch.tensor([0.5]).half()))  # torch has a half erfc
 
 
 def test_integer_input_is_float32(device):

@@ -71,7 +71,8 @@ _LINALG = {
     "torch.linalg.slogdet": lambda k: tuple(ns(k.m, "linalg").slogdet(_spd(k))), "torch.linalg.inv": _la("inv", _spd),
     "torch.linalg.solve": lambda k: ns(k.m, "linalg").solve(_spd(k), _a(k)[:, :3].T),
     "torch.linalg.cholesky": _la("cholesky", _spd), "torch.linalg.qr": _qr, "torch.linalg.svd": _svd,
-    "torch.linalg.svdvals": _la("svdvals", _a), "torch.linalg.eigh": _eigh, "torch.linalg.eigvalsh": _la("eigvalsh", _spd),
+    "torch.linalg.svdvals": _la("svdvals", _a), "torch.linalg.eigh": _eigh,
+    "torch.linalg.eigvalsh": _la("eigvalsh", _spd),
     "torch.linalg.pinv": _la("pinv", _a), "torch.linalg.matrix_power": _la("matrix_power", _spd, 3),
     "torch.linalg.matrix_exp": lambda k: ns(k.m, "linalg").matrix_exp(_spd(k) / 4),
     "torch.linalg.matrix_rank": _la("matrix_rank", _a), "torch.linalg.cond": _la("cond", _spd),
@@ -87,7 +88,8 @@ _FFT = {
     "torch.fft.irfftn": _fft("irfftn", real=False),
     "torch.fft.fftfreq": lambda k: ns(k.m, "fft").fftfreq(8, 0.5, device=k.device),
     "torch.fft.rfftfreq": lambda k: ns(k.m, "fft").rfftfreq(7, device=k.device),
-    "torch.fft.fftshift": lambda k: ns(k.m, "fft").fftshift(k.a), "torch.fft.ifftshift": lambda k: ns(k.m, "fft").ifftshift(k.a, 1),
+    "torch.fft.fftshift": lambda k: ns(k.m, "fft").fftshift(k.a),
+    "torch.fft.ifftshift": lambda k: ns(k.m, "fft").ifftshift(k.a, 1),
 }
 
 _UNARY_ANY = ("erf", "erfc", "erfcx", "ndtr", "log_ndtr", "expit", "exp2", "expm1", "sinc", "i0", "i0e", "i1", "i1e",

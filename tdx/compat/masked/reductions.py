@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import tdx as _t
 
-from ..._errors import TdxRuntimeError, TdxValueError
+from ..._errors import OpDtypeError, TdxRuntimeError, TdxValueError
 from .masking import canonical_dim, combine, input_mask, promoted
 
 __all__ = ["amax", "amin", "argmax", "argmin", "cumprod", "cumsum", "logaddexp", "logsumexp", "mean", "median",
@@ -41,16 +41,31 @@ def prod(input, dim=None, *, keepdim=False, dtype=None, mask=None):  # noqa: A00
     return out
 
 
+def _no_bool_scan(op, dtype):
+    if dtype == _t.bool:  # torch's cumsum/cumprod have no bool kernel
+        raise OpDtypeError(f'"{op}_out_cpu" not implemented for \'Bool\'; accepted: numeric dtypes')
+
+
 def cumsum(input, dim, *, dtype=None, mask=None):  # noqa: A002
-    """Cumulative sum along ``dim`` where masked-out elements count as 0."""
+    """Cumulative sum along ``dim`` where masked-out elements count as 0.
+
+    Raises:
+        OpDtypeError: the result dtype is bool (torch's RuntimeError).
+    """
     dtype = input.dtype if dtype is None else dtype
+    _no_bool_scan("cumsum", dtype)
     d = canonical_dim(dim, input.ndim)[0]
     return _t.cumsum(combine("sum", input, mask), d, dtype=dtype).to(dtype)
 
 
 def cumprod(input, dim, *, dtype=None, mask=None):  # noqa: A002
-    """Cumulative product along ``dim`` where masked-out elements count as 1."""
+    """Cumulative product along ``dim`` where masked-out elements count as 1.
+
+    Raises:
+        OpDtypeError: the result dtype is bool (torch's RuntimeError).
+    """
     dtype = input.dtype if dtype is None else dtype
+    _no_bool_scan("cumprod", dtype)
     d = canonical_dim(dim, input.ndim)[0]
     return _t.cumprod(combine("prod", input, mask), d, dtype=dtype).to(dtype)
 
