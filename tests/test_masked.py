@@ -150,6 +150,10 @@ def test_bad_input(device):
     with pytest.raises(RuntimeError, match="no identity") as err:
         M.amax(tdx.tensor(MASK, device=device), 1, mask=tdx.tensor(MASK, device=device))
     assert isinstance(err.value, tdx.TdxError)
+    for fn in (M.sum, M.softmax, M.var):
+        with pytest.raises(TypeError, match="input must be a Tensor") as err:
+            fn([1.0, 2.0], 0)
+        assert isinstance(err.value, tdx.TdxError)
     assert M.is_masked_tensor(x) is False
 
 

@@ -12,7 +12,7 @@ import tdx as _t
 from ..._errors import OpDtypeError, TdxIndexError, TdxRuntimeError, TdxTypeError
 from ..._tensor.tensor import Tensor
 
-__all__ = ["canonical_dim", "combine", "identity", "input_mask", "promoted"]
+__all__ = ["canonical_dim", "combine", "identity", "input_mask", "promoted", "tensor_first"]
 
 _PROMOTED = ("uint8", "bool", "int8", "int16", "int32")  # sum/prod of these default to int64, as torch's
 _INT_RANGE = {"uint8": (0, 255), "int8": (-2 ** 7, 2 ** 7 - 1), "int16": (-2 ** 15, 2 ** 15 - 1),
@@ -94,3 +94,16 @@ def combine(op: str, input, mask, ord=2.0):  # noqa: A002
         return input
     fill = _t.full((), identity(op, input, ord), dtype=input.dtype, device=input.device)
     return _t.where(input_mask(input, mask), input, fill)
+
+
+def tensor_first(fn):
+    """``fn`` refusing a first argument that is not a tdx Tensor with a typed error naming it."""
+    import functools
+
+    @functools.wraps(fn)
+    def checked(input, *args, **kwargs):  # noqa: A002 - torch's name
+        if not isinstance(input, Tensor):
+            raise TdxTypeError(f"masked.{fn.__name__}(): input must be a Tensor, got {type(input).__name__}")
+        return fn(input, *args, **kwargs)
+
+    return checked

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import tdx as _t
 
-from .masking import canonical_dim, combine
+from .masking import canonical_dim, combine, tensor_first
 from .reductions import norm
 
 __all__ = ["log_softmax", "normalize", "softmax", "softmin"]
@@ -22,6 +22,7 @@ def _functional():
     return F
 
 
+@tensor_first
 def softmax(input, dim, *, dtype=None, mask=None):  # noqa: A002 - torch's name
     """Softmax along ``dim`` over the kept elements (0 where masked out; NaN for a fully masked slice)."""
     dtype = input.dtype if dtype is None else dtype
@@ -29,6 +30,7 @@ def softmax(input, dim, *, dtype=None, mask=None):  # noqa: A002 - torch's name
     return _functional().softmax(combine("amax", input, mask), d, dtype=dtype)
 
 
+@tensor_first
 def log_softmax(input, dim, *, dtype=None, mask=None):  # noqa: A002
     """Log-softmax along ``dim`` over the kept elements (-inf where masked out)."""
     dtype = input.dtype if dtype is None else dtype
@@ -36,6 +38,7 @@ def log_softmax(input, dim, *, dtype=None, mask=None):  # noqa: A002
     return _functional().log_softmax(combine("amax", input, mask), d, dtype=dtype)
 
 
+@tensor_first
 def softmin(input, dim, *, dtype=None, mask=None):  # noqa: A002
     """Softmin along ``dim`` over the kept elements (0 where masked out)."""
     dtype = input.dtype if dtype is None else dtype
@@ -43,6 +46,7 @@ def softmin(input, dim, *, dtype=None, mask=None):  # noqa: A002
     return _functional().softmin(combine("amin", input, mask), d, dtype=dtype)
 
 
+@tensor_first
 def normalize(input, ord, dim, *, eps=1e-12, dtype=None, mask=None):  # noqa: A002
     """The kept elements divided by their ``ord`` norm along ``dim`` (at least ``eps``); masked-out ones are 0."""
     dtype = input.dtype if dtype is None else dtype

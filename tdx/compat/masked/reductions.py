@@ -11,7 +11,7 @@ from __future__ import annotations
 import tdx as _t
 
 from ..._errors import OpDtypeError, TdxRuntimeError, TdxValueError
-from .masking import canonical_dim, combine, input_mask, promoted
+from .masking import canonical_dim, combine, input_mask, promoted, tensor_first
 
 __all__ = ["amax", "amin", "argmax", "argmin", "cumprod", "cumsum", "logaddexp", "logsumexp", "mean", "median",
            "norm", "prod", "std", "sum", "var"]
@@ -22,6 +22,7 @@ def _reduce_dims(dims, ndim):
     return None if dims == tuple(range(ndim)) else dims
 
 
+@tensor_first
 def sum(input, dim=None, *, keepdim=False, dtype=None, mask=None):  # noqa: A001, A002 - torch's names
     """Sum of the kept elements over ``dim`` (0 for a fully masked slice); small ints sum as int64."""
     if dtype is None:
@@ -30,6 +31,7 @@ def sum(input, dim=None, *, keepdim=False, dtype=None, mask=None):  # noqa: A001
     return _t.sum(combine("sum", input, mask), _reduce_dims(dims, input.ndim), bool(keepdim), dtype=dtype)
 
 
+@tensor_first
 def prod(input, dim=None, *, keepdim=False, dtype=None, mask=None):  # noqa: A002
     """Product of the kept elements over ``dim`` (1 for a fully masked slice); small ints as int64."""
     if dtype is None:
@@ -46,6 +48,7 @@ def _no_bool_scan(op, dtype):
         raise OpDtypeError(f'"{op}_out_cpu" not implemented for \'Bool\'; accepted: numeric dtypes')
 
 
+@tensor_first
 def cumsum(input, dim, *, dtype=None, mask=None):  # noqa: A002
     """Cumulative sum along ``dim`` where masked-out elements count as 0.
 
@@ -58,6 +61,7 @@ def cumsum(input, dim, *, dtype=None, mask=None):  # noqa: A002
     return _t.cumsum(combine("sum", input, mask), d, dtype=dtype).to(dtype)
 
 
+@tensor_first
 def cumprod(input, dim, *, dtype=None, mask=None):  # noqa: A002
     """Cumulative product along ``dim`` where masked-out elements count as 1.
 
@@ -70,6 +74,7 @@ def cumprod(input, dim, *, dtype=None, mask=None):  # noqa: A002
     return _t.cumprod(combine("prod", input, mask), d, dtype=dtype).to(dtype)
 
 
+@tensor_first
 def amax(input, dim=None, *, keepdim=False, dtype=None, mask=None):  # noqa: A002
     """Maximum of the kept elements over ``dim`` (-inf, or the dtype's minimum, when fully masked)."""
     dtype = input.dtype if dtype is None else dtype
@@ -77,6 +82,7 @@ def amax(input, dim=None, *, keepdim=False, dtype=None, mask=None):  # noqa: A00
     return _t.amax(combine("amax", input, mask), dims, bool(keepdim)).to(dtype)
 
 
+@tensor_first
 def amin(input, dim=None, *, keepdim=False, dtype=None, mask=None):  # noqa: A002
     """Minimum of the kept elements over ``dim`` (+inf, or the dtype's maximum, when fully masked)."""
     dtype = input.dtype if dtype is None else dtype
@@ -84,12 +90,14 @@ def amin(input, dim=None, *, keepdim=False, dtype=None, mask=None):  # noqa: A00
     return _t.amin(combine("amin", input, mask), dims, bool(keepdim)).to(dtype)
 
 
+@tensor_first
 def argmax(input, dim=None, *, keepdim=False, dtype=None, mask=None):  # noqa: A002
     """Index of the maximum kept element along ``dim``, in ``dtype`` (``input``'s dtype by default, as torch)."""
     dtype = input.dtype if dtype is None else dtype
     return _t.argmax(combine("amax", input, mask), dim, bool(keepdim)).to(dtype)
 
 
+@tensor_first
 def argmin(input, dim=None, *, keepdim=False, dtype=None, mask=None):  # noqa: A002
     """Index of the minimum kept element along ``dim``, in ``dtype`` (``input``'s dtype by default, as torch)."""
     dtype = input.dtype if dtype is None else dtype
@@ -102,6 +110,7 @@ def _count(input, dim, keepdim, mask):
     return input_mask(input, mask).sum(dim=dim, keepdim=bool(keepdim))
 
 
+@tensor_first
 def mean(input, dim=None, *, keepdim=False, dtype=None, mask=None):  # noqa: A002
     """Mean of the kept elements over ``dim`` (NaN for a fully masked slice).
 
@@ -117,6 +126,7 @@ def mean(input, dim=None, *, keepdim=False, dtype=None, mask=None):  # noqa: A00
     return sum(input, dim, keepdim=keepdim, dtype=dtype, mask=mask) / count
 
 
+@tensor_first
 def median(input, dim=-1, *, keepdim=False, dtype=None, mask=None):  # noqa: A002
     """Lower median of the kept, non-NaN elements along ``dim`` (NaN for a fully masked slice).
 
@@ -146,6 +156,7 @@ def median(input, dim=-1, *, keepdim=False, dtype=None, mask=None):  # noqa: A00
     return out.to(dtype)
 
 
+@tensor_first
 def logsumexp(input, dim=None, *, keepdim=False, dtype=None, mask=None):  # noqa: A002
     """``log(sum(exp(x)))`` of the kept elements over ``dim`` (-inf for a fully masked slice)."""
     dtype = input.dtype if dtype is None else dtype
@@ -153,12 +164,14 @@ def logsumexp(input, dim=None, *, keepdim=False, dtype=None, mask=None):  # noqa
     return _t.logsumexp(combine("logsumexp", input, mask), dims, keepdim=bool(keepdim)).to(dtype)
 
 
+@tensor_first
 def logaddexp(input, other, *, dtype=None, input_mask=None, other_mask=None):  # noqa: A002
     """``log(exp(input) + exp(other))`` with each operand's masked-out elements as -inf."""
     dtype = input.dtype if dtype is None else dtype
     return _t.logaddexp(combine("amax", input, input_mask), combine("amax", other, other_mask)).to(dtype)
 
 
+@tensor_first
 def norm(input, ord=2.0, dim=None, *, keepdim=False, dtype=None, mask=None):  # noqa: A002
     """The ``ord`` vector norm of the kept elements over ``dim`` (0 for a fully masked slice)."""
     import tdx.linalg as _linalg
@@ -189,11 +202,13 @@ def _std_var(input, dim, unbiased, correction, keepdim, dtype, mask, take_sqrt):
     return out.sqrt() if take_sqrt else out
 
 
+@tensor_first
 def var(input, dim=None, unbiased=None, *, correction=None, keepdim=False, dtype=None, mask=None):  # noqa: A002
     """Variance of the kept elements over ``dim`` (divisor ``count - correction``, at least 0)."""
     return _std_var(input, dim, unbiased, correction, keepdim, dtype, mask, False)
 
 
+@tensor_first
 def std(input, dim=None, unbiased=None, *, correction=None, keepdim=False, dtype=None, mask=None):  # noqa: A002
     """Standard deviation of the kept elements over ``dim`` (divisor ``count - correction``, at least 0)."""
     return _std_var(input, dim, unbiased, correction, keepdim, dtype, mask, True)
