@@ -45,6 +45,7 @@ bool = _dtypes.bool_  # noqa: A001 - torch's name
 _NAMESPACES = ("cuda", "mps", "mlx", "nn", "optim", "utils", "linalg", "fft", "special", "masked", "signal",
                "distributed", "distributions", "amp", "accelerator", "serialization", "compiler")
 _aliases = _alias.install(_alias.AliasFinder({f"tdx.{n}": f"tdx.compat.{n}" for n in _NAMESPACES}))
+_WINDOWS = ("bartlett_window", "blackman_window", "hamming_window", "hann_window", "kaiser_window")
 _LAZY = {"interop": "tdx.interop", "testing": "tdx.testing", "attention": "tdx.attention"}
 
 
@@ -53,6 +54,8 @@ def __getattr__(name: str):
         return getattr(_importlib.import_module("tdx.compat.serialization"), name)
     if name == "compile":  # torch.compile: tdx.compiler.compile
         return _importlib.import_module("tdx.compat.compiler").compile
+    if name in _WINDOWS:  # torch.hann_window & co. live in tdx.compat.signal.windows.periodic
+        return getattr(_importlib.import_module("tdx.compat.signal.windows.periodic"), name)
     target = _LAZY.get(name) or (f"tdx.{name}" if name in _NAMESPACES else None)
     if target is None:
         raise AttributeError(f"module 'tdx' has no attribute {name!r}")

@@ -21,6 +21,8 @@ import warnings
 
 import numpy as np
 
+from .namespace_cases import MLX_CPU_STREAM_NOTE, NAMESPACE_CASES
+
 DEVICES = ("cpu", "cuda", "mps", "mlx:gpu", "mlx:cpu")
 DTYPES = ("float32", "int64", "float16", "bool")
 ALL_DTYPES = ("float32", "int64", "float16", "bool", "complex64", "bfloat16", "int8", "uint8")
@@ -135,6 +137,9 @@ CASES = {
 }
 
 
+CASES.update(NAMESPACE_CASES)
+
+
 def _flatten(out):
     return list(out) if isinstance(out, (tuple, list)) else [out]
 
@@ -226,6 +231,7 @@ def render(results: dict, devices=DEVICES, seconds: float | None = None, dtypes=
     """The Markdown report: the table, a summary line per device, and the failures with reasons."""
     lines = ["# tdx support catalog", "",
              f"Each function runs on fixed inputs in {', '.join(dtypes)} and is compared with torch on CPU.", "",
+             MLX_CPU_STREAM_NOTE, "",
              "| function | " + " | ".join(devices) + " |", "|---|" + "---|" * len(devices)]
     for name, row in results.items():
         lines.append(f"| `{name}` | " + " | ".join(_cell(row[d]) for d in devices) + " |")
@@ -247,8 +253,36 @@ def render(results: dict, devices=DEVICES, seconds: float | None = None, dtypes=
     return "\n".join(lines) + "\n"
 
 
+README_BEGIN, README_END = "<!-- catalog:begin -->", "<!-- catalog:end -->"
+
+
+def readme_section(report: str) -> str:
+    """The report as the README holds it: collapsed, its headings as bold lines, between the markers."""
+    body = report.split("\n", 2)[2]  # without the "# tdx support catalog" title
+    body = body.replace("## Summary", "**Summary**").replace("## Failures", "**Failures**")
+    body = body.replace("_Ran in", "_Last run in")
+    return f"{README_BEGIN}\n<details><summary>function x device table</summary>\n\n{body}\n</details>\n{README_END}"
+
+
+def update_readme(path: str, report: str) -> None:
+    """Replace the catalog between the README's markers with ``report``.
+
+    Raises:
+        ValueError: the file lacks the markers.
+    """
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    start, end = text.find(README_BEGIN), text.find(README_END)
+    if start < 0 or end < start:
+        raise ValueError(f"{path} has no {README_BEGIN} ... {README_END} section to replace")
+    text = text[:start] + readme_section(report) + text[end + len(README_END):]
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+
+
 def main(argv=None) -> int:
-    """``python -m tdx catalog [--output FILE] [--devices D,...] [--dtypes T,...|all] [--only NAME ...] [--strict]``.
+    """``python -m tdx catalog [--output FILE] [--readme README.md] [--devices D,...] [--dtypes T,...|all]
+    [--only NAME ...] [--strict]``.
 
     Returns:
         0, or 1 with ``--strict`` when a function fails on a device that ran.
@@ -261,6 +295,7 @@ def main(argv=None) -> int:
                                          f"{','.join(ALL_DTYPES)}")
     parser.add_argument("--only", nargs="*", help="function names as the table spells them")
     parser.add_argument("--strict", action="store_true", help="exit 1 when any function fails")
+    parser.add_argument("--readme", help="also rewrite the table between the catalog markers of this README")
     args = parser.parse_args(argv)
     devices = DEVICES if not args.devices else tuple(d.strip() for d in args.devices.split(","))
     unknown = [d for d in devices if d not in DEVICES]
@@ -289,8 +324,10 @@ def main(argv=None) -> int:
     if args.output:
         with open(args.output, "w", encoding="utf-8") as fh:
             fh.write(report)
-    else:
+    elif not args.readme:
         sys.stdout.write(report)
+    if args.readme:
+        update_readme(args.readme, report)
     failed = any(v is not None and v != "not run here" for rows in (results, nn_results) for row in rows.values()
                  for v in row.values())
     return 1 if args.strict and failed else 0

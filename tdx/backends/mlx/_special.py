@@ -7,10 +7,9 @@ by recurrence up to 10 and the asymptotic series; ``polygamma``/``zeta`` by the 
 of the Hurwitz zeta function (20 terms + 8 Bernoulli corrections); ``i0``/``i1`` (and the scaled
 forms) by their power series, summed until the terms are below the dtype's precision; the
 orthogonal polynomials by their three-term recurrences. Integer inputs compute in float32 and
-half precision in float32 rounded once, as torch's. The Bessel functions of the first and second
-kind, ``airy_ai``, ``gammainc`` and ``erfc``-based ones (``erfc``, ``erfcx``, ``ndtr``, ``log_ndtr``,
-``ndtri``) are not composed yet: they raise UnsupportedOpError on MLX. Must never import torch or
-the facade.
+half precision in float32 rounded once, as torch's. The ``erfc`` family, the Bessel functions J, Y,
+K and ``airy_ai``, and ``gammainc``/``gammaincc`` are in :mod:`._error_functions`, :mod:`._bessel`
+and :mod:`._incomplete_gamma`. Must never import torch or the facade.
 """
 
 from __future__ import annotations
@@ -176,7 +175,8 @@ class MLXSpecialFunctions:
         out = acc + self.log(z) - 0.5 / z - series
         tan = self.tan(math.pi * mx.where(refl, v, mx.full(v.shape, 0.25, v.dtype)))
         out = mx.where(refl, out - math.pi / tan, out)
-        return mx.where(refl & (v == mx.floor(v)), mx.nan, out)
+        out = mx.where(refl & (v == mx.floor(v)), mx.nan, out)
+        return mx.where(v == 0, -mx.inf, out)  # torch: digamma(0) = -inf, NaN at the negative integers
 
     def special_digamma(self, x):
         return self._sp_unary(self._digamma, x)
@@ -200,7 +200,7 @@ class MLXSpecialFunctions:
             rising = rising * (s + 2 * j - 1) * (s + 2 * j)
             term_pow = term_pow / (a * a)
         ok = (s > 1) & (q > 0)
-        return mx.where(s == 1, mx.inf, mx.where(ok, acc, mx.nan))
+        return mx.where((s == 1) | ((q == 0) & (s > 1)), mx.inf, mx.where(ok, acc, mx.nan))
 
     def special_zeta(self, x, q):
         return self._sp_binary(self._hurwitz, x, q)

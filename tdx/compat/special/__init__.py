@@ -1,9 +1,8 @@
 """``tdx.special``: every function of ``torch.special``, on every executor.
 
 Each function forwards torch's arguments to :func:`tdx.compat.dispatch.call`: torch's own
-``torch.special`` on a torch executor; on MLX, :mod:`tdx.backends.mlx._special` (compositions of
-MLX ops, float64 included, differentiable through tdx's tape), which names the functions it does
-not compose yet in a typed error. Must never import a framework and holds no per-executor logic.
+``torch.special`` on a torch executor; on MLX, compositions of MLX ops (float64 included,
+differentiable through tdx's tape) in :mod:`tdx.backends.mlx._special` and its sibling mixins. Must never import a framework and holds no per-executor logic.
 """
 
 from __future__ import annotations
