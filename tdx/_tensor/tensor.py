@@ -290,8 +290,10 @@ class Tensor:
         return self._ex.host_numpy(self._n) if force else self._ex.numpy(self._n)
 
     def __array__(self, dtype=None, copy=None):
-        arr = self._ex.host_numpy(self._n)
-        return arr if dtype is None else arr.astype(dtype)
+        arr = self._ex.host_numpy(self._n)  # read-only where it views an MLX buffer
+        if dtype is not None and arr.dtype != dtype:
+            return arr.astype(dtype)
+        return arr.copy() if copy else arr
 
     def __dlpack__(self, stream=None, *, max_version=None, dl_device=None, copy=None):
         from ..interop import export_dlpack
@@ -305,13 +307,14 @@ class Tensor:
 
     def to(self, *args, **kwargs) -> "Tensor":
         """Move and/or cast: ``to(dtype)``, ``to(device, dtype=None)``, ``to(other)``."""
-        from ..interop import parse_to, transfer
+        from ..interop import parse_to, share, transfer
 
         if args and isinstance(args[0], Tensor) and type(args[0]) is not Tensor:  # to(parameter): its device, dtype
             args = (args[0].device, args[0].dtype, *args[1:])
         ex, dtype, copy = parse_to(self, args, kwargs)
         out = self
         if ex is not self._ex:
+            share(self, ex)
             out = wrap(transfer(self._n, self._ex, ex), ex)
             copy = False
         if dtype is not None and dtype is not out.dtype:

@@ -10,6 +10,7 @@ MLX device is used; it must never import torch.
 from __future__ import annotations
 
 import warnings
+import weakref
 
 import numpy as np
 import mlx.core as mx
@@ -171,13 +172,13 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
         if x.dtype == mx.bfloat16:
             raise DtypeError("Got unsupported ScalarType BFloat16: NumPy has no bfloat16; "
                              "call .float() first")
-        return np.array(x, copy=False)
+        return _read_only(np.array(x, copy=False))
 
     def host_numpy(self, x):
-        """A NumPy view or copy of ``x`` (bfloat16 widened to float32)."""
+        """A read-only NumPy view of ``x`` (bfloat16 widened to float32, a copy)."""
         if x.dtype == mx.bfloat16:
             x = x.astype(mx.float32, stream=self.s)
-        return np.array(x, copy=False)
+        return _read_only(np.array(x, copy=False))
 
     @staticmethod
     def item(x):
@@ -199,7 +200,40 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
         return translate(err)
 
     def clone(self, x):
-        return mx.array(x)  # a new array object; MLX arrays are values
+        """A copy of ``x`` with a buffer of its own, evaluated at once where ``x``'s buffer is
+        shared with torch (a later write through torch must not reach it)."""
+        out = mx.array(x)  # a new array object; MLX arrays are values
+        if _SHARED and id(x) in _SHARED:
+            mx.eval(out)
+        return out
+
+    def share(self, x):
+        """``x``'s values in an evaluated buffer that nothing else reads, registered as shared
+        with torch; ``x`` itself when it already is. torch may then write into it: clones and
+        results computed earlier (which read the old buffer) never see that write.
+        """
+        ref = _SHARED.get(id(x))
+        if ref is not None and ref() is x:
+            return x
+        out = mx.array(x)
+        mx.eval(out)
+        if len(_SHARED) >= _SHARED_SWEEP[0]:
+            for key in [k for k, r in _SHARED.items() if r() is None]:
+                del _SHARED[key]
+            _SHARED_SWEEP[0] = max(256, 2 * len(_SHARED))
+        _SHARED[id(out)] = weakref.ref(out)
+        return out
+
+
+_SHARED: dict = {}  # id(MLX array) -> weakref: arrays whose buffer torch may write (see share())
+_SHARED_SWEEP = [256]
+
+
+def _read_only(arr: np.ndarray) -> np.ndarray:
+    """``arr`` made read-only: a view of an MLX buffer must never be written (MLX evaluates lazily,
+    so results computed earlier would see the write)."""
+    arr.flags.writeable = False
+    return arr
 
 
 def infer_dtype(arr: np.ndarray):
