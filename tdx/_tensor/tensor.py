@@ -255,6 +255,7 @@ class Tensor:
             return
         if inputs is not None:
             raise UnsupportedOpError(f"backward(inputs=...) is not supported on {self._ex.device}")
+        self._ex.s  # noqa: B018 -- this thread's MLX work goes on the stream every thread can read
         _tape.backward(self, gradient, retain_graph, create_graph)
 
     @inline_typed

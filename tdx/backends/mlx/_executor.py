@@ -9,6 +9,7 @@ MLX device is used; it must never import torch.
 
 from __future__ import annotations
 
+import threading
 import warnings
 import weakref
 
@@ -57,8 +58,21 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
             sdpa_kernels=("mlx_fused",),
         )
         super().__init__(device)
-        self.s = mx.gpu if gpu else mx.cpu
+        self._stream = _shared_stream(mx.gpu if gpu else mx.cpu)
         self._bind_dtypes(_TABLE)
+
+    @property
+    def s(self):
+        """The stream every op of this executor runs on: one per device, valid in every thread.
+
+        MLX binds unevaluated work to a stream, and its default streams exist only in the thread
+        that made them; reading a tensor built in another thread would raise. The first time a
+        thread reaches this executor, its default streams become the shared ones, so even MLX
+        calls that name no stream (operators, ``mx.vjp``'s cotangents) run on them.
+        """
+        if not getattr(_THREAD, "ready", False):
+            _enter_thread()
+        return self._stream
 
     # creation -------------------------------------------------------------------------
     def _nd(self, dtype):
@@ -223,6 +237,25 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
             _SHARED_SWEEP[0] = max(256, 2 * len(_SHARED))
         _SHARED[id(out)] = weakref.ref(out)
         return out
+
+
+_STREAMS: dict = {}
+_THREAD = threading.local()
+
+
+def _shared_stream(device):
+    """The process-wide stream for ``device`` (MLX's thread-unsafe kind: usable from any thread)."""
+    key = str(device)
+    if key not in _STREAMS:
+        _STREAMS[key] = mx.new_thread_unsafe_stream(device)
+    return _STREAMS[key]
+
+
+def _enter_thread() -> None:
+    """Make the shared streams this thread's default streams (MLX's defaults are per thread)."""
+    for stream in list(_STREAMS.values()):
+        mx.set_default_stream(stream)
+    _THREAD.ready = True
 
 
 _SHARED: dict = {}  # id(MLX array) -> weakref: arrays whose buffer torch may write (see share())
