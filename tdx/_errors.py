@@ -57,6 +57,10 @@ class TdxTypeError(TdxError, TypeError):
     """An argument of a bad type."""
 
 
+class TdxOverflowError(TdxError, OverflowError):
+    """A Python int too large for any tensor dtype (torch: "int too big to convert")."""
+
+
 class BackendNotFoundError(TdxError, KeyError):
     """No executor is registered under the requested name."""
 

@@ -253,11 +253,30 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
     def xor(self, a, b):
         return self._bitwise(mx.bitwise_xor, "bitwise_xor", a, b)
 
+    def _shift(self, left: bool, a, b):
+        """torch's shifts: a shift by the width or more (or a negative one) gives 0, or the sign
+        for a right shift; C (and MLX) leave that undefined and wrap the count."""
+        a, b, rt = self._args(a, b)
+        if not D.is_integral(rt, include_bool=True):
+            raise OpDtypeError(f"\"{'lshift' if left else 'rshift'}\" not implemented for '{rt.name}'")
+        if rt is D.bool_:
+            return (mx.left_shift if left else mx.right_shift)(a, b, stream=self.s)
+        width = rt.itemsize * 8
+        over = mx.logical_or(mx.greater_equal(b, width, stream=self.s), mx.less(b, 0, stream=self.s),
+                             stream=self.s)
+        safe = mx.where(over, mx.zeros_like(b, stream=self.s), b, stream=self.s)
+        if left:
+            return mx.where(over, mx.zeros_like(a, stream=self.s), mx.left_shift(a, safe, stream=self.s),
+                            stream=self.s)
+        fill = mx.where(mx.less(a, 0, stream=self.s), mx.full(a.shape, -1, a.dtype, stream=self.s),
+                        mx.zeros_like(a, stream=self.s), stream=self.s)
+        return mx.where(over, fill, mx.right_shift(a, safe, stream=self.s), stream=self.s)
+
     def lshift(self, a, b):
-        return self._bitwise(mx.left_shift, "lshift", a, b)
+        return self._shift(True, a, b)
 
     def rshift(self, a, b):
-        return self._bitwise(mx.right_shift, "rshift", a, b)
+        return self._shift(False, a, b)
 
     def maximum(self, a, b):
         a, b, rt = self._args(a, b)

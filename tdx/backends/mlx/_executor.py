@@ -25,6 +25,7 @@ from ._elementwise import _NOT_FOR_COMPLEX, MLXElementwiseOps, _real_only
 from ._gather import MLXGatherOps
 from ._indexing import MLXIndexOps
 from ._linalg import MLXLinalgOps
+from ._memory import check_alloc
 from ._random import MLXRandomOps
 from ._reduction import MLXReductionOps
 from ._shape import MLXShapeOps
@@ -97,12 +98,14 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
 
     def from_data(self, data, dtype, requires_grad=False):
         self._no_grad(requires_grad)
-        if isinstance(data, np.ndarray):
-            arr = data
+        if isinstance(data, (np.ndarray, np.generic)):
+            arr = np.asarray(data)
             dtype = dtype or D.as_dtype(arr.dtype.name)
         else:
             arr = np.asarray(data)
             dtype = dtype or infer_dtype(arr)
+            if arr.dtype.kind in "iuf" and D.is_integral(dtype, include_bool=False):
+                _check_int_range(arr, dtype, dtype.name)
         return self.from_host(arr, dtype)
 
     def from_host(self, arr: np.ndarray, dtype):
@@ -128,16 +131,23 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
 
     def zeros(self, shape, dtype, requires_grad=False):
         self._no_grad(requires_grad)
+        check_alloc(shape, dtype.itemsize, "zeros")
         return mx.zeros(shape, self._nd(dtype), stream=self.s)
 
     def ones(self, shape, dtype, requires_grad=False):
         self._no_grad(requires_grad)
+        check_alloc(shape, dtype.itemsize, "ones")
         return mx.ones(shape, self._nd(dtype), stream=self.s)
 
     empty = zeros
 
     def full(self, shape, value, dtype, requires_grad=False):
         self._no_grad(requires_grad)
+        check_alloc(shape, dtype.itemsize, "full")
+        if D.is_integral(dtype, include_bool=False) and isinstance(value, (int, float)) \
+                and not isinstance(value, bool):
+            _check_int_range(np.asarray(value, dtype=np.float64 if isinstance(value, float) else object), dtype,
+                             _C_NAME.get(dtype.name, dtype.name))
         return mx.full(shape, mx.array(value, self._nd(dtype)), self._nd(dtype), stream=self.s)
 
     def arange(self, start, end, step, dtype, requires_grad=False):
@@ -159,12 +169,15 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
 
     def eye(self, n, m, dtype, requires_grad=False):
         self._no_grad(requires_grad)
+        check_alloc((n, n if m is None else m), dtype.itemsize, "eye")
         return mx.eye(n, m, dtype=self._nd(dtype), stream=self.s)
 
     def rand(self, shape, dtype, generator=None):
+        check_alloc(shape, dtype.itemsize, "rand")
         return mx.random.uniform(shape=shape, dtype=self._nd(dtype), key=generator, stream=self.s)
 
     def randn(self, shape, dtype, generator=None):
+        check_alloc(shape, dtype.itemsize, "randn")
         return mx.random.normal(shape, dtype=self._nd(dtype), key=generator, stream=self.s)
 
     def randint(self, low, high, shape, dtype, generator=None):
@@ -180,7 +193,10 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
 
     def astype(self, x, dtype):
         nd = self._nd(dtype)
-        return x if x.dtype == nd else x.astype(nd, stream=self.s)
+        if x.dtype == nd:
+            return x
+        check_alloc(x.shape, nd.size, "to")
+        return x.astype(nd, stream=self.s)
 
     def numpy(self, x):
         if x.dtype == mx.bfloat16:
@@ -267,6 +283,28 @@ def _read_only(arr: np.ndarray) -> np.ndarray:
     so results computed earlier would see the write)."""
     arr.flags.writeable = False
     return arr
+
+
+_C_NAME = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t"}
+
+
+def _check_int_range(arr: np.ndarray, dtype, name: str) -> None:
+    """Refuse values an integer ``dtype`` cannot hold (NaN, infinities, out of range), as torch.
+
+    Raises:
+        TdxRuntimeError: "value cannot be converted to type ... without overflow".
+    """
+    if not arr.size:
+        return
+    info = np.iinfo(dtype.name)
+    if arr.dtype == object:
+        bad = any(not info.min <= int(v) <= info.max for v in arr.ravel())
+    elif arr.dtype.kind == "f":
+        bad = not (np.isfinite(arr).all() and arr.min() >= info.min and arr.max() <= info.max)
+    else:
+        bad = int(arr.min()) < info.min or int(arr.max()) > info.max
+    if bad:
+        raise TdxRuntimeError(f"value cannot be converted to type {name} without overflow")
 
 
 def infer_dtype(arr: np.ndarray):

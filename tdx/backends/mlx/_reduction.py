@@ -17,6 +17,7 @@ from ...autograd.tape import differentiating
 from ..base import norm_dim
 from . import _float64 as mlx_f64
 from ._indexing import on_stream, scalar_name
+from ._memory import check_alloc
 from ._rules import _HALF, _INTS, _axes, _dims, _kw, _out_shape, _reduced_shape
 
 
@@ -155,7 +156,12 @@ class MLXReductionOps(MLXReductionOpsStreamed):
     # reductions -----------------------------------------------------------------------
     def _acc(self, x, dtype):
         if dtype is not None:
-            return self._cast(x, D.as_dtype(dtype))
+            d = D.as_dtype(dtype)
+            if self._nd(d) != x.dtype:
+                check_alloc(x.shape, d.itemsize, "sum")  # the widened copy MLX makes
+            return self._cast(x, d)
+        if x.dtype in _INTS and x.dtype != mx.int64:
+            check_alloc(x.shape, 8, "sum")
         return x.astype(mx.int64, stream=self.s) if x.dtype in _INTS else x
 
     def _reduce(self, fn, identity, x, dim, keepdim):
