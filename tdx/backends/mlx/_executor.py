@@ -18,6 +18,7 @@ import mlx.core as mx
 
 from ... import _dtypes as D
 from ..._errors import (DtypeError, PrecisionWarning, TdxError, TdxNotImplementedError, TdxRuntimeError,
+                        TdxValueError,
                         translate)
 from ..base import Capabilities, Executor
 from . import downcast_float64_enabled as _downcast_float64
@@ -103,6 +104,8 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
             dtype = dtype or D.as_dtype(arr.dtype.name)
         else:
             arr = np.asarray(data)
+            if arr.dtype == np.uint64 or arr.dtype == object and any(isinstance(v, int) for v in arr.ravel()):
+                raise TdxValueError("Overflow when unpacking long long: an int does not fit in 64 bits")
             dtype = dtype or infer_dtype(arr)
             if arr.dtype.kind in "iuf" and D.is_integral(dtype, include_bool=False):
                 _check_int_range(arr, dtype, dtype.name)
