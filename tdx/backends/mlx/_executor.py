@@ -60,7 +60,8 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
             sdpa_kernels=("mlx_fused",),
         )
         super().__init__(device)
-        self._stream = _shared_stream(mx.gpu if gpu else mx.cpu)
+        self._mx_device = mx.gpu if gpu else mx.cpu
+        self._stream = None  # made on first use: a GPU stream needs the GPU
         self._bind_dtypes(_TABLE)
 
     @property
@@ -72,9 +73,16 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
         thread reaches this executor, its default streams become the shared ones, so even MLX
         calls that name no stream (operators, ``mx.vjp``'s cotangents) run on them.
         """
+        if self._stream is None:
+            self._stream = _shared_stream(self._mx_device)
+            _THREAD.ready = False
         if not getattr(_THREAD, "ready", False):
             _enter_thread()
         return self._stream
+
+    @s.setter
+    def s(self, stream) -> None:
+        self._stream = stream
 
     # creation -------------------------------------------------------------------------
     def _nd(self, dtype):
