@@ -308,12 +308,13 @@ def _check_int_range(arr: np.ndarray, dtype, name: str) -> None:
     if not arr.size:
         return
     info = np.iinfo(dtype.name)
+    low = info.min if info.min or name == dtype.name else -(1 << 63)  # full() wraps negatives into uint8
     if arr.dtype == object:
-        bad = any(not info.min <= int(v) <= info.max for v in arr.ravel())
+        bad = any(not low <= int(v) <= info.max for v in arr.ravel())
     elif arr.dtype.kind == "f":
-        bad = not (np.isfinite(arr).all() and arr.min() >= info.min and arr.max() <= info.max)
+        bad = not (np.isfinite(arr).all() and arr.min() >= low and arr.max() <= info.max)
     else:
-        bad = int(arr.min()) < info.min or int(arr.max()) > info.max
+        bad = int(arr.min()) < low or int(arr.max()) > info.max
     if bad:
         raise TdxRuntimeError(f"value cannot be converted to type {name} without overflow")
 

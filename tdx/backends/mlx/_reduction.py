@@ -211,8 +211,9 @@ class MLXReductionOps(MLXReductionOpsStreamed):
             return
         axes = _dims(dim, x.ndim)
         if axes is None:
-            raise TdxRuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0. "
-                                  "Specify the reduction dim with the 'dim' argument.")
+            kind = TdxIndexError if op.startswith("arg") else TdxRuntimeError  # torch's classes
+            raise kind(f"{op}(): Expected reduction dim to be specified for input.numel() == 0. "
+                       "Specify the reduction dim with the 'dim' argument.")
         for a in axes:
             if x.shape[a] == 0:
                 raise TdxIndexError(f"{op}(): Expected reduction dim {a} to have non-zero size.")
