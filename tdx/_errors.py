@@ -57,6 +57,10 @@ class TdxTypeError(TdxError, TypeError):
     """An argument of a bad type."""
 
 
+class TdxOverflowError(TdxError, OverflowError):
+    """A Python int too large for any tensor dtype (torch: "int too big to convert")."""
+
+
 class BackendNotFoundError(TdxError, KeyError):
     """No executor is registered under the requested name."""
 
@@ -80,8 +84,9 @@ class CastError(TdxError, RuntimeError):
     """A result that may not be cast to the output's dtype (in-place ops, ``out=``)."""
 
 
-class OpDtypeError(TdxError, RuntimeError):
-    """An op that is not implemented for a dtype (torch: "... not implemented for 'Float'")."""
+class OpDtypeError(TdxError, NotImplementedError):
+    """An op that is not implemented for a dtype (torch: NotImplementedError "... not implemented for 'Float'",
+    a RuntimeError)."""
 
 
 class TdxRuntimeError(TdxError, RuntimeError):

@@ -669,6 +669,8 @@ def adopt(obj, ex=None, dtype=None, copy=None):
                            "buffer protocol; accepted: tdx/torch tensors, MLX and NumPy arrays, DLPack "
                            "producers, buffer-protocol objects")
     if kind == "tdx":
+        if ex is not None:
+            share(obj, ex)
         native, src = obj._n, obj._ex
     elif kind == "torch":
         native, src = obj, _torch_executor(obj, source)
@@ -719,6 +721,16 @@ def from_dlpack(obj, *, device=None, copy=None):
     return wrap(native, ex)
 
 
+def share(t, dst) -> None:
+    """Before torch (``dst``) gets a writable view of MLX tensor ``t``'s host buffer, give ``t`` a
+    buffer nothing else reads (one copy, skipped when ``t`` already has one): clones and every
+    result computed from ``t`` earlier keep the old buffer, so a later write through torch
+    reaches ``t`` (as the matrix promises) and nothing else.
+    """
+    if t._ex.name == "mlx" and dst.name == "torch" and _mlx_host_memory():
+        t._n = t._ex.share(t._n)
+
+
 def transfer(native, src, dst):
     """``native`` (owned by executor ``src``) as a native array of executor ``dst``."""
     return _move(native, src, dst, None, _Described(native))[0]
@@ -734,6 +746,8 @@ def export_dlpack(t, stream=None, max_version=None, dl_device=None, copy=None):
     """``Tensor.__dlpack__``: the native array's capsule, after its device's pending work is done."""
     native, ex = t._n, t._ex
     if ex.name == "mlx":
+        if _mlx_host_memory():  # the consumer may write (torch does not honour read-only capsules)
+            t._n = native = ex.share(native)
         _mx().eval(native)
         if ex.device.kind == "gpu":
             ex.synchronize()

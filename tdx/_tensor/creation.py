@@ -8,14 +8,17 @@ import a framework.
 
 from __future__ import annotations
 
+import functools
+import math
 import sys
 
 from .. import _dtypes as D
 from .. import backends
-from .._errors import (TdxNotImplementedError, TdxRuntimeError, TdxTypeError, TdxValueError)
+from .._errors import (NATIVE_ERRORS, TdxNotImplementedError, TdxOverflowError, TdxRuntimeError, TdxTypeError, TdxValueError)
 from .generator import native as native_generator
 from .tensor import Tensor
 from .wrapping import (attach, exporter, shape_args, typed_errors, wrap, wrap_grad)
+from .._errors import translate
 
 __all__: list = []
 _export = exporter(__all__)
@@ -50,7 +53,7 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
     return wrap(ex.from_data(_plain(data), dtype), ex)
 
 
-asarray = as_tensor
+asarray = as_tensor  # rebound to the typed as_tensor below
 
 
 def _plain(data):
@@ -99,6 +102,8 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> T
     ex, dtype = _ex_dtype(device, dtype)
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
+    if isinstance(fill_value, int) and not -(1 << 63) <= fill_value < (1 << 63):
+        raise TdxOverflowError("int too big to convert")
     dtype = dtype or D.scalar_dtype(fill_value)
     return wrap_grad(ex.full(_shape((size,), "full"), fill_value, dtype, requires_grad), ex, requires_grad)
 
@@ -111,6 +116,8 @@ def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=
     ex, dtype = _ex_dtype(device, dtype)
     if dtype is None:
         dtype = D.get_default_dtype() if any(isinstance(v, float) for v in vals) else D.int64
+    if any(isinstance(v, float) and not math.isfinite(v) for v in vals):
+        raise TdxRuntimeError(f"unsupported range: {vals[0]} -> {vals[1]}")
     if vals[2] == 0:
         raise TdxValueError("arange(): step must be nonzero")
     if (vals[1] - vals[0]) * vals[2] < 0:
@@ -299,3 +306,25 @@ def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
 def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
     """The (2, N) row and column indices of the upper triangle of a ``row`` x ``col`` matrix."""
     return _triangle_indices("triu_indices", row, col, offset, dtype, device, lambda d, k: d >= k)
+
+
+def _typed_factory(fn):
+    """``fn`` raising TdxErrors of torch's classes only (a framework's own error is translated)."""
+    @functools.wraps(fn)
+    def factory(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except OverflowError as err:
+            if isinstance(err, TdxOverflowError):
+                raise
+            raise TdxOverflowError(str(err)) from None
+        except NATIVE_ERRORS as err:
+            raise translate(err) from None
+
+    return factory
+
+
+for _name in ("tensor", "as_tensor", "zeros", "ones", "empty", "full", "arange", "linspace", "eye", "rand",
+              "randn", "randint", "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like"):
+    globals()[_name] = _typed_factory(globals()[_name])
+asarray = as_tensor

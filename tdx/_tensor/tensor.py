@@ -276,6 +276,7 @@ class Tensor:
             except NATIVE_ERRORS as err:
                 raise self._ex.native_error(err) from None
             return
+        self._ex.s  # noqa: B018 -- this thread's MLX work goes on the stream every thread can read
         _tape.backward(self, gradient, retain_graph, create_graph, inputs)
 
     @inline_typed
@@ -311,8 +312,10 @@ class Tensor:
         return self._ex.host_numpy(self._n) if force else self._ex.numpy(self._n)
 
     def __array__(self, dtype=None, copy=None):
-        arr = self._ex.host_numpy(self._n)
-        return arr if dtype is None else arr.astype(dtype)
+        arr = self._ex.host_numpy(self._n)  # read-only where it views an MLX buffer
+        if dtype is not None and arr.dtype != dtype:
+            return arr.astype(dtype)
+        return arr.copy() if copy else arr
 
     def __dlpack__(self, stream=None, *, max_version=None, dl_device=None, copy=None):
         from ..interop import export_dlpack
@@ -331,7 +334,7 @@ class Tensor:
         A tensor that requires grad stays differentiable across executors (the gradient flows back
         to the source), as torch's ``.to()`` across devices.
         """
-        from ..interop import parse_to, transfer
+        from ..interop import parse_to, share, transfer
 
         if args and isinstance(args[0], Tensor) and type(args[0]) is not Tensor:  # to(parameter): its device, dtype
             args = (args[0].device, args[0].dtype, *args[1:])
@@ -339,6 +342,7 @@ class Tensor:
         out = self
         try:
             if ex is not self._ex:
+                share(self, ex)
                 out = _move(self, ex) if self.requires_grad and _tape.is_grad_enabled() else \
                     wrap(transfer(self._n, self._ex, ex), ex)
                 copy = False

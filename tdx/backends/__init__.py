@@ -33,7 +33,8 @@ _executors: dict = {}    # canonical device name -> Executor
 _resolved: dict = {}     # requested device (str or device) -> Executor
 _statuses: dict = {}     # provider name -> list[DeviceStatus]
 _warned: set = set()
-_state = {"loaded": False, "explicit": None, "default": None, "pin": None, "pin_source": None, "pin_warned": False}
+_state = {"loaded": False, "default": None, "pin": None, "pin_source": None, "pin_warned": False}
+_thread = threading.local()  # .explicit: this thread's set_default_device (torch's is per thread)
 
 
 def register(provider: Provider, *, replace: bool = False) -> None:
@@ -267,10 +268,11 @@ def _pinned_get(dev) -> Executor:
 
 
 def set_default_device(dev) -> None:
-    """Set the device factory functions use when none is given (None: back to the config's)."""
-    with _lock:
-        _state["explicit"] = None if dev is None else as_device(dev)
-        _state["default"] = None
+    """Set the device factory functions use when none is given (None: back to the config's).
+
+    As torch's (2.13), the setting belongs to the calling thread: other threads keep theirs.
+    """
+    _thread.explicit = None if dev is None else as_device(dev)
 
 
 def default_executor() -> Executor:
@@ -278,14 +280,16 @@ def default_executor() -> Executor:
     ctx = context_device()
     if ctx is not None:
         return get(ctx)
-    ex = _state["pin"] or _state["default"]
+    if _state["pin"] is not None:
+        return _state["pin"]
+    explicit = getattr(_thread, "explicit", None)
+    if explicit is not None:
+        return get(explicit)
+    ex = _state["default"]
     if ex is None:
         with _lock:
-            if _state["explicit"] is not None:
-                ex = get(_state["explicit"])
-            else:
-                want = _config.current()["default_device"]
-                ex = _auto() if want == "auto" else get(want)
+            want = _config.current()["default_device"]
+            ex = _auto() if want == "auto" else get(want)
             _state["default"] = ex
     return ex
 

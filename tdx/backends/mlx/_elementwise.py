@@ -24,7 +24,7 @@ from ..._errors import (
 from ...autograd.tape import differentiating
 from . import _float64 as mlx_f64
 from ._indexing import on_stream, scalar_name
-from ._rules import _FLOATS, _INTS, _SCALARS, _clamp_exact, _is_bool, _is_bool_operand, _tie_splitting, _where_exact
+from ._rules import _FLOATS, _INTS, _SCALARS, _SIGNED, _clamp_exact, _is_bool, _is_bool_operand, _tie_splitting, _where_exact
 
 
 @on_stream
@@ -42,12 +42,13 @@ class MLXElementwiseOpsStreamed:
         if rt is D.bool_ or rt.is_complex:
             raise OpDtypeError(f"\"fmod_cpu\" not implemented for '{scalar_name(rt)}'")
         if a.dtype in _INTS:
-            if bool(mx.any(mx.equal(b, 0, stream=self.s), stream=self.s).item()):
-                raise TdxRuntimeError("ZeroDivisionError")
+            b, minus_one = self._int_divisor(b)
             r = mx.remainder(a, b, stream=self.s)  # sign of b; C's fmod takes the sign of a
             fix = mx.logical_and(mx.not_equal(r, 0, stream=self.s),
                                  mx.not_equal(r < 0, a < 0, stream=self.s), stream=self.s)
-            return mx.where(fix, mx.subtract(r, b, stream=self.s), r, stream=self.s)
+            r = mx.where(fix, mx.subtract(r, b, stream=self.s), r, stream=self.s)
+            return r if minus_one is None else mx.where(minus_one, mx.zeros_like(r, stream=self.s), r,
+                                                        stream=self.s)
         r = mx.remainder(mx.abs(a, stream=self.s), mx.abs(b, stream=self.s), stream=self.s)
         return mx.where(a < 0, mx.negative(r, stream=self.s), r, stream=self.s)
 
@@ -120,6 +121,22 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
             return a, b, self._from_native[a.dtype]
         return self._args(a, b)
 
+    def _int_divisor(self, b):
+        """(``b`` with every -1 replaced by 1, a mask of the -1s or None) for an integer division.
+
+        MLX's integer kernels trap (SIGFPE, the process dies) on ``INT_MIN // -1`` and
+        ``INT_MIN % -1``; the caller puts ``-a`` (wrapping, as torch's) or 0 where the mask is set.
+
+        Raises:
+            TdxRuntimeError: some divisor is 0 (torch: "ZeroDivisionError").
+        """
+        if bool(mx.any(mx.equal(b, 0, stream=self.s), stream=self.s).item()):
+            raise TdxRuntimeError("ZeroDivisionError")
+        if b.dtype not in _SIGNED:
+            return b, None
+        minus_one = mx.equal(b, -1, stream=self.s)
+        return mx.where(minus_one, mx.ones_like(b, stream=self.s), b, stream=self.s), minus_one
+
     # binary arithmetic ----------------------------------------------------------------
     def add(self, a, b):
         a, b, _ = self._pair(a, b)
@@ -145,12 +162,22 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
         a, b, rt = self._args(a, b)
         if rt is D.bool_:
             raise OpDtypeError("\"div_floor\" not implemented for 'Bool'")
+        if a.dtype in _INTS:
+            b, minus_one = self._int_divisor(b)
+            q = mx.floor_divide(a, b, stream=self.s)
+            return q if minus_one is None else mx.where(minus_one, mx.negative(a, stream=self.s), q,
+                                                        stream=self.s)
         return mx.floor_divide(a, b, stream=self.s)
 
     def remainder(self, a, b):
         a, b, rt = self._args(a, b)
         if rt is D.bool_:
             raise OpDtypeError("\"remainder\" not implemented for 'Bool'")
+        if a.dtype in _INTS:
+            b, minus_one = self._int_divisor(b)
+            r = mx.remainder(a, b, stream=self.s)
+            return r if minus_one is None else mx.where(minus_one, mx.zeros_like(r, stream=self.s), r,
+                                                        stream=self.s)
         return mx.remainder(a, b, stream=self.s)
 
     def pow(self, a, b):
@@ -226,11 +253,30 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
     def xor(self, a, b):
         return self._bitwise(mx.bitwise_xor, "bitwise_xor", a, b)
 
+    def _shift(self, left: bool, a, b):
+        """torch's shifts: a shift by the width or more (or a negative one) gives 0, or the sign
+        for a right shift; C (and MLX) leave that undefined and wrap the count."""
+        a, b, rt = self._args(a, b)
+        if not D.is_integral(rt, include_bool=True):
+            raise OpDtypeError(f"\"{'lshift' if left else 'rshift'}\" not implemented for '{rt.name}'")
+        if rt is D.bool_:
+            return (mx.left_shift if left else mx.right_shift)(a, b, stream=self.s)
+        width = rt.itemsize * 8
+        over = mx.logical_or(mx.greater_equal(b, width, stream=self.s), mx.less(b, 0, stream=self.s),
+                             stream=self.s)
+        safe = mx.where(over, mx.zeros_like(b, stream=self.s), b, stream=self.s)
+        if left:
+            return mx.where(over, mx.zeros_like(a, stream=self.s), mx.left_shift(a, safe, stream=self.s),
+                            stream=self.s)
+        fill = mx.where(mx.less(a, 0, stream=self.s), mx.full(a.shape, -1, a.dtype, stream=self.s),
+                        mx.zeros_like(a, stream=self.s), stream=self.s)
+        return mx.where(over, fill, mx.right_shift(a, safe, stream=self.s), stream=self.s)
+
     def lshift(self, a, b):
-        return self._bitwise(mx.left_shift, "lshift", a, b)
+        return self._shift(True, a, b)
 
     def rshift(self, a, b):
-        return self._bitwise(mx.right_shift, "rshift", a, b)
+        return self._shift(False, a, b)
 
     def maximum(self, a, b):
         a, b, rt = self._args(a, b)
@@ -310,8 +356,8 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
         return mx.negative(x, stream=self.s)
 
     def _not_bool(self, x, op):
-        if x.dtype == mx.bool_:
-            raise OpDtypeError(f"\"{op}\" not implemented for 'Bool'")
+        if x.dtype == mx.bool_:  # torch raises NotImplementedError for these kernels on bool
+            raise TdxNotImplementedError(f"\"{op}\" not implemented for 'Bool'")
 
     def abs(self, x):
         self._not_bool(x, "abs")

@@ -9,13 +9,16 @@ MLX device is used; it must never import torch.
 
 from __future__ import annotations
 
+import threading
 import warnings
+import weakref
 
 import numpy as np
 import mlx.core as mx
 
 from ... import _dtypes as D
 from ..._errors import (DtypeError, PrecisionWarning, TdxError, TdxNotImplementedError, TdxRuntimeError,
+                        TdxValueError,
                         translate)
 from ..base import Capabilities, Executor
 from . import downcast_float64_enabled as _downcast_float64
@@ -25,6 +28,7 @@ from ._indexing import MLXIndexOps
 from ._linalg import MLXLinalgOps
 from ._namespaces import MLXNamespaceOps
 from ._nn import MLXNNOps
+from ._memory import check_alloc
 from ._random import MLXRandomOps
 from ._reduction import MLXReductionOps
 from ._shape import MLXShapeOps
@@ -58,8 +62,29 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
             sdpa_kernels=("mlx_fused",),
         )
         super().__init__(device)
-        self.s = mx.gpu if gpu else mx.cpu
+        self._mx_device = mx.gpu if gpu else mx.cpu
+        self._stream = None  # made on first use: a GPU stream needs the GPU
         self._bind_dtypes(_TABLE)
+
+    @property
+    def s(self):
+        """The stream every op of this executor runs on: one per device, valid in every thread.
+
+        MLX binds unevaluated work to a stream, and its default streams exist only in the thread
+        that made them; reading a tensor built in another thread would raise. The first time a
+        thread reaches this executor, its default streams become the shared ones, so even MLX
+        calls that name no stream (operators, ``mx.vjp``'s cotangents) run on them.
+        """
+        if self._stream is None:
+            self._stream = _shared_stream(self._mx_device)
+            _THREAD.ready = False
+        if not getattr(_THREAD, "ready", False):
+            _enter_thread()
+        return self._stream
+
+    @s.setter
+    def s(self, stream) -> None:
+        self._stream = stream
 
     # creation -------------------------------------------------------------------------
     def _nd(self, dtype):
@@ -84,12 +109,16 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
 
     def from_data(self, data, dtype, requires_grad=False):
         self._no_grad(requires_grad)
-        if isinstance(data, np.ndarray):
-            arr = data
+        if isinstance(data, (np.ndarray, np.generic)):
+            arr = np.asarray(data)
             dtype = dtype or D.as_dtype(arr.dtype.name)
         else:
             arr = np.asarray(data)
+            if arr.dtype == np.uint64 or arr.dtype == object and any(isinstance(v, int) for v in arr.ravel()):
+                raise TdxValueError("Overflow when unpacking long long: an int does not fit in 64 bits")
             dtype = dtype or infer_dtype(arr)
+            if arr.dtype.kind in "iuf" and D.is_integral(dtype, include_bool=False):
+                _check_int_range(arr, dtype, dtype.name)
         return self.from_host(arr, dtype)
 
     def from_host(self, arr: np.ndarray, dtype):
@@ -115,16 +144,23 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
 
     def zeros(self, shape, dtype, requires_grad=False):
         self._no_grad(requires_grad)
+        check_alloc(shape, dtype.itemsize, "zeros")
         return mx.zeros(shape, self._nd(dtype), stream=self.s)
 
     def ones(self, shape, dtype, requires_grad=False):
         self._no_grad(requires_grad)
+        check_alloc(shape, dtype.itemsize, "ones")
         return mx.ones(shape, self._nd(dtype), stream=self.s)
 
     empty = zeros
 
     def full(self, shape, value, dtype, requires_grad=False):
         self._no_grad(requires_grad)
+        check_alloc(shape, dtype.itemsize, "full")
+        if D.is_integral(dtype, include_bool=False) and isinstance(value, (int, float)) \
+                and not isinstance(value, bool):
+            _check_int_range(np.asarray(value, dtype=np.float64 if isinstance(value, float) else object), dtype,
+                             _C_NAME.get(dtype.name, dtype.name))
         return mx.full(shape, mx.array(value, self._nd(dtype)), self._nd(dtype), stream=self.s)
 
     def arange(self, start, end, step, dtype, requires_grad=False):
@@ -146,12 +182,15 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
 
     def eye(self, n, m, dtype, requires_grad=False):
         self._no_grad(requires_grad)
+        check_alloc((n, n if m is None else m), dtype.itemsize, "eye")
         return mx.eye(n, m, dtype=self._nd(dtype), stream=self.s)
 
     def rand(self, shape, dtype, generator=None):
+        check_alloc(shape, dtype.itemsize, "rand")
         return mx.random.uniform(shape=shape, dtype=self._nd(dtype), key=generator, stream=self.s)
 
     def randn(self, shape, dtype, generator=None):
+        check_alloc(shape, dtype.itemsize, "randn")
         return mx.random.normal(shape, dtype=self._nd(dtype), key=generator, stream=self.s)
 
     def randint(self, low, high, shape, dtype, generator=None):
@@ -167,19 +206,22 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
 
     def astype(self, x, dtype):
         nd = self._nd(dtype)
-        return x if x.dtype == nd else x.astype(nd, stream=self.s)
+        if x.dtype == nd:
+            return x
+        check_alloc(x.shape, nd.size, "to")
+        return x.astype(nd, stream=self.s)
 
     def numpy(self, x):
         if x.dtype == mx.bfloat16:
             raise DtypeError("Got unsupported ScalarType BFloat16: NumPy has no bfloat16; "
                              "call .float() first")
-        return np.array(x, copy=False)
+        return _read_only(np.array(x, copy=False))
 
     def host_numpy(self, x):
-        """A NumPy view or copy of ``x`` (bfloat16 widened to float32)."""
+        """A read-only NumPy view of ``x`` (bfloat16 widened to float32, a copy)."""
         if x.dtype == mx.bfloat16:
             x = x.astype(mx.float32, stream=self.s)
-        return np.array(x, copy=False)
+        return _read_only(np.array(x, copy=False))
 
     @staticmethod
     def item(x):
@@ -201,7 +243,82 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
         return translate(err)
 
     def clone(self, x):
-        return mx.array(x)  # a new array object; MLX arrays are values
+        """A copy of ``x`` with a buffer of its own, evaluated at once where ``x``'s buffer is
+        shared with torch (a later write through torch must not reach it)."""
+        out = mx.array(x)  # a new array object; MLX arrays are values
+        if _SHARED and id(x) in _SHARED:
+            mx.eval(out)
+        return out
+
+    def share(self, x):
+        """``x``'s values in an evaluated buffer that nothing else reads, registered as shared
+        with torch; ``x`` itself when it already is. torch may then write into it: clones and
+        results computed earlier (which read the old buffer) never see that write.
+        """
+        ref = _SHARED.get(id(x))
+        if ref is not None and ref() is x:
+            return x
+        out = mx.array(x)
+        mx.eval(out)
+        if len(_SHARED) >= _SHARED_SWEEP[0]:
+            for key in [k for k, r in _SHARED.items() if r() is None]:
+                del _SHARED[key]
+            _SHARED_SWEEP[0] = max(256, 2 * len(_SHARED))
+        _SHARED[id(out)] = weakref.ref(out)
+        return out
+
+
+_STREAMS: dict = {}
+_THREAD = threading.local()
+
+
+def _shared_stream(device):
+    """The process-wide stream for ``device`` (MLX's thread-unsafe kind: usable from any thread)."""
+    key = str(device)
+    if key not in _STREAMS:
+        _STREAMS[key] = mx.new_thread_unsafe_stream(device)
+    return _STREAMS[key]
+
+
+def _enter_thread() -> None:
+    """Make the shared streams this thread's default streams (MLX's defaults are per thread)."""
+    for stream in list(_STREAMS.values()):
+        mx.set_default_stream(stream)
+    _THREAD.ready = True
+
+
+_SHARED: dict = {}  # id(MLX array) -> weakref: arrays whose buffer torch may write (see share())
+_SHARED_SWEEP = [256]
+
+
+def _read_only(arr: np.ndarray) -> np.ndarray:
+    """``arr`` made read-only: a view of an MLX buffer must never be written (MLX evaluates lazily,
+    so results computed earlier would see the write)."""
+    arr.flags.writeable = False
+    return arr
+
+
+_C_NAME = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t"}
+
+
+def _check_int_range(arr: np.ndarray, dtype, name: str) -> None:
+    """Refuse values an integer ``dtype`` cannot hold (NaN, infinities, out of range), as torch.
+
+    Raises:
+        TdxRuntimeError: "value cannot be converted to type ... without overflow".
+    """
+    if not arr.size:
+        return
+    info = np.iinfo(dtype.name)
+    low = info.min if info.min or name == dtype.name else -(1 << 63)  # full() wraps negatives into uint8
+    if arr.dtype == object:
+        bad = any(not low <= int(v) <= info.max for v in arr.ravel())
+    elif arr.dtype.kind == "f":
+        bad = not (np.isfinite(arr).all() and arr.min() >= low and arr.max() <= info.max)
+    else:
+        bad = int(arr.min()) < low or int(arr.max()) > info.max
+    if bad:
+        raise TdxRuntimeError(f"value cannot be converted to type {name} without overflow")
 
 
 def infer_dtype(arr: np.ndarray):

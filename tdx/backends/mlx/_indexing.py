@@ -18,6 +18,7 @@ import mlx.core as mx
 
 from ..._errors import OpDtypeError, ShapeError, TdxIndexError, TdxRuntimeError, TdxTypeError
 from ..base import norm_dim
+from ._memory import check_alloc
 from ._rules import gathered
 
 _INTS = frozenset((mx.bool_, mx.uint8, mx.int8, mx.int16, mx.int32, mx.int64))
@@ -374,6 +375,8 @@ class MLXIndexOps:
                                   "dimensions of tensor")
         if any(s < 0 for s in sizes):
             raise TdxRuntimeError(f"Trying to create tensor with negative dimension {min(sizes)}: {list(sizes)}")
+        lead = (1,) * (len(sizes) - x.ndim) + tuple(x.shape)
+        check_alloc(tuple(n * r for n, r in zip(lead, sizes)), x.itemsize, "repeat")
         if not sizes:
             return mx.array(x)
         shape = (1,) * (len(sizes) - x.ndim) + tuple(x.shape)

@@ -17,6 +17,7 @@ from ...autograd.tape import differentiating
 from ..base import norm_dim
 from . import _float64 as mlx_f64
 from ._indexing import on_stream, scalar_name
+from ._memory import check_alloc
 from ._rules import _HALF, _INTS, _axes, _dims, _kw, _out_shape, _reduced_shape
 
 
@@ -155,7 +156,12 @@ class MLXReductionOps(MLXReductionOpsStreamed):
     # reductions -----------------------------------------------------------------------
     def _acc(self, x, dtype):
         if dtype is not None:
-            return self._cast(x, D.as_dtype(dtype))
+            d = D.as_dtype(dtype)
+            if self._nd(d) != x.dtype:
+                check_alloc(x.shape, d.itemsize, "sum")  # the widened copy MLX makes
+            return self._cast(x, d)
+        if x.dtype in _INTS and x.dtype != mx.int64:
+            check_alloc(x.shape, 8, "sum")
         return x.astype(mx.int64, stream=self.s) if x.dtype in _INTS else x
 
     def _reduce(self, fn, identity, x, dim, keepdim):
@@ -205,8 +211,9 @@ class MLXReductionOps(MLXReductionOpsStreamed):
             return
         axes = _dims(dim, x.ndim)
         if axes is None:
-            raise TdxRuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0. "
-                                  "Specify the reduction dim with the 'dim' argument.")
+            kind = TdxIndexError if op.startswith("arg") else TdxRuntimeError  # torch's classes
+            raise kind(f"{op}(): Expected reduction dim to be specified for input.numel() == 0. "
+                       "Specify the reduction dim with the 'dim' argument.")
         for a in axes:
             if x.shape[a] == 0:
                 raise TdxIndexError(f"{op}(): Expected reduction dim {a} to have non-zero size.")

@@ -17,6 +17,7 @@ from ..base import norm_dim
 _SCALARS = (bool, int, float, complex)
 _INTS = frozenset((mx.bool_, mx.uint8, mx.int8, mx.int16, mx.int32, mx.int64))
 _FLOATS = frozenset((mx.float16, mx.bfloat16, mx.float32, mx.float64))
+_SIGNED = frozenset((mx.int8, mx.int16, mx.int32, mx.int64))
 
 
 def _is_bool(v) -> bool:

@@ -1,0 +1,240 @@
+"""Regression tests for issue 14: exports never corrupt data, nothing kills the process, every
+thread can use every tensor, and the quieter faults (integer ranges, shifts, typed errors).
+
+Each test runs on every device against real torch on CPU; cases that crashed the process
+before run in a subprocess, so a crash fails one test instead of the run.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+import torch
+
+import tdx
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _outcome(fn):
+    """("ok", values) or ("raise", builtin class name) for ``fn()``; tdx errors must be TdxErrors."""
+    try:
+        out = fn()
+    except (RuntimeError, TypeError, ValueError, IndexError, OverflowError) as err:
+        return "raise", type(err)
+    if hasattr(out, "numel") and out.numel() == 0:  # tolist() of a (2**62, 0) tensor would be 2**62 lists
+        return "ok", ("empty", tuple(out.shape))
+    return "ok", out.tolist() if hasattr(out, "tolist") else out
+
+
+def _same(tdx_fn, torch_fn):
+    """tdx's outcome is torch's: the same values, or an error of torch's builtin class that is a TdxError."""
+    want_kind, want = _outcome(torch_fn)
+    got_kind, got = _outcome(tdx_fn)
+    assert got_kind == want_kind, (got_kind, got, want_kind, want)
+    if want_kind == "raise":
+        builtin = next(c for c in want.__mro__ if c.__module__ == "builtins")
+        assert issubclass(got, tdx.TdxError) and issubclass(got, builtin), (got, want)
+    else:
+        assert got == want
+
+
+# 1. no data corruption through zero-copy exports -------------------------------------------------
+def test_writes_through_a_torch_hand_off_reach_neither_clones_nor_earlier_results(device):
+    x = tdx.arange(3., device=device)
+    c, s, copied = x.clone(), x.sum(), x.to(device, copy=True)
+    x.to("cpu").add_(100)
+    assert c.tolist() == [0.0, 1.0, 2.0] and s.item() == 3.0 and copied.tolist() == [0.0, 1.0, 2.0]
+    assert x.tolist() == [100.0, 101.0, 102.0]  # the hand-off itself shares x's memory, as the matrix says
+
+
+def test_dlpack_hand_off_to_torch_keeps_earlier_results(device):
+    x = tdx.arange(4., device=device) * 2
+    s = x.sum()
+    t = torch.from_dlpack(x)
+    t.fill_(1)
+    assert s.item() == 12.0 and x.tolist() == [1.0] * 4
+
+
+def test_numpy_views_of_mlx_are_read_only():
+    x = tdx.arange(3., device="mlx:cpu")
+    c, s = x.clone(), x.sum()
+    for view in (x.numpy(), np.asarray(x), np.from_dlpack(x)):
+        assert not view.flags.writeable
+        with pytest.raises(ValueError):
+            view[:] = 0
+    copy = np.array(x)  # NumPy's copy is the caller's
+    copy[:] = 5
+    assert c.tolist() == [0.0, 1.0, 2.0] and s.item() == 3.0 and x.tolist() == [0.0, 1.0, 2.0]
+
+
+def test_clone_after_a_hand_off_is_independent():
+    x = tdx.arange(3., device="mlx:cpu")
+    view = x.to("cpu")
+    c = x.clone()
+    view.add_(1)
+    assert c.tolist() == [0.0, 1.0, 2.0] and x.tolist() == [1.0, 2.0, 3.0]
+
+
+# 2. nothing kills the process ---------------------------------------------------------------------
+_CRASHERS = [
+    ("tdx.tensor([-2**63, 7], device=D) // -1", "torch.tensor([-2**63, 7]) // -1"),
+    ("tdx.tensor([-2**31], dtype=tdx.int32, device=D) % -1", "torch.tensor([-2**31], dtype=torch.int32) % -1"),
+    ("tdx.tensor([-2**63], device=D).remainder(-1)", "torch.tensor([-2**63]).remainder(-1)"),
+    ("tdx.tensor([-2**63], device=D).fmod(-1)", "torch.tensor([-2**63]).fmod(-1)"),
+    ("tdx.tensor([-128], dtype=tdx.int8, device=D).floor_divide(-1)",
+     "torch.tensor([-128], dtype=torch.int8).floor_divide(-1)"),
+    ("tdx.empty(10**5, 10**5, device=D).sum()", None),
+    ("tdx.ones(2**40, device=D)", None),
+]
+
+
+def run_isolated(device: str, cases) -> list:
+    """Run each ``(code, oracle)`` case in one child interpreter: ``[(got, want)]`` per case.
+
+    ``got`` is the value list or ``("raise", is RuntimeError, message)`` for a TdxError; a
+    case that kills the child fails the test, naming the case.
+    """
+    script = f"""
+import sys, tdx, torch
+D = {device!r}
+for code, oracle in {list(cases)!r}:
+    print("START", code, flush=True)
+    try:
+        got = eval(code).tolist()
+    except tdx.TdxError as err:
+        got = ('raise', isinstance(err, RuntimeError), str(err))
+    want = None if oracle is None else eval(oracle).tolist()
+    print("RESULT", repr((got, want)), flush=True)
+"""
+    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
+    lines = proc.stdout.splitlines()
+    started = [ln[6:] for ln in lines if ln.startswith("START ")]
+    assert proc.returncode == 0, f"process died ({proc.returncode}) in {started[-1:]}: {proc.stderr[-2000:]}"
+    return [eval(ln[7:]) for ln in lines if ln.startswith("RESULT ")]
+
+
+def test_crashers_end_in_torchs_result_or_error(device):
+    for (code, _), (got, want) in zip(_CRASHERS, run_isolated(device, _CRASHERS)):
+        if want is None:
+            assert got[0] == "raise" and got[1] and "can't allocate memory" in got[2], code
+        else:
+            assert got == want, code
+
+
+@pytest.mark.parametrize("a,b", [([5, -5], 0), ([5], [0]), ([0, 3], [1, 0])])
+@pytest.mark.parametrize("op", ["floor_divide", "remainder", "fmod"])
+def test_integer_division_by_zero_raises_as_torch(device, op, a, b):
+    _same(lambda: getattr(tdx.tensor(a, device=device), op)(tdx.tensor(b, device=device) if isinstance(b, list)
+                                                               else b),
+          lambda: getattr(torch.tensor(a), op)(torch.tensor(b) if isinstance(b, list) else b))
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8"])
+def test_integer_division_matches_torch_everywhere_else(device, dtype):
+    info = np.iinfo(dtype)
+    vals = [info.min, info.min + 1, -7, -1, 0, 1, 7, info.max]
+    divs = [d for d in (-3, -1, 1, 2, 5, info.max) if info.min <= d]
+    a = torch.tensor(vals, dtype=getattr(torch, dtype))
+    for d in divs:
+        b = torch.full_like(a, d)
+        x, y = tdx.tensor(a.tolist(), dtype=getattr(tdx, dtype), device=device), tdx.tensor(
+            b.tolist(), dtype=getattr(tdx, dtype), device=device)
+        assert (x // y).tolist() == (a // b).tolist()
+        assert (x % y).tolist() == (a % b).tolist()
+        assert x.fmod(y).tolist() == a.fmod(b).tolist()
+
+
+# 3. threads -----------------------------------------------------------------------------------------
+def test_tensor_made_in_a_thread_reads_in_another(device):
+    out = {}
+    t = threading.Thread(target=lambda: out.update(x=tdx.ones(3, device=device) + 1))
+    t.start()
+    t.join()
+    assert out["x"].tolist() == [2.0] * 3 and "2." in repr(out["x"])
+    lazy = tdx.arange(4., device=device) * 3  # made here, read there
+    t = threading.Thread(target=lambda: out.update(y=(lazy + 1).sum().item()))
+    t.start()
+    t.join()
+    assert out["y"] == 22.0
+
+
+def test_thread_pool_results_and_gradients(device):
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda i: tdx.full((2,), float(i), device=device) * 2, range(16)))
+    assert [g.tolist() for g in got] == [[2.0 * i] * 2 for i in range(16)]
+    w = tdx.ones(3, device=device, requires_grad=True)
+    ref = torch.ones(3, requires_grad=True)
+
+    def step():
+        (w * tdx.arange(3., device=device)).sum().backward()
+
+    with ThreadPoolExecutor(2) as pool:
+        pool.submit(step).result()
+    (ref * torch.arange(3.)).sum().backward()
+    assert w.grad.tolist() == ref.grad.tolist()
+    assert (w.grad * 2).tolist() == (ref.grad * 2).tolist()  # usable again, not only once
+
+
+def test_concurrent_threads_compute_correctly(device):
+    def work(i):
+        a = tdx.full((64, 64), float(i), device=device)
+        return float((a @ a).sum().item())
+
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(work, range(1, 25)))
+    assert got == [64.0 ** 3 * i * i for i in range(1, 25)]
+
+
+def test_set_default_device_is_per_thread(device):
+    out = {}
+    tdx.set_default_device(device)
+    try:
+        t = threading.Thread(target=lambda: out.update(d=tdx.get_default_device(), x=tdx.ones(1).device))
+        t.start()
+        t.join()
+        assert tdx.ones(1).device == tdx.device(device)
+    finally:
+        tdx.set_default_device(None)
+    assert out["d"] == tdx.get_default_device() and out["x"] == tdx.get_default_device()
+
+
+# 4. quieter faults ------------------------------------------------------------------------------------
+_QUIET = [
+    (lambda D: tdx.tensor([2**40], dtype=tdx.int32, device=D), lambda: torch.tensor([2**40], dtype=torch.int32)),
+    (lambda D: tdx.tensor([300, 1], dtype=tdx.uint8, device=D), lambda: torch.tensor([300, 1], dtype=torch.uint8)),
+    (lambda D: tdx.full((2,), math.nan, dtype=tdx.int64, device=D),
+     lambda: torch.full((2,), math.nan, dtype=torch.int64)),
+    (lambda D: tdx.full((2,), 300, dtype=tdx.uint8, device=D), lambda: torch.full((2,), 300, dtype=torch.uint8)),
+    (lambda D: tdx.full((2,), 2.7, dtype=tdx.int32, device=D), lambda: torch.full((2,), 2.7, dtype=torch.int32)),
+    (lambda D: tdx.full((2,), 2**70, device=D), lambda: torch.full((2,), 2**70)),
+    (lambda D: tdx.tensor([1, 2], device=D) << 70, lambda: torch.tensor([1, 2]) << 70),
+    (lambda D: tdx.tensor([-1, 1], device=D) << -1, lambda: torch.tensor([-1, 1]) << -1),
+    (lambda D: tdx.tensor([-8, 8], dtype=tdx.int8, device=D) >> 9, lambda: torch.tensor([-8, 8], dtype=torch.int8) >> 9),
+    (lambda D: tdx.tensor([3], dtype=tdx.int8, device=D) << 7, lambda: torch.tensor([3], dtype=torch.int8) << 7),
+    (lambda D: tdx.tensor([-8, 8], device=D) >> 64, lambda: torch.tensor([-8, 8]) >> 64),
+    (lambda D: tdx.ones(2**63, device=D), lambda: torch.ones(2**63)),
+    (lambda D: tdx.zeros(-1, device=D), lambda: torch.zeros(-1)),
+    (lambda D: tdx.tensor([1], device=D).repeat(2**40, 2**40), lambda: torch.tensor([1]).repeat(2**40, 2**40)),
+    (lambda D: tdx.arange(0, math.inf, device=D), lambda: torch.arange(0, math.inf)),
+    (lambda D: tdx.tensor([2**63], device=D), lambda: torch.tensor([2**63])),
+]
+
+
+@pytest.mark.parametrize("case", range(len(_QUIET)))
+def test_quieter_faults_match_torch(device, case):
+    mine, theirs = _QUIET[case]
+    _same(lambda: mine(device), theirs)
+
+
+def test_numpy_float64_scalar_keeps_its_dtype(device):
+    for value in (np.float64(3.0), np.float32(2.0), np.int16(4)):
+        assert tdx.tensor(value, device=device).dtype.name == str(torch.tensor(value).dtype).split(".")[1]
