@@ -188,7 +188,7 @@ def test_reduction_grad(device, name, shape, dtype, seed, data, keepdim):
     if name in ("cumsum", "cumprod", "softmax", "log_softmax"):
         fn = lambda m, x: getattr(x, name)(dim)  # noqa: E731
     elif name == "norm":
-        p = data.draw(st.sampled_from(["fro", 1, 2, 3, float("inf")]))
+        p = data.draw(st.sampled_from(["fro", 1, 2, 3, 0.5, -1, -2, float("inf"), float("-inf")]))
         fn = (lambda m, x: x.norm(p)) if whole else (lambda m, x: m.norm(x, p, dim, keepdim))
     elif name in ("max", "min"):
         fn = (lambda m, x: getattr(x, name)()) if whole else (lambda m, x: getattr(x, name)(dim, keepdim))

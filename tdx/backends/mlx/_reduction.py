@@ -87,7 +87,7 @@ class MLXReductionOpsStreamed:
         if a.dtype in _HALF:
             a = a.astype(mx.float32, stream=self.s)
         kw = {"axis": axes, "keepdims": keepdim} if x.ndim else {}
-        if a.size == 0 and math.isinf(p):
+        if a.size == 0 and (p < 0 or math.isinf(p)):  # no identity, as torch
             if axes is None or not x.ndim:
                 raise TdxRuntimeError(f"linalg.vector_norm cannot compute the {p} norm on an empty tensor "
                                       "because the operation does not have an identity")
