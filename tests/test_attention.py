@@ -27,9 +27,10 @@ import tdx
 import tdx.attention as A
 from tdx.attention import SDPBackend, sdpa_kernel
 from tdx.attention import _chunked, _kernels
+from tdx.testing import TOLERANCE_TABLE
 
 F = tdx.nn.functional
-TOL = {"float32": 1e-5, "float64": 1e-10, "float16": 1e-2, "bfloat16": 1e-2}
+TOL = {d: rtol for d, (rtol, _) in TOLERANCE_TABLE["matmul"].items()}  # relative to the output's largest value
 
 
 # --- fixtures ------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 import tdx
 from conftest import BUILTINS, broadcast_pair, dim_of, nonempty, seeds, shapes
-from tdx.testing import assert_close
+from tdx.testing import TOLERANCE_TABLE, assert_close
 
 _EXAMPLES = int(os.environ.get("TDX_HYPOTHESIS_EXAMPLES", "0"))
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
@@ -29,7 +29,7 @@ SETTINGS = settings(max_examples=_EXAMPLES or 20, deadline=None, derandomize=not
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 DTYPES = ["float32", "float64", "float16", "bfloat16"]
 # (rtol, atol) of gradients: a backward pass chains several roundings, so looser than a forward
-TOL = {"float32": (1e-4, 1e-4), "float64": (1e-9, 1e-9), "float16": (2e-2, 2e-2), "bfloat16": (8e-2, 8e-2)}
+TOL = TOLERANCE_TABLE["gradient"]
 
 
 def supported(device, dtype):

@@ -17,6 +17,7 @@ import torch
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 import tdx
+from tdx.testing import TOLERANCE_TABLE
 from conftest import broadcast_pair, check, dim_of, nonempty, seeds, shapes
 
 # TDX_HYPOTHESIS_EXAMPLES=200 explores further (random seeds); the default keeps the suite fast and repeatable
@@ -29,8 +30,7 @@ INTS = ["int8", "int16", "int32", "int64", "uint8"]
 ALL = FLOATS + INTS + ["bool", "complex64"]
 REAL = FLOATS + INTS + ["bool"]
 # (rtol, atol) for results of transcendental math and reductions
-TOL = {"float32": (2e-5, 2e-5), "float16": (4e-3, 2e-3), "bfloat16": (3e-2, 2e-2), "float64": (1e-10, 1e-10),
-       "complex64": (2e-5, 2e-5)}
+TOL = TOLERANCE_TABLE["reduction"]
 
 
 def tol(*dtypes):
