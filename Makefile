@@ -19,7 +19,7 @@ test: $(STAMP)
 # mutation testing of the core modules, each with the tests that cover it (minutes per module on 2 cores);
 # MUTATE_ARGS: e.g. "tdx/config.py --max 0" for one module, every site
 mutate: $(STAMP)
-	$(BIN)/python tools/mutate.py --jobs 2 --max 40 $(MUTATE_ARGS)
+	$(BIN)/python tools/mutate.py --jobs 2 --max 20 $(MUTATE_ARGS)
 
 demo: $(STAMP)
 	$(BIN)/python -m tdx demo
