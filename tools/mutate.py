@@ -199,7 +199,8 @@ def mutate_module(rel: str, args: list, base: Path, jobs: int, max_sites: int, s
     for start in range(0, len(chosen), jobs):
         batch = list(enumerate(chosen[start:start + jobs]))
         with cf.ThreadPoolExecutor(jobs) as pool:
-            for site, result, _secs in pool.map(one, batch):
+            for site, result, secs in pool.map(one, batch):
+                log(f"  {'survived' if result == 'passed' else result:8} {site[0]}:{site[1][2]} ({secs:.0f} s)")
                 if result == "passed":
                     survivors.append(f"{site[0]}:{site[1][2]}")
                 else:
