@@ -268,3 +268,48 @@ def test_auto_transfer_moves_operands_only_when_the_config_allows(tmp_path):
     assert r.stdout.split() == ["['mlx:cpu',", "'mlx:cpu',", "'mlx:cpu',", "'mlx:cpu',", "'mlx:cpu']", "[0.0,", "1.0,",
                                 "2.0]",
                                 "cpu", "UnsupportedOpError"], r.stdout
+
+
+def test_built_in_defaults_are_the_documented_ones(tmp_path, monkeypatch):
+    """With no file and no environment, every key has the default README's config section documents."""
+    cfg = _layers(tmp_path, monkeypatch)
+    assert cfg.values == {"default_device": "auto", "device_map": {}, "strict": False, "auto_transfer": False,
+                          "fallback": ["cuda", "mps", "mlx:gpu", "cpu", "mlx:cpu"], "attention.priority": [],
+                          "backends.torch.allow_tf32": None, "backends.torch.num_threads": None,
+                          "backends.mlx.fused_sdpa": True, "backends.mlx.downcast_float64": False}
+    assert set(cfg.origin.values()) == {config.BUILTIN}
+
+
+@pytest.mark.parametrize("text, error", [
+    ("fallback = []", "'fallback' has bad value []: expected a non-empty list of device strings ('cpu', "),
+    ('fallback = ["auto"]', "entry 'auto': unknown device; allowed: 'cpu', 'cuda'"),
+    ('device_map = {auto = "cpu"}', "entry 'auto': unknown device; allowed: 'cpu', 'cuda'"),
+    ('default_device = "gpu"', "unknown device; allowed: 'auto', 'cpu', 'cuda'"),
+    ("[backends.torch]\nnum_threads = 0", "expected a positive integer"),
+    ("[backends.torch]\nnum_threads = true", "expected a positive integer"),
+    ('[attention]\npriority = ["math", 3]', "expected a list of kernel names from flash, "),
+    ('[attention]\npriority = "math"', "expected a list of kernel names"),
+])
+def test_bad_values_name_what_is_accepted(tmp_path, monkeypatch, text, error):
+    (tmp_path / "tdx.toml").write_text(text + "\n")
+    with pytest.raises(tdx.ConfigError) as info:
+        _layers(tmp_path, monkeypatch)
+    assert error in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("text, key, value", [
+    ("[backends.torch]\nnum_threads = 1", "backends.torch.num_threads", 1),
+    ('fallback = ["mlx:cpu"]', "fallback", ["mlx:cpu"]),
+    ('[attention]\npriority = ["math", "chunked"]', "attention.priority", ["math", "chunked"]),
+    ('default_device = "auto"', "default_device", "auto"),
+])
+def test_edge_values_are_accepted(tmp_path, monkeypatch, text, key, value):
+    (tmp_path / "tdx.toml").write_text(text + "\n")
+    assert _layers(tmp_path, monkeypatch)[key] == value
+
+
+def test_env_device_auto_is_accepted(tmp_path, monkeypatch):
+    _layers(tmp_path, monkeypatch)
+    monkeypatch.setenv("TDX_DEVICE", "auto")
+    cfg = config.Config(config.sources(tmp_path))
+    assert cfg["default_device"] == "auto" and cfg.origin["default_device"] == "TDX_DEVICE"

@@ -36,7 +36,8 @@ ROOT = Path(__file__).resolve().parents[1]
 MODULES = {
     "tdx/autograd/tape.py": ["tests/test_autograd.py", "-k", "mlx"],
     "tdx/_tensor/views.py": ["tests/test_views.py", "-k", "mlx"],
-    "tdx/config.py": ["tests/test_config.py", "-k", "precedence or merges or nearest or bad_values or bad_env or typo"],
+    "tdx/config.py": ["tests/test_config.py", "-k", "precedence or merges or nearest or bad_values or bad_env or typo"
+                      " or documented or name_what or edge_values or env_device_auto"],
     "tdx/backends/mlx/_reduction.py": ["tests/test_reduce_shape.py", "tests/test_ops_more.py", "-k",
                                        "mlx and (reduction or extremes or max_returns or std_var or scan or softmax"
                                        " or norm_orders)"],
