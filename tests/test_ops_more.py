@@ -669,3 +669,16 @@ def test_norm_orders(device, p, dim):
         check(lambda: tdx.norm(x, p, dim), lambda: torch.norm(t, p, dim), msg=f"norm {p} {dim} {dtype}")
         check(lambda: x[1:].norm(p, dim, True), lambda: t[1:].norm(p, dim, True), msg=f"norm {p} {dim} keepdim")
         check(lambda: x[:, :0].norm(p, dim), lambda: t[:, :0].norm(p, dim), msg=f"norm {p} {dim} empty")
+
+
+@pytest.mark.parametrize("dim", [None, (0, 1), (1, 0), (-1, 0), 0])
+def test_nuclear_norm(device, dim):
+    a = np.array([[0.5, -2.0, 3.0], [0.0, 1.5, -1.0]], np.float32)
+    for dtype in ("float32", "float64"):
+        if not supported(device, dtype):
+            continue
+        x, t = make(a, device, dtype)
+        check(lambda: tdx.norm(x, "nuc", dim), lambda: torch.norm(t, "nuc", dim), msg=f"nuc {dim} {dtype}",
+              **tol(dtype))
+        check(lambda: x.norm("nuc", dim, True), lambda: t.norm("nuc", dim, True), msg=f"nuc {dim} keepdim",
+              **tol(dtype))

@@ -40,7 +40,7 @@ MODULES = {
                       " or documented or name_what or edge_values or env_device_auto"],
     "tdx/backends/mlx/_reduction.py": ["tests/test_reduce_shape.py", "tests/test_ops_more.py", "-k",
                                        "mlx and (reduction or extremes or max_returns or std_var or scan or softmax"
-                                       " or norm_orders)"],
+                                       " or norm_orders or nuclear)"],
     "tdx/backends/mlx/_indexing.py": ["tests/test_ops_more.py", "-k", "mlx and (gather or index_select or masks or "
                                       "sort or topk or unique or rearrange)"],
     "tdx/backends/mlx/_gather.py": ["tests/test_indexing.py", "-k", "mlx"],

@@ -74,6 +74,8 @@ class MLXReductionOpsStreamed:
                                   f"Got {scalar_name(self._tdx(x))}")
         axes = _axes(dim, x.ndim) if x.ndim else None
         if p == "nuc":
+            if axes is None and x.ndim == 2:  # torch.norm(matrix, "nuc"): the whole matrix
+                axes = (0, 1)
             if axes is None or len(axes) != 2:
                 raise TdxRuntimeError("linalg.matrix_norm: dim must be a 2-tuple. Got " + str(dim))
             out = mx.linalg.norm(x, "nuc", axis=axes, keepdims=keepdim, stream=mx.cpu)
