@@ -26,6 +26,14 @@ INDEX_CASES = [
     ("tensor out of range", lambda m: m.tensor([0, 3])), ("too many", lambda m: (0, 0, 0, 0)),
     ("neg step", lambda m: slice(None, None, -1)), ("float tensor", lambda m: m.tensor([0.0])),
     ("empty list", lambda m: []), ("0-d int tensor", lambda m: m.tensor(1)),
+    # masks away from dim 0, and around an ellipsis (which counts the dims a mask consumes)
+    ("mask after slice", lambda m: (slice(None), m.tensor([True, False, True, True]))),
+    ("mask after int", lambda m: (1, m.tensor([False, True, True, False]))),
+    ("ellipsis mask", lambda m: (Ellipsis, m.tensor([True, False, False, True]))),
+    ("mask ellipsis", lambda m: (m.tensor([True, False, True]), Ellipsis)),
+    ("2d mask ellipsis", lambda m: (m.tensor([[True, False, True, False]] * 3), Ellipsis)),
+    ("ellipsis 2d mask none", lambda m: (Ellipsis, m.tensor([[False, True, True, False]] * 3), None)),
+    ("mask wrong size", lambda m: (slice(None), m.tensor([True, False, True]))),
 ]
 
 
