@@ -34,6 +34,7 @@ INDEX_CASES = [
     ("2d mask ellipsis", lambda m: (m.tensor([[True, False, True, False]] * 3), Ellipsis)),
     ("ellipsis 2d mask none", lambda m: (Ellipsis, m.tensor([[False, True, True, False]] * 3), None)),
     ("mask wrong size", lambda m: (slice(None), m.tensor([True, False, True]))),
+    ("slice step 1", lambda m: slice(0, 3, 1)),
 ]
 
 
