@@ -41,8 +41,9 @@ MODULES = {
     "tdx/backends/mlx/_reduction.py": ["tests/test_reduce_shape.py", "tests/test_ops_more.py", "-k",
                                        "mlx and (reduction or extremes or max_returns or std_var or scan or softmax"
                                        " or norm_orders or nuclear)"],
-    "tdx/backends/mlx/_indexing.py": ["tests/test_ops_more.py", "-k", "mlx and (gather or index_select or masks or "
-                                      "sort or topk or unique or rearrange)"],
+    "tdx/backends/mlx/_indexing.py": ["tests/test_ops_more.py", "tests/test_indexing.py", "-k",
+                                      "mlx and (gather or index_select or masks or sort or topk or unique or "
+                                      "rearrange or range_edges or bad_index)"],
     "tdx/backends/mlx/_gather.py": ["tests/test_indexing.py", "-k", "mlx"],
     "tdx/compat/serialization/": ["tests/test_serialization.py"],  # a package: its files' sites pooled
 }
