@@ -9,9 +9,9 @@ import torch
 
 import tdx
 from conftest import BUILTINS
-from tdx.testing import assert_close
+from tdx.testing import TOLERANCE_TABLE, assert_close
 
-TOL = {"float32": dict(rtol=1e-5, atol=1e-6), "float64": dict(rtol=1e-10, atol=1e-12)}
+TOL = {d: dict(zip(("rtol", "atol"), tol)) for d, tol in TOLERANCE_TABLE["module"].items()}
 
 
 def leaf(arr, device, dtype, grad):

@@ -89,6 +89,59 @@ def test_precedence_order(tmp_path, monkeypatch):
     assert cfg["default_device"] == "mlx" and cfg.origin["default_device"] == "TDX_DEVICE"
 
 
+# layer -> the keys it sets (TOML lines); each key is set by several layers, so each layer must merge key by key
+_LAYERS = {
+    "user": {"default_device": '"cpu"', "strict": "true", "fallback": '["cpu"]', "auto_transfer": "true",
+             "backends.torch.num_threads": "3", "backends.mlx.fused_sdpa": "false"},
+    "pyproject": {"default_device": '"mlx:cpu"', "strict": "false", "attention.priority": '["chunked"]',
+                  "backends.torch.num_threads": "2", "device_map": '{cuda = "cpu"}'},
+    "local": {"default_device": '"mps"', "attention.priority": '["math"]', "backends.mlx.downcast_float64": "true",
+              "device_map": '{mps = "cpu"}'},
+    "env_file": {"default_device": '"cuda:1"', "backends.mlx.fused_sdpa": "true", "backends.torch.num_threads": "4"},
+}
+
+
+def _toml(keys: dict) -> str:
+    """TOML text setting dotted ``keys``: top-level keys first, then one table per section."""
+    top = [f"{k} = {v}" for k, v in keys.items() if "." not in k]
+    sections = {}
+    for k, v in keys.items():
+        if "." in k:
+            section, name = k.rsplit(".", 1)
+            sections.setdefault(section, []).append(f"{name} = {v}")
+    return "\n".join(top + [f"[{s}]\n" + "\n".join(lines) for s, lines in sections.items()]) + "\n"
+
+
+@pytest.mark.parametrize("present", [("user", "pyproject", "local", "env_file"), ("user", "local", "env_file"),
+                                     ("pyproject", "env_file"), ("user", "pyproject", "local"), ("local",)])
+def test_every_layer_merges_key_by_key(tmp_path, monkeypatch, present):
+    """With several layers present, each key comes from the highest layer that sets it, whichever else is set."""
+    places = {"user": tmp_path / "xdg" / "tdx" / "config.toml", "pyproject": tmp_path / "pyproject.toml",
+              "local": tmp_path / "tdx.toml", "env_file": tmp_path / "elsewhere" / "env.toml"}
+    for name in present:
+        places[name].parent.mkdir(parents=True, exist_ok=True)
+        text = _toml(_LAYERS[name])
+        places[name].write_text("[tool.tdx]\n" + text.replace("\n[", "\n[tool.tdx.") if name == "pyproject"
+                                else text)
+    _layers(tmp_path, monkeypatch)  # a clean environment, run from tmp_path
+    if "env_file" in present:
+        monkeypatch.setenv("TDX_CONFIG", str(places["env_file"]))
+    monkeypatch.setenv("TDX_DEVICE", "mlx")
+    cfg = config.Config(config.sources(tmp_path))
+    order = ["user", "pyproject", "local", "env_file"]  # lowest precedence first
+    for key, (_, default) in config.SCHEMA.items():
+        setters = [n for n in order if n in present and key in _LAYERS[n]]
+        if key == "default_device":
+            want, origin = "mlx", "TDX_DEVICE"
+        elif setters:
+            want = config.tomllib.loads(f"v = {_LAYERS[setters[-1]][key]}")["v"]
+            origin = str(places[setters[-1]])
+        else:
+            want, origin = default, config.BUILTIN
+        assert cfg[key] == want, (key, cfg[key], want)
+        assert cfg.origin[key].startswith(origin), (key, cfg.origin[key], origin)
+
+
 def test_nearest_pyproject_is_found_from_a_subfolder(tmp_path, monkeypatch):
     (tmp_path / "pyproject.toml").write_text('[tool.tdx]\nstrict = true\n')
     sub = tmp_path / "a" / "b"
@@ -215,3 +268,48 @@ def test_auto_transfer_moves_operands_only_when_the_config_allows(tmp_path):
     assert r.stdout.split() == ["['mlx:cpu',", "'mlx:cpu',", "'mlx:cpu',", "'mlx:cpu',", "'mlx:cpu']", "[0.0,", "1.0,",
                                 "2.0]",
                                 "cpu", "UnsupportedOpError"], r.stdout
+
+
+def test_built_in_defaults_are_the_documented_ones(tmp_path, monkeypatch):
+    """With no file and no environment, every key has the default README's config section documents."""
+    cfg = _layers(tmp_path, monkeypatch)
+    assert cfg.values == {"default_device": "auto", "device_map": {}, "strict": False, "auto_transfer": False,
+                          "fallback": ["cuda", "mps", "mlx:gpu", "cpu", "mlx:cpu"], "attention.priority": [],
+                          "backends.torch.allow_tf32": None, "backends.torch.num_threads": None,
+                          "backends.mlx.fused_sdpa": True, "backends.mlx.downcast_float64": False}
+    assert set(cfg.origin.values()) == {config.BUILTIN}
+
+
+@pytest.mark.parametrize("text, error", [
+    ("fallback = []", "'fallback' has bad value []: expected a non-empty list of device strings ('cpu', "),
+    ('fallback = ["auto"]', "entry 'auto': unknown device; allowed: 'cpu', 'cuda'"),
+    ('device_map = {auto = "cpu"}', "entry 'auto': unknown device; allowed: 'cpu', 'cuda'"),
+    ('default_device = "gpu"', "unknown device; allowed: 'auto', 'cpu', 'cuda'"),
+    ("[backends.torch]\nnum_threads = 0", "expected a positive integer"),
+    ("[backends.torch]\nnum_threads = true", "expected a positive integer"),
+    ('[attention]\npriority = ["math", 3]', "expected a list of kernel names from flash, "),
+    ('[attention]\npriority = "math"', "expected a list of kernel names"),
+])
+def test_bad_values_name_what_is_accepted(tmp_path, monkeypatch, text, error):
+    (tmp_path / "tdx.toml").write_text(text + "\n")
+    with pytest.raises(tdx.ConfigError) as info:
+        _layers(tmp_path, monkeypatch)
+    assert error in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("text, key, value", [
+    ("[backends.torch]\nnum_threads = 1", "backends.torch.num_threads", 1),
+    ('fallback = ["mlx:cpu"]', "fallback", ["mlx:cpu"]),
+    ('[attention]\npriority = ["math", "chunked"]', "attention.priority", ["math", "chunked"]),
+    ('default_device = "auto"', "default_device", "auto"),
+])
+def test_edge_values_are_accepted(tmp_path, monkeypatch, text, key, value):
+    (tmp_path / "tdx.toml").write_text(text + "\n")
+    assert _layers(tmp_path, monkeypatch)[key] == value
+
+
+def test_env_device_auto_is_accepted(tmp_path, monkeypatch):
+    _layers(tmp_path, monkeypatch)
+    monkeypatch.setenv("TDX_DEVICE", "auto")
+    cfg = config.Config(config.sources(tmp_path))
+    assert cfg["default_device"] == "auto" and cfg.origin["default_device"] == "TDX_DEVICE"

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import tdx
+from tdx.testing import tolerance
 from conftest import check, pair, sample
 
 SHAPES = [((3, 4), (3, 4)), ((3, 1), (1, 4)), ((2, 3, 4), (4,)), ((), (3,)), ((5,), ()),
@@ -39,8 +40,7 @@ def test_binary_operator(device, op, dtypes, shapes):
     b = _divisor_safe(op, sample(shapes[1], dtypes[1], seed=2), dtypes[1])
     xa, ta = pair(a, device, dtypes[0])
     xb, tb = pair(b, device, dtypes[1])
-    check(lambda: fn(xa, xb), lambda: fn(ta, tb), msg=f"{op} {dtypes} {shapes}", rtol=2e-3 if
-          "float16" in dtypes else None, atol=2e-3 if "float16" in dtypes else None)
+    check(lambda: fn(xa, xb), lambda: fn(ta, tb), msg=f"{op} {dtypes} {shapes}")
 
 
 @pytest.mark.parametrize("op", list(OPS))
@@ -52,10 +52,9 @@ def test_scalar_promotion(device, op, dtype, scalar):
     if op == "pow" and isinstance(scalar, int) and scalar < 0:
         scalar = 2
     x, t = pair(a, device, dtype)
-    tol = {"rtol": 2e-3, "atol": 2e-3} if dtype == "float16" else {}
-    check(lambda: fn(x, scalar), lambda: fn(t, scalar), msg=f"x {op} {scalar!r}", **tol)
+    check(lambda: fn(x, scalar), lambda: fn(t, scalar), msg=f"x {op} {scalar!r}")
     if op not in ("pow", "floordiv", "mod", "truediv"):
-        check(lambda: fn(scalar, x), lambda: fn(scalar, t), msg=f"{scalar!r} {op} x", **tol)
+        check(lambda: fn(scalar, x), lambda: fn(scalar, t), msg=f"{scalar!r} {op} x")
 
 
 @pytest.mark.parametrize("zero_dtype", ["int64", "float64", "int32"])
@@ -65,8 +64,8 @@ def test_zero_dim_tensors_promote_like_scalars(device, dtype, zero_dtype):
     if zero_dtype == "float64" and not tdx.backends.get(device).caps.float64:
         pytest.skip(f"{device} has no float64")
     z, tz = pair(sample((), zero_dtype, seed=5), device, zero_dtype)
-    check(lambda: x + z, lambda: t + tz, msg="dim + zero-dim", rtol=1e-2, atol=1e-2)
-    check(lambda: z * x, lambda: tz * t, msg="zero-dim * dim", rtol=1e-2, atol=1e-2)
+    check(lambda: x + z, lambda: t + tz, msg="dim + zero-dim")
+    check(lambda: z * x, lambda: tz * t, msg="zero-dim * dim")
 
 
 UNARY = ["neg", "abs", "exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu", "floor", "ceil",
@@ -78,9 +77,8 @@ UNARY = ["neg", "abs", "exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "r
 @pytest.mark.parametrize("dtype", ["float32", "int64", "bool"])
 def test_unary(device, name, dtype):
     x, t = pair(sample((3, 4), dtype, seed=6), device, dtype)
-    check(lambda: getattr(x, name)(), lambda: getattr(t, name)(), msg=f"{name}", rtol=1e-5, atol=1e-5)
-    check(lambda: getattr(tdx, name)(x), lambda: getattr(torch, name)(t), msg=f"tdx.{name}", rtol=1e-5,
-          atol=1e-5)
+    check(lambda: getattr(x, name)(), lambda: getattr(t, name)(), msg=f"{name}")
+    check(lambda: getattr(tdx, name)(x), lambda: getattr(torch, name)(t), msg=f"tdx.{name}")
 
 
 @pytest.mark.parametrize("dtype", ["float32", "int64"])
@@ -88,7 +86,7 @@ def test_special_values(device, dtype):
     vals = [0.0, -0.0, 1.5, -2.5, float("inf"), float("-inf"), float("nan")] if dtype == "float32" else [0, -7, 7]
     x, t = pair(vals, device, dtype)
     for name in ("exp", "log", "sqrt", "abs", "isnan", "isinf", "floor", "sign", "neg", "sigmoid"):
-        check(lambda: getattr(x, name)(), lambda: getattr(t, name)(), msg=name, rtol=1e-5, atol=1e-6)
+        check(lambda: getattr(x, name)(), lambda: getattr(t, name)(), msg=name)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "int64"])
@@ -113,7 +111,7 @@ def test_where_clamp_maximum(device, dtype):
     nz_tb[nz_tb == 0] = 3
     for mode in (None, "floor", "trunc"):
         check(lambda: a.div(nz_b, rounding_mode=mode), lambda: ta.div(nz_tb, rounding_mode=mode),
-              msg=f"div {mode}", rtol=1e-5)
+              msg=f"div {mode}")
 
 
 @pytest.mark.parametrize("shapes", [((3, 4), (4, 5)), ((2, 3, 4), (4, 5)), ((4,), (4,)), ((2, 3, 4), (2, 4, 2)),
@@ -123,8 +121,9 @@ def test_where_clamp_maximum(device, dtype):
 def test_matmul(device, shapes, dtype):
     a, ta = pair(sample(shapes[0], dtype, seed=10), device, dtype)
     b, tb = pair(sample(shapes[1], dtype, seed=11), device, dtype)
-    check(lambda: a @ b, lambda: ta @ tb, rtol=1e-5, atol=1e-5)
-    check(lambda: tdx.matmul(a, b), lambda: torch.matmul(ta, tb), rtol=1e-5, atol=1e-5)
+    rtol, atol = tolerance(dtype, "matmul")  # exact for int64
+    check(lambda: a @ b, lambda: ta @ tb, rtol=rtol, atol=atol)
+    check(lambda: tdx.matmul(a, b), lambda: torch.matmul(ta, tb), rtol=rtol, atol=atol)
 
 
 def test_matmul_dtype_mismatch_raises(device):

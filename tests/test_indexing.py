@@ -26,6 +26,15 @@ INDEX_CASES = [
     ("tensor out of range", lambda m: m.tensor([0, 3])), ("too many", lambda m: (0, 0, 0, 0)),
     ("neg step", lambda m: slice(None, None, -1)), ("float tensor", lambda m: m.tensor([0.0])),
     ("empty list", lambda m: []), ("0-d int tensor", lambda m: m.tensor(1)),
+    # masks away from dim 0, and around an ellipsis (which counts the dims a mask consumes)
+    ("mask after slice", lambda m: (slice(None), m.tensor([True, False, True, True]))),
+    ("mask after int", lambda m: (1, m.tensor([False, True, True, False]))),
+    ("ellipsis mask", lambda m: (Ellipsis, m.tensor([True, False, False, True]))),
+    ("mask ellipsis", lambda m: (m.tensor([True, False, True]), Ellipsis)),
+    ("2d mask ellipsis", lambda m: (m.tensor([[True, False, True, False]] * 3), Ellipsis)),
+    ("ellipsis 2d mask none", lambda m: (Ellipsis, m.tensor([[False, True, True, False]] * 3), None)),
+    ("mask wrong size", lambda m: (slice(None), m.tensor([True, False, True]))),
+    ("slice step 1", lambda m: slice(0, 3, 1)),
 ]
 
 
@@ -87,3 +96,22 @@ def test_setitem_other_device_raises(device):
     x = tdx.zeros(3, device=device)
     with pytest.raises(RuntimeError, match="same device"):
         x[0] = tdx.ones((), device=other)
+
+
+@pytest.mark.parametrize("dtype, edges", [("int8", (-128, 127)), ("uint8", (0, 255)), ("int16", (-2 ** 15, 2 ** 15 - 1))])
+def test_fill_values_at_the_integer_range_edges(device, dtype, edges):
+    """The range's ends fill; one past either end raises torch's overflow error kind."""
+    x, t = pair(np.arange(6).reshape(2, 3), device, dtype)
+    mx_, mt = x > 2, t > 2
+    for v in (*edges, edges[0] - 1, edges[1] + 1):
+        check(lambda: x.masked_fill(mx_, v), lambda: t.masked_fill(mt, v), msg=f"masked_fill {dtype} {v}")
+
+
+def test_index_select_names_the_bad_index(device):
+    x = tdx.arange(6.0, device=device)
+    for bad in ([0, -1, 2], [1, 6]):
+        with pytest.raises(IndexError) as info:
+            x.index_select(0, tdx.tensor(bad, device=device))
+        assert isinstance(info.value, tdx.TdxError)
+        if device.startswith("mlx"):
+            assert f"index {bad[1] if bad[1] < 0 else 6}" in str(info.value), str(info.value)

@@ -17,11 +17,11 @@ import torch.nn.utils.rnn as TR
 import tdx
 import tdx.nn as xnn
 import tdx.nn.utils.rnn as XR
-from tdx.testing import assert_close
+from tdx.testing import TOLERANCE_TABLE, assert_close
 
 # float32 recurrences over a few steps: accumulated rounding differs between BLAS kernels (MLX's
 # reference BLAS, torch's oneDNN LSTM), so float32 uses 1e-5 relative / 1e-5 absolute
-TOL = {"float32": dict(rtol=1e-5, atol=1e-5), "float64": dict(rtol=1e-10, atol=1e-10)}
+TOL = {d: dict(zip(("rtol", "atol"), tol)) for d, tol in TOLERANCE_TABLE["recurrence"].items()}
 DTYPES = ["float32", "float64"]
 
 

@@ -15,11 +15,11 @@ import torch
 
 import tdx
 import tdx.nn as xnn
-from tdx.testing import assert_close
+from tdx.testing import TOLERANCE_TABLE, assert_close
 
 # float32: attention sums over keys in kernel-specific order (tdx's SDPA kernels, MLX's BLAS), so
 # 1e-5 relative with 1e-5 absolute for values of order one
-TOL = {"float32": dict(rtol=1e-5, atol=1e-5), "float64": dict(rtol=1e-10, atol=1e-10)}
+TOL = {d: dict(zip(("rtol", "atol"), tol)) for d, tol in TOLERANCE_TABLE["recurrence"].items()}
 pytestmark = pytest.mark.filterwarnings("ignore:enable_nested_tensor:UserWarning")
 
 

@@ -17,6 +17,7 @@ import torch
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 import tdx
+from tdx.testing import TOLERANCE_TABLE
 from conftest import broadcast_pair, check, dim_of, nonempty, seeds, shapes
 
 # TDX_HYPOTHESIS_EXAMPLES=200 explores further (random seeds); the default keeps the suite fast and repeatable
@@ -29,8 +30,7 @@ INTS = ["int8", "int16", "int32", "int64", "uint8"]
 ALL = FLOATS + INTS + ["bool", "complex64"]
 REAL = FLOATS + INTS + ["bool"]
 # (rtol, atol) for results of transcendental math and reductions
-TOL = {"float32": (2e-5, 2e-5), "float16": (4e-3, 2e-3), "bfloat16": (3e-2, 2e-2), "float64": (1e-10, 1e-10),
-       "complex64": (2e-5, 2e-5)}
+TOL = TOLERANCE_TABLE["reduction"]
 
 
 def tol(*dtypes):
@@ -178,6 +178,8 @@ def test_binary_scalar(device, name, shape, dtype, seed, scalar):
 
 # reductions --------------------------------------------------------------------------------------
 REDUCTIONS = ["sum", "mean", "prod", "amax", "amin", "std", "var", "any", "all", "logsumexp", "norm"]
+# vector norm orders: -inf (min |x|), inf (max |x|), 0 (count of nonzeros), negative and fractional ones
+NORM_ORDERS = ["fro", 1, 2, 3, 0.5, 0, -0.5, -1, -2, float("inf"), float("-inf")]
 
 
 @pytest.mark.parametrize("name", REDUCTIONS)
@@ -191,7 +193,7 @@ def test_reduction(device, name, shape, dtype, seed, data, keepdim):
     x, t = make(values(shape, dtype, seed, low=-2, high=3), device, dtype)
     dim = dim_of(data.draw, shape)
     if name == "norm":
-        p = data.draw(st.sampled_from(["fro", 1, 2, 3, float("inf"), 0]))
+        p = data.draw(st.sampled_from(NORM_ORDERS))
         fx, ft = _both("norm", x, t, p, dim, keepdim)
     else:
         fx, ft = _both(name, x, t, dim, keepdim=keepdim)
@@ -594,6 +596,7 @@ def test_op_arguments_and_errors(device):
     check(lambda: x.logsumexp((0, 1)), lambda: t.logsumexp((0, 1)), msg="logsumexp dims", **tol("float32"))
     check(lambda: x.norm(dim=(0, 1), p=3), lambda: t.norm(dim=(0, 1), p=3), msg="norm 2 dims", **tol("float32"))
     check(lambda: tdx.norm(x[:0], float("inf")), lambda: torch.norm(t[:0], float("inf")), msg="inf norm empty")
+    check(lambda: tdx.norm(x[:0], float("-inf")), lambda: torch.norm(t[:0], float("-inf")), msg="-inf norm empty")
     check(lambda: x.fill_(x), lambda: t.fill_(t), msg="fill_ 1-d value")
 
 
@@ -652,3 +655,30 @@ def test_conj(device, dtype):
     check(lambda: x.conj() * x, lambda: t.conj() * t, msg="conj product", **tol(dtype))
     assert (x.conj() is x) == (t.conj() is t)
     assert not tdx.resolve_conj(x.conj()).is_conj()
+
+
+@pytest.mark.parametrize("p", NORM_ORDERS)
+@pytest.mark.parametrize("dim", [None, 0, 1, (0, 1)])
+def test_norm_orders(device, p, dim):
+    """Every vector order on values with a zero, ties and mixed signs, whole and along dims."""
+    a = np.array([[0.5, -2.0, 3.0, -0.25], [0.0, 1.5, -1.0, 2.0], [-3.0, 0.75, 0.0, -0.5]], np.float32)
+    for dtype in ("float32", "float64"):
+        if not supported(device, dtype):
+            continue
+        x, t = make(a, device, dtype)
+        check(lambda: tdx.norm(x, p, dim), lambda: torch.norm(t, p, dim), msg=f"norm {p} {dim} {dtype}")
+        check(lambda: x[1:].norm(p, dim, True), lambda: t[1:].norm(p, dim, True), msg=f"norm {p} {dim} keepdim")
+        check(lambda: x[:, :0].norm(p, dim), lambda: t[:, :0].norm(p, dim), msg=f"norm {p} {dim} empty")
+
+
+@pytest.mark.parametrize("dim", [None, (0, 1), (1, 0), (-1, 0), 0])
+def test_nuclear_norm(device, dim):
+    a = np.array([[0.5, -2.0, 3.0], [0.0, 1.5, -1.0]], np.float32)
+    for dtype in ("float32", "float64"):
+        if not supported(device, dtype):
+            continue
+        x, t = make(a, device, dtype)
+        check(lambda: tdx.norm(x, "nuc", dim), lambda: torch.norm(t, "nuc", dim), msg=f"nuc {dim} {dtype}",
+              **tol(dtype))
+        check(lambda: x.norm("nuc", dim, True), lambda: t.norm("nuc", dim, True), msg=f"nuc {dim} keepdim",
+              **tol(dtype))

@@ -322,3 +322,26 @@ def test_load_without_torch(device, tmp_path):
                          timeout=120)
     assert res.returncode == 0, res.stderr
     assert res.stdout.split() == "[[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]] (1, 3) tdx.bfloat16 True mlx:cpu".split()
+
+
+def test_archive_records_are_aligned_like_torch(device, tmp_path):
+    """Every record's data starts on a 64-byte boundary (what mmap loading needs), with torch's entry metadata."""
+    import zipfile
+
+    obj = {"a": tdx.arange(5.0, device=device), "b": tdx.ones(3, 7, device=device), "name": "x" * 13}
+    tdx.save(obj, tmp_path / "ours.pt")
+    torch.save({"a": torch.arange(5.0), "b": torch.ones(3, 7), "name": "x" * 13}, tmp_path / "theirs.pt")
+    meta = {}
+    for which in ("ours", "theirs"):
+        raw = (tmp_path / f"{which}.pt").read_bytes()
+        with zipfile.ZipFile(tmp_path / f"{which}.pt") as z:
+            infos = z.infolist()
+            for info in infos:
+                h = info.header_offset  # the local header's name and extra lengths (not the central directory's)
+                start = h + 30 + int.from_bytes(raw[h + 26:h + 28], "little") + int.from_bytes(raw[h + 28:h + 30],
+                                                                                              "little")
+                if "/data/" in info.filename:
+                    assert start % 64 == 0, (which, info.filename, start)
+            meta[which] = sorted((i.filename.split("/", 1)[1], i.create_system, i.compress_type)
+                                 for i in infos if "/data/" in i.filename)
+    assert meta["ours"] == meta["theirs"]

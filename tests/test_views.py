@@ -94,9 +94,30 @@ def test_copies_are_not_views(device):
 
 def test_contiguous_of_contiguous_is_self(device):
     x = tdx.zeros(3, 4, device=device)
-    assert x.contiguous() is x and x[1].contiguous() is x[1].contiguous().contiguous() or True
+    assert x.contiguous() is x
     v = x[1]
-    assert v.contiguous() is v
+    assert v.contiguous() is v and v.contiguous().contiguous() is v
+    t = x.t()  # torch copies a non-contiguous tensor: a new tensor, no view of x
+    assert t.contiguous() is not t and t.contiguous().is_contiguous()
+    c = t.contiguous()
+    c += 1
+    check(lambda: x, lambda: torch.zeros(3, 4))
+
+
+def test_more_than_64_live_views_all_see_writes(device):
+    """A tensor with 100 live views: a write through the base reaches each, a write through each reaches the base."""
+    def run(mod, **kw):
+        x = mod.zeros(100, 3, **kw)
+        views = [x[i] for i in range(100)] + [x[i:i + 1, 1:] for i in range(100)]
+        x += 1
+        for i, v in enumerate(views[:100]):
+            v[0] = i  # through the 100 row views
+        views[-1][0, 0] = -7  # the 200th view
+        return [x] + views
+
+    got, want = run(tdx, device=device), run(torch)
+    for i, (g, w) in enumerate(zip(got, want)):
+        check(lambda: g, lambda: w, msg=f"view {i}")
 
 
 def test_inplace_dtype_and_shape_rules(device):

@@ -4,13 +4,15 @@ Three translations make it agree with torch: ``is_causal`` aligns top-left in to
 lower-right in MLX, so a causal call with ``Tq != Tk`` passes an explicit top-left mask; the
 scale is always passed (MLX requires it); and rows whose mask lets no key through come out as
 zeros (torch's), not as MLX's NaN or arbitrary values. Dropout never reaches this kernel (its
-rules refuse it). Imported on first use; it imports MLX, never torch.
+rules refuse it). float64 inputs run the math path: MLX's fused kernel computes them to float32
+accuracy only. Imported on first use; it imports MLX, never torch.
 """
 
 from __future__ import annotations
 
 import mlx.core as mx
 
+from . import _math
 from ._math import causal_keep
 
 __all__ = ["run", "UPCAST_HALF"]
@@ -24,6 +26,8 @@ UPCAST_HALF = frozenset({"mlx:cpu"})
 def run(p, backend=None):
     """MLX's fused kernel on canonical params; the ``(B, Hq, Tq, Ev)`` result."""
     dt = p.q.dtype
+    if dt == mx.float64:  # MLX's fused kernel computes float64 to float32 accuracy: the math path
+        return _math.run(p)
     if dt in (mx.float16, mx.bfloat16) and str(p.ex.device) in UPCAST_HALF:
         q, k, v = (x.astype(mx.float32, stream=p.ex.s) for x in (p.q, p.k, p.v))
         mask = p.mask if p.mask_kind != "float" else p.mask.astype(mx.float32, stream=p.ex.s)

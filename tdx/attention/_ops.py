@@ -207,7 +207,10 @@ class MLXOps(Ops):
         return self.mx.greater(a, b, stream=self.s)
 
     def exp(self, x):
-        return self.mx.exp(x, stream=self.s)
+        # MLX's own float64 exp is float32-accurate on CPU: the executor's float64-accurate one
+        from ..backends.mlx import _float64
+
+        return _float64.exp(x, self.s)
 
     def log(self, x):
         return self.mx.log(x, stream=self.s)

@@ -75,6 +75,8 @@ class MLXReductionOpsStreamed:
                                   f"Got {scalar_name(self._tdx(x))}")
         axes = _axes(dim, x.ndim) if x.ndim else None
         if p == "nuc":
+            if axes is None and x.ndim == 2:  # torch.norm(matrix, "nuc"): the whole matrix
+                axes = (0, 1)
             if axes is None or len(axes) != 2:
                 raise TdxRuntimeError("linalg.matrix_norm: dim must be a 2-tuple. Got " + str(dim))
             out = mx.linalg.norm(x, "nuc", axis=axes, keepdims=keepdim, stream=mx.cpu)
@@ -88,7 +90,7 @@ class MLXReductionOpsStreamed:
         if a.dtype in _HALF:
             a = a.astype(mx.float32, stream=self.s)
         kw = {"axis": axes, "keepdims": keepdim} if x.ndim else {}
-        if a.size == 0 and math.isinf(p):
+        if a.size == 0 and (p < 0 or math.isinf(p)):  # no identity, as torch
             if axes is None or not x.ndim:
                 raise TdxRuntimeError(f"linalg.vector_norm cannot compute the {p} norm on an empty tensor "
                                       "because the operation does not have an identity")
