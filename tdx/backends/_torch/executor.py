@@ -15,6 +15,7 @@ import torch
 from ... import _dtypes as D
 from ..base import Capabilities, Executor
 from .adapters import TorchAdaptedOps
+from .kernels import TorchKernelOps
 
 _TABLE = {
     D.bool_: torch.bool, D.uint8: torch.uint8, D.int8: torch.int8, D.int16: torch.int16,
@@ -45,7 +46,7 @@ def sync_default_dtype() -> None:
     torch.set_default_dtype(_TABLE[D.get_default_dtype()])
 
 
-class TorchExecutor(TorchAdaptedOps, Executor):
+class TorchExecutor(TorchAdaptedOps, TorchKernelOps, Executor):
     """Runs tdx ops with torch on one torch device."""
 
     name = "torch"

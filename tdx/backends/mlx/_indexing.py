@@ -148,7 +148,7 @@ class MLXIndexOps:
         xs, ix = (x, index) if x.ndim else (mx.reshape(x, (1,), stream=self.s), index)
         ix = ix if ix.ndim else mx.reshape(ix, (1,), stream=self.s)
         xs = xs[tuple(slice(None) if k == d else slice(0, n) for k, n in enumerate(ix.shape))]
-        out = mx.take_along_axis(xs, ix, axis=d, stream=self.s)
+        out = mx.take_along_axis(xs, mx.stop_gradient(ix), axis=d, stream=self.s)  # indices carry no gradient
         return mx.reshape(out, index.shape, stream=self.s)
 
     def _flat_targets(self, x, d: int, index):

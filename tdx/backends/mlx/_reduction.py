@@ -190,7 +190,13 @@ class MLXReductionOps(MLXReductionOpsStreamed):
         self._need_float(x, "var")
         if x.size == 0:  # as mean: avoid MLX's empty reduction, torch gives NaN
             return self._empty_nan(x, dim, keepdim)
-        return mx.var(x, **_kw(x, dim, keepdim), ddof=correction, stream=self.s)
+        if isinstance(correction, float) and not correction.is_integer():  # MLX's ddof is an int
+            kw = _kw(x, dim, keepdim)
+            n = x.size // max(mx.mean(x, **kw, stream=self.s).size, 1)
+            dev = mx.subtract(x, mx.mean(x, axis=kw.get("axis"), keepdims=True, stream=self.s), stream=self.s)
+            total = mx.sum(mx.square(dev, stream=self.s), **kw, stream=self.s)
+            return mx.divide(total, max(0.0, n - correction), stream=self.s)
+        return mx.var(x, **_kw(x, dim, keepdim), ddof=int(correction), stream=self.s)
 
     def _empty_nan(self, x, dim, keepdim):
         shape = _reduced_shape(x.shape, _dims(dim, x.ndim), keepdim) if x.ndim else ()
