@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from .. import _dtypes as D, return_types
 from .._errors import NATIVE_ERRORS, UnsupportedOpError
+from ..autograd import tape as _tape
+from ..autograd.tape import ACTIVE as _TAPE
 from .tensor import Tensor
 from .wrapping import first_tensor, foreign, need_tensor, typed_function, wrap
 
@@ -63,7 +65,9 @@ def kernel_op(name: str, composite=None, doc: str = "", record: bool = True):
         if kernel is None:
             if composite is None:
                 raise UnsupportedOpError(f"{name}() is not implemented on {ex.device}")
-            return composite(input, *args, **kwargs)
+            return composite(input, *args, **kwargs)  # its tdx ops record themselves on a tape
+        if record and _TAPE[0] and _tape.wants(input, *args, **kwargs):
+            return _tape.call(fn, input, *args, **kwargs)
         a = natives(t, (input, *args), name)
         kw = {k: natives(t, v, name) for k, v in kwargs.items()}
         try:
@@ -73,7 +77,7 @@ def kernel_op(name: str, composite=None, doc: str = "", record: bool = True):
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc or f"``torch.{name}`` on tdx tensors."
-    return typed_function(fn, record)
+    return typed_function(fn)
 
 
 def method_of(fn, name: str):
