@@ -303,6 +303,8 @@ def check_sample(op, fn, sample, device: str, dtype: str, variant: str = "functi
         if tg is None:
             continue
         if leaf.grad is None:
+            if not tg.any():  # torch materializes a zero gradient where tdx has none
+                continue
             raise AssertionError(f"{what}: no gradient for input {i}")
         compare(leaf.grad, tg, dtype, f"{what}: grad of input {i}", GRAD_TOL)
 

@@ -25,6 +25,7 @@ from ._indexing import MLXIndexOps
 from ._linalg import MLXLinalgOps
 from ._random import MLXRandomOps
 from ._reduction import MLXReductionOps
+from ._scatter import MLXScatterOps
 from ._shape import MLXShapeOps
 
 _TABLE = {
@@ -36,7 +37,7 @@ _NP_NAME = {d: d.name if d is not D.bool_ else "bool" for d in _TABLE}
 
 
 class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps, MLXLinalgOps, MLXIndexOps,
-                  MLXRandomOps, Executor):
+                  MLXRandomOps, MLXScatterOps, Executor):
     """Runs tdx ops with MLX on its GPU or its CPU."""
 
     name = "mlx"

@@ -139,6 +139,8 @@ class MLXIndexOps:
                                       f"no larger than {what} {list(xs)} apart from dimension {d}")
 
     def gather(self, x, dim, index):
+        if isinstance(index, mx.array) and index.size == 0 and index.ndim == max(x.ndim, 1):
+            return mx.zeros(index.shape, x.dtype, stream=self.s)  # torch takes an empty index of any integer dtype
         self._check_index(index, "gather")
         d = norm_dim(dim, x.ndim)
         self._fit_dims(x, index, d)
@@ -167,7 +169,8 @@ class MLXIndexOps:
         return mx.reshape(flat, (-1,), stream=self.s)
 
     def _scatter_prep(self, x, dim, index, src, op):
-        self._check_index(index, op, frozenset((mx.int64,)))
+        if not (isinstance(index, mx.array) and index.size == 0):  # torch takes an empty index of any dtype
+            self._check_index(index, op)
         d = norm_dim(dim, x.ndim)
         if isinstance(src, mx.array):
             if src.dtype != x.dtype:
