@@ -280,7 +280,11 @@ def check_sample(op, fn, sample, device: str, dtype: str, variant: str = "functi
             assert torch.equal(picked.isnan(), expected[0].isnan()) and torch.equal(
                 picked.nan_to_num(), expected[0].detach().nan_to_num()), f"{what}: indices do not select the values"
     else:
-        compare(got, expected, dtype, what)
+        try:
+            compare(got, expected, dtype, what)
+        except AssertionError:
+            if not _as_accurate(op, sample, got, expected, dtype, variant):
+                raise
     if not grad:
         return
     process = sample.output_process_fn_grad
@@ -307,6 +311,36 @@ def check_sample(op, fn, sample, device: str, dtype: str, variant: str = "functi
                 continue
             raise AssertionError(f"{what}: no gradient for input {i}")
         compare(leaf.grad, tg, dtype, f"{what}: grad of input {i}", GRAD_TOL)
+
+
+def _as_accurate(op, sample, got, expected, dtype: str, variant: str) -> bool:
+    """Whether tdx's float32/16 result is as close to the float64 result as torch's own is, where the two
+    differ by more than the tolerance (ill-conditioned points: near poles, in cancellations)."""
+    if dtype not in ("float32", "float16", "bfloat16") or \
+            variant == "inplace" or \
+            not isinstance(expected, torch.Tensor) or not isinstance(got, tdx.Tensor) or \
+            torch.float64 not in op.supported_dtypes("cpu"):
+        return False
+
+    def wide(x):
+        return x.detach().double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+
+    try:
+        ref = op.op(wide(sample.input), *[wide(a) for a in sample.args],
+                    **{k: wide(v) for k, v in sample.kwargs.items()})
+    except Exception:  # noqa: BLE001 - no float64 reference: the plain comparison stands
+        return False
+    if not isinstance(ref, torch.Tensor) or ref.shape != expected.shape:
+        return False
+    g = torch.from_numpy(np.asarray(got._ex.host_numpy(got._n), dtype=np.float64))
+    if g.shape != expected.shape or got.dtype.name != str(expected.dtype).rsplit(".", 1)[-1]:
+        return False
+    e = expected.detach().double()
+    rtol, atol = TOL[dtype]
+    mine, theirs = (g - ref).abs(), (e - ref).abs()
+    finite = ref.isfinite()
+    ok = (mine <= theirs + atol + rtol * ref.abs()) | (finite.logical_not() & ((g == e) | (g.isnan() & e.isnan())))
+    return bool(ok.all())
 
 
 def supported(op, dtype: str, device: str) -> bool:

@@ -57,7 +57,9 @@ def kernel_op(name: str, composite=None, doc: str = "", record: bool = True):
         record: make each call one tape node on taped executors.
     """
     def fn(input, *args, **kwargs):  # noqa: A002 - torch's name
-        t = input if input.__class__ is Tensor else first_tensor(args) or first_tensor(kwargs.values())
+        t = input if input.__class__ is Tensor else first_tensor(args)
+        if t is None:
+            t = first_tensor(list(kwargs.values()))
         if t is None:
             need_tensor(input, name)
         ex = t._ex

@@ -26,6 +26,7 @@ from ._linalg import MLXLinalgOps
 from ._random import MLXRandomOps
 from ._reduction import MLXReductionOps
 from ._scatter import MLXScatterOps
+from ._special import MLXSpecialOps
 from ._shape import MLXShapeOps
 
 _TABLE = {
@@ -37,7 +38,7 @@ _NP_NAME = {d: d.name if d is not D.bool_ else "bool" for d in _TABLE}
 
 
 class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps, MLXLinalgOps, MLXIndexOps,
-                  MLXRandomOps, MLXScatterOps, Executor):
+                  MLXRandomOps, MLXScatterOps, MLXSpecialOps, Executor):
     """Runs tdx ops with MLX on its GPU or its CPU."""
 
     name = "mlx"
