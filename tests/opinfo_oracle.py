@@ -32,6 +32,10 @@ TOL = {"float32": (1e-5, 1e-5), "float64": (1e-10, 1e-10), "float16": (1e-3, 1e-
 # gradients go through one more chain of float32 arithmetic
 GRAD_TOL = {"float32": (1e-4, 1e-5), "float64": (1e-9, 1e-10)}
 
+# per-op float64 tolerances where torch's own kernel is less accurate than float64 allows (its trigamma
+# sums 6 recurrence steps and 3 asymptotic terms: about 1e-10 relative)
+OP_TOL = {"polygamma": {"float64": (1e-9, 1e-10)}}
+
 # ops whose values are draws: compared by shape, dtype, support and moments
 RANDOM = frozenset({"bernoulli", "multinomial", "normal", "uniform", "cauchy", "exponential", "geometric",
                     "log_normal", "rand_like", "randn_like", "randint_like", "randint", "nn.functional.dropout",
@@ -281,7 +285,7 @@ def check_sample(op, fn, sample, device: str, dtype: str, variant: str = "functi
                 picked.nan_to_num(), expected[0].detach().nan_to_num()), f"{what}: indices do not select the values"
     else:
         try:
-            compare(got, expected, dtype, what)
+            compare(got, expected, dtype, what, {**TOL, **OP_TOL.get(op.name, {})})
         except AssertionError:
             if not _as_accurate(op, sample, got, expected, dtype, variant):
                 raise
@@ -310,14 +314,14 @@ def check_sample(op, fn, sample, device: str, dtype: str, variant: str = "functi
             if not tg.any():  # torch materializes a zero gradient where tdx has none
                 continue
             raise AssertionError(f"{what}: no gradient for input {i}")
-        compare(leaf.grad, tg, dtype, f"{what}: grad of input {i}", GRAD_TOL)
+        compare(leaf.grad, tg, dtype, f"{what}: grad of input {i}", {**GRAD_TOL, **OP_TOL.get(op.name, {})})
 
 
 def _as_accurate(op, sample, got, expected, dtype: str, variant: str) -> bool:
     """Whether tdx's float32/16 result is as close to the float64 result as torch's own is, where the two
     differ by more than the tolerance (ill-conditioned points: near poles, in cancellations)."""
     if dtype not in ("float32", "float16", "bfloat16") or \
-            variant == "inplace" or \
+            \
             not isinstance(expected, torch.Tensor) or not isinstance(got, tdx.Tensor) or \
             torch.float64 not in op.supported_dtypes("cpu"):
         return False
