@@ -34,6 +34,13 @@ class TorchKernelOps:
 
     __slots__ = ()
 
+    complex_real = staticmethod(torch.real)
+    complex_imag = staticmethod(torch.imag)
+
+    @staticmethod
+    def view_dtype(x, dtype):
+        return x.view(dtype)
+
 
 for _name in STATISTICS + SEARCH + SCATTER + PRODUCTS + SPECIAL + COMPLEX + COPIES:
     setattr(TorchKernelOps, _name, staticmethod(getattr(torch, _name)))

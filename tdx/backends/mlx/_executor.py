@@ -27,6 +27,7 @@ from ._random import MLXRandomOps
 from ._reduction import MLXReductionOps
 from ._scatter import MLXScatterOps
 from ._special import MLXSpecialOps
+from ._complex import MLXComplexOps
 from ._shape import MLXShapeOps
 
 _TABLE = {
@@ -38,7 +39,8 @@ _NP_NAME = {d: d.name if d is not D.bool_ else "bool" for d in _TABLE}
 
 
 class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps, MLXLinalgOps, MLXIndexOps,
-                  MLXRandomOps, MLXScatterOps, MLXSpecialOps, Executor):
+                  MLXRandomOps, MLXScatterOps, MLXSpecialOps,
+                  MLXComplexOps, Executor):
     """Runs tdx ops with MLX on its GPU or its CPU."""
 
     name = "mlx"
