@@ -60,6 +60,14 @@ class Unsupported(Exception):
     """tdx has no callable for this entry (a missing op or namespace)."""
 
 
+class NotApplicable(Exception):
+    """torch's entry supports none of the sampled dtypes on CPU (CUDA-only ops such as the jiterator's)."""
+
+
+# the namespaces the ``linalg`` branch builds (tdx.linalg, tdx.fft, tdx.special, tdx.masked, tdx.signal)
+OTHER_NAMESPACES = ("linalg", "special", "fft", "masked", "signal")
+
+
 def load_db():
     """torch's ``op_db`` (a list of OpInfo), imported on first use (it takes seconds)."""
     with warnings.catch_warnings():
@@ -391,6 +399,8 @@ def run_entry(op, device: str, dtypes, n: int, grad: bool = False, variants: boo
         Unsupported: tdx lacks the op.
         AssertionError: a value, dtype, shape or gradient differs (or tdx raised where torch did not).
     """
+    if not any(DTYPES[d] in op.supported_dtypes("cpu") for d in dtypes):
+        raise NotApplicable(f"{entry_id(op)} supports none of {dtypes} on CPU")
     fn = resolve(op)
     for dtype in dtypes:
         if not supported(op, dtype, device):

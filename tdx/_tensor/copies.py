@@ -159,4 +159,12 @@ Tensor.resize_ = _resize_
 Tensor.resize_as_ = _resize_as_
 resize_as_ = _resize_as_
 __all__.append("resize_as_")
+
+
+def zero_(input):  # noqa: A002
+    """``input`` filled with zeros, in place."""
+    return input.zero_()
+
+
+__all__.append("zero_")
 Tensor.fill = method_of(_TABLE["fill"][0], "fill")

@@ -248,4 +248,5 @@ for _name in _FORWARDED:
 for _family in (elementwise, shape, indexing, linalg, random, creation, statistics, search, index_updates, products, special_functions, complex_views, copies):
     for _name in _family.__all__:
         globals()[_name] = getattr(_family, _name)
-        __all__.append(_name)
+        if _name not in __all__:
+            __all__.append(_name)

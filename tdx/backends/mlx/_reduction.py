@@ -74,6 +74,8 @@ class MLXReductionOpsStreamed:
                                   f"Got {scalar_name(self._tdx(x))}")
         axes = _axes(dim, x.ndim) if x.ndim else None
         if p == "nuc":
+            if axes is None and x.ndim == 2:  # torch.norm(matrix, 'nuc'): the matrix norm over both dims
+                axes = (0, 1)
             if axes is None or len(axes) != 2:
                 raise TdxRuntimeError("linalg.matrix_norm: dim must be a 2-tuple. Got " + str(dim))
             out = mx.linalg.norm(x, "nuc", axis=axes, keepdims=keepdim, stream=mx.cpu)
@@ -171,6 +173,8 @@ class MLXReductionOps(MLXReductionOpsStreamed):
     def prod(self, x, dim=None, keepdim=False, dtype=None):
         if dim is not None and not isinstance(dim, int):
             raise TdxTypeError(f"prod(): argument 'dim' (position 1) must be int, not {type(dim).__name__}")
+        if dtype is not None and D.as_dtype(dtype) is D.bool_:  # a product of bools is their conjunction
+            return self.all(x.astype(mx.bool_, stream=self.s), dim, keepdim)
         return self._reduce(mx.prod, 1, self._acc(x, dtype), dim, keepdim)
 
     def _need_float(self, x, op):
