@@ -336,7 +336,7 @@ def _as_accurate(op, sample, got, expected, dtype: str, variant: str) -> bool:
     if dtype not in ("float32", "float16", "bfloat16") or \
             \
             not isinstance(expected, torch.Tensor) or not isinstance(got, tdx.Tensor) or \
-            torch.float64 not in op.supported_dtypes("cpu"):
+            torch.float64 not in cpu_dtypes(op):
         return False
 
     def wide(x):
@@ -371,9 +371,20 @@ def _held(expected, device: str) -> bool:
     return True
 
 
+_CPU_DTYPES: dict = {}
+
+
+def cpu_dtypes(op) -> frozenset:
+    """The dtypes torch's entry supports on CPU (memoized: OpInfo recomputes them per call)."""
+    key = id(op)
+    if key not in _CPU_DTYPES:
+        _CPU_DTYPES[key] = frozenset(op.supported_dtypes("cpu"))
+    return _CPU_DTYPES[key]
+
+
 def supported(op, dtype: str, device: str) -> bool:
     """Whether torch's entry supports ``dtype`` on CPU and the device's executor holds it."""
-    if DTYPES[dtype] not in op.supported_dtypes("cpu"):
+    if DTYPES[dtype] not in cpu_dtypes(op):
         return False
     from tdx import backends
 
@@ -385,7 +396,9 @@ def samples(op, dtype: str, n: int, requires_grad: bool = False) -> list:
     out = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for s in op.sample_inputs("cpu", DTYPES[dtype], requires_grad=requires_grad):
+        torch.manual_seed(0)
+        # the generator itself: OpInfo.sample_inputs wraps it in a tracker that inspects the call stack per sample
+        for s in op.sample_inputs_func(op, "cpu", DTYPES[dtype], requires_grad):
             out.append(s)
             if len(out) >= n:
                 break
@@ -399,7 +412,7 @@ def run_entry(op, device: str, dtypes, n: int, grad: bool = False, variants: boo
         Unsupported: tdx lacks the op.
         AssertionError: a value, dtype, shape or gradient differs (or tdx raised where torch did not).
     """
-    if not any(DTYPES[d] in op.supported_dtypes("cpu") for d in dtypes):
+    if not any(DTYPES[d] in cpu_dtypes(op) for d in dtypes):
         raise NotApplicable(f"{entry_id(op)} supports none of {dtypes} on CPU")
     fn = resolve(op)
     for dtype in dtypes:

@@ -163,6 +163,8 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
         return mx.eye(n, m, dtype=self._nd(dtype), stream=self.s)
 
     def rand(self, shape, dtype, generator=None):
+        if self._nd(dtype) == mx.float64:
+            return self.uniform64(tuple(shape), generator)
         return mx.random.uniform(shape=shape, dtype=self._nd(dtype), key=generator, stream=self.s)
 
     def randn(self, shape, dtype, generator=None):
