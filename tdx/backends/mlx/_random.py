@@ -167,7 +167,7 @@ class MLXRandomOps:
 
     def uniform64(self, shape, generator=None):
         """float64 uniform draws in [0, 1) with 53 random bits (MLX draws no float64 uniforms itself)."""
-        bits = mx.random.bits((*shape, 2), width=4, key=generator, stream=self.s)
-        hi = mx.right_shift(bits[..., 0], 5, stream=self.s).astype(mx.float64, stream=self.s)  # 27 bits
-        lo = mx.right_shift(bits[..., 1], 6, stream=self.s).astype(mx.float64, stream=self.s)  # 26 bits
-        return (hi * 67108864.0 + lo) / 9007199254740992.0
+        keys = mx.random.split(generator, stream=self.s) if generator is not None else (None, None)
+        hi = mx.random.randint(0, 1 << 27, shape, dtype=mx.int64, key=keys[0], stream=self.s)  # 27 bits
+        lo = mx.random.randint(0, 1 << 26, shape, dtype=mx.int64, key=keys[1], stream=self.s)  # 26 bits
+        return (hi.astype(mx.float64) * 67108864.0 + lo.astype(mx.float64)) / 9007199254740992.0
