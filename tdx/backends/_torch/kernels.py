@@ -21,6 +21,7 @@ SPECIAL = ("erfinv", "erfc", "lgamma", "digamma", "polygamma", "acosh", "asinh",
            "bitwise_left_shift", "bitwise_right_shift")
 COMPLEX = ("real", "imag", "angle", "complex", "polar", "view_as_real", "view_as_complex", "conj_physical",
            "resolve_neg", "isreal")
+CONVOLUTION = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d")
 COPIES = ("fill", "unsafe_chunk", "unsafe_split", "split_with_sizes", "expand_copy", "diagonal_copy",
           "alias_copy", "narrow_copy", "view_copy", "permute_copy", "squeeze_copy", "unsqueeze_copy",
           "transpose_copy", "t_copy", "unbind_copy", "unfold_copy", "split_with_sizes_copy", "as_strided",
@@ -42,7 +43,7 @@ class TorchKernelOps:
         return x.view(dtype)
 
 
-for _name in STATISTICS + SEARCH + SCATTER + PRODUCTS + SPECIAL + COMPLEX + COPIES:
+for _name in STATISTICS + SEARCH + SCATTER + PRODUCTS + SPECIAL + COMPLEX + COPIES + CONVOLUTION:
     setattr(TorchKernelOps, _name, staticmethod(getattr(torch, _name)))
 for _name in METHODS:
     setattr(TorchKernelOps, _name, staticmethod(getattr(torch.Tensor, _name)))

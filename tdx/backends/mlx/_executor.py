@@ -28,6 +28,7 @@ from ._reduction import MLXReductionOps
 from ._scatter import MLXScatterOps
 from ._special import MLXSpecialOps
 from ._complex import MLXComplexOps
+from ._convolution import MLXConvolutionOps
 from ._shape import MLXShapeOps
 
 _TABLE = {
@@ -40,7 +41,7 @@ _NP_NAME = {d: d.name if d is not D.bool_ else "bool" for d in _TABLE}
 
 class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps, MLXLinalgOps, MLXIndexOps,
                   MLXRandomOps, MLXScatterOps, MLXSpecialOps,
-                  MLXComplexOps, Executor):
+                  MLXComplexOps, MLXConvolutionOps, Executor):
     """Runs tdx ops with MLX on its GPU or its CPU."""
 
     name = "mlx"

@@ -48,3 +48,7 @@ __all__ += [*_dropouts_all, "embedding_bag", *_likelihood_all, "local_response_n
 from ._multihead import multi_head_attention_forward  # noqa: E402
 
 __all__ += ["multi_head_attention_forward"]
+
+from tdx import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d  # noqa: E402
+
+__all__ += ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]
