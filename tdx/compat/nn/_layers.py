@@ -378,27 +378,69 @@ def one_hot(tensor, num_classes=-1):
     return (t.unsqueeze(-1) == classes).long()
 
 
+def _pad_indexed(x, amounts, mode):
+    """``reflect``/``replicate``/``circular`` padding: each padded dim gathered at computed source positions."""
+    if len(amounts) % 2:
+        raise TdxRuntimeError(f"Padding length must be divisible by 2 (got {len(amounts)})")
+    k = len(amounts) // 2
+    if k > 3 or x.ndim < k + 1:
+        raise TdxRuntimeError(f"pad(): {mode} padding of {k} dims needs a {k + 1}-D or {k + 2}-D input, got "
+                              f"{x.ndim}-D")
+    for i in range(k):
+        d, left, right = x.ndim - 1 - i, amounts[2 * i], amounts[2 * i + 1]
+        if mode == "circular" and (left < 0 or right < 0):  # negative amounts crop first; the rest wraps
+            kept = x.shape[d] + min(left, 0) + min(right, 0)
+            if kept < 0:
+                raise TdxRuntimeError(f"The input size {x.shape[d]}, plus negative padding {left} and {right} "
+                                      f"resulted in a negative output size, which is invalid. Check dimension {d} "
+                                      "of your input.")
+            x = x.narrow(d, -min(left, 0), kept)
+            left, right = max(left, 0), max(right, 0)
+        n = x.shape[d]
+        if n + left + right < 0:
+            raise TdxRuntimeError(f"The input size {n}, plus negative padding {left} and {right} resulted in a "
+                                  f"negative output size, which is invalid. Check dimension {d} of your input.")
+        if mode == "reflect" and (left >= n or right >= n):
+            raise TdxRuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, "
+                                  f"but got: padding ({left}, {right}) at dimension {d} of input {list(x.shape)}")
+        if mode == "circular" and (left > n or right > n):
+            raise TdxRuntimeError("Padding value causes wrapping around more than once.")
+        if n == 0 and (left > 0 or right > 0):
+            raise TdxRuntimeError(f"pad(): {mode} padding of an empty dimension {d}")
+        src = []
+        for j in range(-left, n + right):
+            if mode == "replicate":
+                src.append(min(max(j, 0), n - 1))
+            elif mode == "circular":
+                src.append(j % n)
+            else:
+                src.append(-j if j < 0 else 2 * (n - 1) - j if j >= n else j)
+        x = x.index_select(d, tdx.tensor(src, dtype=tdx.int64, device=x.device))
+    return x
+
+
 def pad(input, pad, mode="constant", value=None):  # noqa: A002 - torch's names
     """Pad (or, with negative amounts, crop) the trailing dims of ``input`` by ``value``.
 
     Args:
         input: any tensor.
         pad: ``(left, right)`` amounts for the last dim, then for the one before it, and so on.
-        mode: only ``"constant"``.
+        mode: ``"constant"``, ``"reflect"`` (mirrored, edge not repeated), ``"replicate"`` (edge repeated)
+            or ``"circular"`` (wrapped around).
         value: the fill value (0 when None), converted to ``input``'s dtype.
 
     Raises:
         TdxTypeError: ``pad`` is not a list/tuple of ints.
         TdxRuntimeError: ``pad`` has odd length, covers more dims than ``input`` has, or crops a dim
             below size 0.
-        UnsupportedOpError: ``mode`` is not ``"constant"`` (``"reflect"``, ``"replicate"`` and
-            ``"circular"`` are not implemented in tdx).
+        UnsupportedOpError: ``mode`` is none of torch's.
     """
     x = need_tensor(input, "pad")
+    if mode in ("reflect", "replicate", "circular"):
+        return _pad_indexed(x, int_list(pad, "pad", "pad"), mode)
     if mode != "constant":
-        known = mode in ("reflect", "replicate", "circular")
-        raise UnsupportedOpError(f"pad(): mode={mode!r} is {'not supported by tdx' if known else 'unknown'}; "
-                                 "tdx implements mode='constant' only")
+        raise UnsupportedOpError(f"pad(): mode={mode!r} is unknown; accepted: 'constant', 'reflect', 'replicate', "
+                                 "'circular'")
     amounts = int_list(pad, "pad", "pad")
     if len(amounts) % 2:
         raise TdxRuntimeError(f"Padding length must be divisible by 2 (got {len(amounts)})")
