@@ -52,3 +52,8 @@ __all__ += ["multi_head_attention_forward"]
 from tdx import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d  # noqa: E402
 
 __all__ += ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]
+
+from ._pooling import *  # noqa: E402,F401,F403 - the pools and pixel shuffles
+from ._pooling import __all__ as _pooling_all  # noqa: E402
+
+__all__ += _pooling_all
