@@ -50,7 +50,13 @@ UNINITIALIZED = frozenset({"empty", "empty_like", "new_empty", "new_empty_stride
 
 # ops returning (values, indices) where torch's index among equal values is its kernel's choice: the
 # values are compared, and the indices must select them
-TIED_INDICES = frozenset({"kthvalue", "mode", "median", "nanmedian"})
+TIED_INDICES = frozenset({"kthvalue", "mode", "median", "nanmedian", "sort", "topk"})
+# ops returning only indices, where torch's order among equal values is its kernel's choice: the values
+# they select are compared
+TIED_ARGS = frozenset({"argsort"})
+# CUDA-only entries (torch.cuda.jiterator) that list CPU dtypes but never run there
+CUDA_ONLY = frozenset({"jiterator_unary", "jiterator_binary", "jiterator_4inputs_with_extra_args",
+                       "jiterator_binary_return_by_ref", "jiterator_2inputs_2outputs"})
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
           "bfloat16": torch.bfloat16, "int64": torch.int64, "bool": torch.bool, "complex64": torch.complex64}
@@ -284,16 +290,25 @@ def check_sample(op, fn, sample, device: str, dtype: str, variant: str = "functi
     if op.name in RANDOM or entry_id(op) in RANDOM:
         compare_random(got, expected, what)
         return
-    if op.name in TIED_INDICES and isinstance(expected, tuple) and len(expected) == 2:
+    if op.name in TIED_ARGS and isinstance(expected, torch.Tensor) and sample.input.ndim:
+        dim = sample.args[0] if sample.args and not isinstance(sample.args[0], bool) else sample.kwargs.get("dim", -1)
+        idx = torch.from_numpy(np.asarray(got._ex.host_numpy(got._n))).long()
+        assert tuple(idx.shape) == tuple(expected.shape), f"{what}: shape {tuple(idx.shape)} != {tuple(expected.shape)}"
+        src = sample.input.detach()
+        a, b = src.take_along_dim(idx, dim), src.take_along_dim(expected, dim)
+        assert torch.equal(a.isnan(), b.isnan()) and torch.equal(a.nan_to_num(), b.nan_to_num()), \
+            f"{what}: the indices do not order the values as torch's"
+    elif op.name in TIED_INDICES and isinstance(expected, tuple) and len(expected) == 2:
         compare(got[0], expected[0], dtype, what)
-        pos = [a for a in sample.args[1 if op.name == "kthvalue" else 0:] if not isinstance(a, bool)]
+        pos = [a for a in sample.args[1 if op.name in ("kthvalue", "topk") else 0:] if not isinstance(a, bool)]
         dim = pos[0] if pos else sample.kwargs.get("dim", -1)
         idx = torch.from_numpy(np.asarray(got[1]._ex.host_numpy(got[1]._n))).long()
         keep = sample.kwargs.get("keepdim", bool(sample.args) and sample.args[-1] is True)
         src = sample.input.detach()
         if src.ndim:
-            picked = src.take_along_dim(idx if keep else idx.unsqueeze(dim), dim)
-            picked = picked if keep else picked.squeeze(dim)
+            same = idx.ndim == src.ndim  # sort, topk: no dim reduced
+            picked = src.take_along_dim(idx if keep or same else idx.unsqueeze(dim), dim)
+            picked = picked if keep or same else picked.squeeze(dim)
             assert torch.equal(picked.isnan(), expected[0].isnan()) and torch.equal(
                 picked.nan_to_num(), expected[0].detach().nan_to_num()), f"{what}: indices do not select the values"
     else:
@@ -412,7 +427,7 @@ def run_entry(op, device: str, dtypes, n: int, grad: bool = False, variants: boo
         Unsupported: tdx lacks the op.
         AssertionError: a value, dtype, shape or gradient differs (or tdx raised where torch did not).
     """
-    if not any(DTYPES[d] in cpu_dtypes(op) for d in dtypes):
+    if op.name in CUDA_ONLY or not any(DTYPES[d] in cpu_dtypes(op) for d in dtypes):
         raise NotApplicable(f"{entry_id(op)} supports none of {dtypes} on CPU")
     fn = resolve(op)
     for dtype in dtypes:

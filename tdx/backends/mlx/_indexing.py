@@ -139,8 +139,8 @@ class MLXIndexOps:
                                       f"no larger than {what} {list(xs)} apart from dimension {d}")
 
     def gather(self, x, dim, index):
-        if isinstance(index, mx.array) and index.size == 0 and index.ndim == max(x.ndim, 1):
-            return mx.zeros(index.shape, x.dtype, stream=self.s)  # torch takes an empty index of any integer dtype
+        if isinstance(index, mx.array) and index.size == 0:  # torch takes an empty index of any integer dtype
+            return mx.zeros(index.shape, x.dtype, stream=self.s)
         self._check_index(index, "gather")
         d = norm_dim(dim, x.ndim)
         self._fit_dims(x, index, d)
