@@ -168,3 +168,35 @@ def zero_(input):  # noqa: A002
 
 __all__.append("zero_")
 Tensor.fill = method_of(_TABLE["fill"][0], "fill")
+
+
+def constant_pad_nd(input, pad, value=0):  # noqa: A002
+    """``input`` padded (or cropped, by negative amounts) with ``value``: ``nn.functional.pad``'s constant mode."""
+    from .shape import cat
+
+    amounts = [int(a) for a in pad]
+    if len(amounts) % 2 or len(amounts) // 2 > input.ndim:
+        raise TdxRuntimeError(f"Length of pad must be even but instead it equals {len(amounts)}" if len(amounts) % 2
+                              else f"Length of pad should be no more than twice the number of dimensions of the "
+                                   f"input. Pad length is {len(amounts)} while the input has {input.ndim} dimensions.")
+    x = input
+    for i in range(len(amounts) // 2):
+        d, left, right = x.ndim - 1 - i, amounts[2 * i], amounts[2 * i + 1]
+        kept = x.shape[d] + min(left, 0) + min(right, 0)
+        if kept < 0:
+            raise TdxRuntimeError(f"The input size {x.shape[d]}, plus negative padding {left} and {right} resulted "
+                                  f"in a negative output size, which is invalid. Check dimension {d} of your input.")
+        x = x.narrow(d, -min(left, 0), kept)
+        parts = []
+        for amount, where in ((left, 0), (right, 1)):
+            if amount > 0:
+                shape = list(x.shape)
+                shape[d] = amount
+                parts.append((where, x.new_full(tuple(shape), value)))
+        if parts:
+            x = cat([p for w, p in parts if w == 0] + [x] + [p for w, p in parts if w == 1], d)
+    return x
+
+
+__all__.append("constant_pad_nd")
+Tensor.__rdiv__ = Tensor.__rtruediv__

@@ -10,7 +10,7 @@ with ``scatter``/``scatter_add``/``gather`` and masks. This module must never im
 from __future__ import annotations
 
 from .. import _dtypes as D
-from .._errors import TdxIndexError, TdxRuntimeError
+from .._errors import TdxIndexError, TdxRuntimeError, TdxTypeError, TdxValueError
 from .kernels import install
 from .tensor import Tensor
 
@@ -187,3 +187,27 @@ install(globals(), __all__, _TABLE, methods=set(_TABLE),
         inplace=("index_add", "index_copy", "index_fill", "index_put", "index_reduce", "scatter_reduce",
                  "masked_scatter", "put"))
 __all__.remove("put")  # a Tensor method only, as torch's
+
+
+def unravel_index(indices, shape):
+    """The coordinates of flat ``indices`` in an array of ``shape``, one tensor per dim."""
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    if indices.dtype.is_floating_point or indices.dtype.is_complex or indices.dtype is D.bool_:
+        raise TdxTypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype.name}")
+    if any(s < 0 for s in shape):
+        raise TdxValueError("'shape' cannot have negative values, but got " + str(tuple(shape)))
+    total = 1
+    for s in shape:
+        total *= s
+    idx = indices.long()
+    if idx.numel() and (int(idx.amin()) < -total or int(idx.amax()) >= total):
+        raise TdxValueError("'indices' must be in range [-{0}, {1})".format(total, total))
+    idx = idx.where(idx >= 0, idx + total)
+    out = []
+    for s in reversed(shape):
+        out.append(idx.remainder(s) if s else idx * 0)
+        idx = idx // s if s else idx
+    return tuple(reversed(out))
+
+
+__all__.append("unravel_index")

@@ -143,17 +143,13 @@ def diagflat(input, offset=0):  # noqa: A002
 
 def block_diag(*tensors):
     """The block-diagonal matrix of ``tensors`` (0-d, 1-D or 2-D), promoted to their common dtype."""
-    from .namespace import result_type
-
     mats = []
     for t in tensors:
         if t.ndim > 2:
             raise TdxRuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer dimensions. Input "
                                   f"{len(mats)} has {t.ndim} dimensions")
         mats.append(t.reshape(1, 1) if t.ndim == 0 else t.reshape(1, -1) if t.ndim == 1 else t)
-    dt = mats[0].dtype
-    for m in mats[1:]:
-        dt = result_type(mats[0].new_zeros((1,), dtype=dt), m.new_zeros((1,), dtype=m.dtype))
+    dt = D.result_type([m.dtype for m in mats], [], [])
     width = sum(m.shape[1] for m in mats)
     rows, col = [], 0
     from .shape import cat

@@ -57,3 +57,7 @@ from ._pooling import *  # noqa: E402,F401,F403 - the pools and pixel shuffles
 from ._pooling import __all__ as _pooling_all  # noqa: E402
 
 __all__ += _pooling_all
+
+from ._batch_norm import batch_norm, instance_norm, unfold  # noqa: E402
+
+__all__ += ["batch_norm", "instance_norm", "unfold"]
