@@ -33,7 +33,7 @@ SAMPLES = int(os.environ.get("TDX_OPINFO_SAMPLES", "2"))
 GRAD_SAMPLES = 1
 DTYPES = ("float32", "int64", "bool")
 
-# entry -> why it fails; "name@mlx" applies on MLX devices only
+# entry -> why it fails; "entry@mlx" (or "@cpu") applies to that kind of device only
 EXPECTED_FAILURES: dict = {
 }
 
@@ -45,12 +45,10 @@ def expected_failure(op, device: str):
     eid = O.entry_id(op)
     if O.namespace_missing(op):
         return "namespace not built"
-    mlx = device.startswith("mlx")
-    for key in (eid, op.name):
+    kind = device.split(":")[0]
+    for key in (eid, f"{eid}@{kind}"):
         if key in EXPECTED_FAILURES:
             return EXPECTED_FAILURES[key]
-        if mlx and f"{key}@mlx" in EXPECTED_FAILURES:
-            return EXPECTED_FAILURES[f"{key}@mlx"]
     return None
 
 
