@@ -427,8 +427,11 @@ def samples(op, dtype: str, n: int, requires_grad: bool = False) -> list:
     return out
 
 
-def run_entry(op, device: str, dtypes, n: int, grad: bool = False, variants: bool = False) -> None:
+def run_entry(op, device: str, dtypes, n, grad: bool = False, variants: bool = False) -> None:
     """Check every sampled (dtype, sample, variant) of ``op`` on ``device``; raises on the first difference.
+
+    ``n`` is the number of samples per dtype (an int, or a dict dtype -> int); the method and in-place
+    variants run on the first sample of each dtype.
 
     Raises:
         Unsupported: tdx lacks the op.
@@ -446,9 +449,10 @@ def run_entry(op, device: str, dtypes, n: int, grad: bool = False, variants: boo
                 kinds.append("method")
             if op.inplace_variant is not None and "." not in op.name and not op.name.endswith("_"):
                 kinds.append("inplace")
-        for s in samples(op, dtype, n):
-            for kind in kinds:
+        count = n[dtype] if isinstance(n, dict) else n
+        for i, s in enumerate(samples(op, dtype, count)):
+            for kind in kinds if i == 0 else kinds[:1]:
                 check_sample(op, fn, s, device, dtype, kind)
         if grad and op.supports_autograd and dtype in GRAD_TOL and op.name not in RANDOM:
-            for s in samples(op, dtype, n, requires_grad=True):
+            for s in samples(op, dtype, count, requires_grad=True):
                 check_sample(op, fn, s, device, dtype, "function", grad=True)
