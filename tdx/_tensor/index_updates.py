@@ -186,7 +186,6 @@ _TABLE = {
 install(globals(), __all__, _TABLE, methods=set(_TABLE),
         inplace=("index_add", "index_copy", "index_fill", "index_put", "index_reduce", "scatter_reduce",
                  "masked_scatter", "put"))
-__all__.remove("put")  # a Tensor method only, as torch's
 
 
 def unravel_index(indices, shape):
