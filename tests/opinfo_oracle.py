@@ -76,9 +76,14 @@ OTHER_NAMESPACES = ("linalg", "special", "fft", "masked", "signal")
 
 def load_db():
     """torch's ``op_db`` (a list of OpInfo), imported on first use (it takes seconds)."""
+    frozen = torch.backends.flags_frozen()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from torch.testing._internal.common_methods_invocations import op_db
+    if not frozen and torch.backends.flags_frozen():
+        # torch's test utilities freeze torch.backends' flags on import (disable_global_flags); the rest of
+        # the suite sets them, so they are thawed again
+        setattr(torch.backends, "__allow_nonbracketed_mutation_flag", True)
     return op_db
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .. import _dtypes as D
 from .._errors import TdxRuntimeError
-from .kernels import install, method_of
+from .kernels import install
 from .tensor import Tensor
 
 __all__: list = []
@@ -167,7 +167,6 @@ def zero_(input):  # noqa: A002
 
 
 __all__.append("zero_")
-Tensor.fill = method_of(_TABLE["fill"][0], "fill")
 
 
 def constant_pad_nd(input, pad, value=0):  # noqa: A002

@@ -107,4 +107,4 @@ _TABLE = {
     "searchsorted": (searchsorted, searchsorted.__doc__), "bucketize": (bucketize, bucketize.__doc__),
     "isin": (isin, isin.__doc__), "unique_consecutive": (unique_consecutive, unique_consecutive.__doc__),
 }
-install(globals(), __all__, _TABLE, methods=("bucketize", "unique_consecutive"))
+install(globals(), __all__, _TABLE, methods=("unique_consecutive",))

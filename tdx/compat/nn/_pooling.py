@@ -242,15 +242,35 @@ def pixel_unshuffle(input, downscale_factor):  # noqa: A002
     return y.reshape(*lead, c * r * r, h // r, w // r)
 
 
+def _dispatching(impl):
+    """``impl`` behind torch's ``(*args, **kwargs)`` signature (torch's boolean dispatch on ``return_indices``)."""
+    def fn(*args, **kwargs):
+        return impl(*args, **kwargs)
+
+    fn.__name__ = fn.__qualname__ = impl.__name__
+    fn.__doc__ = impl.__doc__
+    return fn
+
+
+def _two_args(impl):
+    """``impl`` with torch's ``(input, output_size)`` signature."""
+    def fn(input, output_size):  # noqa: A002
+        return impl(input, output_size)
+
+    fn.__name__ = fn.__qualname__ = impl.__name__
+    fn.__doc__ = impl.__doc__
+    return fn
+
+
 for _n in (1, 2, 3):
-    globals()[f"max_pool{_n}d"] = _max_pool(_n)
+    globals()[f"max_pool{_n}d"] = _dispatching(_max_pool(_n))
     globals()[f"avg_pool{_n}d"] = _avg_pool(_n)
-    globals()[f"adaptive_avg_pool{_n}d"] = _adaptive(_n, "avg")
-    globals()[f"adaptive_max_pool{_n}d"] = _adaptive(_n, "max")
+    globals()[f"adaptive_avg_pool{_n}d"] = _two_args(_adaptive(_n, "avg"))
+    globals()[f"adaptive_max_pool{_n}d"] = _dispatching(_adaptive(_n, "max"))
 
 
 def _with_indices(n):
-    pool = globals()[f"max_pool{n}d"]
+    pool = _max_pool(n)
 
     def fn(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=True):  # noqa: A002
         return pool(input, kernel_size, stride, padding, dilation, ceil_mode, True)
