@@ -83,7 +83,7 @@ def load_db():
     if not frozen and torch.backends.flags_frozen():
         # torch's test utilities freeze torch.backends' flags on import (disable_global_flags); the rest of
         # the suite sets them, so they are thawed again
-        setattr(torch.backends, "__allow_nonbracketed_mutation_flag", True)
+        torch.backends.flags_frozen.__globals__["__allow_nonbracketed_mutation_flag"] = True
     return op_db
 
 
