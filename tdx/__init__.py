@@ -49,6 +49,14 @@ _WINDOWS = ("bartlett_window", "blackman_window", "hamming_window", "hann_window
 _LAZY = {"interop": "tdx.interop", "testing": "tdx.testing", "attention": "tdx.attention"}
 
 
+# torch.* functions that are tdx.nn.functional's with the same signature (loaded on first use)
+_FUNCTIONAL = frozenset(("pixel_shuffle", "pixel_unshuffle", "pdist", "cosine_similarity", "pairwise_distance",
+                         "max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "avg_pool1d",
+                         "adaptive_avg_pool1d", "celu", "celu_", "hardshrink", "prelu", "alpha_dropout",
+                         "feature_alpha_dropout", "bilinear", "channel_shuffle", "native_channel_shuffle",
+                         "layer_norm", "group_norm"))
+
+
 def __getattr__(name: str):
     if name in ("save", "load"):  # torch.save / torch.load live in tdx.compat.serialization
         return getattr(_importlib.import_module("tdx.compat.serialization"), name)
@@ -56,6 +64,8 @@ def __getattr__(name: str):
         return _importlib.import_module("tdx.compat.compiler").compile
     if name in _WINDOWS:  # torch.hann_window & co. live in tdx.compat.signal.windows.periodic
         return getattr(_importlib.import_module("tdx.compat.signal.windows.periodic"), name)
+    if name in _FUNCTIONAL:
+        return getattr(_importlib.import_module("tdx.compat.nn.functional"), name)
     target = _LAZY.get(name) or (f"tdx.{name}" if name in _NAMESPACES else None)
     if target is None:
         raise AttributeError(f"module 'tdx' has no attribute {name!r}")

@@ -126,11 +126,68 @@ def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=
     return wrap_grad(ex.arange(*vals, dtype, requires_grad), ex, requires_grad)
 
 
+def _endpoint(v, op: str, arg: str):
+    """A Python number for ``v`` (a number or a 0-d tensor)."""
+    if isinstance(v, Tensor):
+        if v.ndim:
+            raise TdxRuntimeError(f"{op}() expects the {arg} tensor to be 0-dimensional, but got a tensor with "
+                                  f"{v.ndim} dimensions")
+        return v.item()
+    return v
+
+
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end`` (numbers or 0-d tensors)."""
+    start, end = _endpoint(start, "linspace", "start"), _endpoint(end, "linspace", "end")
+    if isinstance(steps, Tensor):
+        steps = int(steps.item())
     if not isinstance(steps, int) or steps < 0:
         raise TdxValueError(f"linspace(): number of steps must be a non-negative int, got {steps!r}")
     ex, dtype = _ex_dtype(device, dtype)
     return wrap_grad(ex.linspace(start, end, steps, dtype or D.get_default_dtype(), requires_grad), ex, requires_grad)
+
+
+@_export
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """``base ** linspace(start, end, steps)`` (endpoints may be 0-d tensors)."""
+    start, end = _endpoint(start, "logspace", "start"), _endpoint(end, "logspace", "end")
+    ex, dtype = _ex_dtype(device, dtype)
+    dtype = dtype or D.get_default_dtype()
+    wide = D.float64 if ex.caps.float64 else D.float32
+    exps = wrap(ex.linspace(start, end, steps, wide, False), ex)
+    out = (exps * math.log(base)).exp() if base > 0 else float(base) ** exps
+    out = out._cast(dtype) if dtype.is_floating_point or dtype.is_complex else out.trunc()._cast(dtype)
+    return out.requires_grad_() if requires_grad else out
+
+
+@_export
+def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A 0-d tensor holding ``s`` (the default float dtype unless ``dtype`` says otherwise)."""
+    return tensor(s, dtype=dtype or D.get_default_dtype(), device=device, requires_grad=requires_grad)
+
+
+@_export
+def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """An uninitialized tensor of ``size`` with the contiguous ``stride`` (the only layout tdx creates).
+
+    Raises:
+        UnsupportedOpError: ``stride`` is not the contiguous stride of ``size``.
+    """
+    _contiguous_stride(size, stride, "empty_strided")
+    return empty(*size, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def _contiguous_stride(size, stride, op):
+    want, acc = [], 1
+    for n in reversed(tuple(size)):
+        want.append(acc)
+        acc *= max(n, 1)
+    want.reverse()
+    if len(size) != len(stride) or (math.prod(size) and any(n > 1 and s != w for n, s, w in zip(size, stride, want))):
+        from .._errors import UnsupportedOpError
+
+        raise UnsupportedOpError(f"{op}(): tdx creates contiguous tensors only; stride {tuple(stride)} is not the "
+                                 f"contiguous stride {tuple(want)} of size {tuple(size)}")
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False) -> Tensor:
@@ -260,6 +317,11 @@ class CreationMethods:
     def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
         """An uninitialized tensor of ``size`` with this tensor's dtype and device unless given."""
 
+        return empty(*size, requires_grad=requires_grad, **self._like(dtype, device))
+
+    def new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=False):
+        """An uninitialized tensor of ``size`` with the contiguous ``stride``, this tensor's dtype and device."""
+        _contiguous_stride(size, stride, "new_empty_strided")
         return empty(*size, requires_grad=requires_grad, **self._like(dtype, device))
 
     def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):

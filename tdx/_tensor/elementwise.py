@@ -472,3 +472,28 @@ def float_power_of(x, y):
         return x._cast(rt).pow(y._cast(rt) if y.__class__ is Tensor else y)
     ref = y._cast(rt)
     return _full(ref, (), x, rt).pow(ref)
+
+
+_round_plain = Tensor.round
+
+
+def _round(self, *, decimals=0):
+    """Round half to even, to ``decimals`` decimal places (negative: to tens, hundreds...)."""
+    if decimals == 0:
+        return _round_plain(self)
+    if not (self.dtype.is_floating_point or self.dtype.is_complex):
+        raise _not_implemented("round", self.dtype)
+    if decimals > 0:
+        scale = 10.0 ** decimals
+        return (self * scale).round() / scale
+    scale = 10.0 ** -decimals
+    return (self / scale).round() * scale
+
+
+Tensor.round = typed_errors(_round)
+
+
+@_export
+def round(input, *, decimals=0):  # noqa: A001 - torch's name
+    """``input`` rounded half to even, to ``decimals`` decimal places."""
+    return need_tensor(input, "round").round(decimals=decimals)

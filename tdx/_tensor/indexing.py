@@ -118,8 +118,12 @@ class IndexingMethods:
         """Rotate elements along ``dims`` (the flattened tensor when None) by ``shifts``."""
         return wrap(self._ex.roll(self._n, shifts, dims), self._ex)
 
-    def flip(self, *dims):
-        """Reverse the order of elements along ``dims``."""
+    def flip(self, *dims, **kwargs):
+        """Reverse the order of elements along ``dims`` (positional, a sequence, or ``dims=``)."""
+        if "dims" in kwargs and not dims:
+            dims = (kwargs.pop("dims"),)
+        if kwargs:
+            raise TdxTypeError(f"flip() got an unexpected keyword argument {next(iter(kwargs))!r}")
         if not dims:
             raise TdxTypeError("flip() missing 1 required positional arguments: \"dims\"")
         return wrap(self._ex.flip(self._n, dims_arg(dims, "flip")), self._ex)

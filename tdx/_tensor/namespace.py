@@ -16,6 +16,7 @@ from .._errors import NATIVE_ERRORS, TdxValueError
 from ..autograd import tape as _tape
 from ..autograd.tape import ACTIVE as _TAPE
 from . import creation, elementwise, indexing, inplace, linalg, random, reduction, shape  # noqa: F401 - attach methods
+from . import complex_views, convolution, copies, index_updates, products, search, special_functions, statistics  # noqa: F401 - attach methods
 from .elementwise import ALIASES, BINARY, UNARY
 from .tensor import Tensor
 from .wrapping import exporter, need_tensor, operand, wrap
@@ -243,8 +244,22 @@ _FORWARDED = ("addmm", "addmv", "addr", "baddbmm", "addbmm", "addcmul", "addcdiv
 for _name in _FORWARDED:
     globals()[_name] = _export(_forward(_name))
 
+# torch's in-place functions (``torch.abs_(x)`` is ``x.abs_()``) and the other methods torch also exports
+_FORWARDED_METHODS = (
+    "abs_", "acos_", "acosh_", "addmv_", "adjoint", "arccos_", "arccosh_", "arcsin_", "arcsinh_", "arctan_",
+    "arctanh_", "asin_", "asinh_", "atan_", "atanh_", "ceil_", "clamp_", "clamp_max_", "clamp_min_", "clip_",
+    "conj_physical_", "cos_", "cosh_", "deg2rad_", "detach_", "erf_", "erfc_", "exp2_", "exp_", "expm1_", "fill_",
+    "fix_", "floor_", "frac_", "gcd_", "i0_", "index_put_", "lcm_", "ldexp_", "log10_", "log1p_", "log2_", "log_",
+    "logit_", "nan_to_num_", "neg_", "negative_", "put", "rad2deg_", "reciprocal_", "relu_", "round_", "rsqrt_",
+    "sigmoid_", "sin_", "sinc_", "sinh_", "sqrt_", "square_", "tan_", "tanh_", "trunc_", "xlogy_")
+
+for _name in _FORWARDED_METHODS:
+    globals()[_name] = _export(_method_fn(_name, f"``input.{_name}(...)``, as ``torch.{_name}``."))
+
 # the functions with a logic of their own, from their op families
-for _family in (elementwise, shape, indexing, linalg, random, creation):
+for _family in (elementwise, shape, indexing, linalg, random, creation, statistics, search, index_updates, products, special_functions, complex_views, copies,
+                convolution):
     for _name in _family.__all__:
         globals()[_name] = getattr(_family, _name)
-        __all__.append(_name)
+        if _name not in __all__:
+            __all__.append(_name)

@@ -187,8 +187,15 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
         a, b, rt = self._args(a, b)
         if rt is D.bool_:
             return mx.power(a.astype(mx.int32), b.astype(mx.int32), stream=self.s).astype(mx.bool_)
-        if D.is_integral(rt, include_bool=True) and (negative_scalar or bool(mx.any(b < 0))):
+        if D.is_integral(rt, include_bool=True) and negative_scalar:
             raise TdxRuntimeError("Integers to negative integer powers are not allowed.")
+        if D.is_integral(rt, include_bool=True) and bool(mx.any(b < 0)):
+            # torch computes a tensor of negative exponents: 1 stays 1, -1 alternates, every other base gives 0
+            neg = b < 0
+            pos = mx.power(a, mx.where(neg, 0, b), stream=self.s)
+            odd = mx.remainder(b, 2) != 0
+            unit = mx.where(a == 1, 1, mx.where(a == -1, mx.where(odd, -1, 1), 0)).astype(a.dtype)
+            return mx.where(neg, unit, pos, stream=self.s)
         return mx.power(a, b, stream=self.s)
 
     def matmul(self, a, b):

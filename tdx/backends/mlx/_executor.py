@@ -31,6 +31,10 @@ from ._nn import MLXNNOps
 from ._memory import check_alloc
 from ._random import MLXRandomOps
 from ._reduction import MLXReductionOps
+from ._scatter import MLXScatterOps
+from ._inverse_functions import MLXInverseFunctionOps
+from ._complex import MLXComplexOps
+from ._convolution import MLXConvolutionOps
 from ._shape import MLXShapeOps
 
 _TABLE = {
@@ -42,7 +46,8 @@ _NP_NAME = {d: d.name if d is not D.bool_ else "bool" for d in _TABLE}
 
 
 class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps, MLXLinalgOps, MLXIndexOps,
-                  MLXRandomOps, MLXNamespaceOps, MLXNNOps, Executor):
+                  MLXRandomOps, MLXNamespaceOps, MLXNNOps, MLXScatterOps, MLXInverseFunctionOps,
+                  MLXComplexOps, MLXConvolutionOps, Executor):
     """Runs tdx ops with MLX on its GPU or its CPU."""
 
     name = "mlx"
@@ -167,6 +172,10 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
         self._no_grad(requires_grad)
         if step == 0:
             raise DtypeError("arange: step must be nonzero")
+        if not D.is_floating(dtype) and not dtype.is_complex:  # torch casts the bounds to the integer type first
+            start, end, step = int(start), int(end), int(step)
+            if step == 0:
+                raise DtypeError("arange: step must be nonzero")
         if D.is_floating(dtype) or any(isinstance(v, float) for v in (start, end, step)):
             n = max(0, int(np.ceil((end - start) / step)))
             out = mx.arange(n, dtype=mx.float64 if self.caps.float64 else mx.float32, stream=self.s)
@@ -177,6 +186,14 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
     def linspace(self, start, end, steps, dtype, requires_grad=False):
         self._no_grad(requires_grad)
         wide = mx.float32 if dtype in (D.float16, D.bfloat16) or not self.caps.float64 else mx.float64
+        if not D.is_floating(dtype) and not dtype.is_complex and steps > 1:
+            # torch: integer endpoints, steps in double from both ends, truncated
+            start, end = int(start), int(end)
+            step = (end - start) / (steps - 1)
+            i = mx.arange(steps, dtype=wide, stream=self.s)
+            half = steps // 2
+            out = mx.where(i < half, start + step * i, end - step * (steps - 1 - i), stream=self.s)
+            return out.astype(self._nd(dtype), stream=self.s)
         out = mx.linspace(start, end, steps, dtype=wide, stream=self.s)
         return out.astype(self._nd(dtype), stream=self.s)
 
@@ -187,6 +204,8 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
 
     def rand(self, shape, dtype, generator=None):
         check_alloc(shape, dtype.itemsize, "rand")
+        if self._nd(dtype) == mx.float64:
+            return self.uniform64(tuple(shape), generator)
         return mx.random.uniform(shape=shape, dtype=self._nd(dtype), key=generator, stream=self.s)
 
     def randn(self, shape, dtype, generator=None):
@@ -194,7 +213,11 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
         return mx.random.normal(shape, dtype=self._nd(dtype), key=generator, stream=self.s)
 
     def randint(self, low, high, shape, dtype, generator=None):
-        return mx.random.randint(low, high, shape, dtype=self._nd(dtype), key=generator, stream=self.s)
+        nd = self._nd(dtype)
+        if not (mx.issubdtype(nd, mx.integer) or nd == mx.bool_):  # MLX draws integers only; torch casts them
+            out = mx.random.randint(low, high, shape, dtype=mx.int64, key=generator, stream=self.s)
+            return out.astype(nd, stream=self.s)
+        return mx.random.randint(low, high, shape, dtype=nd, key=generator, stream=self.s)
 
     def manual_seed(self, seed: int) -> None:
         mx.random.seed(seed)

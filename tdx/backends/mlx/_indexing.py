@@ -141,6 +141,8 @@ class MLXIndexOps:
                                       f"no larger than {what} {list(xs)} apart from dimension {d}")
 
     def gather(self, x, dim, index):
+        if isinstance(index, mx.array) and index.size == 0:  # torch takes an empty index of any integer dtype
+            return mx.zeros(index.shape, x.dtype, stream=self.s)
         self._check_index(index, "gather")
         d = norm_dim(dim, x.ndim)
         self._fit_dims(x, index, d)
@@ -150,7 +152,7 @@ class MLXIndexOps:
         xs, ix = (x, index) if x.ndim else (mx.reshape(x, (1,), stream=self.s), index)
         ix = ix if ix.ndim else mx.reshape(ix, (1,), stream=self.s)
         xs = xs[tuple(slice(None) if k == d else slice(0, n) for k, n in enumerate(ix.shape))]
-        out = mx.take_along_axis(xs, ix, axis=d, stream=self.s)
+        out = mx.take_along_axis(xs, mx.stop_gradient(ix), axis=d, stream=self.s)  # indices carry no gradient
         return mx.reshape(out, index.shape, stream=self.s)
 
     def _flat_targets(self, x, d: int, index):
@@ -169,7 +171,8 @@ class MLXIndexOps:
         return mx.reshape(flat, (-1,), stream=self.s)
 
     def _scatter_prep(self, x, dim, index, src, op):
-        self._check_index(index, op, frozenset((mx.int64,)))
+        if not (isinstance(index, mx.array) and index.size == 0):  # torch takes an empty index of any dtype
+            self._check_index(index, op)
         d = norm_dim(dim, x.ndim)
         if isinstance(src, mx.array):
             if src.dtype != x.dtype:

@@ -59,8 +59,13 @@ class MLXLinalgOpsStreamed:
             if first.dtype == mx.bool_ and len(operands) > 1 and self._contracts(lhs, kept, operands):
                 raise OpDtypeError("\"bmm\" not implemented for 'Bool'")
             arrays = [np.array(t).astype(np.int64) for t in operands]
+            eq, widened = equation.replace(" ", ""), False
+            if arrow and "..." in lhs and "..." not in rhs:  # torch sums the broadcast dims NumPy refuses to drop
+                eq, widened = f"{lhs}->...{rhs}", True
             try:
-                out = np.einsum(equation, *arrays)
+                out = np.einsum(eq, *arrays)
+                if widened:
+                    out = np.sum(out, axis=tuple(range(np.ndim(out) - len(rhs))))
             except ValueError as err:
                 raise TdxRuntimeError(f"einsum(): {err}") from None
             dtype = mx.int64 if len(operands) == 1 and reduced else first.dtype  # torch sums ints in int64

@@ -159,6 +159,15 @@ class MLXRandomOps:
         if x.dtype == mx.complex64:  # as torch: each part uniform in [low, high)
             return self._complex_pair(lambda shape, key: mx.random.uniform(
                 low, high, shape, dtype=mx.float32, key=key, stream=self.s), x, generator)
+        if x.dtype == mx.float64:
+            return low + (high - low) * self.uniform64(x.shape, generator)
         wide = mx.float32 if x.dtype in (mx.float16, mx.bfloat16) else x.dtype
         out = mx.random.uniform(low, high, x.shape, dtype=wide, key=generator, stream=self.s)
         return out.astype(x.dtype, stream=self.s)
+
+    def uniform64(self, shape, generator=None):
+        """float64 uniform draws in [0, 1) with 53 random bits (MLX draws no float64 uniforms itself)."""
+        keys = mx.random.split(generator, stream=self.s) if generator is not None else (None, None)
+        hi = mx.random.randint(0, 1 << 27, shape, dtype=mx.int64, key=keys[0], stream=self.s)  # 27 bits
+        lo = mx.random.randint(0, 1 << 26, shape, dtype=mx.int64, key=keys[1], stream=self.s)  # 26 bits
+        return (hi.astype(mx.float64) * 67108864.0 + lo.astype(mx.float64)) / 9007199254740992.0

@@ -75,7 +75,7 @@ class MLXReductionOpsStreamed:
                                   f"Got {scalar_name(self._tdx(x))}")
         axes = _axes(dim, x.ndim) if x.ndim else None
         if p == "nuc":
-            if axes is None and x.ndim == 2:  # torch.norm(matrix, "nuc"): the whole matrix
+            if axes is None and x.ndim == 2:  # torch.norm(matrix, 'nuc'): the matrix norm over both dims
                 axes = (0, 1)
             if axes is None or len(axes) != 2:
                 raise TdxRuntimeError("linalg.matrix_norm: dim must be a 2-tuple. Got " + str(dim))
@@ -179,6 +179,8 @@ class MLXReductionOps(MLXReductionOpsStreamed):
     def prod(self, x, dim=None, keepdim=False, dtype=None):
         if dim is not None and not isinstance(dim, int):
             raise TdxTypeError(f"prod(): argument 'dim' (position 1) must be int, not {type(dim).__name__}")
+        if dtype is not None and D.as_dtype(dtype) is D.bool_:  # a product of bools is their conjunction
+            return self.all(x.astype(mx.bool_, stream=self.s), dim, keepdim)
         return self._reduce(mx.prod, 1, self._acc(x, dtype), dim, keepdim)
 
     def _need_float(self, x, op):
@@ -198,7 +200,13 @@ class MLXReductionOps(MLXReductionOpsStreamed):
         self._need_float(x, "var")
         if x.size == 0:  # as mean: avoid MLX's empty reduction, torch gives NaN
             return self._empty_nan(x, dim, keepdim)
-        return mx.var(x, **_kw(x, dim, keepdim), ddof=correction, stream=self.s)
+        if isinstance(correction, float) and not correction.is_integer():  # MLX's ddof is an int
+            kw = _kw(x, dim, keepdim)
+            n = x.size // max(mx.mean(x, **kw, stream=self.s).size, 1)
+            dev = mx.subtract(x, mx.mean(x, axis=kw.get("axis"), keepdims=True, stream=self.s), stream=self.s)
+            total = mx.sum(mx.square(dev, stream=self.s), **kw, stream=self.s)
+            return mx.divide(total, max(0.0, n - correction), stream=self.s)
+        return mx.var(x, **_kw(x, dim, keepdim), ddof=int(correction), stream=self.s)
 
     def _empty_nan(self, x, dim, keepdim):
         shape = _reduced_shape(x.shape, _dims(dim, x.ndim), keepdim) if x.ndim else ()
