@@ -15,7 +15,6 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as _F
 
-from ... import _dtypes as D
 from ..._errors import UnsupportedOpError
 
 # the torch.nn.functional kernels the facade may route here
@@ -44,7 +43,7 @@ class TorchNNOps:
         """
         if name not in NN_KERNELS:
             raise UnsupportedOpError(f"nn_functional: {name!r} is not a routed kernel; known: {sorted(NN_KERNELS)}")
-        if "dtype" in kwargs and isinstance(kwargs["dtype"], D.dtype):
+        if kwargs.get("dtype") is not None and not isinstance(kwargs["dtype"], torch.dtype):  # a tdx dtype
             kwargs = {**kwargs, "dtype": self.native_dtype(kwargs["dtype"])}
         return getattr(_F, name)(*args, **kwargs)
 
