@@ -171,3 +171,28 @@ def test_launchers_start_the_ranks(device, launcher):
     # the launcher merges the ranks' output, so their result lines may interleave: read each rank's number
     ranks = sorted(int(r) for r in re.findall(r'\{"rank": (\d+), "all_reduce_SUM"', done.stdout))
     assert ranks == [0, 1], done.stdout[-1000:] + done.stderr[-2000:]
+
+
+def test_a_torch_ddp_script_runs_unchanged_under_tdx_run(device):
+    """torchrun starts ``python -m tdx run --device D`` on a script written for torch DDP: on cpu it prints
+    exactly what it prints under torch; on mlx:cpu it runs on MLX ranks that agree with each other."""
+    if device not in BACKEND:
+        pytest.skip(f"no distributed engine test for {device}")
+    torchrun = pathlib.Path(sys.executable).with_name("torchrun")
+    if not torchrun.exists():
+        pytest.skip("torchrun is not installed beside the interpreter")
+    script = ROOT / "tests" / "programs" / "ddp_train.py"
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+    def lines(*cmd):
+        done = subprocess.run([str(torchrun), "--nproc-per-node=2", f"--master-port={_port()}", *cmd], env=env,
+                              capture_output=True, text=True, timeout=180)
+        found = sorted(re.findall(r"rank \d device \S+ weight0 \S+", done.stdout))
+        assert len(found) == 2, done.stdout[-1000:] + done.stderr[-2000:]
+        return found
+
+    ours = lines("-m", "tdx", "run", "--device", device, str(script))
+    assert all(f"device {device} " in ln for ln in ours)
+    assert ours[0].split()[-1] == ours[1].split()[-1]  # the ranks hold the same parameters
+    if device == "cpu":
+        assert ours == lines(str(script))  # real torch, no tdx
