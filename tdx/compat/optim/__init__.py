@@ -16,9 +16,10 @@ from .muon import Muon
 from .optimizer import Optimizer, register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 from .sgd import SGD
 from .sparse_adam import SparseAdam
+from .stateless import swap_in_optimizer_params_and_state
 
 __all__ = [
     "ASGD", "Adadelta", "Adafactor", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS", "Muon", "NAdam",
     "Optimizer", "RAdam", "RMSprop", "Rprop", "SGD", "SparseAdam", "lr_scheduler", "swa_utils",
-    "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook",
+    "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook", "swap_in_optimizer_params_and_state",
 ]
