@@ -8,6 +8,7 @@ runs in a child interpreter, so a crash fails the test instead of the run.
 from __future__ import annotations
 
 import math
+import os
 import random
 
 import numpy as np
@@ -20,7 +21,10 @@ import tdx
 
 from test_mlx_faults import _same, run_isolated
 
-_SETTINGS = settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+_EXAMPLES = int(os.environ.get("TDX_HYPOTHESIS_EXAMPLES", "0"))
+# the same examples every run (a green suite stays green); TDX_HYPOTHESIS_EXAMPLES=N explores N fresh ones
+_SETTINGS = settings(max_examples=_EXAMPLES or 15, deadline=None, derandomize=not _EXAMPLES,
+                     suppress_health_check=list(HealthCheck))
 
 _INT_EDGES = {"int8": [-128, -1, 0, 1, 127], "int16": [-32768, -1, 0, 1, 32767],
               "int32": [-2**31, -1, 0, 1, 2**31 - 1], "int64": [-2**63, -1, 0, 1, 2**63 - 1],

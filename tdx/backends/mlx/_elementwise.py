@@ -275,8 +275,11 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
         if left:
             return mx.where(over, mx.zeros_like(a, stream=self.s), mx.left_shift(a, safe, stream=self.s),
                             stream=self.s)
-        fill = mx.where(mx.less(a, 0, stream=self.s), mx.full(a.shape, -1, a.dtype, stream=self.s),
-                        mx.zeros_like(a, stream=self.s), stream=self.s)
+        if rt is D.uint8:  # never negative: a right shift past the width gives 0
+            fill = mx.zeros_like(a, stream=self.s)
+        else:
+            fill = mx.where(mx.less(a, 0, stream=self.s), mx.full(a.shape, -1, a.dtype, stream=self.s),
+                            mx.zeros_like(a, stream=self.s), stream=self.s)
         return mx.where(over, fill, mx.right_shift(a, safe, stream=self.s), stream=self.s)
 
     def lshift(self, a, b):
