@@ -13,7 +13,7 @@ import warnings
 
 import tdx
 from ._activations import need_tensor, write_inplace
-from ._error_kinds import TdxRuntimeError
+from ..._errors import TdxRuntimeError
 from ._layers import _SELU_NEG, _check_p
 
 __all__ = ["dropout1d", "dropout2d", "dropout3d", "feature_alpha_dropout"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import tdx
 from ._activations import need_tensor
-from ._error_kinds import TdxNotImplementedError, TdxRuntimeError
+from ..._errors import TdxNotImplementedError, TdxRuntimeError
 from ._layers import _renorm_rows, scale_grad_by_count
 
 __all__ = ["embedding_bag"]

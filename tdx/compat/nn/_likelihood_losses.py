@@ -18,7 +18,7 @@ import math
 
 import tdx
 from ._activations import need_tensor
-from ._error_kinds import TdxRuntimeError
+from ..._errors import TdxRuntimeError
 from ._layers import linear as F_linear
 from ._losses import _reduce, _reduction, cross_entropy
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import tdx
 from ._activations import logsigmoid, need_tensor
-from ._error_kinds import TdxRuntimeError
+from ..._errors import TdxRuntimeError
 from ._losses import _reduce, _reduction, pairwise_distance
 
 __all__ = ["cosine_embedding_loss", "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss",

@@ -13,7 +13,7 @@ import warnings
 
 import tdx
 from ._activations import need_float, need_tensor, torch_name, write_inplace
-from ._error_kinds import TdxNotImplementedError, TdxRuntimeError
+from ..._errors import TdxNotImplementedError, TdxRuntimeError
 from ._layers import _norm
 
 __all__ = ["rrelu", "rrelu_", "gumbel_softmax", "pdist"]

@@ -13,7 +13,7 @@ import warnings
 
 import tdx
 from ._activations import need_tensor
-from ._error_kinds import TdxRuntimeError
+from ..._errors import TdxRuntimeError
 
 __all__ = ["affine_grid", "grid_sample", "channel_shuffle", "native_channel_shuffle"]
 

@@ -21,7 +21,7 @@ from collections import OrderedDict
 
 import tdx
 
-from ._core_imports import TdxRuntimeError
+from ..._errors import TdxRuntimeError
 
 __all__ = ["Parameter", "UninitializedParameter", "is_lazy", "Buffer", "UninitializedBuffer",
            "UninitializedTensorMixin"]

@@ -13,7 +13,7 @@ from itertools import chain, islice
 
 import tdx
 
-from .._core_imports import TdxRuntimeError
+from ...._errors import TdxRuntimeError
 from ..parameter import Parameter
 from .module import Module, _addindent
 

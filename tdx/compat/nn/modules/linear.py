@@ -12,7 +12,7 @@ import math
 
 import tdx
 from .. import functional as F
-from .._error_kinds import TdxRuntimeError
+from ...._errors import TdxRuntimeError
 from ..parameter import Parameter, UninitializedParameter
 from . import _default_init as init
 from .module import Module

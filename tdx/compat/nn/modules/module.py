@@ -18,7 +18,7 @@ from collections import OrderedDict
 
 import tdx
 
-from .._core_imports import TdxRuntimeError
+from ...._errors import TdxRuntimeError
 from ..parameter import Buffer, Parameter, set_data
 from .hooks import RemovableHandle
 from .state_dict import StateDictMixin, _IncompatibleKeys  # noqa: F401 - torch's module exposes it

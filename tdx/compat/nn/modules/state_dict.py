@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 import tdx
 
-from .._core_imports import TdxRuntimeError
+from ...._errors import TdxRuntimeError
 from ..parameter import Parameter, is_lazy
 from .hooks import RemovableHandle
 

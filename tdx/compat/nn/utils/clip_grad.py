@@ -14,7 +14,7 @@ import warnings
 
 import tdx
 
-from .._core_imports import TdxRuntimeError
+from ...._errors import TdxRuntimeError
 
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm", "clip_grads_with_norm_"]
 

@@ -16,9 +16,8 @@ from copy import deepcopy
 
 import tdx
 
-from .._core_imports import TdxRuntimeError
+from ...._errors import TdxRuntimeError
 from ..modules.container import ModuleDict, ModuleList
-from ..modules.module import Module
 from ..parameter import Parameter, set_data
 
 __all__ = ["cached", "ParametrizationList", "register_parametrization", "is_parametrized",
