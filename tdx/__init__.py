@@ -57,15 +57,17 @@ _FUNCTIONAL = frozenset(("pixel_shuffle", "pixel_unshuffle", "pdist", "cosine_si
                          "layer_norm", "group_norm"))
 
 
+# torch.* functions whose home is a tdx.compat module, loaded on first use: name -> module
+_FUNCTIONS_ELSEWHERE = {"save": "tdx.compat.serialization", "load": "tdx.compat.serialization",
+                        "compile": "tdx.compat.compiler",
+                        **dict.fromkeys(_WINDOWS, "tdx.compat.signal.windows.periodic"),
+                        **dict.fromkeys(_FUNCTIONAL, "tdx.compat.nn.functional")}
+
+
 def __getattr__(name: str):
-    if name in ("save", "load"):  # torch.save / torch.load live in tdx.compat.serialization
-        return getattr(_importlib.import_module("tdx.compat.serialization"), name)
-    if name == "compile":  # torch.compile: tdx.compiler.compile
-        return _importlib.import_module("tdx.compat.compiler").compile
-    if name in _WINDOWS:  # torch.hann_window & co. live in tdx.compat.signal.windows.periodic
-        return getattr(_importlib.import_module("tdx.compat.signal.windows.periodic"), name)
-    if name in _FUNCTIONAL:
-        return getattr(_importlib.import_module("tdx.compat.nn.functional"), name)
+    home = _FUNCTIONS_ELSEWHERE.get(name)
+    if home is not None:
+        return getattr(_importlib.import_module(home), name)
     target = _LAZY.get(name) or (f"tdx.{name}" if name in _NAMESPACES else None)
     if target is None:
         raise AttributeError(f"module 'tdx' has no attribute {name!r}")
