@@ -23,6 +23,7 @@ from ..._errors import (
 )
 from ...autograd.tape import differentiating
 from . import _float64 as mlx_f64
+from . import _cpu_rounding as cpu_rounding
 from ._indexing import on_stream, scalar_name
 from ._rules import _FLOATS, _INTS, _SCALARS, _SIGNED, _clamp_exact, _is_bool, _is_bool_operand, _tie_splitting, _where_exact
 
@@ -488,6 +489,17 @@ for _name, _fn in _FLOAT_UNARY.items():
 for _name in mlx_f64.NAMES:
     if _name in _FLOAT_UNARY:
         setattr(MLXElementwiseOps, _name, _float_unary_f64(_FLOAT_UNARY[_name], _name))
+
+
+def _tanh(self, x):
+    """``tanh``; float32 on a CPU stream rounds as torch's CPU kernel (:mod:`._cpu_rounding`)."""
+    x = self._float_in(x)
+    if x.dtype == mx.float32 and self.caps.float64:
+        return cpu_rounding.tanh(self.s)(x)
+    return mx.tanh(x, stream=self.s)
+
+
+MLXElementwiseOps.tanh = _tanh
 
 # ops torch refuses for complex operands: MLX would order complex numbers lexicographically
 # (or round each part), so they are refused here with torch's error kind before MLX sees them
