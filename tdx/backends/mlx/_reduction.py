@@ -194,7 +194,9 @@ class MLXReductionOps(MLXReductionOpsStreamed):
         x = self._acc(x, dtype)
         if x.size == 0:  # MLX's mean of an empty array may never return; torch gives NaN
             return self._empty_nan(x, dim, keepdim)
-        return mx.mean(x, **_kw(x, dim, keepdim), stream=self.s)
+        # torch divides the sum by the count; MLX's mean multiplies by 1/count (another rounding)
+        total = mx.sum(x, **_kw(x, dim, keepdim), stream=self.s)
+        return mx.divide(total, x.size // max(total.size, 1), stream=self.s)
 
     def var(self, x, dim=None, correction=1, keepdim=False):
         self._need_float(x, "var")
