@@ -1,4 +1,5 @@
-"""float32 ``tanh`` on MLX's CPU rounded as torch's CPU kernels round it, forward and derivative.
+"""float32 ops on MLX's CPU rounded as torch's CPU kernels round them: ``tanh`` (forward and
+derivative) and ``a + alpha * b`` (``add``/``sub`` with ``alpha``, one fused multiply-add).
 
 MLX's CPU ``tanh`` is a fast approximation: on float32 it misses the correctly rounded value
 in about one element of five (1 ulp), while torch's CPU ``tanh`` (SLEEF's 1-ulp kernel) gives
@@ -48,3 +49,27 @@ def tanh(stream):
         return (mx.multiply(g, _one_minus_square(y, s), stream=s),)
 
     return fn
+
+
+def add_scaled(a, b, alpha, subtract: bool, stream):
+    """float32 ``a + alpha * b`` (``a - alpha * b`` when ``subtract``) rounded once, as torch's CPU
+    ``add``/``sub`` kernels round it (a fused multiply-add with ``alpha`` as a float32; MLX would
+    round the product and then the sum).
+
+    The product of two float32 numbers is exact in float64, so the float64 sum rounds once to
+    float64 and once to float32 (equal to the fused result but for rare double-rounding ties).
+
+    Args:
+        a, b: float32 arrays (broadcastable).
+        alpha: a Python number, taken as a float32 as torch's kernel takes it.
+        subtract: ``a - alpha * b`` instead.
+        stream: an MLX CPU stream (float64 must be available on it).
+
+    Returns:
+        The float32 result.
+    """
+    s = stream
+    scale = mx.array(alpha, mx.float32).astype(mx.float64, stream=s)
+    product = mx.multiply(b.astype(mx.float64, stream=s), scale, stream=s)
+    wide = (mx.subtract if subtract else mx.add)(a.astype(mx.float64, stream=s), product, stream=s)
+    return wide.astype(mx.float32, stream=s)

@@ -67,6 +67,8 @@ class MLXElementwiseOpsStreamed:
             raise TdxRuntimeError("Boolean alpha only supported for Boolean results.")
         if rt is D.bool_:
             return mx.logical_or(a, mx.logical_and(b, bool(alpha), stream=self.s), stream=self.s)
+        if rt is D.float32 and self.caps.float64 and not isinstance(alpha, complex):  # torch: one rounding
+            return cpu_rounding.add_scaled(self._cast(a, rt), self._cast(b, rt), alpha, sub, self.s)
         scaled = mx.multiply(b, self._cast(alpha, rt), stream=self.s)
         return (mx.subtract if sub else mx.add)(a, scaled, stream=self.s)
 
