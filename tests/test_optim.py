@@ -194,16 +194,20 @@ def test_lbfgs_closure(device, line_search_fn, history_size):
         xl = xopt.step(closure_for(xopt, xp))
         if device == "cpu":
             assert tl.item() == xl.item()
-        else:
-            assert math.isclose(tl.item(), xl.item(), rel_tol=1e-4)
+        else:  # (measured max 2e-5: see below)
+            assert math.isclose(tl.item(), xl.item(), rel_tol=5e-5)
     ts, xs = topt.state[tp["w1"]], xopt.state[xp["w1"]]
     assert xs["func_evals"] == ts["func_evals"] and xs["n_iter"] == ts["n_iter"]
     for k in ("w1", "b1", "w2"):
         expect, got = tp[k].detach().numpy(), xp[k].detach().numpy(force=True)
         if device == "cpu":
             assert np.array_equal(got, expect), k
-        else:  # line searches amplify last-bit differences of MLX's kernels
-            np.testing.assert_allclose(got, expect, rtol=1e-3, atol=1e-4)
+        else:
+            # LBFGS's own arithmetic equals torch's on MLX (bit for bit when closure and reductions are
+            # torch's), but MLX sums dot products and the loss in another order than torch's kernels:
+            # one ulp at the first evaluation, grown ~1.3x per evaluation over these 30 (measured max
+            # 1.3e-5 of the weights' scale; element-wise, near-zero weights are off by more)
+            np.testing.assert_allclose(got, expect, rtol=1e-5, atol=3e-5 * float(np.abs(expect).max()))
 
 
 def test_lbfgs_refuses_bad_line_search_and_groups(device):
