@@ -10,7 +10,7 @@ from __future__ import annotations
 import tdx
 
 from . import kernels as K
-from .optimizer import Optimizer, refuse_complex, scalar, step_tensor
+from .optimizer import Optimizer, scalar, step_tensor
 
 __all__ = ["Adafactor"]
 
@@ -60,65 +60,48 @@ class Adafactor(Optimizer):
                     "foreach": foreach, "maximize": maximize}
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
+    _group_defaults = {"foreach": None, "maximize": False}
 
-    def step(self, closure=None):
-        """Perform one step; returns the closure's loss (or None)."""
-        loss = None
-        if closure is not None:
-            with tdx.enable_grad():
-                loss = closure()
-        with tdx.no_grad():
-            for group in self.param_groups:
-                lr, beta2_decay, d, wd = scalar(group["lr"]), group["beta2_decay"], group["d"], group["weight_decay"]
-                eps1, eps2 = group["eps"]
-                for p in group["params"]:
-                    grad = p.grad
-                    if grad is None:
-                        continue
-                    refuse_complex(p, "Adafactor")
-                    state = self.state[p]
-                    if len(state) == 0:
-                        state["step"] = step_tensor(0.0, p)
-                        if grad.dim() > 1:
-                            row_shape = list(grad.shape)
-                            row_shape[-1] = 1
-                            state["row_var"] = grad.new_zeros(row_shape)
-                            col_shape = list(grad.shape)
-                            col_shape[-2] = 1
-                            state["col_var"] = grad.new_zeros(col_shape)
-                        else:
-                            state["variance"] = tdx.zeros_like(grad)
-                    if group["maximize"]:
-                        grad = -grad
-                    if eps1 is None:
-                        eps1 = _machine_eps(p.dtype)
-                    step_t = state["step"]
-                    step_t += 1
-                    step_float = step_t.item()
-                    one_minus_beta2_t = step_float ** beta2_decay
-                    rho_t = min(lr, 1 / (step_float ** 0.5))
-                    alpha = max(eps2, p.norm(2).item() / (p.numel() ** 0.5)) * rho_t
-                    if wd != 0:
-                        p.mul_(1 - lr * wd)
-                    if grad.dim() > 1:
-                        row_var, col_var = state["row_var"], state["col_var"]
-                        row_mean = tdx.norm(grad, dim=-1, keepdim=True).square_().div_(grad.size(-1))
-                        K.lerp_(row_var, row_mean, one_minus_beta2_t)
-                        col_mean = tdx.norm(grad, dim=-2, keepdim=True).square_().div_(grad.size(-2))
-                        K.lerp_(col_var, col_mean, one_minus_beta2_t)
-                        var_estimate = row_var @ col_var
-                        var_estimate.div_(row_var.mean(dim=-2, keepdim=True).clamp_(min=eps1))
-                    else:
-                        variance = state["variance"]
-                        K.lerp_(variance, grad * grad, one_minus_beta2_t)
-                        var_estimate = variance.clone()
-                    update = var_estimate.clamp_(min=eps1 * eps1).rsqrt_()
-                    update.mul_(grad)
-                    denom = max(1.0, update.norm(2).item() / ((update.numel() ** 0.5) * d))
-                    p.add_(update, alpha=-alpha / denom)
-        return loss
+    def _update_group(self, group):
+        lr, beta2_decay, d, wd = scalar(group["lr"]), group["beta2_decay"], group["d"], group["weight_decay"]
+        eps1, eps2 = group["eps"]
+        for p, grad, state in self._grads(group):
+            if len(state) == 0:
+                state["step"] = step_tensor(0.0, p)
+                if grad.dim() > 1:
+                    row_shape = list(grad.shape)
+                    row_shape[-1] = 1
+                    state["row_var"] = grad.new_zeros(row_shape)
+                    col_shape = list(grad.shape)
+                    col_shape[-2] = 1
+                    state["col_var"] = grad.new_zeros(col_shape)
+                else:
+                    state["variance"] = tdx.zeros_like(grad)
+            if group["maximize"]:
+                grad = -grad
+            if eps1 is None:
+                eps1 = _machine_eps(p.dtype)
+            step_t = state["step"]
+            step_t += 1
+            step_float = step_t.item()
+            one_minus_beta2_t = step_float ** beta2_decay
+            rho_t = min(lr, 1 / (step_float ** 0.5))
+            alpha = max(eps2, p.norm(2).item() / (p.numel() ** 0.5)) * rho_t
+            if wd != 0:
+                p.mul_(1 - lr * wd)
+            if grad.dim() > 1:
+                row_var, col_var = state["row_var"], state["col_var"]
+                row_mean = tdx.norm(grad, dim=-1, keepdim=True).square_().div_(grad.size(-1))
+                K.lerp_(row_var, row_mean, one_minus_beta2_t)
+                col_mean = tdx.norm(grad, dim=-2, keepdim=True).square_().div_(grad.size(-2))
+                K.lerp_(col_var, col_mean, one_minus_beta2_t)
+                var_estimate = row_var @ col_var
+                var_estimate.div_(row_var.mean(dim=-2, keepdim=True).clamp_(min=eps1))
+            else:
+                variance = state["variance"]
+                K.lerp_(variance, grad * grad, one_minus_beta2_t)
+                var_estimate = variance.clone()
+            update = var_estimate.clamp_(min=eps1 * eps1).rsqrt_()
+            update.mul_(grad)
+            denom = max(1.0, update.norm(2).item() / ((update.numel() ** 0.5) * d))
+            p.add_(update, alpha=-alpha / denom)

@@ -25,30 +25,6 @@ def _check_lr(lr):
         raise tdx.TdxValueError(f"Invalid learning rate: {lr}")
 
 
-def _closure_loss(closure):
-    if closure is None:
-        return None
-    with tdx.enable_grad():
-        return closure()
-
-
-def _grads(optimizer, group, name):
-    for p in group["params"]:
-        grad = p.grad
-        if grad is None:
-            continue
-        refuse_complex(p, name)
-        if group["maximize"]:
-            grad = -grad
-        yield p, grad, optimizer.state[p]
-
-
-def _setdefaults(optimizer, **defaults):
-    for group in optimizer.param_groups:
-        for k, v in defaults.items():
-            group.setdefault(k, v)
-
-
 class Adagrad(Optimizer):
     """Adagrad (torch's ``torch.optim.Adagrad``); state is created at construction, as torch.
 
@@ -89,30 +65,23 @@ class Adagrad(Optimizer):
                 state["step"] = step_tensor(0.0, p)
                 state["sum"] = tdx.full_like(p, initial_accumulator_value)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        _setdefaults(self, foreach=None, maximize=False, differentiable=False, fused=None)
+    _group_defaults = {"foreach": None, "maximize": False, "differentiable": False, "fused": None}
 
     def share_memory(self):
         """Move the state to shared memory (a no-op here: tdx tensors are process-local)."""
 
-    def step(self, closure=None):
-        """Perform one step; returns the closure's loss (or None)."""
-        loss = _closure_loss(closure)
-        with tdx.no_grad():
-            for group in self.param_groups:
-                lr, lr_decay, wd, eps = scalar(group["lr"]), group["lr_decay"], group["weight_decay"], group["eps"]
-                for p, grad, state in _grads(self, group, "Adagrad"):
-                    step_t, state_sum = state["step"], state["sum"]
-                    step_t += 1
-                    step = step_t.item()
-                    if wd != 0:
-                        grad = grad.add(p, alpha=wd)
-                    clr = lr / (1 + (step - 1) * lr_decay)
-                    K.addcmul_(state_sum, grad, grad, value=1)
-                    std = state_sum.sqrt().add_(eps)
-                    K.addcdiv_(p, grad, std, value=-clr)
-        return loss
+    def _update_group(self, group):
+        lr, lr_decay, wd, eps = scalar(group["lr"]), group["lr_decay"], group["weight_decay"], group["eps"]
+        for p, grad, state in self._grads(group, negate_for_maximize=True):
+            step_t, state_sum = state["step"], state["sum"]
+            step_t += 1
+            step = step_t.item()
+            if wd != 0:
+                grad = grad.add(p, alpha=wd)
+            clr = lr / (1 + (step - 1) * lr_decay)
+            K.addcmul_(state_sum, grad, grad, value=1)
+            std = state_sum.sqrt().add_(eps)
+            K.addcdiv_(p, grad, std, value=-clr)
 
 
 class Adadelta(Optimizer):
@@ -140,32 +109,25 @@ class Adadelta(Optimizer):
                     "capturable": capturable, "foreach": foreach, "differentiable": differentiable}
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        _setdefaults(self, foreach=None, maximize=False, differentiable=False, capturable=False)
+    _group_defaults = {"foreach": None, "maximize": False, "differentiable": False, "capturable": False}
 
-    def step(self, closure=None):
-        """Perform one step; returns the closure's loss (or None)."""
-        loss = _closure_loss(closure)
-        with tdx.no_grad():
-            for group in self.param_groups:
-                lr, rho, eps, wd = scalar(group["lr"]), group["rho"], group["eps"], group["weight_decay"]
-                for p, grad, state in _grads(self, group, "Adadelta"):
-                    if len(state) == 0:
-                        state["step"] = step_tensor(0.0, p)
-                        state["square_avg"] = tdx.zeros_like(p)
-                        state["acc_delta"] = tdx.zeros_like(p)
-                    square_avg, acc_delta = state["square_avg"], state["acc_delta"]
-                    state["step"] += 1
-                    if wd != 0:
-                        grad = grad.add(p, alpha=wd)
-                    K.addcmul_(square_avg.mul_(rho), grad, grad, value=1 - rho)
-                    std = square_avg.add(eps).sqrt_()
-                    delta = acc_delta.add(eps).sqrt_()
-                    delta.div_(std).mul_(grad)
-                    K.addcmul_(acc_delta.mul_(rho), delta, delta, value=1 - rho)
-                    p.add_(delta, alpha=-lr)
-        return loss
+    def _update_group(self, group):
+        lr, rho, eps, wd = scalar(group["lr"]), group["rho"], group["eps"], group["weight_decay"]
+        for p, grad, state in self._grads(group, negate_for_maximize=True):
+            if len(state) == 0:
+                state["step"] = step_tensor(0.0, p)
+                state["square_avg"] = tdx.zeros_like(p)
+                state["acc_delta"] = tdx.zeros_like(p)
+            square_avg, acc_delta = state["square_avg"], state["acc_delta"]
+            state["step"] += 1
+            if wd != 0:
+                grad = grad.add(p, alpha=wd)
+            K.addcmul_(square_avg.mul_(rho), grad, grad, value=1 - rho)
+            std = square_avg.add(eps).sqrt_()
+            delta = acc_delta.add(eps).sqrt_()
+            delta.div_(std).mul_(grad)
+            K.addcmul_(acc_delta.mul_(rho), delta, delta, value=1 - rho)
+            p.add_(delta, alpha=-lr)
 
 
 class RMSprop(Optimizer):
@@ -198,45 +160,38 @@ class RMSprop(Optimizer):
                     "maximize": maximize, "differentiable": differentiable}
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        _setdefaults(self, momentum=0, centered=False, foreach=None, maximize=False, differentiable=False,
-                     capturable=False)
+    _group_defaults = {"momentum": 0, "centered": False, "foreach": None, "maximize": False,
+                       "differentiable": False, "capturable": False}
 
-    def step(self, closure=None):
-        """Perform one step; returns the closure's loss (or None)."""
-        loss = _closure_loss(closure)
-        with tdx.no_grad():
-            for group in self.param_groups:
-                lr, alpha, eps = scalar(group["lr"]), group["alpha"], group["eps"]
-                wd, momentum, centered = group["weight_decay"], group["momentum"], group["centered"]
-                for p, grad, state in _grads(self, group, "RMSprop"):
-                    if len(state) == 0:
-                        state["step"] = step_tensor(0.0, p)
-                        state["square_avg"] = tdx.zeros_like(p)
-                        if momentum > 0:
-                            state["momentum_buffer"] = tdx.zeros_like(p)
-                        if centered:
-                            state["grad_avg"] = tdx.zeros_like(p)
-                    square_avg = state["square_avg"]
-                    state["step"] += 1
-                    if wd != 0:
-                        grad = grad.add(p, alpha=wd)
-                    K.addcmul_(square_avg.mul_(alpha), grad, grad, value=1 - alpha)
-                    if centered:
-                        grad_avg = state["grad_avg"]
-                        K.lerp_(grad_avg, grad, 1 - alpha)
-                        avg = K.addcmul(square_avg, grad_avg, grad_avg, value=-1).sqrt_()
-                    else:
-                        avg = square_avg.sqrt()
-                    avg = avg.add_(eps)
-                    if momentum > 0:
-                        buf = state["momentum_buffer"]
-                        K.addcdiv_(buf.mul_(momentum), grad, avg)
-                        p.add_(buf, alpha=-lr)
-                    else:
-                        K.addcdiv_(p, grad, avg, value=-lr)
-        return loss
+    def _update_group(self, group):
+        lr, alpha, eps = scalar(group["lr"]), group["alpha"], group["eps"]
+        wd, momentum, centered = group["weight_decay"], group["momentum"], group["centered"]
+        for p, grad, state in self._grads(group, negate_for_maximize=True):
+            if len(state) == 0:
+                state["step"] = step_tensor(0.0, p)
+                state["square_avg"] = tdx.zeros_like(p)
+                if momentum > 0:
+                    state["momentum_buffer"] = tdx.zeros_like(p)
+                if centered:
+                    state["grad_avg"] = tdx.zeros_like(p)
+            square_avg = state["square_avg"]
+            state["step"] += 1
+            if wd != 0:
+                grad = grad.add(p, alpha=wd)
+            K.addcmul_(square_avg.mul_(alpha), grad, grad, value=1 - alpha)
+            if centered:
+                grad_avg = state["grad_avg"]
+                K.lerp_(grad_avg, grad, 1 - alpha)
+                avg = K.addcmul(square_avg, grad_avg, grad_avg, value=-1).sqrt_()
+            else:
+                avg = square_avg.sqrt()
+            avg = avg.add_(eps)
+            if momentum > 0:
+                buf = state["momentum_buffer"]
+                K.addcdiv_(buf.mul_(momentum), grad, avg)
+                p.add_(buf, alpha=-lr)
+            else:
+                K.addcdiv_(p, grad, avg, value=-lr)
 
 
 class Rprop(Optimizer):
@@ -259,33 +214,26 @@ class Rprop(Optimizer):
                     "maximize": maximize, "differentiable": differentiable, "capturable": capturable}
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        _setdefaults(self, foreach=None, maximize=False, differentiable=False, capturable=False)
+    _group_defaults = {"foreach": None, "maximize": False, "differentiable": False, "capturable": False}
 
-    def step(self, closure=None):
-        """Perform one step; returns the closure's loss (or None)."""
-        loss = _closure_loss(closure)
-        with tdx.no_grad():
-            for group in self.param_groups:
-                etaminus, etaplus = group["etas"]
-                step_size_min, step_size_max = group["step_sizes"]
-                for p, grad, state in _grads(self, group, "Rprop"):
-                    if len(state) == 0:
-                        state["step"] = step_tensor(0.0, p)
-                        state["prev"] = tdx.zeros_like(p)
-                        state["step_size"] = tdx.full_like(grad, scalar(group["lr"]))
-                    prev, step_size = state["prev"], state["step_size"]
-                    state["step"] += 1
-                    sign = grad.mul(prev).sign()
-                    sign = tdx.where(sign.gt(0), etaplus, sign)
-                    sign = tdx.where(sign.lt(0), etaminus, sign)
-                    sign = tdx.where(sign.eq(0), 1.0, sign)
-                    step_size.mul_(sign).clamp_(step_size_min, step_size_max)
-                    grad = tdx.where(sign.eq(etaminus), 0.0, grad)
-                    K.addcmul_(p, grad.sign(), step_size, value=-1)
-                    prev.copy_(grad)
-        return loss
+    def _update_group(self, group):
+        etaminus, etaplus = group["etas"]
+        step_size_min, step_size_max = group["step_sizes"]
+        for p, grad, state in self._grads(group, negate_for_maximize=True):
+            if len(state) == 0:
+                state["step"] = step_tensor(0.0, p)
+                state["prev"] = tdx.zeros_like(p)
+                state["step_size"] = tdx.full_like(grad, scalar(group["lr"]))
+            prev, step_size = state["prev"], state["step_size"]
+            state["step"] += 1
+            sign = grad.mul(prev).sign()
+            sign = tdx.where(sign.gt(0), etaplus, sign)
+            sign = tdx.where(sign.lt(0), etaminus, sign)
+            sign = tdx.where(sign.eq(0), 1.0, sign)
+            step_size.mul_(sign).clamp_(step_size_min, step_size_max)
+            grad = tdx.where(sign.eq(etaminus), 0.0, grad)
+            K.addcmul_(p, grad.sign(), step_size, value=-1)
+            prev.copy_(grad)
 
 
 class ASGD(Optimizer):
@@ -311,35 +259,28 @@ class ASGD(Optimizer):
                     "capturable": capturable}
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        _setdefaults(self, foreach=None, maximize=False, differentiable=False, capturable=False)
+    _group_defaults = {"foreach": None, "maximize": False, "differentiable": False, "capturable": False}
 
-    def step(self, closure=None):
-        """Perform one step; returns the closure's loss (or None)."""
-        loss = _closure_loss(closure)
-        with tdx.no_grad():
-            for group in self.param_groups:
-                lr, lambd, alpha, t0 = scalar(group["lr"]), group["lambd"], group["alpha"], group["t0"]
-                wd = group["weight_decay"]
-                for p, grad, state in _grads(self, group, "ASGD"):
-                    if len(state) == 0:
-                        state["step"] = step_tensor(0.0, p)
-                        state["eta"] = step_tensor(lr, p)
-                        state["mu"] = step_tensor(1.0, p)
-                        state["ax"] = tdx.zeros_like(p)
-                    mu, ax, eta, step_t = state["mu"], state["ax"], state["eta"], state["step"]
-                    step_t += 1
-                    if wd != 0:
-                        grad = grad.add(p, alpha=wd)
-                    eta_value = eta.item()
-                    p.mul_(1 - lambd * eta_value)
-                    p.add_(grad, alpha=-eta_value)
-                    if mu.item() != 1:
-                        ax.add_(p.sub(ax).mul_(mu))
-                    else:
-                        ax.copy_(p)
-                    step = step_t.item()
-                    eta.fill_(lr / ((1 + lambd * lr * step) ** alpha))
-                    mu.fill_(1 / max(1, step - t0))
-        return loss
+    def _update_group(self, group):
+        lr, lambd, alpha, t0 = scalar(group["lr"]), group["lambd"], group["alpha"], group["t0"]
+        wd = group["weight_decay"]
+        for p, grad, state in self._grads(group, negate_for_maximize=True):
+            if len(state) == 0:
+                state["step"] = step_tensor(0.0, p)
+                state["eta"] = step_tensor(lr, p)
+                state["mu"] = step_tensor(1.0, p)
+                state["ax"] = tdx.zeros_like(p)
+            mu, ax, eta, step_t = state["mu"], state["ax"], state["eta"], state["step"]
+            step_t += 1
+            if wd != 0:
+                grad = grad.add(p, alpha=wd)
+            eta_value = eta.item()
+            p.mul_(1 - lambd * eta_value)
+            p.add_(grad, alpha=-eta_value)
+            if mu.item() != 1:
+                ax.add_(p.sub(ax).mul_(mu))
+            else:
+                ax.copy_(p)
+            step = step_t.item()
+            eta.fill_(lr / ((1 + lambd * lr * step) ** alpha))
+            mu.fill_(1 / max(1, step - t0))

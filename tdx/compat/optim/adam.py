@@ -17,7 +17,7 @@ from __future__ import annotations
 import tdx
 
 from . import kernels as K
-from .optimizer import Optimizer, OptimizerRuntimeError, refuse_complex, scalar, step_tensor
+from .optimizer import Optimizer, OptimizerRuntimeError, scalar, step_tensor
 
 __all__ = ["Adam", "AdamW", "Adamax", "NAdam", "RAdam"]
 
@@ -35,23 +35,6 @@ def _check_common(lr, eps, betas, weight_decay):
         raise tdx.TdxValueError(f"Invalid beta parameter at index 1: {betas[1]}")
     if not 0.0 <= weight_decay:
         raise tdx.TdxValueError(f"Invalid weight_decay value: {weight_decay}")
-
-
-def _grads(optimizer, group, name):
-    """Yield ``(param, grad, state)`` for parameters with a gradient (grad read once)."""
-    for p in group["params"]:
-        grad = p.grad
-        if grad is None:
-            continue
-        refuse_complex(p, name)
-        yield p, grad, optimizer.state[p]
-
-
-def _closure_loss(closure):
-    if closure is None:
-        return None
-    with tdx.enable_grad():
-        return closure()
 
 
 class Adam(Optimizer):
@@ -83,57 +66,44 @@ class Adam(Optimizer):
             if foreach:
                 raise OptimizerRuntimeError("`fused` and `foreach` cannot be `True` together.")
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("amsgrad", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("capturable", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("decoupled_weight_decay", False)
-            group.setdefault("fused", None)
+    _group_defaults = {"amsgrad": False, "maximize": False, "foreach": None, "capturable": False,
+                       "differentiable": False, "decoupled_weight_decay": False, "fused": None}
 
-    def step(self, closure=None):
-        """Perform one step; returns the closure's loss (or None)."""
-        loss = _closure_loss(closure)
-        with tdx.no_grad():
-            for group in self.param_groups:
-                beta1, beta2 = (scalar(b) for b in group["betas"])
-                lr, eps, wd = scalar(group["lr"]), group["eps"], group["weight_decay"]
-                amsgrad, maximize = group["amsgrad"], group["maximize"]
-                decoupled = group["decoupled_weight_decay"]
-                for p, grad, state in _grads(self, group, type(self).__name__):
-                    if len(state) == 0:
-                        state["step"] = step_tensor(0.0, p)
-                        state["exp_avg"] = tdx.zeros_like(p)
-                        state["exp_avg_sq"] = tdx.zeros_like(p)
-                        if amsgrad:
-                            state["max_exp_avg_sq"] = tdx.zeros_like(p)
-                    if maximize:
-                        grad = -grad
-                    exp_avg, exp_avg_sq, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
-                    step_t += 1
-                    if wd != 0:
-                        if decoupled:
-                            p.mul_(1 - lr * wd)
-                        else:
-                            grad = grad.add(p, alpha=wd)
-                    K.lerp_(exp_avg, grad, 1 - beta1)
-                    K.addcmul_(exp_avg_sq.mul_(beta2), grad, grad, value=1 - beta2)
-                    step = step_t.item()
-                    bias_correction1 = 1 - beta1 ** step
-                    bias_correction2 = 1 - beta2 ** step
-                    step_size = lr / bias_correction1
-                    bias_correction2_sqrt = bias_correction2 ** 0.5
-                    if amsgrad:
-                        max_sq = state["max_exp_avg_sq"]
-                        max_sq.copy_(tdx.maximum(max_sq, exp_avg_sq))
-                        denom = (max_sq.sqrt() / bias_correction2_sqrt).add_(eps)
-                    else:
-                        denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
-                    K.addcdiv_(p, exp_avg, denom, value=-step_size)
-        return loss
+    def _update_group(self, group):
+        beta1, beta2 = (scalar(b) for b in group["betas"])
+        lr, eps, wd = scalar(group["lr"]), group["eps"], group["weight_decay"]
+        amsgrad, maximize = group["amsgrad"], group["maximize"]
+        decoupled = group["decoupled_weight_decay"]
+        for p, grad, state in self._grads(group):
+            if len(state) == 0:
+                state["step"] = step_tensor(0.0, p)
+                state["exp_avg"] = tdx.zeros_like(p)
+                state["exp_avg_sq"] = tdx.zeros_like(p)
+                if amsgrad:
+                    state["max_exp_avg_sq"] = tdx.zeros_like(p)
+            if maximize:
+                grad = -grad
+            exp_avg, exp_avg_sq, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
+            step_t += 1
+            if wd != 0:
+                if decoupled:
+                    p.mul_(1 - lr * wd)
+                else:
+                    grad = grad.add(p, alpha=wd)
+            K.lerp_(exp_avg, grad, 1 - beta1)
+            K.addcmul_(exp_avg_sq.mul_(beta2), grad, grad, value=1 - beta2)
+            step = step_t.item()
+            bias_correction1 = 1 - beta1 ** step
+            bias_correction2 = 1 - beta2 ** step
+            step_size = lr / bias_correction1
+            bias_correction2_sqrt = bias_correction2 ** 0.5
+            if amsgrad:
+                max_sq = state["max_exp_avg_sq"]
+                max_sq.copy_(tdx.maximum(max_sq, exp_avg_sq))
+                denom = (max_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+            else:
+                denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+            K.addcdiv_(p, exp_avg, denom, value=-step_size)
 
 
 class AdamW(Adam):
@@ -173,38 +143,27 @@ class Adamax(Optimizer):
                     "maximize": maximize, "differentiable": differentiable, "capturable": capturable}
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
+    _group_defaults = {"foreach": None, "maximize": False, "differentiable": False, "capturable": False}
 
-    def step(self, closure=None):
-        """Perform one step; returns the closure's loss (or None)."""
-        loss = _closure_loss(closure)
-        with tdx.no_grad():
-            for group in self.param_groups:
-                beta1, beta2 = group["betas"]
-                lr, eps, wd = scalar(group["lr"]), group["eps"], group["weight_decay"]
-                for p, grad, state in _grads(self, group, "Adamax"):
-                    if len(state) == 0:
-                        state["step"] = step_tensor(0.0, p)
-                        state["exp_avg"] = tdx.zeros_like(p)
-                        state["exp_inf"] = tdx.zeros_like(p)
-                    if group["maximize"]:
-                        grad = -grad
-                    exp_avg, exp_inf, step_t = state["exp_avg"], state["exp_inf"], state["step"]
-                    step_t += 1
-                    if wd != 0:
-                        grad = grad.add(p, alpha=wd)
-                    K.lerp_(exp_avg, grad, 1 - beta1)
-                    exp_inf.copy_(tdx.maximum(exp_inf.mul_(beta2), grad.abs().add_(eps)))
-                    bias_correction = 1 - beta1 ** step_t.item()
-                    clr = lr / bias_correction
-                    K.addcdiv_(p, exp_avg, exp_inf, value=-clr)
-        return loss
+    def _update_group(self, group):
+        beta1, beta2 = group["betas"]
+        lr, eps, wd = scalar(group["lr"]), group["eps"], group["weight_decay"]
+        for p, grad, state in self._grads(group):
+            if len(state) == 0:
+                state["step"] = step_tensor(0.0, p)
+                state["exp_avg"] = tdx.zeros_like(p)
+                state["exp_inf"] = tdx.zeros_like(p)
+            if group["maximize"]:
+                grad = -grad
+            exp_avg, exp_inf, step_t = state["exp_avg"], state["exp_inf"], state["step"]
+            step_t += 1
+            if wd != 0:
+                grad = grad.add(p, alpha=wd)
+            K.lerp_(exp_avg, grad, 1 - beta1)
+            exp_inf.copy_(tdx.maximum(exp_inf.mul_(beta2), grad.abs().add_(eps)))
+            bias_correction = 1 - beta1 ** step_t.item()
+            clr = lr / bias_correction
+            K.addcdiv_(p, exp_avg, exp_inf, value=-clr)
 
 
 class NAdam(Optimizer):
@@ -231,53 +190,42 @@ class NAdam(Optimizer):
                     "differentiable": differentiable}
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("capturable", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("decoupled_weight_decay", False)
+    _group_defaults = {"maximize": False, "foreach": None, "capturable": False, "differentiable": False,
+                       "decoupled_weight_decay": False}
 
-    def step(self, closure=None):
-        """Perform one step; returns the closure's loss (or None)."""
-        loss = _closure_loss(closure)
-        with tdx.no_grad():
-            for group in self.param_groups:
-                beta1, beta2 = group["betas"]
-                lr, eps, wd = scalar(group["lr"]), group["eps"], group["weight_decay"]
-                momentum_decay = group["momentum_decay"]
-                for p, grad, state in _grads(self, group, "NAdam"):
-                    if len(state) == 0:
-                        state["step"] = step_tensor(0.0, p)
-                        state["mu_product"] = step_tensor(1.0, p)
-                        state["exp_avg"] = tdx.zeros_like(p)
-                        state["exp_avg_sq"] = tdx.zeros_like(p)
-                    if group["maximize"]:
-                        grad = -grad
-                    exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-                    mu_product, step_t = state["mu_product"], state["step"]
-                    step_t += 1
-                    step = step_t.item()
-                    bias_correction2 = 1 - beta2 ** step
-                    if wd != 0:
-                        if group["decoupled_weight_decay"]:
-                            p.mul_(1 - lr * wd)
-                        else:
-                            grad = grad.add(p, alpha=wd)
-                    mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
-                    mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
-                    mu_product *= mu
-                    K.lerp_(exp_avg, grad, 1 - beta1)
-                    K.addcmul_(exp_avg_sq.mul_(beta2), grad, grad, value=1 - beta2)
-                    denom = exp_avg_sq.div(bias_correction2).sqrt()
-                    mu_prod = mu_product.item()
-                    mu_product_next = mu_prod * mu_next
-                    denom.add_(eps)
-                    K.addcdiv_(p, grad, denom, value=(-lr * (1.0 - mu) / (1.0 - mu_prod)))
-                    K.addcdiv_(p, exp_avg, denom, value=(-lr * mu_next) / (1.0 - mu_product_next))
-        return loss
+    def _update_group(self, group):
+        beta1, beta2 = group["betas"]
+        lr, eps, wd = scalar(group["lr"]), group["eps"], group["weight_decay"]
+        momentum_decay = group["momentum_decay"]
+        for p, grad, state in self._grads(group):
+            if len(state) == 0:
+                state["step"] = step_tensor(0.0, p)
+                state["mu_product"] = step_tensor(1.0, p)
+                state["exp_avg"] = tdx.zeros_like(p)
+                state["exp_avg_sq"] = tdx.zeros_like(p)
+            if group["maximize"]:
+                grad = -grad
+            exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+            mu_product, step_t = state["mu_product"], state["step"]
+            step_t += 1
+            step = step_t.item()
+            bias_correction2 = 1 - beta2 ** step
+            if wd != 0:
+                if group["decoupled_weight_decay"]:
+                    p.mul_(1 - lr * wd)
+                else:
+                    grad = grad.add(p, alpha=wd)
+            mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
+            mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
+            mu_product *= mu
+            K.lerp_(exp_avg, grad, 1 - beta1)
+            K.addcmul_(exp_avg_sq.mul_(beta2), grad, grad, value=1 - beta2)
+            denom = exp_avg_sq.div(bias_correction2).sqrt()
+            mu_prod = mu_product.item()
+            mu_product_next = mu_prod * mu_next
+            denom.add_(eps)
+            K.addcdiv_(p, grad, denom, value=(-lr * (1.0 - mu) / (1.0 - mu_prod)))
+            K.addcdiv_(p, exp_avg, denom, value=(-lr * mu_next) / (1.0 - mu_product_next))
 
 
 class RAdam(Optimizer):
@@ -299,49 +247,38 @@ class RAdam(Optimizer):
                     "decoupled_weight_decay": decoupled_weight_decay, "differentiable": differentiable}
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("decoupled_weight_decay", False)
-            group.setdefault("capturable", False)
+    _group_defaults = {"foreach": None, "maximize": False, "differentiable": False,
+                       "decoupled_weight_decay": False, "capturable": False}
 
-    def step(self, closure=None):
-        """Perform one step; returns the closure's loss (or None)."""
-        loss = _closure_loss(closure)
-        with tdx.no_grad():
-            for group in self.param_groups:
-                beta1, beta2 = group["betas"]
-                lr, eps, wd = scalar(group["lr"]), group["eps"], group["weight_decay"]
-                for p, grad, state in _grads(self, group, "RAdam"):
-                    if len(state) == 0:
-                        state["step"] = step_tensor(0.0, p)
-                        state["exp_avg"] = tdx.zeros_like(p)
-                        state["exp_avg_sq"] = tdx.zeros_like(p)
-                    if group["maximize"]:
-                        grad = -grad
-                    exp_avg, exp_avg_sq, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
-                    step_t += 1
-                    step = step_t.item()
-                    if wd != 0:
-                        if group["decoupled_weight_decay"]:
-                            p.mul_(1 - lr * wd)
-                        else:
-                            grad = grad.add(p, alpha=wd)
-                    K.lerp_(exp_avg, grad, 1 - beta1)
-                    K.addcmul_(exp_avg_sq.mul_(beta2), grad, grad, value=1 - beta2)
-                    bias_correction1 = 1 - beta1 ** step
-                    bias_correction2 = 1 - beta2 ** step
-                    corrected = exp_avg / bias_correction1
-                    rho_inf = 2 / (1 - beta2) - 1
-                    rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
-                    if rho_t > 5.0:
-                        rect = ((rho_t - 4) * (rho_t - 2) * rho_inf
-                                / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
-                        adaptive = (bias_correction2 ** 0.5) / exp_avg_sq.sqrt().add_(eps)
-                        p.add_(corrected * lr * adaptive * rect, alpha=-1.0)
-                    else:
-                        p.add_(corrected * lr, alpha=-1.0)
-        return loss
+    def _update_group(self, group):
+        beta1, beta2 = group["betas"]
+        lr, eps, wd = scalar(group["lr"]), group["eps"], group["weight_decay"]
+        for p, grad, state in self._grads(group):
+            if len(state) == 0:
+                state["step"] = step_tensor(0.0, p)
+                state["exp_avg"] = tdx.zeros_like(p)
+                state["exp_avg_sq"] = tdx.zeros_like(p)
+            if group["maximize"]:
+                grad = -grad
+            exp_avg, exp_avg_sq, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
+            step_t += 1
+            step = step_t.item()
+            if wd != 0:
+                if group["decoupled_weight_decay"]:
+                    p.mul_(1 - lr * wd)
+                else:
+                    grad = grad.add(p, alpha=wd)
+            K.lerp_(exp_avg, grad, 1 - beta1)
+            K.addcmul_(exp_avg_sq.mul_(beta2), grad, grad, value=1 - beta2)
+            bias_correction1 = 1 - beta1 ** step
+            bias_correction2 = 1 - beta2 ** step
+            corrected = exp_avg / bias_correction1
+            rho_inf = 2 / (1 - beta2) - 1
+            rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
+            if rho_t > 5.0:
+                rect = ((rho_t - 4) * (rho_t - 2) * rho_inf
+                        / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
+                adaptive = (bias_correction2 ** 0.5) / exp_avg_sq.sqrt().add_(eps)
+                p.add_(corrected * lr * adaptive * rect, alpha=-1.0)
+            else:
+                p.add_(corrected * lr, alpha=-1.0)

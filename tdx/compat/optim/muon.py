@@ -10,7 +10,7 @@ import math
 import tdx
 
 from . import kernels as K
-from .optimizer import Optimizer, refuse_complex, scalar
+from .optimizer import Optimizer, scalar
 
 __all__ = ["Muon"]
 
@@ -91,30 +91,17 @@ class Muon(Optimizer):
                     raise tdx.TdxValueError(
                         f"Muon only supports 2D parameters whereas we found a parameter with size: {p.size()}")
 
-    def step(self, closure=None):
-        """Perform one step; returns the closure's loss (or None)."""
-        loss = None
-        if closure is not None:
-            with tdx.enable_grad():
-                loss = closure()
-        with tdx.no_grad():
-            for group in self.param_groups:
-                lr, wd, momentum = scalar(group["lr"]), group["weight_decay"], group["momentum"]
-                for p in group["params"]:
-                    grad = p.grad
-                    if grad is None:
-                        continue
-                    refuse_complex(p, "Muon")
-                    state = self.state[p]
-                    if "momentum_buffer" not in state:
-                        state["momentum_buffer"] = tdx.zeros_like(grad)
-                    if grad.ndim != 2:
-                        raise tdx.TdxValueError(f"Param gradient must be a 2D matrix, got shape {tuple(grad.shape)}")
-                    buf = state["momentum_buffer"]
-                    K.lerp_(buf, grad, 1 - momentum)
-                    update = K.lerp(grad, buf, momentum) if group["nesterov"] else buf
-                    update = _newton_schulz(update, group["ns_coefficients"], group["ns_steps"], group["eps"])
-                    adjusted_lr = _adjust_lr(lr, group["adjust_lr_fn"], p.shape)
-                    p.mul_(1 - lr * wd)
-                    p.add_(update, alpha=-adjusted_lr)
-        return loss
+    def _update_group(self, group):
+        lr, wd, momentum = scalar(group["lr"]), group["weight_decay"], group["momentum"]
+        for p, grad, state in self._grads(group):
+            if "momentum_buffer" not in state:
+                state["momentum_buffer"] = tdx.zeros_like(grad)
+            if grad.ndim != 2:
+                raise tdx.TdxValueError(f"Param gradient must be a 2D matrix, got shape {tuple(grad.shape)}")
+            buf = state["momentum_buffer"]
+            K.lerp_(buf, grad, 1 - momentum)
+            update = K.lerp(grad, buf, momentum) if group["nesterov"] else buf
+            update = _newton_schulz(update, group["ns_coefficients"], group["ns_steps"], group["eps"])
+            adjusted_lr = _adjust_lr(lr, group["adjust_lr_fn"], p.shape)
+            p.mul_(1 - lr * wd)
+            p.add_(update, alpha=-adjusted_lr)

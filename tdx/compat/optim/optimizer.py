@@ -149,6 +149,10 @@ class Optimizer:
         defaults: the default hyper-parameters of every group.
     """
 
+    #: ``{key: default}`` that ``__setstate__`` gives groups pickled before the key existed (torch's
+    #: per-optimizer ``setdefault`` lists)
+    _group_defaults: dict = {}
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         step = cls.__dict__.get("step")
@@ -189,6 +193,9 @@ class Optimizer:
             if name not in self.__dict__:
                 setattr(self, name, OrderedDict())
         self.defaults.setdefault("differentiable", False)
+        for group in self.param_groups:
+            for key, value in self._group_defaults.items():
+                group.setdefault(key, value)
 
     def __repr__(self) -> str:
         text = self.__class__.__name__ + " ("
@@ -349,8 +356,53 @@ class Optimizer:
                         p.grad = grad
 
     def step(self, closure: Callable | None = None):
-        """Perform one optimization step (implemented by each optimizer)."""
+        """Perform one optimization step.
+
+        The closure (if any) runs with gradients enabled; then every param group is updated
+        under ``no_grad`` by the optimizer's ``_update_group``. Optimizers without it (and
+        subclasses that do not override ``step``) raise ``NotImplementedError``, as torch's base.
+
+        Args:
+            closure: optional callable re-evaluating the model and returning the loss.
+
+        Returns:
+            The closure's loss, or None.
+        """
+        if type(self)._update_group is Optimizer._update_group:
+            raise NotImplementedError
+        loss = None
+        if closure is not None:
+            with tdx.enable_grad():
+                loss = closure()
+        with tdx.no_grad():
+            for group in self.param_groups:
+                self._update_group(group)
+        return loss
+
+    step = _hooked_step(step)
+
+    def _update_group(self, group: dict) -> None:
+        """Update the parameters of one param group in place (each optimizer's arithmetic)."""
         raise NotImplementedError
+
+    def _grads(self, group: dict, negate_for_maximize: bool = False):
+        """Yield ``(param, grad, state)`` for the group's parameters that have a gradient.
+
+        Each gradient is read once; complex parameters are refused with the optimizer's name.
+
+        Args:
+            group: a param group.
+            negate_for_maximize: yield ``-grad`` when the group's ``maximize`` is set.
+        """
+        name = type(self).__name__
+        for p in group["params"]:
+            grad = p.grad
+            if grad is None:
+                continue
+            refuse_complex(p, name)
+            if negate_for_maximize and group["maximize"]:
+                grad = -grad
+            yield p, grad, self.state[p]
 
     def add_param_group(self, param_group: dict) -> None:
         """Add a param group (e.g. to fine-tune layers unfrozen during training).

@@ -53,49 +53,28 @@ class SGD(Optimizer):
             if foreach:
                 raise OptimizerRuntimeError("`fused` and `foreach` cannot be `True` together.")
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("nesterov", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("differentiable", False)
-            group.setdefault("fused", False)
+    _group_defaults = {"nesterov": False, "maximize": False, "foreach": None, "differentiable": False,
+                       "fused": False}
 
-    def step(self, closure=None):
-        """Perform one step.
-
-        Args:
-            closure: optional callable re-evaluating the model and returning the loss.
-
-        Returns:
-            The closure's loss, or None.
-        """
-        loss = None
-        if closure is not None:
-            with tdx.enable_grad():
-                loss = closure()
-        with tdx.no_grad():
-            for group in self.param_groups:
-                lr = scalar(group["lr"])
-                wd, momentum = group["weight_decay"], group["momentum"]
-                dampening, nesterov, maximize = group["dampening"], group["nesterov"], group["maximize"]
-                for p in group["params"]:
-                    grad = p.grad
-                    if grad is None:
-                        continue
-                    if maximize:
-                        grad = -grad
-                    if wd != 0:
-                        grad = grad.add(p, alpha=scalar(wd))
-                    if momentum != 0:
-                        state = self.state[p]
-                        buf = state.get("momentum_buffer")
-                        if buf is None:
-                            buf = grad.detach().clone()
-                            state["momentum_buffer"] = buf
-                        else:
-                            buf.mul_(momentum).add_(grad, alpha=1 - dampening)
-                        grad = grad.add(buf, alpha=momentum) if nesterov else buf
-                    p.add_(grad, alpha=-lr)
-        return loss
+    def _update_group(self, group):
+        lr = scalar(group["lr"])
+        wd, momentum = group["weight_decay"], group["momentum"]
+        dampening, nesterov, maximize = group["dampening"], group["nesterov"], group["maximize"]
+        for p in group["params"]:
+            grad = p.grad
+            if grad is None:
+                continue
+            if maximize:
+                grad = -grad
+            if wd != 0:
+                grad = grad.add(p, alpha=scalar(wd))
+            if momentum != 0:
+                state = self.state[p]
+                buf = state.get("momentum_buffer")
+                if buf is None:
+                    buf = grad.detach().clone()
+                    state["momentum_buffer"] = buf
+                else:
+                    buf.mul_(momentum).add_(grad, alpha=1 - dampening)
+                grad = grad.add(buf, alpha=momentum) if nesterov else buf
+            p.add_(grad, alpha=-lr)

@@ -47,20 +47,14 @@ class SparseAdam(Optimizer):
             raise tdx.TdxValueError(
                 f"Complex params at indices {complex_params}: SparseAdam does not support complex parameters")
 
-    def step(self, closure=None):
+    def _update_group(self, group):
         """Refuse the dense gradients tdx parameters carry, as torch does.
 
         Raises:
             RuntimeError: a parameter has a (necessarily dense) gradient.
         """
-        loss = None
-        if closure is not None:
-            with tdx.enable_grad():
-                loss = closure()
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is not None:
-                    raise OptimizerRuntimeError(
-                        "SparseAdam does not support dense gradients, please consider Adam instead "
-                        "(tdx tensors have no sparse layout)")
-        return loss
+        for p in group["params"]:
+            if p.grad is not None:
+                raise OptimizerRuntimeError(
+                    "SparseAdam does not support dense gradients, please consider Adam instead "
+                    "(tdx tensors have no sparse layout)")
