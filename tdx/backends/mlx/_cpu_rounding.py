@@ -51,6 +51,34 @@ def tanh(stream):
     return fn
 
 
+_KERNELS: dict = {}  # stream -> the compiled (or, without a JIT toolchain, the plain) kernel
+
+
+def _add_scaled_kernel(stream):
+    """float32 ``a + scale * b`` through float64 on ``stream``, as one fused MLX kernel where MLX can
+    compile kernels on this machine (float64 arithmetic and casts are slow on MLX's CPU: unfused, the
+    op takes ~20x a float32 add), else the same ops unfused (equal results)."""
+    kernel = _KERNELS.get(stream)
+    if kernel is not None:
+        return kernel
+    s = stream
+
+    def fn(a, b, scale):
+        product = mx.multiply(b.astype(mx.float64, stream=s), scale, stream=s)
+        return mx.add(a.astype(mx.float64, stream=s), product, stream=s).astype(mx.float32, stream=s)
+
+    compiled = mx.compile(fn)
+    try:  # MLX's CPU compiler needs a C++ toolchain at run time; the probe compiles the common kernel
+        mx.eval(compiled(mx.ones(2, mx.float32), mx.ones(2, mx.float32), mx.array(0.5, mx.float64)))
+    except (RuntimeError, ValueError) as err:
+        if "transformation" in str(err):  # called while tracing (mx.compile, vmap): probe on a later call
+            return fn
+        _KERNELS[stream] = fn
+        return fn
+    _KERNELS[stream] = compiled
+    return compiled
+
+
 def add_scaled(a, b, alpha, subtract: bool, stream):
     """float32 ``a + alpha * b`` (``a - alpha * b`` when ``subtract``) rounded once, as torch's CPU
     ``add``/``sub`` kernels round it (a fused multiply-add with ``alpha`` as a float32; MLX would
@@ -62,14 +90,11 @@ def add_scaled(a, b, alpha, subtract: bool, stream):
     Args:
         a, b: float32 arrays (broadcastable).
         alpha: a Python number, taken as a float32 as torch's kernel takes it.
-        subtract: ``a - alpha * b`` instead.
+        subtract: ``a - alpha * b`` instead (``-alpha`` is exact, so it rounds alike).
         stream: an MLX CPU stream (float64 must be available on it).
 
     Returns:
         The float32 result.
     """
-    s = stream
-    scale = mx.array(alpha, mx.float32).astype(mx.float64, stream=s)
-    product = mx.multiply(b.astype(mx.float64, stream=s), scale, stream=s)
-    wide = (mx.subtract if subtract else mx.add)(a.astype(mx.float64, stream=s), product, stream=s)
-    return wide.astype(mx.float32, stream=s)
+    scale = mx.array(alpha, mx.float32).astype(mx.float64, stream=stream)
+    return _add_scaled_kernel(stream)(a, b, mx.negative(scale, stream=stream) if subtract else scale)
