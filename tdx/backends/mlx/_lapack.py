@@ -167,12 +167,12 @@ def qr_any(a, mode):
 
 
 def householder(a):
-    """LAPACK geqrf's reflectors of ``a`` (m >= n): ``(v, tau, R)``, ``v`` unit lower trapezoidal (dlarfg's
+    """LAPACK geqrf's reflectors of ``a``: ``(v, tau, R)``, ``v`` unit lower trapezoidal (dlarfg's
     convention: ``beta = -sign(alpha) |x|``, ``tau = (beta - alpha) / beta``)."""
     m, n = a.shape[-2:]
     r, rows = a, mx.arange(m)[:, None]
     vs, taus = [], []
-    for j in range(n):
+    for j in range(min(m, n)):
         x = r[..., :, j:j + 1]
         below = mx.where(rows > j, x, 0.0)
         alpha = x[..., j:j + 1, :]

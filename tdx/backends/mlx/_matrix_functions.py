@@ -256,6 +256,21 @@ class MLXMatrixFunctions:
 
     linalg_ldl_factor_ex = linalg_ldl_solve = linalg_ldl_factor
 
+    def geqrf(self, A):  # noqa: N803 - torch's name
+        """torch.geqrf: ``(a, tau)``, ``R`` on and above ``a``'s diagonal, the reflectors below (forward only)."""
+        _real("geqrf", A)
+        _matrix("geqrf", A)
+        m, n = A.shape[-2:]
+        if 0 in (m, n):
+            return A, mx.zeros(A.shape[:-2] + (min(m, n),), A.dtype)
+        v, tau, r = L.householder(mx.stop_gradient(A))
+        k = v.shape[-1]
+        if k < n:
+            v = mx.concatenate([v, mx.zeros(A.shape[:-2] + (m, n - k), A.dtype)], axis=-1)
+        if r.shape[-2] < m:
+            r = mx.concatenate([r, mx.zeros(A.shape[:-2] + (m - r.shape[-2], n), A.dtype)], axis=-2)
+        return mx.triu(r) + mx.tril(v, -1), tau
+
     def linalg_householder_product(self, A, tau):
         _real("householder_product", A, tau)
         m, n = A.shape[-2:]
