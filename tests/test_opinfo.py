@@ -146,14 +146,6 @@ EXPECTED_FAILURES: dict = {
     'special.shifted_chebyshev_polynomial_u@mlx': 'AssertionError: special.shifted_chebyshev_polynomial_u:function:float32: 1 of 1 elements differ (rtol=1e-05, atol=1e-05); first at (): got np.float32(',
     'linalg.pinv.hermitian@mlx': 'AssertionError: linalg.pinv.hermitian:function:float32: 25 of 25 elements differ (rtol=1e-05, atol=1e-05); first at (0, 0): got np.float32(0.1657182),',
     'linalg.tensorsolve@mlx': 'tdx._errors.TdxTypeError: moveaxis(): incompatible function arguments. The following argument types are supported:',
-    'linalg.det@mlx': "tdx._errors.UnsupportedOpError: torch.linalg.det of a matrix with a zero-size dimension is not supported on mlx:cpu (MLX's kernels cannot take it); go",
-    'linalg.eigvalsh@mlx': "tdx._errors.UnsupportedOpError: torch.linalg.eigvalsh of a matrix with a zero-size dimension is not supported on mlx:cpu (MLX's kernels cannot take it",
-    'linalg.slogdet@mlx': "tdx._errors.UnsupportedOpError: torch.linalg.slogdet of a matrix with a zero-size dimension is not supported on mlx:cpu (MLX's kernels cannot take it)",
-    'linalg.inv@mlx': "tdx._errors.UnsupportedOpError: torch.linalg.inv of a matrix with a zero-size dimension is not supported on mlx:cpu (MLX's kernels cannot take it); go",
-    'linalg.inv_ex@mlx': "tdx._errors.UnsupportedOpError: torch.linalg.inv_ex of a matrix with a zero-size dimension is not supported on mlx:cpu (MLX's kernels cannot take it);",
-    'linalg.matrix_rank@mlx': "tdx._errors.UnsupportedOpError: torch.linalg.matrix_rank of a matrix with a zero-size dimension is not supported on mlx:cpu (MLX's kernels cannot take",
-    'linalg.matrix_rank.hermitian@mlx': "tdx._errors.UnsupportedOpError: torch.linalg.matrix_rank of a matrix with a zero-size dimension is not supported on mlx:cpu (MLX's kernels cannot take",
-    'linalg.svd@mlx': "tdx._errors.UnsupportedOpError: torch.linalg.svd of a matrix with a zero-size dimension is not supported on mlx:cpu (MLX's kernels cannot take it); go",
 }
 
 _DB = O.load_db()

@@ -32,6 +32,15 @@ def diag_embed(v):
     return v[..., :, None] * eye_like(v)
 
 
+def _batch(a):
+    return tuple(a.shape[:-2])
+
+
+def _eyes(a, n):
+    """``n x n`` identities over ``a``'s batch dims."""
+    return mx.broadcast_to(mx.eye(n, dtype=a.dtype), _batch(a) + (n, n))
+
+
 def _matrix_rhs(a, b):
     """``b`` as a batch of matrices for ``a`` (torch's vector case: ``b.shape == a.shape[:-1]``), and whether
     it was a vector."""
@@ -41,6 +50,8 @@ def _matrix_rhs(a, b):
 
 @mx.custom_function
 def inv(a):
+    if a.size == 0:  # MLX's LAPACK kernels divide by the size (SIGFPE): the empty result, without them
+        return mx.zeros(a.shape, a.dtype)
     return mx.linalg.inv(a, stream=CPU)
 
 
@@ -56,6 +67,8 @@ def solve(a, b):
     shape = tuple(mx.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
     a = mx.broadcast_to(a, shape + a.shape[-2:])
     b = mx.broadcast_to(b, shape + b.shape[-2:])
+    if a.size == 0 or b.size == 0:
+        return mx.zeros(b.shape, b.dtype)
     return mx.linalg.solve(a, b, stream=CPU)
 
 
@@ -88,6 +101,8 @@ def _solve_tri(a, b, upper):
     shape = tuple(mx.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
     a = mx.broadcast_to(a, shape + a.shape[-2:])
     b = mx.broadcast_to(b, shape + b.shape[-2:])
+    if a.size == 0 or b.size == 0:
+        return mx.zeros(b.shape, b.dtype)
     return mx.linalg.solve_triangular(a, b, upper=bool(upper.item()), stream=CPU)
 
 
@@ -118,6 +133,8 @@ def _phi(x):
 @mx.custom_function
 def cholesky(a):
     """The lower Cholesky factor, from ``a``'s lower triangle."""
+    if a.size == 0:
+        return mx.zeros(a.shape, a.dtype)
     return mx.linalg.cholesky(a, upper=False, stream=CPU)
 
 
@@ -139,6 +156,9 @@ def _copyltu(m):
 @mx.custom_function
 def qr(a):
     """The reduced QR of ``a`` with as many rows as columns or more."""
+    if a.size == 0:
+        m, n = a.shape[-2:]
+        return mx.zeros(_batch(a) + (m, min(m, n)), a.dtype), mx.zeros(_batch(a) + (min(m, n), n), a.dtype)
     return tuple(mx.linalg.qr(a, stream=CPU))
 
 
@@ -154,6 +174,8 @@ def _qr_vjp(primals, cotangents, outputs):
 def qr_any(a, mode):
     """torch.linalg.qr's ``(Q, R)`` for any shape; ``mode`` ``"reduced"``, ``"complete"`` or ``"r"``."""
     m, n = a.shape[-2:]
+    if a.size == 0 and mode == "complete":
+        return _eyes(a, m), mx.zeros(a.shape, a.dtype)
     if m >= n and mode != "complete" or m == n:
         q, r = qr(a)
     elif m < n:  # A = [X | Y]: X = QU, R = [U | Q^T Y]
@@ -203,6 +225,11 @@ def reflect(v, tau):
 @mx.custom_function
 def svd(a):
     """The reduced SVD ``(U, S, Vh)``."""
+    if a.size == 0:
+        m, n = a.shape[-2:]
+        k = min(m, n)
+        return (mx.zeros(_batch(a) + (m, k), a.dtype), mx.zeros(_batch(a) + (k,), a.dtype),
+                mx.zeros(_batch(a) + (k, n), a.dtype))
     u, s, vh = mx.linalg.svd(a, compute_uv=True, stream=CPU)
     k = s.shape[-1]
     return u[..., :, :k], s, vh[..., :k, :]
@@ -238,6 +265,9 @@ def _svd_vjp(primals, cotangents, outputs):
 
 def svd_full(a):
     """``(U, S, Vh)`` with square ``U`` and ``Vh`` (forward only beyond the first ``k`` columns)."""
+    if a.size == 0:  # torch completes the empty bases with identities
+        m, n = a.shape[-2:]
+        return _eyes(a, m), mx.zeros(_batch(a) + (min(m, n),), a.dtype), _eyes(a, n)
     u, s, vh = mx.linalg.svd(a, compute_uv=True, stream=CPU)
     return u, s, vh
 
@@ -245,6 +275,8 @@ def svd_full(a):
 @mx.custom_function
 def eigh(a):
     """Eigenvalues (ascending) and eigenvectors of a symmetric ``a``, from its lower triangle."""
+    if a.size == 0:
+        return mx.zeros(a.shape[:-1], a.dtype), mx.zeros(a.shape, a.dtype)
     return tuple(mx.linalg.eigh(a, UPLO="L", stream=CPU))
 
 
@@ -263,6 +295,8 @@ def _eigh_vjp(primals, cotangents, outputs):
 @mx.custom_function
 def lu(a):
     """``(P, L, U)`` of a square ``a`` (P a permutation matrix in ``a``'s dtype)."""
+    if a.size == 0:
+        return _eyes(a, a.shape[-1]), mx.zeros(a.shape, a.dtype), mx.zeros(a.shape, a.dtype)
     rows, l_, u = mx.linalg.lu(a, stream=CPU)
     p = mT(mx.take_along_axis(mx.broadcast_to(eye_like(a), a.shape), rows[..., :, None], axis=-2))
     return p, l_, u
@@ -280,5 +314,7 @@ def _lu_vjp(primals, cotangents, outputs):
 
 def lu_rows(a):
     """MLX's row order and packed ``LU`` of square or rectangular ``a`` (forward only)."""
+    if a.size == 0:
+        return mx.zeros(a.shape, a.dtype), mx.zeros(_batch(a) + (min(a.shape[-2:]),), mx.int32)
     lu_, piv = mx.linalg.lu_factor(a, stream=CPU)
     return lu_, piv

@@ -184,6 +184,8 @@ class MLXMatrixFunctions:
         if A.dtype == mx.float64:
             raise DtypeError("linalg.eig: a float64 matrix has complex128 eigenvalues, which MLX cannot hold; "
                              "accepted on MLX: float32 (complex64 results)")
+        if A.size == 0:
+            return mx.zeros(A.shape[:-1], mx.complex64), mx.zeros(A.shape, mx.complex64)
         w, v = mx.linalg.eig(mx.stop_gradient(A), stream=L.CPU)
         return w, v
 
@@ -210,8 +212,12 @@ class MLXMatrixFunctions:
             raise UnsupportedOpError("linalg.lu: pivot=False is not supported on MLX (LAPACK pivots)")
         if A.shape[-1] == A.shape[-2]:
             return L.lu(A)
+        m, n = A.shape[-2:]
+        if A.size == 0:
+            k = min(m, n)
+            return (mx.broadcast_to(mx.eye(m, dtype=A.dtype), A.shape[:-2] + (m, m)),
+                    mx.zeros(A.shape[:-2] + (m, k), A.dtype), mx.zeros(A.shape[:-2] + (k, n), A.dtype))
         rows, l_, u = mx.linalg.lu(mx.stop_gradient(A), stream=L.CPU)  # rectangular: forward only
-        m = A.shape[-2]
         eye = mx.broadcast_to(mx.eye(m, dtype=A.dtype), A.shape[:-2] + (m, m))
         return mT(mx.take_along_axis(eye, rows[..., :, None], axis=-2)), l_, u
 
