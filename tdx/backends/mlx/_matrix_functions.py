@@ -197,8 +197,12 @@ class MLXMatrixFunctions:
         _matrix("lu_factor", A)
         if not pivot:
             raise UnsupportedOpError("linalg.lu_factor: pivot=False is not supported on MLX (LAPACK pivots)")
-        lu_, piv = L.lu_rows(A)
         k = min(A.shape[-2:])
+        if A.shape[-1] == A.shape[-2]:  # the packed factors of the differentiable LU; MLX's pivots
+            _, piv = L.lu_rows(mx.stop_gradient(A))
+            _, l_, u = L.lu(A)
+            return mx.tril(l_, -1) + u, piv[..., :k].astype(mx.int32) + 1
+        lu_, piv = L.lu_rows(A)
         return lu_, piv[..., :k].astype(mx.int32) + 1
 
     def linalg_lu_factor_ex(self, A, *, pivot=True, check_errors=False):
@@ -355,6 +359,9 @@ class MLXMatrixFunctions:
         _square("matrix_exp", A)
         if A.size == 0:
             return A
+        if A.dtype == mx.float32:  # float32's squarings lose digits torch's Pade approximant keeps: float64 inside
+            with mx.stream(mx.cpu):
+                return self.linalg_matrix_exp(A.astype(mx.float64)).astype(mx.float32)
         norm1 = float(mx.max(mx.sum(mx.abs(mx.stop_gradient(A)), axis=-2)).item())
         s = max(0, math.ceil(math.log2(norm1 / 0.5))) if norm1 > 0.5 else 0
         x = A * (0.5 ** s)
