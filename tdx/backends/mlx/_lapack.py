@@ -298,8 +298,14 @@ def lu(a):
     if a.size == 0:
         return _eyes(a, a.shape[-1]), mx.zeros(a.shape, a.dtype), mx.zeros(a.shape, a.dtype)
     rows, l_, u = mx.linalg.lu(a, stream=CPU)
-    p = mT(mx.take_along_axis(mx.broadcast_to(eye_like(a), a.shape), rows[..., :, None], axis=-2))
-    return p, l_, u
+    return _row_perm(rows, a), l_, u
+
+
+def _row_perm(rows, a):
+    """P with ``A = P L U`` from MLX's row order (``A[i] = (L U)[rows[i]]``): row ``i`` of P is ``e_rows[i]``."""
+    m = a.shape[-2]
+    eye = mx.broadcast_to(mx.eye(m, dtype=a.dtype), _batch(a) + (m, m))
+    return mx.take_along_axis(eye, rows[..., :, None].astype(mx.int32), axis=-2)
 
 
 @lu.vjp
@@ -318,3 +324,28 @@ def lu_rows(a):
         return mx.zeros(a.shape, a.dtype), mx.zeros(_batch(a) + (min(a.shape[-2:]),), mx.int32)
     lu_, piv = mx.linalg.lu_factor(a, stream=CPU)
     return lu_, piv
+
+
+def lu_any(a):
+    """Differentiable ``(P, L, U)`` of any ``a`` (``L`` is ``m x k``, ``U`` is ``k x n``, ``k = min(m, n)``).
+
+    Wide ``a = [A1 | A2]``: partial pivoting only looks at ``A1``, so ``P L U1 = A1`` and ``U2 = L^-1 P^T A2``.
+    Tall ``a``: with the pivots of the whole matrix held fixed, ``P^T a = [B1; B2]``, ``B1 = L1 U`` (the
+    pivoting of ``B1`` is the identity: the pivots of ``a`` are its column maxima) and ``L2 = B2 U^-1``.
+    """
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    if m == n:
+        return lu(a)
+    if a.size == 0:
+        return (_eyes(a, m), mx.zeros(_batch(a) + (m, k), a.dtype), mx.zeros(_batch(a) + (k, n), a.dtype))
+    if m < n:
+        p, l_, u1 = lu(a[..., :, :m])
+        u2 = solve_triangular(l_, mT(p) @ a[..., :, m:], upper=False, unitriangular=True)
+        return p, l_, mx.concatenate([u1, u2], axis=-1)
+    rows, _, _ = mx.linalg.lu(mx.stop_gradient(a), stream=CPU)
+    p = _row_perm(rows, a)
+    b = mT(p) @ a
+    p1, l1, u = lu(b[..., :n, :])
+    l2 = solve_triangular(u, b[..., n:, :], upper=True, left=False)
+    return p, mx.concatenate([p1 @ l1, l2], axis=-2), u

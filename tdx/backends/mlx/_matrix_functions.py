@@ -197,13 +197,16 @@ class MLXMatrixFunctions:
         _matrix("lu_factor", A)
         if not pivot:
             raise UnsupportedOpError("linalg.lu_factor: pivot=False is not supported on MLX (LAPACK pivots)")
-        k = min(A.shape[-2:])
-        if A.shape[-1] == A.shape[-2]:  # the packed factors of the differentiable LU; MLX's pivots
-            _, piv = L.lu_rows(mx.stop_gradient(A))
-            _, l_, u = L.lu(A)
-            return mx.tril(l_, -1) + u, piv[..., :k].astype(mx.int32) + 1
-        lu_, piv = L.lu_rows(A)
-        return lu_, piv[..., :k].astype(mx.int32) + 1
+        m, n = A.shape[-2:]
+        k = min(m, n)
+        _, piv = L.lu_rows(mx.stop_gradient(A))  # LAPACK's pivots; the packed factors of the differentiable LU
+        _, l_, u = L.lu_any(A)
+        lower = mx.tril(l_, -1)
+        if n > m:
+            lower = mx.concatenate([lower, mx.zeros(A.shape[:-2] + (m, n - m), A.dtype)], axis=-1)
+        elif m > n:
+            u = mx.concatenate([u, mx.zeros(A.shape[:-2] + (m - n, n), A.dtype)], axis=-2)
+        return lower + u, piv[..., :k].astype(mx.int32) + 1
 
     def linalg_lu_factor_ex(self, A, *, pivot=True, check_errors=False):
         lu_, piv = self.linalg_lu_factor(A, pivot=pivot)
@@ -214,16 +217,7 @@ class MLXMatrixFunctions:
         _matrix("lu", A)
         if not pivot:
             raise UnsupportedOpError("linalg.lu: pivot=False is not supported on MLX (LAPACK pivots)")
-        if A.shape[-1] == A.shape[-2]:
-            return L.lu(A)
-        m, n = A.shape[-2:]
-        if A.size == 0:
-            k = min(m, n)
-            return (mx.broadcast_to(mx.eye(m, dtype=A.dtype), A.shape[:-2] + (m, m)),
-                    mx.zeros(A.shape[:-2] + (m, k), A.dtype), mx.zeros(A.shape[:-2] + (k, n), A.dtype))
-        rows, l_, u = mx.linalg.lu(mx.stop_gradient(A), stream=L.CPU)  # rectangular: forward only
-        eye = mx.broadcast_to(mx.eye(m, dtype=A.dtype), A.shape[:-2] + (m, m))
-        return mT(mx.take_along_axis(eye, rows[..., :, None], axis=-2)), l_, u
+        return L.lu_any(A)
 
     def linalg_lu_solve(self, LU, pivots, B, *, left=True, adjoint=False):  # noqa: N803
         _real("lu_solve", LU, B)
