@@ -126,7 +126,6 @@ EXPECTED_FAILURES: dict = {
     'linalg.ldl_solve@mlx': 'tdx._errors.TdxTypeError: MLXMatrixFunctions.linalg_ldl_factor() takes 2 positional arguments but 4 positional arguments (and 1 keyword-only argument)',
     'linalg.lstsq@mlx': 'AssertionError: linalg.lstsq:function:float64: 3 differentiable outputs and 2 leaves, torch has 2 and 2',
     'linalg.norm.subgradients_at_zero@mlx': 'AssertionError: linalg.norm.subgradients_at_zero:function:float64: grad of input 0: 5 of 5 elements differ (rtol=1e-09, atol=1e-10); first at (0,): go',
-    'linalg.vander@mlx': 'AssertionError: linalg.vander:function:float32: shape differs: got (2,), expected (1, 2)',
     'special.polygamma.special_polygamma_n_0@mlx': 'AssertionError: special.polygamma.special_polygamma_n_0:function:float32: 15 of 25 elements differ (rtol=1e-05, atol=1e-05); first at (0, 0): got np.f',
     'special.zeta@mlx': 'AssertionError: special.zeta:function:int64: 1 of 1 elements differ (rtol=1e-05, atol=1e-05); first at (): got np.float32(nan), expected np.float32(in',
     'special.chebyshev_polynomial_t@mlx': 'AssertionError: special.chebyshev_polynomial_t:function:float32: 1 of 1 elements differ (rtol=1e-05, atol=1e-05); first at (): got np.float32(0.0), ex',
@@ -141,8 +140,6 @@ EXPECTED_FAILURES: dict = {
     'special.shifted_chebyshev_polynomial_w@mlx': 'AssertionError: special.shifted_chebyshev_polynomial_w:function:float32: 1 of 1 elements differ (rtol=1e-05, atol=1e-05); first at (): got np.float32(',
     'special.shifted_chebyshev_polynomial_t@mlx': 'AssertionError: special.shifted_chebyshev_polynomial_t:function:float32: 1 of 1 elements differ (rtol=1e-05, atol=1e-05); first at (): got np.float32(',
     'special.shifted_chebyshev_polynomial_u@mlx': 'AssertionError: special.shifted_chebyshev_polynomial_u:function:float32: 1 of 1 elements differ (rtol=1e-05, atol=1e-05); first at (): got np.float32(',
-    'linalg.pinv.hermitian@mlx': 'AssertionError: linalg.pinv.hermitian:function:float32: 25 of 25 elements differ (rtol=1e-05, atol=1e-05); first at (0, 0): got np.float32(0.1657182),',
-    'linalg.tensorsolve@mlx': 'tdx._errors.TdxTypeError: moveaxis(): incompatible function arguments. The following argument types are supported:',
 }
 
 _DB = O.load_db()

@@ -349,3 +349,28 @@ def lu_any(a):
     p1, l1, u = lu(b[..., :n, :])
     l2 = solve_triangular(u, b[..., n:, :], upper=True, left=False)
     return p, mx.concatenate([p1 @ l1, l2], axis=-2), u
+
+
+@mx.custom_function
+def with_pinv_derivative(a, p):
+    """``p`` (the pseudo-inverse of ``a``, computed without gradient) with torch's ``pinv_backward`` as the
+    derivative with respect to the whole of ``a`` (torch differentiates ``pinv(hermitian=True)`` this way,
+    even where ``a`` is not symmetric and only its lower triangle was read)."""
+    return mx.array(p)
+
+
+@with_pinv_derivative.vjp
+def _pinv_vjp(primals, cotangent, output):
+    a, _ = primals
+    p, g = output, cotangent
+    m, n = a.shape[-2:]
+    ph, gh = mT(p), mT(g)
+    if m <= n:
+        k = gh @ p
+        kph = k @ ph
+        ga = -mT(p @ k) + kph - (a @ p) @ kph + (ph @ p) @ (gh - k @ a)
+    else:
+        k = p @ gh
+        phk = ph @ k
+        ga = -mT(k @ p) + phk - (phk @ p) @ a + ((gh - a @ k) @ p) @ ph
+    return ga, mx.zeros_like(p)

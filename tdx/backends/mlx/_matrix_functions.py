@@ -113,7 +113,8 @@ class MLXMatrixFunctions:
         if dims is not None:
             nd = A.ndim
             dims = [d % nd for d in dims]
-            A = mx.moveaxis(A, dims, list(range(nd - len(dims), nd)))
+            rest = [d for d in range(nd) if d not in dims]
+            A = mx.transpose(A, rest + dims)  # dims moved to the end, in order
         rest = A.shape[B.ndim:]
         n = math.prod(B.shape)
         if n != math.prod(rest):
@@ -371,6 +372,13 @@ class MLXMatrixFunctions:
     def linalg_pinv(self, A, *, atol=None, rtol=None, hermitian=False):
         _real("pinv", A)
         _matrix("pinv", A)
+        if hermitian:  # torch: from the eigendecomposition of A's lower triangle, cut by |eigenvalue|
+            _square("pinv", A)
+            w, v = L.eigh(mx.stop_gradient(A))
+            mag = mx.abs(w)
+            cut = self._cutoff(A, mx.sort(mag, axis=-1)[..., ::-1] if mag.size else mag, atol, rtol)
+            inv_w = mx.where(mag > cut, 1.0 / mx.where(mag > cut, w, mx.ones_like(w)), mx.zeros_like(w))
+            return L.with_pinv_derivative(A, (v * inv_w[..., None, :]) @ mT(v))
         u, s, vh = L.svd(A)
         cut = self._cutoff(A, s, atol, rtol)
         inv_s = mx.where(s > cut, 1.0 / mx.where(s > cut, s, mx.ones_like(s)), mx.zeros_like(s))
@@ -525,6 +533,8 @@ class MLXMatrixFunctions:
         return mx.diagonal(A, offset, dim1, dim2)
 
     def linalg_vander(self, x, *, N=None):  # noqa: N803
+        if x.ndim == 0:  # torch treats a scalar as one element
+            x = mx.reshape(x, (1,))
         n = x.shape[-1] if N is None else N
         if n <= 0:
             raise TdxRuntimeError("N must be greater than 1.")
