@@ -456,9 +456,20 @@ class MLXMatrixFunctions:
             return mx.sum((a != 0).astype(a.dtype), axis=axes, keepdims=keepdim)
         if ord == 1:
             return mx.sum(a, axis=axes, keepdims=keepdim)
+        # torch's derivative is 0 where an element or the norm is 0 (MLX's would be NaN): the where()s keep the
+        # values and route those points' cotangents to constants
         if ord == 2:
-            return mx.sqrt(mx.sum(mx.square(a), axis=axes, keepdims=keepdim))
-        return mx.power(mx.sum(mx.power(a, ord), axis=axes, keepdims=keepdim), 1.0 / ord)
+            t = mx.square(a)
+        else:
+            zero_a = a == 0
+            t = mx.where(zero_a, mx.array(0.0 if ord > 0 else math.inf, a.dtype),
+                         mx.power(mx.where(zero_a, mx.ones_like(a), a), ord))
+        s = mx.sum(t, axis=axes, keepdims=keepdim)
+        if ord < 0:
+            return mx.power(s, 1.0 / ord)
+        zero = s == 0
+        safe = mx.where(zero, mx.ones_like(s), s)
+        return mx.where(zero, mx.zeros_like(s), mx.sqrt(safe) if ord == 2 else mx.power(safe, 1.0 / ord))
 
     def linalg_matrix_norm(self, A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):  # noqa: A002
         if dtype is not None:
