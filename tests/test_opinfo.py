@@ -123,7 +123,6 @@ EXPECTED_FAILURES: dict = {
     'linalg.ldl_factor@mlx': 'tdx._errors.UnsupportedOpError: linalg.ldl_factor is not supported on MLX (MLX has no LDL^T kernel); it runs on torch devices',
     'linalg.ldl_factor_ex@mlx': "tdx._errors.TdxTypeError: MLXMatrixFunctions.linalg_ldl_factor() got an unexpected keyword argument 'check_errors'",
     'linalg.ldl_solve@mlx': 'tdx._errors.TdxTypeError: MLXMatrixFunctions.linalg_ldl_factor() takes 2 positional arguments but 4 positional arguments (and 1 keyword-only argument)',
-    'linalg.lstsq@mlx': 'AssertionError: linalg.lstsq:function:float64: 3 differentiable outputs and 2 leaves, torch has 2 and 2',
     'special.polygamma.special_polygamma_n_0@mlx': 'AssertionError: special.polygamma.special_polygamma_n_0:function:float32: 15 of 25 elements differ (rtol=1e-05, atol=1e-05); first at (0, 0): got np.f',
     'special.zeta@mlx': 'AssertionError: special.zeta:function:int64: 1 of 1 elements differ (rtol=1e-05, atol=1e-05); first at (): got np.float32(nan), expected np.float32(in',
     'special.chebyshev_polynomial_t@mlx': 'AssertionError: special.chebyshev_polynomial_t:function:float32: 1 of 1 elements differ (rtol=1e-05, atol=1e-05); first at (): got np.float32(0.0), ex',
