@@ -133,6 +133,46 @@ CASES = {
     "vander": (lambda m, a: m.linalg.vander(a, N=4), [(3,)]),
     "tensorinv": (lambda m, a: m.linalg.tensorinv(a.reshape(2, 2, 4), ind=2), [(4, 4)]),
     "tensorsolve": (lambda m, a, b: m.linalg.tensorsolve(a.reshape(2, 3, 6), b), [(6, 6), (2, 3)]),
+    # MLX's LU: rectangular and pivoted (a cyclic row permutation) factors with their gradients
+    "lu_tall": (lambda m, a: m.linalg.lu(a), [(5, 3)]),
+    "lu_wide": (lambda m, a: m.linalg.lu(a), [(3, 5)]),
+    "lu_pivoted": (lambda m, a: m.linalg.lu(a[..., [1, 2, 3, 0], :]), [(2, 4, 4)]),
+    "lu_factor_tall_grad": (lambda m, a: m.linalg.lu_factor(a), [(2, 4, 3)]),
+    "lu_factor_wide_grad": (lambda m, a: m.linalg.lu_factor(a), [(3, 5)]),
+    "lu_factor_square_grad": (lambda m, a: m.linalg.lu_factor(a[..., [2, 0, 1], :]), [(3, 3)]),
+    # torch reads A's lower triangle but differentiates pinv in the whole (non-symmetric) A
+    "pinv_hermitian": (lambda m, a: m.linalg.pinv(a, hermitian=True), [(4, 4)]),
+    "norm_nuc": (lambda m, a: [m.norm(a[0], "nuc"), m.norm(a, p="nuc", dim=(0, 2), keepdim=True)], [(3, 2, 4)]),
+    "vector_norm_at_zero": (lambda m, a: [m.linalg.vector_norm(a * 0, p) for p in (2, 0.5, 1.5, 3.5, -1)]
+                            + [m.linalg.norm(a[0] * 0), m.linalg.matrix_norm(a * 0)], [(3, 4)]),
+    "vander_scalar": (lambda m, a: m.linalg.vander(a[0], N=3), [(3,)]),
+    "tensorsolve_dims": (lambda m, a, b: m.linalg.tensorsolve(a.reshape(6, 2, 3), b, dims=(0,)), [(6, 6), (2, 3)]),
+    # torch.* and Tensor-method forms outside torch.linalg
+    "torch_lu": (lambda m, a: m.lu(a[..., [1, 2, 0], :], get_infos=True), [(2, 3, 3)]),
+    "torch_lu_unpack": (lambda m, a: m.lu_unpack(*m.lu(a[..., [1, 2, 0], :])), [(3, 3)]),
+    "torch_lu_solve": (lambda m, a, b: [m.lu_solve(b, *m.lu(a)), b.lu_solve(*a.lu())], [(3, 3), (3, 2)]),
+    "torch_svd": (lambda m, a: [(lambda u, s, v: [u @ torch_diag(m, s) @ v.mT, s, u * u, v * v])(*m.svd(a))][0],
+                  [(4, 3)]),
+    "torch_svd_some_false": (lambda m, a: [(lambda u, s, v: [(u * u).detach(), s, (v * v).detach()])(
+        *a.svd(some=False))][0], [(4, 3)]),
+    "torch_svd_no_uv": (lambda m, a: list(m.svd(a, compute_uv=False)), [(3, 4)]),
+    "torch_qr": (lambda m, a: [*m.qr(a), *a.detach().qr(some=False)], [(4, 3)]),
+    "torch_cholesky": (lambda m, a: [m.cholesky(a), a.cholesky(upper=True)], ["spd3"]),
+    "cholesky_inverse": (lambda m, a: [m.cholesky_inverse(m.linalg.cholesky(a)),
+                                       m.linalg.cholesky(a).mT.cholesky_inverse(upper=True)], ["spd3"]),
+    "cholesky_solve": (lambda m, a, b: m.cholesky_solve(b, m.linalg.cholesky(a)), ["spd3", (3, 2)]),
+    "geqrf_orgqr_ormqr": (lambda m, a, c: [*m.geqrf(a.detach()), m.orgqr(*m.geqrf(a.detach())),
+                                          m.ormqr(*m.geqrf(a.detach()), c.detach(), transpose=True)],
+                          [(4, 3), (4, 2)]),
+    "triangular_solve": (lambda m, a, b: list(m.triangular_solve(b, a, upper=False)), [(3, 3), (3, 2)]),
+    "det_forms": (lambda m, a: [m.det(a), m.logdet(a), *m.slogdet(a), a.det(), a.logdet(), a.slogdet()[1]],
+                  ["spd3"]),
+    "inverse_forms": (lambda m, a: [m.inverse(a), a.pinverse(), m.matrix_power(a, 3), a.matrix_power(-1),
+                                    m.matrix_exp(a / 4), a.inverse()], [(3, 3)]),
+    "ger_chain_matmul": (lambda m, a, b, c: [m.ger(a, b), a.ger(b), m.chain_matmul(c, c.mT, c)],
+                         [(3,), (4,), (2, 3)]),
+    "svd_lowrank": (lambda m, a, b: [(lambda u, s, v: [u @ torch_diag(m, s) @ v.mT, s])(
+        *m.svd_lowrank(a.detach() @ b.detach(), q=2))][0], [(5, 2), (2, 4)]),
 }
 
 
@@ -218,6 +258,14 @@ def test_mlx_eig_float64_raises():
     x = tdx.tensor(_mat((3, 3), 0), device="mlx:cpu").double()
     with pytest.raises(tdx.DtypeError, match="complex128"):
         LA.eig(x)
+
+
+def test_lstsq_singular_values_not_differentiable(device):
+    a = tdx.tensor(_mat((4, 3), 2), device=device).requires_grad_()
+    ref = torch.tensor(_mat((4, 3), 2)).requires_grad_()
+    got, want = LA.lstsq(a, a[:, :2], driver="gelsd"), torch.linalg.lstsq(ref, ref[:, :2], driver="gelsd")
+    assert [t.requires_grad for t in got] == [t.requires_grad for t in want] == [True, True, False, False]
+    assert_close(got.singular_values, want.singular_values, **TOL["float64"])
 
 
 def test_torch_linalg_coverage():
