@@ -260,6 +260,28 @@ def test_mlx_eig_float64_raises():
         LA.eig(x)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape, scale", [((5, 5), 1.0), ((2, 6, 6), 0.01), ((0, 3, 3), 1.0), ((1, 1), 1.0)])
+def test_ldl_factor_and_solve(device, shape, scale, dtype):
+    """torch's Bunch-Kaufman pivots and factors, the 2 x 2 blocks included (small diagonals force them);
+    the input need not be symmetric (only its lower triangle is read)."""
+    rng = np.random.default_rng(sum(shape))
+    a = rng.standard_normal(shape)
+    a[..., np.arange(shape[-1]), np.arange(shape[-1])] *= scale
+    b = rng.standard_normal(shape[:-1] + (2,))
+    want = torch.linalg.ldl_factor_ex(torch.tensor(a).to(getattr(torch, dtype)))
+    got = LA.ldl_factor_ex(tdx.tensor(a, device=device).to(getattr(tdx, dtype)))
+    assert got._fields == ("LD", "pivots", "info")
+    assert_close(got.pivots, want.pivots, rtol=0, atol=0)
+    assert_close(got.info, want.info, rtol=0, atol=0)
+    assert_close(got.LD, want.LD, **TOL[dtype])
+    assert_close(LA.ldl_factor(tdx.tensor(a, device=device).to(getattr(tdx, dtype))).LD, want.LD, **TOL[dtype])
+    x = LA.ldl_solve(got.LD, got.pivots, tdx.tensor(b, device=device).to(getattr(tdx, dtype)))
+    assert_close(x, torch.linalg.ldl_solve(want.LD, want.pivots, torch.tensor(b).to(getattr(torch, dtype))),
+                 **{"float32": dict(rtol=1e-4, atol=1e-4), "float64": TOL["float64"]}[dtype])  # float32: pivots
+    # of size 0.01 amplify rounding by their inverse
+
+
 def test_lstsq_singular_values_not_differentiable(device):
     a = tdx.tensor(_mat((4, 3), 2), device=device).requires_grad_()
     ref = torch.tensor(_mat((4, 3), 2)).requires_grad_()

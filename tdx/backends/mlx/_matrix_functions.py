@@ -255,11 +255,46 @@ class MLXMatrixFunctions:
         out = mx.array(mats, dtype=dtype)
         return mx.reshape(out, batch + (n, n))
 
-    def linalg_ldl_factor(self, A, *, hermitian=False):
-        raise UnsupportedOpError("linalg.ldl_factor is not supported on MLX (MLX has no LDL^T kernel); "
-                                 "it runs on torch devices")
+    def linalg_ldl_factor_ex(self, A, *, hermitian=False, check_errors=False):
+        """LAPACK's Bunch-Kaufman ``sytrf`` on the host (see :mod:`._ldl`): MLX has no LDL^T kernel."""
+        import numpy as np
 
-    linalg_ldl_factor_ex = linalg_ldl_solve = linalg_ldl_factor
+        from . import _ldl
+
+        _real("ldl_factor", A)
+        _square("ldl_factor", A)
+        ld, piv, info = _ldl.factor(np.array(mx.stop_gradient(A)))
+        if check_errors and info.size and info.max() > 0:
+            raise LinAlgError(f"torch.linalg.ldl_factor_ex: D[{int(info.max())}, {int(info.max())}] is zero: the "
+                              "factorization completed, but D is singular.")
+        return mx.array(ld, dtype=A.dtype), mx.array(piv, dtype=mx.int32), mx.array(info, dtype=mx.int32)
+
+    def linalg_ldl_factor(self, A, *, hermitian=False):
+        ld, piv, info = self.linalg_ldl_factor_ex(A, hermitian=hermitian)
+        worst = int(mx.max(info).item()) if info.size else 0
+        if worst > 0:
+            raise LinAlgError(f"torch.linalg.ldl_factor: D[{worst}, {worst}] is zero: the input is singular "
+                              "(LAPACK sytrf info > 0).")
+        return ld, piv
+
+    def linalg_ldl_solve(self, LD, pivots, B, *, hermitian=False):  # noqa: N803
+        import numpy as np
+
+        from . import _ldl
+
+        _real("ldl_solve", LD, B)
+        _square("ldl_solve", LD, "LD")
+        _matrix("ldl_solve", B, "B")
+        if B.dtype != LD.dtype:
+            raise TdxRuntimeError(f"torch.linalg.ldl_solve: Expected LD and B to have the same dtype, but found "
+                                  f"LD of type {_NAMES[LD.dtype]} and B of type {_NAMES[B.dtype]} instead")
+        if pivots.dtype != mx.int32:
+            raise OpDtypeError(f"torch.linalg.ldl_solve: Expected pivots to be integers. Got {_NAMES[pivots.dtype]}")
+        if B.shape[-2] != LD.shape[-1]:
+            raise ShapeError(f"torch.linalg.ldl_solve: Incompatible shapes of LD and B for the equation "
+                             f"LD X = B ({LD.shape[-2]}x{LD.shape[-1]} and {B.shape[-2]}x{B.shape[-1]})")
+        x = _ldl.solve(np.array(mx.stop_gradient(LD)), np.array(pivots), np.array(mx.stop_gradient(B)))
+        return mx.array(x, dtype=B.dtype)
 
     def geqrf(self, A):  # noqa: N803 - torch's name
         """torch.geqrf: ``(a, tau)``, ``R`` on and above ``a``'s diagonal, the reflectors below (forward only)."""
