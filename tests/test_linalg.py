@@ -261,7 +261,8 @@ def test_mlx_eig_float64_raises():
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("shape, scale", [((5, 5), 1.0), ((2, 6, 6), 0.01), ((0, 3, 3), 1.0), ((1, 1), 1.0)])
+@pytest.mark.parametrize("shape, scale", [((5, 5), 1.0), ((2, 6, 6), 0.01), ((0, 3, 3), 1.0), ((1, 1), 1.0), ((0, 0), 1.0),
+                                          ((2, 0, 0), 1.0)])
 def test_ldl_factor_and_solve(device, shape, scale, dtype):
     """torch's Bunch-Kaufman pivots and factors, the 2 x 2 blocks included (small diagonals force them);
     the input need not be symmetric (only its lower triangle is read)."""

@@ -90,7 +90,7 @@ def _factor_one(a):
 def factor(a):
     """``(LD, pivots, info)`` of a batch of matrices ``a`` (NumPy), as ``torch.linalg.ldl_factor_ex``."""
     batch, n = a.shape[:-2], a.shape[-1]
-    flat = np.tril(np.array(a, copy=True)).reshape((-1, n, n))
+    flat = np.tril(np.array(a, copy=True)).reshape((math.prod(batch), n, n))
     pivs = np.zeros((flat.shape[0], n), dtype=np.int32)
     infos = np.zeros(flat.shape[0], dtype=np.int32)
     for i in range(flat.shape[0]):
@@ -144,9 +144,10 @@ def solve(ld, piv, b):
     """``torch.linalg.ldl_solve(LD, pivots, B)`` on NumPy arrays (batch dims broadcast)."""
     n = ld.shape[-1]
     batch = np.broadcast_shapes(ld.shape[:-2], piv.shape[:-1], b.shape[:-2])
-    ld = np.broadcast_to(ld, batch + (n, n)).reshape((-1, n, n))
-    piv = np.broadcast_to(piv, batch + (n,)).reshape((-1, n))
-    out = np.array(np.broadcast_to(b, batch + b.shape[-2:]), copy=True).reshape((-1,) + b.shape[-2:])
+    count = math.prod(batch)
+    ld = np.broadcast_to(ld, batch + (n, n)).reshape((count, n, n))
+    piv = np.broadcast_to(piv, batch + (n,)).reshape((count, n))
+    out = np.array(np.broadcast_to(b, batch + b.shape[-2:]), copy=True).reshape((count,) + b.shape[-2:])
     for i in range(out.shape[0]):
         _solve_one(ld[i], piv[i], out[i])
     return out.reshape(batch + b.shape[-2:])
