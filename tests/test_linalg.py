@@ -283,6 +283,23 @@ def test_ldl_factor_and_solve(device, shape, scale, dtype):
     # of size 0.01 amplify rounding by their inverse
 
 
+@pytest.mark.parametrize("name, method", [("lstsq", True), ("solve", True), ("eig", True), ("symeig", True),
+                                          ("matrix_rank", False)])
+def test_removed_torch_functions_raise_like_torch(device, name, method):
+    """torch 2 keeps these pre-1.9 names only to raise, pointing at torch.linalg."""
+    a = tdx.tensor(_mat((3, 3), 4), device=device)
+    ref = torch.tensor(_mat((3, 3), 4))
+    calls = [(getattr(torch, name), getattr(tdx, name))] + \
+        ([(getattr(ref, name), getattr(a, name))] if method else [])
+    assert method == hasattr(torch.Tensor, name) == hasattr(tdx.Tensor, name)
+    for want, got in calls:
+        with pytest.raises(RuntimeError, match="removed"):
+            want(ref, ref) if want is getattr(torch, name) else want(ref)
+        with pytest.raises(RuntimeError, match="deprecated since version 1.9 and is now removed") as info:
+            got(a, a) if got is getattr(tdx, name) else got(a)
+        assert isinstance(info.value, tdx.TdxError)
+
+
 def test_lstsq_singular_values_not_differentiable(device):
     a = tdx.tensor(_mat((4, 3), 2), device=device).requires_grad_()
     ref = torch.tensor(_mat((4, 3), 2)).requires_grad_()

@@ -307,8 +307,9 @@ _TABLE = {name: (fn, fn.__doc__) for name, fn in {
     "svd": svd, "svd_lowrank": svd_lowrank, "pca_lowrank": pca_lowrank, "det": det, "slogdet": slogdet,
     "logdet": logdet, "inverse": inverse, "pinverse": pinverse, "matrix_power": matrix_power,
     "matrix_exp": matrix_exp, "triangular_solve": triangular_solve, "ger": ger, "chain_matmul": chain_matmul,
-    "lstsq": _removed("lstsq", "lstsq"), "solve": _removed("solve", "solve")}.items()}
+    "lstsq": _removed("lstsq", "lstsq"), "solve": _removed("solve", "solve"), "eig": _removed("eig", "eig"),
+    "symeig": _removed("symeig", "eigh"), "matrix_rank": _removed("matrix_rank", "matrix_rank")}.items()}
 install(globals(), __all__, _TABLE, methods=(
     "cholesky", "cholesky_inverse", "cholesky_solve", "lu", "lu_solve", "qr", "orgqr", "ormqr", "geqrf", "svd",
     "det", "slogdet", "logdet", "inverse", "pinverse", "matrix_power", "matrix_exp", "triangular_solve", "ger",
-    "lstsq", "solve"))
+    "lstsq", "solve", "eig", "symeig"))
