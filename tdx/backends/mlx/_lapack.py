@@ -5,8 +5,9 @@ vector-Jacobian product for any of them, and runs them on its CPU stream only (o
 run on the CPU stream too: MLX's memory is unified, so nothing is copied). Each function here is
 the forward kernel wrapped with the derivative torch's autograd uses (``FunctionsManual.cpp``:
 ``linalg_inv``, ``linalg_solve``, ``cholesky_backward``, ``linalg_qr_backward``, ``svd_backward``,
-``linalg_eig_backward`` for Hermitian input, ``linalg_lu_backward``), written with the functions
-here and MLX's differentiable ops, so tdx's tape differentiates them. Real dtypes only.
+``linalg_eig_backward`` for Hermitian input, ``linalg_lu_backward``, ``pinv_backward``), written with
+the functions here and MLX's differentiable ops, so tdx's tape differentiates them; the LU of a
+rectangular matrix is composed from the square one. Real dtypes only.
 Must never import torch or the facade.
 """
 

@@ -3,9 +3,10 @@
 Factorizations come from :mod:`._lapack` (MLX's CPU-stream kernels with their derivatives); the
 rest is composed from them and MLX's differentiable ops: ``det``/``slogdet`` from LU, ``pinv``,
 ``lstsq``, ``matrix_rank``, ``cond`` and the spectral norms from the SVD, ``matrix_exp`` by scaling
-and squaring a Taylor polynomial, ``householder_product`` as a product of reflectors. Checks and
-messages follow torch's. Complex inputs and the LDL factorization are refused with typed errors
-(MLX has no complex LAPACK kernels). Must never import torch or the facade.
+and squaring a Taylor polynomial, ``householder_product`` as a product of reflectors, the LDL^T
+factorization by LAPACK's algorithm on the host (:mod:`._ldl`). Checks and messages follow torch's.
+Complex inputs are refused with typed errors (MLX has no complex LAPACK kernels). Must never import
+torch or the facade.
 """
 
 from __future__ import annotations
