@@ -300,6 +300,22 @@ def test_removed_torch_functions_raise_like_torch(device, name, method):
         assert isinstance(info.value, tdx.TdxError)
 
 
+@pytest.mark.parametrize("fn", [lambda m, x: m.linalg.det(x), lambda m, x: m.linalg.slogdet(x)[1],
+                                lambda m, x: m.logdet(x), lambda m, x: x.diagonal(dim1=-2, dim2=-1),
+                                lambda m, x: m.linalg.diagonal(x)])
+@pytest.mark.parametrize("shape", [(0, 5, 5), (0, 1, 1), (3, 0, 0)])
+def test_gradients_of_empty_batches(device, fn, shape):
+    """MLX's derivative of a diagonal traps (SIGFPE) on empty input: the process must survive, with torch's
+    (empty or zero) results and gradients."""
+    want_x = torch.zeros(shape, dtype=torch.float64, requires_grad=True)
+    got_x = tdx.zeros(shape, dtype=tdx.float64, device=device).requires_grad_()
+    want, got = fn(torch, want_x), fn(tdx, got_x)
+    assert_close(got, want.detach(), **TOL["float64"])
+    (want * 2.0).sum().backward()
+    (got * 2.0).sum().backward()
+    assert_close(got_x.grad, want_x.grad, **TOL["float64"])
+
+
 def test_lstsq_singular_values_not_differentiable(device):
     a = tdx.tensor(_mat((4, 3), 2), device=device).requires_grad_()
     ref = torch.tensor(_mat((4, 3), 2)).requires_grad_()

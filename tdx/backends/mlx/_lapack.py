@@ -28,6 +28,12 @@ def eye_like(x, n=None):
     return mx.eye(n, dtype=x.dtype)
 
 
+def diagonal(x, offset=0, dim1=-2, dim2=-1):
+    """``mx.diagonal``, cut from the graph on empty input, where MLX's vjp of it traps (SIGFPE); the result
+    (and the gradient) is empty there anyway."""
+    return mx.diagonal(mx.stop_gradient(x) if x.size == 0 else x, offset, dim1, dim2)
+
+
 def diag_embed(v):
     """A batch of diagonal matrices from ``v``'s last dim."""
     return v[..., :, None] * eye_like(v)

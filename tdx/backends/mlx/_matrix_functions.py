@@ -326,7 +326,7 @@ class MLXMatrixFunctions:
     def _lu_det(self, A):
         """(sign of the permutation and of U's diagonal, log |det|) from a differentiable LU."""
         p, _, u = L.lu(A)
-        d = mx.diagonal(u, 0, -2, -1)
+        d = L.diagonal(u)
         perm_sign = self._perm_sign(mx.stop_gradient(p))
         return perm_sign * mx.prod(mx.sign(d), axis=-1), mx.sum(mx.log(mx.abs(d)), axis=-1), d
 
@@ -357,7 +357,7 @@ class MLXMatrixFunctions:
         if A.shape[-1] == 0:
             return mx.ones(A.shape[:-2], A.dtype)
         p, _, u = L.lu(A)
-        return self._perm_sign(mx.stop_gradient(p)) * mx.prod(mx.diagonal(u, 0, -2, -1), axis=-1)
+        return self._perm_sign(mx.stop_gradient(p)) * mx.prod(L.diagonal(u), axis=-1)
 
     def linalg_slogdet(self, A):
         _real("slogdet", A)
@@ -577,7 +577,7 @@ class MLXMatrixFunctions:
         return mx.moveaxis(out, -1, dim)
 
     def linalg_diagonal(self, A, *, offset=0, dim1=-2, dim2=-1):
-        return mx.diagonal(A, offset, dim1, dim2)
+        return L.diagonal(A, offset, dim1, dim2)
 
     def linalg_vander(self, x, *, N=None):  # noqa: N803
         if x.ndim == 0:  # torch treats a scalar as one element
