@@ -415,10 +415,10 @@ class MLXMatrixFunctions:
             cut = self._cutoff(A, mx.sort(mag, axis=-1)[..., ::-1] if mag.size else mag, atol, rtol)
             inv_w = mx.where(mag > cut, 1.0 / mx.where(mag > cut, w, mx.ones_like(w)), mx.zeros_like(w))
             return L.with_pinv_derivative(A, (v * inv_w[..., None, :]) @ mT(v))
-        u, s, vh = L.svd(A)
-        cut = self._cutoff(A, s, atol, rtol)
+        u, s, vh = L.svd(mx.stop_gradient(A))  # torch's pinv_backward, not the SVD's (they differ where the
+        cut = self._cutoff(A, s, atol, rtol)    # cut-off drops singular values: rank-deficient A)
         inv_s = mx.where(s > cut, 1.0 / mx.where(s > cut, s, mx.ones_like(s)), mx.zeros_like(s))
-        return (mT(vh) * inv_s[..., None, :]) @ mT(u)
+        return L.with_pinv_derivative(A, (mT(vh) * inv_s[..., None, :]) @ mT(u))
 
     @staticmethod
     def _cutoff(A, s, atol, rtol):
