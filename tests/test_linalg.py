@@ -142,6 +142,9 @@ CASES = {
     "lu_factor_square_grad": (lambda m, a: m.linalg.lu_factor(a[..., [2, 0, 1], :]), [(3, 3)]),
     # torch reads A's lower triangle but differentiates pinv in the whole (non-symmetric) A
     "pinv_hermitian": (lambda m, a: m.linalg.pinv(a, hermitian=True), [(4, 4)]),
+    # rank-deficient: torch differentiates pinv by its pinv_backward formula, not through the SVD's cut-off
+    "pinv_rank_deficient": (lambda m, a, b: m.linalg.pinv(m.linalg.qr(a).Q @ m.linalg.qr(b).Q.mT),  # s = 1, 1, 0
+                            [(3, 2), (3, 2)]),
     "norm_nuc": (lambda m, a: [m.norm(a[0], "nuc"), m.norm(a, p="nuc", dim=(0, 2), keepdim=True)], [(3, 2, 4)]),
     "vector_norm_at_zero": (lambda m, a: [m.linalg.vector_norm(a * 0, p) for p in (2, 0.5, 1.5, 3.5, -1)]
                             + [m.linalg.norm(a[0] * 0), m.linalg.matrix_norm(a * 0)], [(3, 4)]),
