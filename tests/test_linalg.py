@@ -133,6 +133,49 @@ CASES = {
     "vander": (lambda m, a: m.linalg.vander(a, N=4), [(3,)]),
     "tensorinv": (lambda m, a: m.linalg.tensorinv(a.reshape(2, 2, 4), ind=2), [(4, 4)]),
     "tensorsolve": (lambda m, a, b: m.linalg.tensorsolve(a.reshape(2, 3, 6), b), [(6, 6), (2, 3)]),
+    # MLX's LU: rectangular and pivoted (a cyclic row permutation) factors with their gradients
+    "lu_tall": (lambda m, a: m.linalg.lu(a), [(5, 3)]),
+    "lu_wide": (lambda m, a: m.linalg.lu(a), [(3, 5)]),
+    "lu_pivoted": (lambda m, a: m.linalg.lu(a[..., [1, 2, 3, 0], :]), [(2, 4, 4)]),
+    "lu_factor_tall_grad": (lambda m, a: m.linalg.lu_factor(a), [(2, 4, 3)]),
+    "lu_factor_wide_grad": (lambda m, a: m.linalg.lu_factor(a), [(3, 5)]),
+    "lu_factor_square_grad": (lambda m, a: m.linalg.lu_factor(a[..., [2, 0, 1], :]), [(3, 3)]),
+    # torch reads A's lower triangle but differentiates pinv in the whole (non-symmetric) A
+    "pinv_hermitian": (lambda m, a: m.linalg.pinv(a, hermitian=True), [(4, 4)]),
+    # rank-deficient: torch differentiates pinv by its pinv_backward formula, not through the SVD's cut-off
+    "pinv_rank_deficient": (lambda m, a, b: m.linalg.pinv(m.linalg.qr(a).Q @ m.linalg.qr(b).Q.mT),  # s = 1, 1, 0
+                            [(3, 2), (3, 2)]),
+    "norm_nuc": (lambda m, a: [m.norm(a[0], "nuc"), m.norm(a, p="nuc", dim=(0, 2), keepdim=True)], [(3, 2, 4)]),
+    "vector_norm_at_zero": (lambda m, a: [m.linalg.vector_norm(a * 0, p) for p in (2, 0.5, 1.5, 3.5, -1)]
+                            + [m.linalg.norm(a[0] * 0), m.linalg.matrix_norm(a * 0)], [(3, 4)]),
+    "vander_scalar": (lambda m, a: m.linalg.vander(a[0], N=3), [(3,)]),
+    "tensorsolve_dims": (lambda m, a, b: m.linalg.tensorsolve(a.reshape(6, 2, 3), b, dims=(0,)), [(6, 6), (2, 3)]),
+    # torch.* and Tensor-method forms outside torch.linalg
+    "torch_lu": (lambda m, a: m.lu(a[..., [1, 2, 0], :], get_infos=True), [(2, 3, 3)]),
+    "torch_lu_unpack": (lambda m, a: m.lu_unpack(*m.lu(a[..., [1, 2, 0], :])), [(3, 3)]),
+    "torch_lu_solve": (lambda m, a, b: [m.lu_solve(b, *m.lu(a)), b.lu_solve(*a.lu())], [(3, 3), (3, 2)]),
+    "torch_svd": (lambda m, a: [(lambda u, s, v: [u @ torch_diag(m, s) @ v.mT, s, u * u, v * v])(*m.svd(a))][0],
+                  [(4, 3)]),
+    "torch_svd_some_false": (lambda m, a: [(lambda u, s, v: [(u * u).detach(), s, (v * v).detach()])(
+        *a.svd(some=False))][0], [(4, 3)]),
+    "torch_svd_no_uv": (lambda m, a: list(m.svd(a, compute_uv=False)), [(3, 4)]),
+    "torch_qr": (lambda m, a: [*m.qr(a), *a.detach().qr(some=False)], [(4, 3)]),
+    "torch_cholesky": (lambda m, a: [m.cholesky(a), a.cholesky(upper=True)], ["spd3"]),
+    "cholesky_inverse": (lambda m, a: [m.cholesky_inverse(m.linalg.cholesky(a)),
+                                       m.linalg.cholesky(a).mT.cholesky_inverse(upper=True)], ["spd3"]),
+    "cholesky_solve": (lambda m, a, b: m.cholesky_solve(b, m.linalg.cholesky(a)), ["spd3", (3, 2)]),
+    "geqrf_orgqr_ormqr": (lambda m, a, c: [*m.geqrf(a.detach()), m.orgqr(*m.geqrf(a.detach())),
+                                          m.ormqr(*m.geqrf(a.detach()), c.detach(), transpose=True)],
+                          [(4, 3), (4, 2)]),
+    "triangular_solve": (lambda m, a, b: list(m.triangular_solve(b, a, upper=False)), [(3, 3), (3, 2)]),
+    "det_forms": (lambda m, a: [m.det(a), m.logdet(a), *m.slogdet(a), a.det(), a.logdet(), a.slogdet()[1]],
+                  ["spd3"]),
+    "inverse_forms": (lambda m, a: [m.inverse(a), a.pinverse(), m.matrix_power(a, 3), a.matrix_power(-1),
+                                    m.matrix_exp(a / 4), a.inverse()], [(3, 3)]),
+    "ger_chain_matmul": (lambda m, a, b, c: [m.ger(a, b), a.ger(b), m.chain_matmul(c, c.mT, c)],
+                         [(3,), (4,), (2, 3)]),
+    "svd_lowrank": (lambda m, a, b: [(lambda u, s, v: [u @ torch_diag(m, s) @ v.mT, s])(
+        *m.svd_lowrank(a.detach() @ b.detach(), q=2))][0], [(5, 2), (2, 4)]),
 }
 
 
@@ -218,6 +261,70 @@ def test_mlx_eig_float64_raises():
     x = tdx.tensor(_mat((3, 3), 0), device="mlx:cpu").double()
     with pytest.raises(tdx.DtypeError, match="complex128"):
         LA.eig(x)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape, scale", [((5, 5), 1.0), ((2, 6, 6), 0.01), ((0, 3, 3), 1.0), ((1, 1), 1.0), ((0, 0), 1.0),
+                                          ((2, 0, 0), 1.0)])
+def test_ldl_factor_and_solve(device, shape, scale, dtype):
+    """torch's Bunch-Kaufman pivots and factors, the 2 x 2 blocks included (small diagonals force them);
+    the input need not be symmetric (only its lower triangle is read)."""
+    rng = np.random.default_rng(sum(shape))
+    a = rng.standard_normal(shape)
+    a[..., np.arange(shape[-1]), np.arange(shape[-1])] *= scale
+    b = rng.standard_normal(shape[:-1] + (2,))
+    want = torch.linalg.ldl_factor_ex(torch.tensor(a).to(getattr(torch, dtype)))
+    got = LA.ldl_factor_ex(tdx.tensor(a, device=device).to(getattr(tdx, dtype)))
+    assert got._fields == ("LD", "pivots", "info")
+    assert_close(got.pivots, want.pivots, rtol=0, atol=0)
+    assert_close(got.info, want.info, rtol=0, atol=0)
+    assert_close(got.LD, want.LD, **TOL[dtype])
+    assert_close(LA.ldl_factor(tdx.tensor(a, device=device).to(getattr(tdx, dtype))).LD, want.LD, **TOL[dtype])
+    x = LA.ldl_solve(got.LD, got.pivots, tdx.tensor(b, device=device).to(getattr(tdx, dtype)))
+    assert_close(x, torch.linalg.ldl_solve(want.LD, want.pivots, torch.tensor(b).to(getattr(torch, dtype))),
+                 **{"float32": dict(rtol=1e-4, atol=1e-4), "float64": TOL["float64"]}[dtype])  # float32: pivots
+    # of size 0.01 amplify rounding by their inverse
+
+
+@pytest.mark.parametrize("name, method", [("lstsq", True), ("solve", True), ("eig", True), ("symeig", True),
+                                          ("matrix_rank", False)])
+def test_removed_torch_functions_raise_like_torch(device, name, method):
+    """torch 2 keeps these pre-1.9 names only to raise, pointing at torch.linalg."""
+    a = tdx.tensor(_mat((3, 3), 4), device=device)
+    ref = torch.tensor(_mat((3, 3), 4))
+    calls = [(getattr(torch, name), getattr(tdx, name))] + \
+        ([(getattr(ref, name), getattr(a, name))] if method else [])
+    assert method == hasattr(torch.Tensor, name) == hasattr(tdx.Tensor, name)
+    for want, got in calls:
+        with pytest.raises(RuntimeError, match="removed"):
+            want(ref, ref) if want is getattr(torch, name) else want(ref)
+        with pytest.raises(RuntimeError, match="deprecated since version 1.9 and is now removed") as info:
+            got(a, a) if got is getattr(tdx, name) else got(a)
+        assert isinstance(info.value, tdx.TdxError)
+
+
+@pytest.mark.parametrize("fn", [lambda m, x: m.linalg.det(x), lambda m, x: m.linalg.slogdet(x)[1],
+                                lambda m, x: m.logdet(x), lambda m, x: x.diagonal(dim1=-2, dim2=-1),
+                                lambda m, x: m.linalg.diagonal(x)])
+@pytest.mark.parametrize("shape", [(0, 5, 5), (0, 1, 1), (3, 0, 0)])
+def test_gradients_of_empty_batches(device, fn, shape):
+    """MLX's derivative of a diagonal traps (SIGFPE) on empty input: the process must survive, with torch's
+    (empty or zero) results and gradients."""
+    want_x = torch.zeros(shape, dtype=torch.float64, requires_grad=True)
+    got_x = tdx.zeros(shape, dtype=tdx.float64, device=device).requires_grad_()
+    want, got = fn(torch, want_x), fn(tdx, got_x)
+    assert_close(got, want.detach(), **TOL["float64"])
+    (want * 2.0).sum().backward()
+    (got * 2.0).sum().backward()
+    assert_close(got_x.grad, want_x.grad, **TOL["float64"])
+
+
+def test_lstsq_singular_values_not_differentiable(device):
+    a = tdx.tensor(_mat((4, 3), 2), device=device).requires_grad_()
+    ref = torch.tensor(_mat((4, 3), 2)).requires_grad_()
+    got, want = LA.lstsq(a, a[:, :2], driver="gelsd"), torch.linalg.lstsq(ref, ref[:, :2], driver="gelsd")
+    assert [t.requires_grad for t in got] == [t.requires_grad for t in want] == [True, True, False, False]
+    assert_close(got.singular_values, want.singular_values, **TOL["float64"])
 
 
 def test_torch_linalg_coverage():

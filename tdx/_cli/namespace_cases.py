@@ -17,7 +17,8 @@ __all__ = ["NAMESPACE_CASES", "MLX_CPU_STREAM_NOTE", "ns"]
 
 MLX_CPU_STREAM_NOTE = ("On `mlx:gpu`, MLX's linalg factorizations (inv, solve, cholesky, qr, svd, eigh, eig, lu, "
                        "lstsq, pinv, det/slogdet, matrix_rank, cond and the functions built on them) run on MLX's CPU "
-                       "stream: MLX has no GPU kernels for them, and its unified memory means nothing is copied.")
+                       "stream: MLX has no GPU kernels for them, and its unified memory means nothing is copied. "
+                       "ldl_factor/ldl_solve (no MLX kernel at all) run LAPACK's algorithm on the host, forward only.")
 
 _SPD = [[4.0, 1.0, 0.5], [1.0, 3.0, 0.25], [0.5, 0.25, 2.0]]
 _V3 = [[1.0, -2.0, 0.5], [0.25, 1.5, -1.0]]

@@ -1,5 +1,6 @@
 """The torch executor's kernels for the ops whose tdx signature is torch's own: statistics, search,
-scatter and index updates, products, special functions, complex views and the ``*_copy`` forms.
+scatter and index updates, products, the linear algebra outside ``torch.linalg``, special functions,
+complex views and the ``*_copy`` forms.
 
 Each is torch's function of that name, bound as it is (the facade's :mod:`tdx._tensor.kernels`
 passes torch's arguments through). Must never import MLX or the facade.
@@ -26,6 +27,10 @@ COPIES = ("fill", "unsafe_chunk", "unsafe_split", "split_with_sizes", "expand_co
           "alias_copy", "narrow_copy", "view_copy", "permute_copy", "squeeze_copy", "unsqueeze_copy",
           "transpose_copy", "t_copy", "unbind_copy", "unfold_copy", "split_with_sizes_copy", "as_strided",
           "as_strided_copy", "as_strided_scatter")
+DECOMPOSITIONS = ("cholesky", "cholesky_inverse", "cholesky_solve", "lu", "lu_solve", "lu_unpack", "qr", "orgqr",
+                  "ormqr", "geqrf", "svd", "svd_lowrank", "pca_lowrank", "det", "slogdet", "logdet", "inverse",
+                  "pinverse", "matrix_power", "matrix_exp", "triangular_solve", "ger", "chain_matmul", "lstsq",
+                  "solve")
 # Tensor methods with no torch.* function of the name
 METHODS = ("unfold", "sum_to_size", "put")
 
@@ -43,7 +48,7 @@ class TorchKernelOps:
         return x.view(dtype)
 
 
-for _name in STATISTICS + SEARCH + SCATTER + PRODUCTS + SPECIAL + COMPLEX + COPIES + CONVOLUTION:
+for _name in STATISTICS + SEARCH + SCATTER + PRODUCTS + SPECIAL + COMPLEX + COPIES + CONVOLUTION + DECOMPOSITIONS:
     setattr(TorchKernelOps, _name, staticmethod(getattr(torch, _name)))
 for _name in METHODS:
     setattr(TorchKernelOps, _name, staticmethod(getattr(torch.Tensor, _name)))

@@ -5,8 +5,9 @@ vector-Jacobian product for any of them, and runs them on its CPU stream only (o
 run on the CPU stream too: MLX's memory is unified, so nothing is copied). Each function here is
 the forward kernel wrapped with the derivative torch's autograd uses (``FunctionsManual.cpp``:
 ``linalg_inv``, ``linalg_solve``, ``cholesky_backward``, ``linalg_qr_backward``, ``svd_backward``,
-``linalg_eig_backward`` for Hermitian input, ``linalg_lu_backward``), written with the functions
-here and MLX's differentiable ops, so tdx's tape differentiates them. Real dtypes only.
+``linalg_eig_backward`` for Hermitian input, ``linalg_lu_backward``, ``pinv_backward``), written with
+the functions here and MLX's differentiable ops, so tdx's tape differentiates them; the LU of a
+rectangular matrix is composed from the square one. Real dtypes only.
 Must never import torch or the facade.
 """
 
@@ -27,9 +28,24 @@ def eye_like(x, n=None):
     return mx.eye(n, dtype=x.dtype)
 
 
+def diagonal(x, offset=0, dim1=-2, dim2=-1):
+    """``mx.diagonal``, cut from the graph on empty input, where MLX's vjp of it traps (SIGFPE); the result
+    (and the gradient) is empty there anyway."""
+    return mx.diagonal(mx.stop_gradient(x) if x.size == 0 else x, offset, dim1, dim2)
+
+
 def diag_embed(v):
     """A batch of diagonal matrices from ``v``'s last dim."""
     return v[..., :, None] * eye_like(v)
+
+
+def _batch(a):
+    return tuple(a.shape[:-2])
+
+
+def _eyes(a, n):
+    """``n x n`` identities over ``a``'s batch dims."""
+    return mx.broadcast_to(mx.eye(n, dtype=a.dtype), _batch(a) + (n, n))
 
 
 def _matrix_rhs(a, b):
@@ -41,6 +57,8 @@ def _matrix_rhs(a, b):
 
 @mx.custom_function
 def inv(a):
+    if a.size == 0:  # MLX's LAPACK kernels divide by the size (SIGFPE): the empty result, without them
+        return mx.zeros(a.shape, a.dtype)
     return mx.linalg.inv(a, stream=CPU)
 
 
@@ -56,6 +74,8 @@ def solve(a, b):
     shape = tuple(mx.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
     a = mx.broadcast_to(a, shape + a.shape[-2:])
     b = mx.broadcast_to(b, shape + b.shape[-2:])
+    if a.size == 0 or b.size == 0:
+        return mx.zeros(b.shape, b.dtype)
     return mx.linalg.solve(a, b, stream=CPU)
 
 
@@ -88,6 +108,8 @@ def _solve_tri(a, b, upper):
     shape = tuple(mx.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
     a = mx.broadcast_to(a, shape + a.shape[-2:])
     b = mx.broadcast_to(b, shape + b.shape[-2:])
+    if a.size == 0 or b.size == 0:
+        return mx.zeros(b.shape, b.dtype)
     return mx.linalg.solve_triangular(a, b, upper=bool(upper.item()), stream=CPU)
 
 
@@ -118,6 +140,8 @@ def _phi(x):
 @mx.custom_function
 def cholesky(a):
     """The lower Cholesky factor, from ``a``'s lower triangle."""
+    if a.size == 0:
+        return mx.zeros(a.shape, a.dtype)
     return mx.linalg.cholesky(a, upper=False, stream=CPU)
 
 
@@ -139,6 +163,9 @@ def _copyltu(m):
 @mx.custom_function
 def qr(a):
     """The reduced QR of ``a`` with as many rows as columns or more."""
+    if a.size == 0:
+        m, n = a.shape[-2:]
+        return mx.zeros(_batch(a) + (m, min(m, n)), a.dtype), mx.zeros(_batch(a) + (min(m, n), n), a.dtype)
     return tuple(mx.linalg.qr(a, stream=CPU))
 
 
@@ -154,6 +181,8 @@ def _qr_vjp(primals, cotangents, outputs):
 def qr_any(a, mode):
     """torch.linalg.qr's ``(Q, R)`` for any shape; ``mode`` ``"reduced"``, ``"complete"`` or ``"r"``."""
     m, n = a.shape[-2:]
+    if a.size == 0 and mode == "complete":
+        return _eyes(a, m), mx.zeros(a.shape, a.dtype)
     if m >= n and mode != "complete" or m == n:
         q, r = qr(a)
     elif m < n:  # A = [X | Y]: X = QU, R = [U | Q^T Y]
@@ -167,12 +196,12 @@ def qr_any(a, mode):
 
 
 def householder(a):
-    """LAPACK geqrf's reflectors of ``a`` (m >= n): ``(v, tau, R)``, ``v`` unit lower trapezoidal (dlarfg's
+    """LAPACK geqrf's reflectors of ``a``: ``(v, tau, R)``, ``v`` unit lower trapezoidal (dlarfg's
     convention: ``beta = -sign(alpha) |x|``, ``tau = (beta - alpha) / beta``)."""
     m, n = a.shape[-2:]
     r, rows = a, mx.arange(m)[:, None]
     vs, taus = [], []
-    for j in range(n):
+    for j in range(min(m, n)):
         x = r[..., :, j:j + 1]
         below = mx.where(rows > j, x, 0.0)
         alpha = x[..., j:j + 1, :]
@@ -203,6 +232,11 @@ def reflect(v, tau):
 @mx.custom_function
 def svd(a):
     """The reduced SVD ``(U, S, Vh)``."""
+    if a.size == 0:
+        m, n = a.shape[-2:]
+        k = min(m, n)
+        return (mx.zeros(_batch(a) + (m, k), a.dtype), mx.zeros(_batch(a) + (k,), a.dtype),
+                mx.zeros(_batch(a) + (k, n), a.dtype))
     u, s, vh = mx.linalg.svd(a, compute_uv=True, stream=CPU)
     k = s.shape[-1]
     return u[..., :, :k], s, vh[..., :k, :]
@@ -213,6 +247,8 @@ def _svd_vjp(primals, cotangents, outputs):
     a = primals  # a single input arrives bare
     u, s, vh = outputs
     gu, gs, gvh = cotangents
+    if not bool(mx.any(gu != 0).item()) and not bool(mx.any(gvh != 0).item()):
+        return ((u * gs[..., None, :]) @ vh,)  # torch's case of S alone (svdvals, the spectral norms)
     m, n = a.shape[-2:]
     v, gv = mT(vh), mT(gvh)
     s2 = s * s
@@ -238,6 +274,9 @@ def _svd_vjp(primals, cotangents, outputs):
 
 def svd_full(a):
     """``(U, S, Vh)`` with square ``U`` and ``Vh`` (forward only beyond the first ``k`` columns)."""
+    if a.size == 0:  # torch completes the empty bases with identities
+        m, n = a.shape[-2:]
+        return _eyes(a, m), mx.zeros(_batch(a) + (min(m, n),), a.dtype), _eyes(a, n)
     u, s, vh = mx.linalg.svd(a, compute_uv=True, stream=CPU)
     return u, s, vh
 
@@ -245,6 +284,8 @@ def svd_full(a):
 @mx.custom_function
 def eigh(a):
     """Eigenvalues (ascending) and eigenvectors of a symmetric ``a``, from its lower triangle."""
+    if a.size == 0:
+        return mx.zeros(a.shape[:-1], a.dtype), mx.zeros(a.shape, a.dtype)
     return tuple(mx.linalg.eigh(a, UPLO="L", stream=CPU))
 
 
@@ -263,9 +304,17 @@ def _eigh_vjp(primals, cotangents, outputs):
 @mx.custom_function
 def lu(a):
     """``(P, L, U)`` of a square ``a`` (P a permutation matrix in ``a``'s dtype)."""
+    if a.size == 0:
+        return _eyes(a, a.shape[-1]), mx.zeros(a.shape, a.dtype), mx.zeros(a.shape, a.dtype)
     rows, l_, u = mx.linalg.lu(a, stream=CPU)
-    p = mT(mx.take_along_axis(mx.broadcast_to(eye_like(a), a.shape), rows[..., :, None], axis=-2))
-    return p, l_, u
+    return _row_perm(rows, a), l_, u
+
+
+def _row_perm(rows, a):
+    """P with ``A = P L U`` from MLX's row order (``A[i] = (L U)[rows[i]]``): row ``i`` of P is ``e_rows[i]``."""
+    m = a.shape[-2]
+    eye = mx.broadcast_to(mx.eye(m, dtype=a.dtype), _batch(a) + (m, m))
+    return mx.take_along_axis(eye, rows[..., :, None].astype(mx.int32), axis=-2)
 
 
 @lu.vjp
@@ -280,5 +329,57 @@ def _lu_vjp(primals, cotangents, outputs):
 
 def lu_rows(a):
     """MLX's row order and packed ``LU`` of square or rectangular ``a`` (forward only)."""
+    if a.size == 0:
+        return mx.zeros(a.shape, a.dtype), mx.zeros(_batch(a) + (min(a.shape[-2:]),), mx.int32)
     lu_, piv = mx.linalg.lu_factor(a, stream=CPU)
     return lu_, piv
+
+
+def lu_any(a):
+    """Differentiable ``(P, L, U)`` of any ``a`` (``L`` is ``m x k``, ``U`` is ``k x n``, ``k = min(m, n)``).
+
+    Wide ``a = [A1 | A2]``: partial pivoting only looks at ``A1``, so ``P L U1 = A1`` and ``U2 = L^-1 P^T A2``.
+    Tall ``a``: with the pivots of the whole matrix held fixed, ``P^T a = [B1; B2]``, ``B1 = L1 U`` (the
+    pivoting of ``B1`` is the identity: the pivots of ``a`` are its column maxima) and ``L2 = B2 U^-1``.
+    """
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    if m == n:
+        return lu(a)
+    if a.size == 0:
+        return (_eyes(a, m), mx.zeros(_batch(a) + (m, k), a.dtype), mx.zeros(_batch(a) + (k, n), a.dtype))
+    if m < n:
+        p, l_, u1 = lu(a[..., :, :m])
+        u2 = solve_triangular(l_, mT(p) @ a[..., :, m:], upper=False, unitriangular=True)
+        return p, l_, mx.concatenate([u1, u2], axis=-1)
+    rows, _, _ = mx.linalg.lu(mx.stop_gradient(a), stream=CPU)
+    p = _row_perm(rows, a)
+    b = mT(p) @ a
+    p1, l1, u = lu(b[..., :n, :])
+    l2 = solve_triangular(u, b[..., n:, :], upper=True, left=False)
+    return p, mx.concatenate([p1 @ l1, l2], axis=-2), u
+
+
+@mx.custom_function
+def with_pinv_derivative(a, p):
+    """``p`` (the pseudo-inverse of ``a``, computed without gradient) with torch's ``pinv_backward`` as the
+    derivative with respect to the whole of ``a`` (torch differentiates ``pinv(hermitian=True)`` this way,
+    even where ``a`` is not symmetric and only its lower triangle was read)."""
+    return mx.array(p)
+
+
+@with_pinv_derivative.vjp
+def _pinv_vjp(primals, cotangent, output):
+    a, _ = primals
+    p, g = output, cotangent
+    m, n = a.shape[-2:]
+    ph, gh = mT(p), mT(g)
+    if m <= n:
+        k = gh @ p
+        kph = k @ ph
+        ga = -mT(p @ k) + kph - (a @ p) @ kph + (ph @ p) @ (gh - k @ a)
+    else:
+        k = p @ gh
+        phk = ph @ k
+        ga = -mT(k @ p) + phk - (phk @ p) @ a + ((gh - a @ k) @ p) @ ph
+    return ga, mx.zeros_like(p)

@@ -3,9 +3,10 @@
 Factorizations come from :mod:`._lapack` (MLX's CPU-stream kernels with their derivatives); the
 rest is composed from them and MLX's differentiable ops: ``det``/``slogdet`` from LU, ``pinv``,
 ``lstsq``, ``matrix_rank``, ``cond`` and the spectral norms from the SVD, ``matrix_exp`` by scaling
-and squaring a Taylor polynomial, ``householder_product`` as a product of reflectors. Checks and
-messages follow torch's. Complex inputs and the LDL factorization are refused with typed errors
-(MLX has no complex LAPACK kernels). Must never import torch or the facade.
+and squaring a Taylor polynomial, ``householder_product`` as a product of reflectors, the LDL^T
+factorization by LAPACK's algorithm on the host (:mod:`._ldl`). Checks and messages follow torch's.
+Complex inputs are refused with typed errors (MLX has no complex LAPACK kernels). Must never import
+torch or the facade.
 """
 
 from __future__ import annotations
@@ -113,7 +114,8 @@ class MLXMatrixFunctions:
         if dims is not None:
             nd = A.ndim
             dims = [d % nd for d in dims]
-            A = mx.moveaxis(A, dims, list(range(nd - len(dims), nd)))
+            rest = [d for d in range(nd) if d not in dims]
+            A = mx.transpose(A, rest + dims)  # dims moved to the end, in order
         rest = A.shape[B.ndim:]
         n = math.prod(B.shape)
         if n != math.prod(rest):
@@ -184,6 +186,8 @@ class MLXMatrixFunctions:
         if A.dtype == mx.float64:
             raise DtypeError("linalg.eig: a float64 matrix has complex128 eigenvalues, which MLX cannot hold; "
                              "accepted on MLX: float32 (complex64 results)")
+        if A.size == 0:
+            return mx.zeros(A.shape[:-1], mx.complex64), mx.zeros(A.shape, mx.complex64)
         w, v = mx.linalg.eig(mx.stop_gradient(A), stream=L.CPU)
         return w, v
 
@@ -195,9 +199,16 @@ class MLXMatrixFunctions:
         _matrix("lu_factor", A)
         if not pivot:
             raise UnsupportedOpError("linalg.lu_factor: pivot=False is not supported on MLX (LAPACK pivots)")
-        lu_, piv = L.lu_rows(A)
-        k = min(A.shape[-2:])
-        return lu_, piv[..., :k].astype(mx.int32) + 1
+        m, n = A.shape[-2:]
+        k = min(m, n)
+        _, piv = L.lu_rows(mx.stop_gradient(A))  # LAPACK's pivots; the packed factors of the differentiable LU
+        _, l_, u = L.lu_any(A)
+        lower = mx.tril(l_, -1)
+        if n > m:
+            lower = mx.concatenate([lower, mx.zeros(A.shape[:-2] + (m, n - m), A.dtype)], axis=-1)
+        elif m > n:
+            u = mx.concatenate([u, mx.zeros(A.shape[:-2] + (m - n, n), A.dtype)], axis=-2)
+        return lower + u, piv[..., :k].astype(mx.int32) + 1
 
     def linalg_lu_factor_ex(self, A, *, pivot=True, check_errors=False):
         lu_, piv = self.linalg_lu_factor(A, pivot=pivot)
@@ -208,12 +219,7 @@ class MLXMatrixFunctions:
         _matrix("lu", A)
         if not pivot:
             raise UnsupportedOpError("linalg.lu: pivot=False is not supported on MLX (LAPACK pivots)")
-        if A.shape[-1] == A.shape[-2]:
-            return L.lu(A)
-        rows, l_, u = mx.linalg.lu(mx.stop_gradient(A), stream=L.CPU)  # rectangular: forward only
-        m = A.shape[-2]
-        eye = mx.broadcast_to(mx.eye(m, dtype=A.dtype), A.shape[:-2] + (m, m))
-        return mT(mx.take_along_axis(eye, rows[..., :, None], axis=-2)), l_, u
+        return L.lu_any(A)
 
     def linalg_lu_solve(self, LU, pivots, B, *, left=True, adjoint=False):  # noqa: N803
         _real("lu_solve", LU, B)
@@ -250,11 +256,61 @@ class MLXMatrixFunctions:
         out = mx.array(mats, dtype=dtype)
         return mx.reshape(out, batch + (n, n))
 
-    def linalg_ldl_factor(self, A, *, hermitian=False):
-        raise UnsupportedOpError("linalg.ldl_factor is not supported on MLX (MLX has no LDL^T kernel); "
-                                 "it runs on torch devices")
+    def linalg_ldl_factor_ex(self, A, *, hermitian=False, check_errors=False):
+        """LAPACK's Bunch-Kaufman ``sytrf`` on the host (see :mod:`._ldl`): MLX has no LDL^T kernel."""
+        import numpy as np
 
-    linalg_ldl_factor_ex = linalg_ldl_solve = linalg_ldl_factor
+        from . import _ldl
+
+        _real("ldl_factor", A)
+        _square("ldl_factor", A)
+        ld, piv, info = _ldl.factor(np.array(mx.stop_gradient(A)))
+        if check_errors and info.size and info.max() > 0:
+            raise LinAlgError(f"torch.linalg.ldl_factor_ex: D[{int(info.max())}, {int(info.max())}] is zero: the "
+                              "factorization completed, but D is singular.")
+        return mx.array(ld, dtype=A.dtype), mx.array(piv, dtype=mx.int32), mx.array(info, dtype=mx.int32)
+
+    def linalg_ldl_factor(self, A, *, hermitian=False):
+        ld, piv, info = self.linalg_ldl_factor_ex(A, hermitian=hermitian)
+        worst = int(mx.max(info).item()) if info.size else 0
+        if worst > 0:
+            raise LinAlgError(f"torch.linalg.ldl_factor: D[{worst}, {worst}] is zero: the input is singular "
+                              "(LAPACK sytrf info > 0).")
+        return ld, piv
+
+    def linalg_ldl_solve(self, LD, pivots, B, *, hermitian=False):  # noqa: N803
+        import numpy as np
+
+        from . import _ldl
+
+        _real("ldl_solve", LD, B)
+        _square("ldl_solve", LD, "LD")
+        _matrix("ldl_solve", B, "B")
+        if B.dtype != LD.dtype:
+            raise TdxRuntimeError(f"torch.linalg.ldl_solve: Expected LD and B to have the same dtype, but found "
+                                  f"LD of type {_NAMES[LD.dtype]} and B of type {_NAMES[B.dtype]} instead")
+        if pivots.dtype != mx.int32:
+            raise OpDtypeError(f"torch.linalg.ldl_solve: Expected pivots to be integers. Got {_NAMES[pivots.dtype]}")
+        if B.shape[-2] != LD.shape[-1]:
+            raise ShapeError(f"torch.linalg.ldl_solve: Incompatible shapes of LD and B for the equation "
+                             f"LD X = B ({LD.shape[-2]}x{LD.shape[-1]} and {B.shape[-2]}x{B.shape[-1]})")
+        x = _ldl.solve(np.array(mx.stop_gradient(LD)), np.array(pivots), np.array(mx.stop_gradient(B)))
+        return mx.array(x, dtype=B.dtype)
+
+    def geqrf(self, A):  # noqa: N803 - torch's name
+        """torch.geqrf: ``(a, tau)``, ``R`` on and above ``a``'s diagonal, the reflectors below (forward only)."""
+        _real("geqrf", A)
+        _matrix("geqrf", A)
+        m, n = A.shape[-2:]
+        if 0 in (m, n):
+            return A, mx.zeros(A.shape[:-2] + (min(m, n),), A.dtype)
+        v, tau, r = L.householder(mx.stop_gradient(A))
+        k = v.shape[-1]
+        if k < n:
+            v = mx.concatenate([v, mx.zeros(A.shape[:-2] + (m, n - k), A.dtype)], axis=-1)
+        if r.shape[-2] < m:
+            r = mx.concatenate([r, mx.zeros(A.shape[:-2] + (m - r.shape[-2], n), A.dtype)], axis=-2)
+        return mx.triu(r) + mx.tril(v, -1), tau
 
     def linalg_householder_product(self, A, tau):
         _real("householder_product", A, tau)
@@ -270,7 +326,7 @@ class MLXMatrixFunctions:
     def _lu_det(self, A):
         """(sign of the permutation and of U's diagonal, log |det|) from a differentiable LU."""
         p, _, u = L.lu(A)
-        d = mx.diagonal(u, 0, -2, -1)
+        d = L.diagonal(u)
         perm_sign = self._perm_sign(mx.stop_gradient(p))
         return perm_sign * mx.prod(mx.sign(d), axis=-1), mx.sum(mx.log(mx.abs(d)), axis=-1), d
 
@@ -301,7 +357,7 @@ class MLXMatrixFunctions:
         if A.shape[-1] == 0:
             return mx.ones(A.shape[:-2], A.dtype)
         p, _, u = L.lu(A)
-        return self._perm_sign(mx.stop_gradient(p)) * mx.prod(mx.diagonal(u, 0, -2, -1), axis=-1)
+        return self._perm_sign(mx.stop_gradient(p)) * mx.prod(L.diagonal(u), axis=-1)
 
     def linalg_slogdet(self, A):
         _real("slogdet", A)
@@ -334,6 +390,9 @@ class MLXMatrixFunctions:
         _square("matrix_exp", A)
         if A.size == 0:
             return A
+        if A.dtype == mx.float32:  # float32's squarings lose digits torch's Pade approximant keeps: float64 inside
+            with mx.stream(mx.cpu):
+                return self.linalg_matrix_exp(A.astype(mx.float64)).astype(mx.float32)
         norm1 = float(mx.max(mx.sum(mx.abs(mx.stop_gradient(A)), axis=-2)).item())
         s = max(0, math.ceil(math.log2(norm1 / 0.5))) if norm1 > 0.5 else 0
         x = A * (0.5 ** s)
@@ -349,10 +408,17 @@ class MLXMatrixFunctions:
     def linalg_pinv(self, A, *, atol=None, rtol=None, hermitian=False):
         _real("pinv", A)
         _matrix("pinv", A)
-        u, s, vh = L.svd(A)
-        cut = self._cutoff(A, s, atol, rtol)
+        if hermitian:  # torch: from the eigendecomposition of A's lower triangle, cut by |eigenvalue|
+            _square("pinv", A)
+            w, v = L.eigh(mx.stop_gradient(A))
+            mag = mx.abs(w)
+            cut = self._cutoff(A, mx.sort(mag, axis=-1)[..., ::-1] if mag.size else mag, atol, rtol)
+            inv_w = mx.where(mag > cut, 1.0 / mx.where(mag > cut, w, mx.ones_like(w)), mx.zeros_like(w))
+            return L.with_pinv_derivative(A, (v * inv_w[..., None, :]) @ mT(v))
+        u, s, vh = L.svd(mx.stop_gradient(A))  # torch's pinv_backward, not the SVD's (they differ where the
+        cut = self._cutoff(A, s, atol, rtol)    # cut-off drops singular values: rank-deficient A)
         inv_s = mx.where(s > cut, 1.0 / mx.where(s > cut, s, mx.ones_like(s)), mx.zeros_like(s))
-        return (mT(vh) * inv_s[..., None, :]) @ mT(u)
+        return L.with_pinv_derivative(A, (mT(vh) * inv_s[..., None, :]) @ mT(u))
 
     @staticmethod
     def _cutoff(A, s, atol, rtol):
@@ -426,9 +492,20 @@ class MLXMatrixFunctions:
             return mx.sum((a != 0).astype(a.dtype), axis=axes, keepdims=keepdim)
         if ord == 1:
             return mx.sum(a, axis=axes, keepdims=keepdim)
+        # torch's derivative is 0 where an element or the norm is 0 (MLX's would be NaN): the where()s keep the
+        # values and route those points' cotangents to constants
         if ord == 2:
-            return mx.sqrt(mx.sum(mx.square(a), axis=axes, keepdims=keepdim))
-        return mx.power(mx.sum(mx.power(a, ord), axis=axes, keepdims=keepdim), 1.0 / ord)
+            t = mx.square(a)
+        else:
+            zero_a = a == 0
+            t = mx.where(zero_a, mx.array(0.0 if ord > 0 else math.inf, a.dtype),
+                         mx.power(mx.where(zero_a, mx.ones_like(a), a), ord))
+        s = mx.sum(t, axis=axes, keepdims=keepdim)
+        if ord < 0:
+            return mx.power(s, 1.0 / ord)
+        zero = s == 0
+        safe = mx.where(zero, mx.ones_like(s), s)
+        return mx.where(zero, mx.zeros_like(s), mx.sqrt(safe) if ord == 2 else mx.power(safe, 1.0 / ord))
 
     def linalg_matrix_norm(self, A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):  # noqa: A002
         if dtype is not None:
@@ -500,9 +577,11 @@ class MLXMatrixFunctions:
         return mx.moveaxis(out, -1, dim)
 
     def linalg_diagonal(self, A, *, offset=0, dim1=-2, dim2=-1):
-        return mx.diagonal(A, offset, dim1, dim2)
+        return L.diagonal(A, offset, dim1, dim2)
 
     def linalg_vander(self, x, *, N=None):  # noqa: N803
+        if x.ndim == 0:  # torch treats a scalar as one element
+            x = mx.reshape(x, (1,))
         n = x.shape[-1] if N is None else N
         if n <= 0:
             raise TdxRuntimeError("N must be greater than 1.")

@@ -55,9 +55,4 @@ class MLXNamespaceOps(MLXMatrixFunctions, MLXSpectralOps, MLXSpecialFunctions, M
         fn = getattr(self, f"{ns}_{name}", None)
         if fn is None:
             raise UnsupportedOpError(f"torch.{ns}.{name} is not supported on {self.device} (MLX executor)")
-        if ns == "linalg" and any(isinstance(a, mx.array) and a.ndim >= 2 and 0 in a.shape[-2:] for a in args):
-            # MLX's LAPACK kernels divide by the matrix size (SIGFPE kills the process): refuse before them
-            raise UnsupportedOpError(f"torch.linalg.{name} of a matrix with a zero-size dimension is not supported on "
-                                     f"{self.device} (MLX's kernels cannot take it); got shapes "
-                                     f"{[tuple(a.shape) for a in args if isinstance(a, mx.array)]}")
         return fn(*args, **kwargs)

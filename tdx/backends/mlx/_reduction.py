@@ -79,6 +79,15 @@ class MLXReductionOpsStreamed:
                 axes = (0, 1)
             if axes is None or len(axes) != 2:
                 raise TdxRuntimeError("linalg.matrix_norm: dim must be a 2-tuple. Got " + str(dim))
+            if x.dtype in (mx.float32, mx.float64):  # differentiable: the sum of the SVD's singular values
+                from . import _lapack
+
+                d0, d1 = (a % x.ndim for a in axes)
+                moved = mx.transpose(x, [d for d in range(x.ndim) if d not in (d0, d1)] + [d0, d1])
+                out = mx.sum(_lapack.svd(moved)[1], axis=-1)
+                for d in sorted((d0, d1)) if keepdim else ():
+                    out = mx.expand_dims(out, d)
+                return out
             out = mx.linalg.norm(x, "nuc", axis=axes, keepdims=keepdim, stream=mx.cpu)
             return out.astype(x.dtype if x.dtype != mx.complex64 else mx.float32, stream=self.s)
         if p == "fro":

@@ -79,7 +79,8 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False):  # noqa: N803
 
 def lstsq(A, B, rcond=None, *, driver=None):  # noqa: N803
     """``(solution, residuals, rank, singular_values)`` of the least-squares problem ``min |A X - B|``."""
-    return _f("lstsq", A, B, rcond, driver=driver, names=_rt.linalg_lstsq)
+    x, res, rank, sv = _f("lstsq", A, B, rcond, driver=driver)
+    return _rt.linalg_lstsq(x, res, rank, sv.detach())  # torch: the singular values are not differentiable
 
 
 def tensorinv(A, ind=2):  # noqa: N803
