@@ -342,11 +342,11 @@ def check_sample(op, fn, sample, device: str, dtype: str, variant: str = "functi
         t_grads = torch.autograd.grad(_weighted_loss(t_outs, weights, torch), t_leaves, allow_unused=True)
     except RuntimeError:  # torch has no derivative for this sample (floor_divide...): tdx may raise too
         try:
-            _weighted_loss(g_outs, [to_tdx(w, device) for w in weights], tdx).backward()
+            _weighted_loss(g_outs, [to_tdx(w, o.device) for o, w in zip(g_outs, weights)], tdx).backward()
         except RuntimeError:
             pass
         return
-    _weighted_loss(g_outs, [to_tdx(w, device) for w in weights], tdx).backward()
+    _weighted_loss(g_outs, [to_tdx(w, o.device) for o, w in zip(g_outs, weights)], tdx).backward()
     for i, (leaf, tg) in enumerate(zip(g_leaves, t_grads)):
         if tg is None:
             continue
