@@ -17,6 +17,7 @@ from ..autograd import tape as _tape
 from ..autograd.tape import ACTIVE as _TAPE
 from . import creation, elementwise, indexing, inplace, linalg, random, reduction, shape  # noqa: F401 - attach methods
 from . import complex_views, convolution, copies, index_updates, products, search, special_functions, statistics  # noqa: F401 - attach methods
+from . import inplace_views  # noqa: F401 - attach methods
 from .elementwise import ALIASES, BINARY, UNARY
 from .tensor import Tensor
 from .wrapping import exporter, need_tensor, operand, wrap
