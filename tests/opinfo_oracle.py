@@ -111,6 +111,8 @@ def to_tdx(x, device):
         return tuple(x)
     if isinstance(x, torch.memory_format):
         return getattr(tdx, str(x).rsplit(".", 1)[-1])
+    if isinstance(x, torch.layout):
+        return getattr(tdx, str(x).rsplit(".", 1)[-1])
     if isinstance(x, tuple) and type(x) is not tuple:  # namedtuple
         return type(x)(*(to_tdx(v, device) for v in x))
     if isinstance(x, (list, tuple)):

@@ -68,6 +68,20 @@ def check_memory_format(fmt, op: str) -> None:
                              "accepted: contiguous_format, preserve_format")
 
 
+def check_layout(lay, op: str) -> None:
+    """Accept None and ``strided`` (the one layout tdx creates) as ``op``'s ``layout=``.
+
+    Raises:
+        TdxTypeError: ``lay`` is not a layout.
+        UnsupportedOpError: another layout (``sparse_coo``...), which tdx tensors cannot have.
+    """
+    if lay is None or lay is strided:
+        return
+    if not isinstance(lay, layout):
+        raise TdxTypeError(f"{op}(): layout must be a layout such as torch.strided, got {lay!r}")
+    raise UnsupportedOpError(f"{op}(): layout={lay!r} is not supported: tdx tensors are strided; accepted: strided")
+
+
 _CHANNELS_RANK = {"channels_last": 4, "channels_last_3d": 5}
 
 

@@ -45,7 +45,7 @@ def gather_windows(x, tables):
         x = x.reshape(tuple(x.shape[:pos]) + (out_i, k_i) + tuple(x.shape[pos + 1:]))
     order = list(range(lead)) + [lead + 2 * i for i in range(nd)] + [lead + 2 * i + 1 for i in range(nd)]
     x = x.permute(*order)
-    return x.reshape(tuple(x.shape[:lead + nd]) + (-1,))
+    return x.reshape(tuple(x.shape[:lead + nd]) + (math.prod(x.shape[lead + nd:]),))  # no -1: zero-size x
 
 
 def _flat_positions(tables, sizes, device):
