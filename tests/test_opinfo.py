@@ -61,7 +61,6 @@ EXPECTED_FAILURES: dict = {
     'max_pool2d_with_indices_backward': "private aten op (torch internals), not part of torch's public API",
     'torch.ops.aten._safe_softmax.default': "private aten op (torch internals), not part of torch's public API",
     'nn.functional.triplet_margin_with_distance_loss': "TypeError: pairwise_distance(): argument 'x1' (position 1) must be Tensor, not Tensor",
-    'nextafter': 'Unsupported: tdx has no nextafter',
     'igamma': 'Unsupported: tdx has no igamma',
     'igammac': 'Unsupported: tdx has no igammac',
     'ormqr': 'a torch.* linear-algebra function: forwards to tdx.linalg, which the linalg branch builds',
