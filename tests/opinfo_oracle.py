@@ -113,6 +113,12 @@ def to_tdx(x, device):
         return getattr(tdx, str(x).rsplit(".", 1)[-1])
     if isinstance(x, torch.layout):
         return getattr(tdx, str(x).rsplit(".", 1)[-1])
+    if isinstance(x, torch.nn.Module) and not any(True for _ in x.parameters()):  # PairwiseDistance()...
+        out = getattr(tdx.nn, type(x).__name__)()
+        for k, v in vars(x).items():
+            if not k.startswith("_"):
+                setattr(out, k, to_tdx(v, device))
+        return out
     if isinstance(x, tuple) and type(x) is not tuple:  # namedtuple
         return type(x)(*(to_tdx(v, device) for v in x))
     if isinstance(x, (list, tuple)):
