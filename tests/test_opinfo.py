@@ -59,8 +59,6 @@ EXPECTED_FAILURES: dict = {
     '_upsample_bilinear2d_aa': 'nn.functional.interpolate/upsample not built yet',
     'max_pool2d_with_indices_backward': "private aten op (torch internals), not part of torch's public API",
     'torch.ops.aten._safe_softmax.default': "private aten op (torch internals), not part of torch's public API",
-    'igamma': 'Unsupported: tdx has no igamma',
-    'igammac': 'Unsupported: tdx has no igammac',
     'ormqr': 'a torch.* linear-algebra function: forwards to tdx.linalg, which the linalg branch builds',
     'qr': 'a torch.* linear-algebra function: forwards to tdx.linalg, which the linalg branch builds',
     'slice': "private aten op (torch internals), not part of torch's public API",

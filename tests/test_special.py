@@ -283,3 +283,16 @@ def test_trigamma_values_and_gradient_as_torch(device):
     got.sum().backward()
     expected.sum().backward()
     assert_close(x.grad, t.grad, **TOL["float64"])
+
+
+@pytest.mark.parametrize("name", ["igamma", "igammac"])
+def test_igamma_function_method_inplace(device, name):
+    a, x = RNG.uniform(0.2, 6, 10), RNG.uniform(0.0, 8, 10)
+    for dtype in ("float32", "float64"):
+        (xa, ta), (xx, tx) = _pair(a, device, dtype), _pair(x, device, dtype)
+        expected = getattr(torch, name)(ta, tx)
+        assert_close(getattr(tdx, name)(xa, xx), expected, **TOL[dtype])
+        assert_close(getattr(xa, name)(xx), expected, **TOL[dtype])
+        out = xa.clone()
+        assert getattr(out, name + "_")(xx) is out
+        assert_close(out, expected, **TOL[dtype])
