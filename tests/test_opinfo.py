@@ -72,7 +72,6 @@ EXPECTED_FAILURES: dict = {
     '_unsafe_masked_index_put_accumulate': "private aten op (torch internals), not part of torch's public API",
     'chalf': 'TdxTypeError: chalf(): complex32 is not supported by tdx',
     'empty_strided': 'UnsupportedOpError: empty_strided(): tdx creates contiguous tensors only; stride (4,) is not the contiguous st',
-    'empty_permuted': 'Unsupported: tdx has no empty_permuted',
     '_chunk_cat': "private aten op (torch internals), not part of torch's public API",
     'histogramdd': 'Unsupported: tdx has no histogramdd',
     'to_sparse': "AttributeError: 'Tensor' object has no attribute 'to_sparse'",
