@@ -51,8 +51,6 @@ EXPECTED_FAILURES: dict = {
     'matrix_exp': 'a torch.* linear-algebra function: forwards to tdx.linalg, which the linalg branch builds',
     '_softmax_backward_data': "private aten op (torch internals), not part of torch's public API",
     'as_strided_scatter@mlx': 'AssertionError: as_strided_scatter:function:float64: grad of input 0: 1 of 1 elements differ (rtol=1e-09, atol',
-    'native_group_norm': "private aten op (torch internals), not part of torch's public API",
-    'native_layer_norm': "private aten op (torch internals), not part of torch's public API",
     'native_batch_norm': "private aten op (torch internals), not part of torch's public API",
     '_native_batch_norm_legit': "private aten op (torch internals), not part of torch's public API",
     '_batch_norm_with_update': "private aten op (torch internals), not part of torch's public API",
