@@ -224,6 +224,15 @@ def compare_random(got, expected, what: str) -> None:
         assert abs(g.mean() - e.mean()) < 8 * spread + 1e-6, f"{what}: mean {g.mean()} vs torch's {e.mean()}"
 
 
+def _dropout_draws(op, sample, device: str) -> bool:
+    """A sample whose result holds dropout draws on a device whose generator is not torch's (MLX): its
+    values cannot be torch's, so it is compared as draws. (A torch device shares torch's generator and
+    matches it value for value.)"""
+    if op.name != "nn.functional.multi_head_attention_forward" or not device.startswith("mlx"):
+        return False
+    return bool(sample.kwargs.get("training", True)) and len(sample.args) > 9 and sample.args[9] > 0
+
+
 # --- running ---------------------------------------------------------------------------------------
 def _call(fn, name, inp, args, kwargs, variant: str):
     if variant == "function":
@@ -300,7 +309,7 @@ def check_sample(op, fn, sample, device: str, dtype: str, variant: str = "functi
             if not _held(expected, device):
                 return  # torch's result dtype (complex128 on MLX) is one the executor cannot hold: refused, typed
             raise
-    if op.name in RANDOM or entry_id(op) in RANDOM:
+    if op.name in RANDOM or entry_id(op) in RANDOM or _dropout_draws(op, sample, device):
         compare_random(got, expected, what)
         return
     if op.name in TIED_ARGS and isinstance(expected, torch.Tensor) and sample.input.ndim:

@@ -77,7 +77,6 @@ EXPECTED_FAILURES: dict = {
     'nonzero_static': "private aten op (torch internals), not part of torch's public API",
     'norm.nuc@mlx': 'MLX has no derivative for its SVD (nuclear norm gradient)',
     'native_dropout_backward': "private aten op (torch internals), not part of torch's public API",
-    'nn.functional.multi_head_attention_forward@mlx': 'AssertionError: nn.functional.multi_head_attention_forward:function:float32[0]: 4 of 6 elements differ (rtol=1',
     'grid_sampler_2d': "private aten op (torch internals), not part of torch's public API",
     'grid_sampler_3d': "private aten op (torch internals), not part of torch's public API",
     'hash_tensor': "private aten op (torch internals), not part of torch's public API",
