@@ -74,7 +74,6 @@ EXPECTED_FAILURES: dict = {
     'histogramdd': 'Unsupported: tdx has no histogramdd',
     'to_sparse': "AttributeError: 'Tensor' object has no attribute 'to_sparse'",
     'logdet': 'a torch.* linear-algebra function: forwards to tdx.linalg, which the linalg branch builds',
-    'nonzero_static': "private aten op (torch internals), not part of torch's public API",
     'norm.nuc@mlx': 'MLX has no derivative for its SVD (nuclear norm gradient)',
     'native_dropout_backward': "private aten op (torch internals), not part of torch's public API",
     'grid_sampler_2d': "private aten op (torch internals), not part of torch's public API",
