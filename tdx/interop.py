@@ -770,9 +770,9 @@ def parse_to(t, args, kwargs):
     dtype = kwargs.pop("dtype", None)
     copy = kwargs.pop("copy", False)
     kwargs.pop("non_blocking", None)
-    from ._tensor.formats import check_memory_format
+    from ._tensor.formats import check_conversion_format
 
-    check_memory_format(kwargs.pop("memory_format", None), "to")
+    check_conversion_format(kwargs.pop("memory_format", None), "to", t.ndim)
     if kwargs:
         raise TdxTypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
     for a in args:

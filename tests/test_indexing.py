@@ -115,3 +115,16 @@ def test_index_select_names_the_bad_index(device):
         assert isinstance(info.value, tdx.TdxError)
         if device.startswith("mlx"):
             assert f"index {bad[1] if bad[1] < 0 else 6}" in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("size,fill", [(4, -1), (1, 7), (0, -1), (3, 5)])
+def test_nonzero_static(device, size, fill):
+    a = np.array([[0, 1, 0], [2, 0, 3]])
+    expected = torch.nonzero_static(torch.tensor(a), size=size, fill_value=fill)
+    got = tdx.nonzero_static(tdx.tensor(a, device=device), size=size, fill_value=fill)
+    assert got.dtype is tdx.int64 and tuple(got.shape) == tuple(expected.shape)
+    np.testing.assert_array_equal(got.cpu().numpy(), expected.numpy())
+    method = tdx.tensor(a, device=device).nonzero_static(size=size, fill_value=fill)
+    np.testing.assert_array_equal(method.cpu().numpy(), expected.numpy())
+    empty = tdx.nonzero_static(tdx.zeros(3, device=device), size=2)
+    np.testing.assert_array_equal(empty.cpu().numpy(), torch.nonzero_static(torch.zeros(3), size=2).numpy())

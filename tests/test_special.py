@@ -249,3 +249,50 @@ def test_torch_special_coverage():
     names = [n for n in dir(torch.special) if not n.startswith("_") and callable(getattr(torch.special, n))]
     missing = [n for n in names if not hasattr(S, n)]
     assert not missing, missing
+
+
+@pytest.mark.parametrize("name", POLY)
+def test_polynomial_floating_degree_truncates(device, name):
+    """torch casts a floating degree to int64 toward zero (-0.5 -> 0, 2.9 -> 2)."""
+    x = np.array([-0.7, 0.3, 0.9, 1.6, -2.2])
+    n = np.array([2.9, -0.5, 3.2, 1.99, -1.5])
+    (xx, tx), (xn, tn) = _pair(x, device, "float32"), _pair(n, device, "float32")
+    expected, got = getattr(torch.special, name)(tx, tn), getattr(S, name)(xx, xn)
+    assert_close(got, expected, **TOL["float32"])
+
+
+def test_zeta_domain_as_torch(device):
+    """Cephes' domain: inf at s == 1 and at the non-positive integer q; NaN for s < 1 and for negative q with a
+    non-integer s; a negative non-integer q with an integer s is summed."""
+    s = np.array([1.0, 3.0, 2.0, 0.5, 3.0, 2.5, 4.0, 2.0, 3.0])
+    q = np.array([0.0, -2.0, 0.0, 1.0, -2.5, -2.5, -30.3, 0.5, -0.25])
+    for dtype in ("float32", "float64"):
+        (xs, ts), (xq, tq) = _pair(s, device, dtype), _pair(q, device, dtype)
+        expected, got = torch.special.zeta(ts, tq), S.zeta(xs, xq)
+        assert_close(got, expected, equal_nan=True, **TOL[dtype])
+    got = S.zeta(tdx.tensor([3, 2], device=device), tdx.tensor([-2, 0], device=device))  # int64 operands
+    assert_close(got, torch.special.zeta(torch.tensor([3, 2]), torch.tensor([-2, 0])))
+
+
+def test_trigamma_values_and_gradient_as_torch(device):
+    """polygamma(1) is torch's own series (its values to the last bits); its derivative is polygamma(2)."""
+    a = np.array([1.46413656, 2.19429448, 0.42753707, -5.960539, 5.0, 30.0, -2.5, 1e-3])
+    x, t = _pair(a, device, "float64", grad=True)
+    got, expected = S.polygamma(1, x), torch.special.polygamma(1, t)
+    assert_close(got, expected, rtol=1e-14, atol=0)
+    got.sum().backward()
+    expected.sum().backward()
+    assert_close(x.grad, t.grad, **TOL["float64"])
+
+
+@pytest.mark.parametrize("name", ["igamma", "igammac"])
+def test_igamma_function_method_inplace(device, name):
+    a, x = RNG.uniform(0.2, 6, 10), RNG.uniform(0.0, 8, 10)
+    for dtype in ("float32", "float64"):
+        (xa, ta), (xx, tx) = _pair(a, device, dtype), _pair(x, device, dtype)
+        expected = getattr(torch, name)(ta, tx)
+        assert_close(getattr(tdx, name)(xa, xx), expected, **TOL[dtype])
+        assert_close(getattr(xa, name)(xx), expected, **TOL[dtype])
+        out = xa.clone()
+        assert getattr(out, name + "_")(xx) is out
+        assert_close(out, expected, **TOL[dtype])

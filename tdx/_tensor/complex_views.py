@@ -138,11 +138,11 @@ class ComplexViewMethods:
         """The conjugate transpose of the last two dims."""
         return self.mH
 
-    def cfloat(self):
-        return self.to(D.complex64)
+    def cfloat(self, memory_format=None):
+        return self.to(D.complex64, memory_format=memory_format)
 
-    def cdouble(self):
-        return self.to(D.complex128)
+    def cdouble(self, memory_format=None):
+        return self.to(D.complex128, memory_format=memory_format)
 
     def chalf(self):
         raise TdxTypeError("chalf(): complex32 is not supported by tdx")

@@ -177,6 +177,38 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)
     return empty(*size, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
+@_export
+def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None, requires_grad=False,
+                   pin_memory=False) -> Tensor:
+    """An uninitialized tensor of ``size`` whose dims lie in memory in the order ``physical_layout``
+    (outermost first): the contiguous tensor of the permuted sizes, permuted back, as torch's (its
+    ``stride()`` is torch's).
+
+    Raises:
+        TdxRuntimeError: ``physical_layout`` is not a permutation of ``size``'s dims.
+        UnsupportedOpError: a non-strided ``layout`` or ``pin_memory=True``.
+    """
+    from .._errors import UnsupportedOpError
+    from .formats import check_layout
+
+    check_layout(layout, "empty_permuted")
+    if pin_memory:
+        raise UnsupportedOpError("empty_permuted(): pin_memory=True is not supported by tdx; accepted: False")
+    size, order = _shape((size,), "empty_permuted"), tuple(int(p) for p in physical_layout)
+    if len(order) != len(size):
+        raise TdxRuntimeError(f"Number of dimensions in size does not match the length of the physical_layout; "
+                              f"size={list(size)}, physical_layout={list(order)}")
+    if sorted(order) != list(range(len(size))):
+        raise TdxRuntimeError(f"physical_layout must be a permutation of the dims 0..{len(size) - 1}, "
+                              f"got {list(order)}")
+    inverse = [0] * len(order)
+    for i, p in enumerate(order):
+        inverse[p] = i
+    base = empty(*[size[p] for p in order], dtype=dtype, device=device)
+    out = base.permute(*inverse).detach() if order else base
+    return out.requires_grad_() if requires_grad else out
+
+
 def _contiguous_stride(size, stride, op):
     want, acc = [], 1
     for n in reversed(tuple(size)):

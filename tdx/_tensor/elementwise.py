@@ -130,7 +130,7 @@ class ElementwiseMethods:
         if rounding_mode is None:
             return wrap(ex.truediv(self._n, other), ex)
         if rounding_mode == "floor":
-            return wrap(ex.floordiv(self._n, other), ex)
+            return wrap(ex.div_floor(self._n, other), ex)
         if rounding_mode == "trunc":
             q = ex.truediv(self._n, other)
             rt = ex.dtype(ex.add(self._n, other)) if other is not None else self.dtype

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dtypes as D
-from .._errors import TdxTypeError, TdxValueError, UnsupportedOpError
+from .._errors import TdxRuntimeError, TdxTypeError, TdxValueError, UnsupportedOpError
 
 
 class memory_format:  # noqa: N801 - torch's name
@@ -66,6 +66,45 @@ def check_memory_format(fmt, op: str) -> None:
                            f"got {fmt!r}")
     raise UnsupportedOpError(f"{op}(): memory_format={fmt!r} is not supported: tdx tensors are row-major; "
                              "accepted: contiguous_format, preserve_format")
+
+
+def check_layout(lay, op: str) -> None:
+    """Accept None and ``strided`` (the one layout tdx creates) as ``op``'s ``layout=``.
+
+    Raises:
+        TdxTypeError: ``lay`` is not a layout.
+        UnsupportedOpError: another layout (``sparse_coo``...), which tdx tensors cannot have.
+    """
+    if lay is None or lay is strided:
+        return
+    if not isinstance(lay, layout):
+        raise TdxTypeError(f"{op}(): layout must be a layout such as torch.strided, got {lay!r}")
+    raise UnsupportedOpError(f"{op}(): layout={lay!r} is not supported: tdx tensors are strided; accepted: strided")
+
+
+_CHANNELS_RANK = {"channels_last": 4, "channels_last_3d": 5}
+
+
+def check_conversion_format(fmt, op: str, ndim: int) -> None:
+    """Accept ``memory_format=`` of a conversion (``to``, ``float``, ``cfloat``...) as torch does.
+
+    A conversion's result is a new tensor whose values are the input's: tdx holds them row-major
+    whatever the format asked, so every format torch accepts is honoured by value (``stride()`` of the
+    result stays the row-major one). As torch, ``channels_last`` needs a 4-D tensor and
+    ``channels_last_3d`` a 5-D one.
+
+    Raises:
+        TdxTypeError: ``fmt`` is not a memory format.
+        TdxRuntimeError: a channels-last format for a tensor of another rank.
+    """
+    if fmt is None or fmt in _ROW_MAJOR:
+        return
+    if not isinstance(fmt, memory_format) or fmt.name not in _CHANNELS_RANK:
+        raise TdxTypeError(f"{op}(): memory_format must be a memory format such as torch.contiguous_format, "
+                           f"got {fmt!r}")
+    rank = _CHANNELS_RANK[fmt.name]
+    if ndim != rank:
+        raise TdxRuntimeError(f"required rank {rank} tensor to use {fmt.name} format (got a {ndim}-D tensor)")
 
 
 class finfo:  # noqa: N801 - torch's name

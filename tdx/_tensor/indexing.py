@@ -150,6 +150,23 @@ class IndexingMethods:
         """Indices of the non-zero elements, as an (n, ndim) int64 tensor."""
         return self.nonzero()
 
+    def nonzero_static(self, *, size, fill_value=-1):
+        """``nonzero()`` with exactly ``size`` rows: truncated, or padded with rows of ``fill_value``.
+
+        Raises:
+            TdxRuntimeError: a negative ``size``.
+        """
+        if size < 0:
+            raise TdxRuntimeError(f"nonzero_static: 'size' must be an non-negative integer, got {size}")
+        idx = self.nonzero()
+        n = idx.shape[0]
+        if n >= size:
+            return idx[:size].contiguous()
+        out = idx.new_full((size, idx.shape[1]), fill_value)
+        if n:
+            out[:n] = idx
+        return out
+
     def take(self, index):
         """Elements of ``self`` read as 1-D at int64 ``index`` (negative counts from the end), shaped as ``index``."""
         index = _tensor(self, index, "take", "index")
@@ -176,6 +193,12 @@ attach(IndexingMethods)
 def flip(input, dims):  # noqa: A002 - torch's name
     """Reverse the order of elements along ``dims``."""
     return need_tensor(input, "flip").flip(dims)
+
+
+@_export
+def nonzero_static(input, *, size, fill_value=-1):  # noqa: A002 - torch's name
+    """``input.nonzero()`` with exactly ``size`` rows (truncated, or padded with ``fill_value``)."""
+    return need_tensor(input, "nonzero_static").nonzero_static(size=size, fill_value=fill_value)
 
 
 @_export

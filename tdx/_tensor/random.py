@@ -121,9 +121,16 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False,
 
 
 @_export
-def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
-    """Normal draws: of ``size`` for number ``mean``/``std``, else of their broadcast shape."""
+def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, layout=None, device=None, requires_grad=False):
+    """Normal draws: of ``size`` for number ``mean``/``std``, else of their broadcast shape.
+
+    Raises:
+        UnsupportedOpError: a ``layout`` other than ``strided``.
+    """
     from .creation import empty
+    from .formats import check_layout
+
+    check_layout(layout, "normal")
 
     tensors = [t for t in (mean, std) if isinstance(t, Tensor)]
     if not tensors:

@@ -110,7 +110,7 @@ class ShapeMethods:
 
     def t(self):
         if self._n.ndim > 2:
-            raise TdxValueError(f"t() expects a tensor with <= 2 dimensions, but self is {self._n.ndim}D")
+            raise TdxRuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self._n.ndim}D")
         return self if self._n.ndim < 2 else self.transpose(0, 1)
 
     @property

@@ -248,6 +248,20 @@ def _shift(left: bool):
     return fn
 
 
+def igamma(input, other):  # noqa: A002
+    """The regularized lower incomplete gamma function P(``input``, ``other``) (``special.gammainc``)."""
+    from ..compat.special import gammainc
+
+    return gammainc(input, other)
+
+
+def igammac(input, other):  # noqa: A002
+    """The regularized upper incomplete gamma function Q(``input``, ``other``) (``special.gammaincc``)."""
+    from ..compat.special import gammaincc
+
+    return gammaincc(input, other)
+
+
 _TABLE = {
     "erfc": (erfc, erfc.__doc__), "erfinv": (None, "The inverse of ``erf``."),
     "lgamma": (lgamma, lgamma.__doc__), "digamma": (digamma, digamma.__doc__),
@@ -258,9 +272,10 @@ _TABLE = {
     "lcm": (lcm, lcm.__doc__), "rsub": (rsub, rsub.__doc__),
     "bitwise_left_shift": (_shift(True), "``input << other``."),
     "bitwise_right_shift": (_shift(False), "``input >> other``."),
+    "igamma": (igamma, igamma.__doc__), "igammac": (igammac, igammac.__doc__),
 }
 _UNARY_INPLACE = ("erfc", "erfinv", "lgamma", "digamma", "mvlgamma", "acosh", "asinh", "atanh", "sinc", "i0",
-                  "ldexp", "gcd", "lcm", "bitwise_left_shift", "bitwise_right_shift")
+                  "ldexp", "gcd", "lcm", "bitwise_left_shift", "bitwise_right_shift", "igamma", "igammac")
 install(globals(), __all__, _TABLE, methods=set(_TABLE) - {"polygamma", "rsub"}, inplace=_UNARY_INPLACE)
 for _alias, _target in {"arccosh": "acosh", "arcsinh": "asinh", "arctanh": "atanh"}.items():
     globals()[_alias] = globals()[_target]

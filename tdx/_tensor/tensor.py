@@ -571,7 +571,11 @@ for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
 
 
 def _caster(d, name):
-    def method(self) -> "Tensor":
+    def method(self, memory_format=None) -> "Tensor":
+        if memory_format is not None:
+            from .formats import check_conversion_format
+
+            check_conversion_format(memory_format, name, self.ndim)
         return self._cast(d)
 
     method.__name__ = name

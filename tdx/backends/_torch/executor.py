@@ -229,6 +229,8 @@ for _name in UNARY + SAME:
     setattr(TorchExecutor, _name, staticmethod(getattr(torch, _name)))
 for _name, _fn in BINARY.items():
     setattr(TorchExecutor, _name, staticmethod(_fn))
+# div(rounding_mode="floor"): torch's derivative is zero, where floor_divide (``//``) has none
+TorchExecutor.div_floor = staticmethod(lambda a, b: torch.div(a, b, rounding_mode="floor"))
 
 
 def make_executor(name: str) -> TorchExecutor:

@@ -172,6 +172,8 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
                                                         stream=self.s)
         return mx.floor_divide(a, b, stream=self.s)
 
+    div_floor = floordiv  # div(rounding_mode="floor"); the tape gives it a zero derivative as torch
+
     def remainder(self, a, b):
         a, b, rt = self._args(a, b)
         if rt is D.bool_:

@@ -82,10 +82,18 @@ def on_stream(cls):
     run on the executor's device too (an ``mlx:cpu`` array never reaches the GPU).
     """
     def bind(fn):
-        @functools.wraps(fn)
-        def op(self, *args, **kwargs):
-            with mx.stream(self.s):
-                return fn(self, *args, **kwargs)
+        if isinstance(fn, staticmethod):  # called without ``self``
+            inner = fn.__func__
+
+            @functools.wraps(inner)
+            def op(self, *args, **kwargs):
+                with mx.stream(self.s):
+                    return inner(*args, **kwargs)
+        else:
+            @functools.wraps(fn)
+            def op(self, *args, **kwargs):
+                with mx.stream(self.s):
+                    return fn(self, *args, **kwargs)
 
         return op
 

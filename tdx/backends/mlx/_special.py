@@ -184,11 +184,20 @@ class MLXSpecialFunctions:
     special_psi = special_digamma
 
     def _hurwitz(self, s, q):
-        """zeta(s, q) = sum_k (q + k)^-s for s > 1 (Euler-Maclaurin, N = 10)."""
-        n = 20
+        """zeta(s, q) = sum_k (q + k)^-s for s > 1 (Euler-Maclaurin after the first N terms), with torch's
+        (Cephes') domain: inf at s == 1 and at the non-positive integers q; NaN for s < 1 and for a
+        negative q with a non-integer s; a negative non-integer q with an integer s summed directly."""
+        lowest = float(mx.min(mx.stop_gradient(q)).item()) if q.size else 0.0
+        n = 20 + (math.ceil(-lowest) if lowest < 0 and math.isfinite(lowest) else 0)
+        odd = mx.remainder(s, 2) == 1
+
+        def power(base, e):  # base^e for a negative base too (e an integer where that matters)
+            mag = self.exp(e * self.log(mx.abs(base)))
+            return mx.where((base < 0) & odd, -mag, mag)
+
         acc = mx.zeros(mx.broadcast_shapes(s.shape, q.shape), s.dtype)
         for k in range(n):
-            acc = acc + self.exp(-s * self.log(q + k))
+            acc = acc + power(q + k, -s)
         a = q + n
         la = self.log(a)
         acc = acc + self.exp((1.0 - s) * la) / (s - 1.0) + 0.5 * self.exp(-s * la)
@@ -199,8 +208,9 @@ class MLXSpecialFunctions:
             acc = acc + b / fac * rising * term_pow
             rising = rising * (s + 2 * j - 1) * (s + 2 * j)
             term_pow = term_pow / (a * a)
-        ok = (s > 1) & (q > 0)
-        return mx.where((s == 1) | ((q == 0) & (s > 1)), mx.inf, mx.where(ok, acc, mx.nan))
+        pole = (q <= 0) & (q == mx.floor(q))
+        out = mx.where(pole, mx.inf, mx.where((q <= 0) & (s != mx.floor(s)), mx.nan, acc))
+        return mx.where(s == 1, mx.inf, mx.where(s < 1, mx.nan, out))
 
     def special_zeta(self, x, q):
         return self._sp_binary(self._hurwitz, x, q)
@@ -210,9 +220,34 @@ class MLXSpecialFunctions:
             raise TdxRuntimeError(f"polygamma(n, x) does not support negative n, got {n}")
         if n == 0:
             return self.special_digamma(x)
+        if n == 1:
+            @mx.custom_function
+            def trigamma(v):
+                return self._trigamma(v)
+
+            @trigamma.vjp
+            def _(primals, cotangent, output):  # torch's derivative: polygamma(2, x) = -2 zeta(3, x)
+                v = primals[0] if isinstance(primals, (tuple, list)) else primals
+                return (cotangent * (-2.0 * self._hurwitz(mx.full(v.shape, 3.0, v.dtype), v)),)
+
+            return self._sp_unary(trigamma, x)
         sign = -1.0 if n % 2 == 0 else 1.0
         return self._sp_unary(lambda v: sign * math.factorial(n) * self._hurwitz(mx.full(v.shape, n + 1.0, v.dtype),
                                                                                   v), x)
+
+    def _trigamma(self, v):
+        """psi'(v) as torch computes it (its values, to the last bits, are the oracle's): a reflection below
+        1/2, six recurrence steps, then an asymptotic series of three terms."""
+        refl = v < 0.5
+        sin_pi = self.sin(math.pi * mx.where(refl, v, mx.full(v.shape, 0.5, v.dtype)))
+        acc = mx.where(refl, -(math.pi * math.pi) / (sin_pi * sin_pi), mx.zeros_like(v))
+        z = mx.where(refl, 1.0 - v, v)
+        for _ in range(6):
+            acc = acc + 1.0 / (z * z)
+            z = z + 1.0
+        ixx = 1.0 / (z * z)
+        acc = acc + (1.0 + 1.0 / (2.0 * z) + ixx * (1.0 / 6 - ixx * (1.0 / 30 - ixx * (1.0 / 42)))) / z
+        return mx.where(refl, -acc, acc)
 
     def special_multigammaln(self, x, p):
         if p < 1:
@@ -258,6 +293,8 @@ class MLXSpecialFunctions:
     def _poly(self, x, n, start, step):
         """P_n(x) from ``P_0, P_1 = start(x)`` and ``P_{k+1} = step(k, x, P_k, P_{k-1})``; ``n`` an int or array."""
         def f(v, nn):
+            if mx.issubdtype(nn.dtype, mx.floating):  # torch casts a floating degree to int64 (toward zero)
+                nn = mx.where(nn < 0, mx.ceil(nn), mx.floor(nn))
             top = int(mx.max(nn).item()) if nn.size else 0
             p0, p1 = start(v)
             out = mx.where(nn == 0, p0, mx.zeros_like(v))

@@ -415,6 +415,9 @@ def tanh(input):  # noqa: A002 - torch's name
     return need_tensor(input, "tanh").tanh()
 
 
+_ONE_SIXTH_F32 = 0.16666667163372040  # float32(1 / 6), the constant of torch's hardsigmoid_backward
+
+
 def hardsigmoid(input, inplace=False):  # noqa: A002 - torch's name
     """``relu6(x + 3) / 6``; the gradient is zero outside ``(-3, 3)``.
 
@@ -423,7 +426,10 @@ def hardsigmoid(input, inplace=False):  # noqa: A002 - torch's name
     """
     def compute(x):
         w = opmath(need_float(x, "hardsigmoid", "hardsigmoid_cpu"))
-        out = _kinks((w + 3).clamp(0, 6) / 6, w, (w > -3) & (w < 3))
+        out = (w + 3).clamp(0, 6) / 6
+        if wants_grad(w):  # torch's backward multiplies by 1/6 rounded to float32, in every dtype
+            slope = w * _ONE_SIXTH_F32
+            out = tdx.where((w > -3) & (w < 3), out.detach() + (slope - slope.detach()), out.detach())
         return out.to(x.dtype)
 
     return _apply(input, inplace, compute, "hardsigmoid", "hardsigmoid_cpu")

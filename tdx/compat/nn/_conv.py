@@ -43,14 +43,29 @@ def tuple_arg(value, nd: int, op: str, name: str) -> tuple:
     return out
 
 
-def _check(op, nd, x, w, b, groups, in_channels):
+def _need_kernel_dtype(x, op, nd, transposed):
+    """torch's CPU kernels: a convolution takes floating and integer tensors (not bool), a transposed one
+    floating tensors and int64.
+
+    Raises:
+        TdxNotImplementedError: another dtype, with torch's kernel name.
+    """
+    d = x.dtype
+    if d.is_floating_point or (not d.is_complex and d is not tdx.bool and (not transposed or d is tdx.int64)):
+        return
+    kernel = f"slow_conv_transpose{3 if nd == 3 else 2}d_out_cpu" if transposed else f"slow_conv{nd}d_cpu"
+    need_float(x, op, kernel)
+
+
+def _check(op, nd, x, w, b, groups, in_channels, transposed=False):
     """torch's checks of the input, weight and bias of a convolution; returns ``(x, unbatched)``."""
     if x.ndim not in (nd + 1, nd + 2):
         raise ShapeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {op}, but got input of "
                          f"size: {list(x.shape)}")
     if w.ndim != nd + 2:
         raise ShapeError(f"{op}: weight should have {nd + 2} dimensions, got a weight of size {list(w.shape)}")
-    need_float(x, op, f"slow_conv{nd}d_cpu")
+    need_tensor(x, op)
+    _need_kernel_dtype(x, op, nd, transposed)
     if x.dtype is not w.dtype:
         raise DtypeMismatchError(f"Input type ({torch_name(x.dtype)}) and weight type ({torch_name(w.dtype)}) "
                                  "should be the same")
@@ -119,7 +134,7 @@ def _conv(nd, input, weight, bias, stride, padding, dilation, groups):  # noqa: 
         raise TdxRuntimeError(f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). Kernel "
                               f"size: ({' x '.join(map(str, span))}). Kernel size can't be greater than actual input "
                               "size")
-    if _kernels.has_conv(x):
+    if _kernels.has_conv(x) and x.dtype.is_floating_point:
         out = _kernels.conv_nd(x, w, stride, lo, hi, dilation, (1,) * nd, groups, False)
     else:
         out = _conv_windows(x, w, stride, lo, hi, dilation, groups)
@@ -192,7 +207,7 @@ def _conv_transpose(nd, input, weight, bias, stride, padding, output_padding, gr
     if any(op_ >= s and op_ >= d for op_, s, d in zip(out_pad, stride, dilation)):
         raise TdxRuntimeError(f"output padding must be smaller than either stride or dilation, but got "
                               f"output_padding={list(out_pad)}, stride={list(stride)}, dilation={list(dilation)}")
-    x, unbatched = _check(op, nd, x, w, bias, groups, w.shape[0] if w.ndim == nd + 2 else -1)
+    x, unbatched = _check(op, nd, x, w, bias, groups, w.shape[0] if w.ndim == nd + 2 else -1, transposed=True)
     if w.shape[0] % groups:
         raise TdxRuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
                               f"but got weight of size {list(w.shape)} instead")
@@ -209,7 +224,7 @@ def _conv_transpose(nd, input, weight, bias, stride, padding, output_padding, gr
     lo = [d * (k - 1) - p for d, k, p in zip(dilation, kernel, padding)]
     hi = [a + o for a, o in zip(lo, out_pad)]
     lo_, hi_ = tuple(max(a, 0) for a in lo), tuple(max(a, 0) for a in hi)
-    if _kernels.has_conv(x):
+    if _kernels.has_conv(x) and x.dtype.is_floating_point:
         out = _kernels.conv_nd(_dilate(x, stride), wt, (1,) * nd, lo_, hi_, dilation, (1,) * nd, groups, True)
     else:
         out = _conv_windows(_dilate(x, stride), wt.flip(list(range(2, 2 + nd))), (1,) * nd, lo_, hi_, dilation,

@@ -15,7 +15,7 @@ import math
 import tdx
 from ..._errors import ShapeError, TdxRuntimeError, TdxValueError, UnsupportedOpError
 from . import _kernels
-from ._activations import need_tensor, relu
+from ._activations import need_float, need_tensor, relu
 from ._conv import tuple_arg
 from ._layers import pad
 
@@ -45,7 +45,7 @@ def gather_windows(x, tables):
         x = x.reshape(tuple(x.shape[:pos]) + (out_i, k_i) + tuple(x.shape[pos + 1:]))
     order = list(range(lead)) + [lead + 2 * i for i in range(nd)] + [lead + 2 * i + 1 for i in range(nd)]
     x = x.permute(*order)
-    return x.reshape(tuple(x.shape[:lead + nd]) + (-1,))
+    return x.reshape(tuple(x.shape[:lead + nd]) + (math.prod(x.shape[lead + nd:]),))  # no -1: zero-size x
 
 
 def _flat_positions(tables, sizes, device):
@@ -188,6 +188,9 @@ def _avg_pool(nd, input, kernel_size, stride, padding, ceil_mode, count_include_
         return done
     if divisor_override is not None and divisor_override == 0:
         raise TdxRuntimeError("divisor must be not zero")
+    integral = not (x.dtype.is_floating_point or x.dtype.is_complex)
+    if integral and x.dtype is not tdx.int64:  # torch's CPU kernels: floating dtypes and int64
+        need_float(x, op, "avg_pool3d_out_frame" if nd == 3 else "avg_pool2d")
     xb, unbatched = _batched(x, nd, op)
     k, s, p, _, sizes, outs = _pool_args(xb, nd, op, kernel_size, stride, padding, 1, ceil_mode)
     tables = [[[o * ss + j - pp for j in range(kk)] for o in range(n_o)] for kk, ss, pp, n_o in zip(k, s, p, outs)]
@@ -198,8 +201,10 @@ def _avg_pool(nd, input, kernel_size, stride, padding, ceil_mode, count_include_
     padded = pad(xb, amounts) if any(amounts) else xb
     win = gather_windows(padded, [[[q + lo for q in r] for r in tab] for tab, lo in zip(tables, p)])
     total = win.sum(-1)
+    # int64 windows: the sum (wrapping as torch's) divided with truncation toward zero, as torch's kernel
+    mode = "trunc" if integral else None
     if divisor_override is not None:
-        return _unbatch(total / divisor_override, unbatched)
+        return _unbatch(total.div(divisor_override, rounding_mode=mode), unbatched)
     counts = []
     for kk, ss, pp, n, n_o in zip(k, s, p, sizes, outs):
         row = []
@@ -215,7 +220,7 @@ def _avg_pool(nd, input, kernel_size, stride, padding, ceil_mode, count_include_
         shape[i] = len(row)
         t = tdx.tensor(row, dtype=total.dtype, device=x.device).reshape(shape)
         div = t if div is None else div * t
-    return _unbatch(total / div, unbatched)
+    return _unbatch(total.div(div, rounding_mode=mode), unbatched)
 
 
 def _unbatch(t, unbatched):

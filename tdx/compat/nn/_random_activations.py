@@ -105,8 +105,8 @@ def pdist(input, p=2.0):  # noqa: A002 - torch's name
     n = x.shape[0]
     rows = [i for i in range(n) for _ in range(i + 1, n)]
     cols = [j for i in range(n) for j in range(i + 1, n)]
-    if not rows:
-        return x.new_zeros((0,))
+    if not rows:  # no pair: still an output of ``x`` for autograd, as torch's
+        return x.flatten()[:0].clone()
     ii = tdx.tensor(rows, dtype=tdx.int64, device=x.device)
     jj = tdx.tensor(cols, dtype=tdx.int64, device=x.device)
     diff = x.index_select(0, ii) - x.index_select(0, jj)

@@ -237,7 +237,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002 -
     padded = pad(xb, [p[1], p[1], p[0], p[0]]) if any(p) else xb
     win = gather_windows(padded, tables)  # (N, C, oh, ow, K)
     n, c = xb.shape[:2]
-    out = win.permute(0, 1, 4, 2, 3).reshape(n, c * k[0] * k[1], -1)
+    out = win.permute(0, 1, 4, 2, 3).reshape(n, c * k[0] * k[1], win.shape[2] * win.shape[3])
     return out.squeeze(0) if x.ndim == 3 else out
 
 
