@@ -12,7 +12,6 @@ check device availability (that belongs to ``tdx.backends``).
 
 from __future__ import annotations
 
-import difflib
 import os
 import sys
 from pathlib import Path
@@ -20,10 +19,6 @@ from pathlib import Path
 from ._device import device as _device
 from ._errors import ConfigError, InvalidDeviceError
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
 
 BUILTIN = "built-in default"
 DEFAULT_FALLBACK = ("cuda", "mps", "mlx:gpu", "cpu", "mlx:cpu")
@@ -114,6 +109,8 @@ def _flatten(table: dict, where: str, prefix: str = "") -> dict:
             out.update(_flatten(value, where, dotted + "."))
         else:
             allowed = sorted(SCHEMA)
+            import difflib  # only for this message
+
             near = difflib.get_close_matches(dotted, allowed, n=1)
             hint = f" (did you mean '{near[0]}'?)" if near else ""
             raise ConfigError(f"{where}: unknown key '{dotted}'{hint}; allowed keys: {', '.join(allowed)}")
@@ -121,6 +118,10 @@ def _flatten(table: dict, where: str, prefix: str = "") -> dict:
 
 
 def _read_toml(path: Path) -> dict:
+    if sys.version_info >= (3, 11):  # imported here: only a config file needs it
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        import tomli as tomllib
     try:
         with open(path, "rb") as f:
             return tomllib.load(f)
