@@ -191,3 +191,91 @@ def test_mlx_only_training_imports_no_torch(setup):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def _ce(mod, x, t, reduction, ignore_index, **kw):
+    xt = mod.tensor(x, **kw).requires_grad_(True)
+    loss = mod.nn.functional.cross_entropy(xt, mod.tensor(t, **kw), reduction=reduction, ignore_index=ignore_index)
+    (loss.sum() * 1.5).backward()
+    return loss.detach(), xt.grad
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("ignore", ["none", "some", "all"])
+def test_cross_entropy_rows(device, reduction, ignore):
+    """cross_entropy of (N, C) float32 logits and class indices (MLX's fused node) matches torch,
+    gradient and ignore_index included (the mean over no counted target is NaN)."""
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((6, 5)).astype(np.float32) * 3
+    t = rng.integers(0, 5, 6)
+    if ignore == "some":
+        t[[1, 4]] = -100
+    elif ignore == "all":
+        t[:] = 2
+    ii = 2 if ignore == "all" else -100
+    check(lambda: _ce(tdx, x, t, reduction, ii, device=device), lambda: _ce(torch, x, t, reduction, ii),
+          rtol=2e-6, atol=1e-7, equal_nan=True)
+
+
+def test_cross_entropy_rows_bad_target(device):
+    """A target out of range raises torch's IndexError on the fused path too."""
+    check(lambda: tdx.nn.functional.cross_entropy(tdx.zeros(3, 4, device=device), tdx.tensor([0, 4, 1], device=device)),
+          lambda: torch.nn.functional.cross_entropy(torch.zeros(3, 4), torch.tensor([0, 4, 1])))
+
+
+def test_cross_entropy_backward_holds_no_log_probabilities():
+    """On MLX, cross_entropy's forward + backward peaks at about two logits' worth of memory above the
+    logits (the gradient and one softmax), as native MLX code; the composed form held six."""
+    mx = pytest.importorskip("mlx.core")
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    x = tdx.tensor(rng.standard_normal((256, 512)).astype(np.float32), device="mlx:cpu", requires_grad=True)
+    t = tdx.tensor(rng.integers(0, 512, 256), device="mlx:cpu")
+    mx.eval(x._n, t._n)
+    mx.clear_cache()
+    mx.reset_peak_memory()
+    base = mx.get_active_memory()
+    tdx.nn.functional.cross_entropy(x, t).backward()
+    mx.eval(x.grad._n)
+    assert (mx.get_peak_memory() - base) / x.numel() / 4 < 3.0
+
+
+def _attention_run(mod, grad, **kw):
+    g = torch.Generator().manual_seed(5)
+    q, k, v = (mod.tensor(torch.randn(2, 3, 8, 4, generator=g).numpy(), **kw).requires_grad_(grad) for _ in range(3))
+    out = mod.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    if not grad:
+        return out
+    (out * out).sum().backward()
+    return out.detach(), q.grad, k.grad, v.grad
+
+
+def test_attention_in_training_takes_the_fused_mlx_kernel(monkeypatch):
+    """In training on MLX (grad enabled, inputs require grad) the automatic choice is MLX's fused kernel,
+    never the bridge to torch (its forced evaluations pin the forward's memory); an explicit
+    ``sdpa_kernel([BRIDGE])`` still runs the bridge. Values and gradients are torch's."""
+    pytest.importorskip("mlx.core")
+    from tdx.attention import SDPBackend, _kernels, explain, sdpa_kernel
+
+    chosen = []
+    real = _kernels.choose
+
+    def spy(p, *a, **k):
+        chosen.append(real(p, *a, **k))
+        return chosen[-1]
+
+    monkeypatch.setattr(_kernels, "choose", spy)
+    _kernels.clear_cache()
+    q = tdx.zeros(2, 3, 8, 4, device="mlx:cpu", requires_grad=True)
+    assert explain(q, q, q, is_causal=True).kernel is SDPBackend.MLX_FUSED
+    check(lambda: _attention_run(tdx, True, device="mlx:cpu"), lambda: _attention_run(torch, True),
+          rtol=1e-5, atol=1e-6)
+    assert chosen and set(chosen) == {SDPBackend.MLX_FUSED}
+    chosen.clear()
+    with sdpa_kernel([SDPBackend.BRIDGE]):
+        check(lambda: _attention_run(tdx, True, device="mlx:cpu"), lambda: _attention_run(torch, True),
+              rtol=1e-5, atol=1e-6)
+    assert chosen and chosen[0] is SDPBackend.BRIDGE  # then the peer's own choice on cpu

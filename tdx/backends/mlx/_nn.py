@@ -65,4 +65,6 @@ class MLXNNOps:
             return loss
         if reduction == "sum":
             return loss.sum()
-        return loss.sum() / valid.sum().astype(x.dtype)
+        count = valid.sum().astype(x.dtype)
+        none = count == 0  # NaN, with a zero (not NaN) gradient, when every target is ignored
+        return mx.where(none, mx.array(float("nan"), x.dtype), loss.sum() / mx.where(none, 1, count))
