@@ -186,7 +186,8 @@ def test_mlx_only_training_imports_no_torch(setup):
     """ones, nn, ops, backward, an optimizer step and attention on MLX import no torch (about 200 MB)."""
     pytest.importorskip("mlx.core")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    env.pop("TDX_DEFAULT_DEVICE", None)
+    for var in ("TDX_DEVICE", "TDX_CONFIG"):  # the default device is the built-in "auto"
+        env.pop(var, None)
     code = _MLX_ONLY.format(setup=setup, dev="dev")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
