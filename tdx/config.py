@@ -19,6 +19,10 @@ from pathlib import Path
 from ._device import device as _device
 from ._errors import ConfigError, InvalidDeviceError
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
 
 BUILTIN = "built-in default"
 DEFAULT_FALLBACK = ("cuda", "mps", "mlx:gpu", "cpu", "mlx:cpu")
@@ -118,10 +122,6 @@ def _flatten(table: dict, where: str, prefix: str = "") -> dict:
 
 
 def _read_toml(path: Path) -> dict:
-    if sys.version_info >= (3, 11):  # imported here: only a config file needs it
-        import tomllib
-    else:  # pragma: no cover - exercised on 3.10 only
-        import tomli as tomllib
     try:
         with open(path, "rb") as f:
             return tomllib.load(f)
