@@ -12,7 +12,6 @@ check device availability (that belongs to ``tdx.backends``).
 
 from __future__ import annotations
 
-import difflib
 import os
 import sys
 from pathlib import Path
@@ -114,6 +113,8 @@ def _flatten(table: dict, where: str, prefix: str = "") -> dict:
             out.update(_flatten(value, where, dotted + "."))
         else:
             allowed = sorted(SCHEMA)
+            import difflib  # only for this message
+
             near = difflib.get_close_matches(dotted, allowed, n=1)
             hint = f" (did you mean '{near[0]}'?)" if near else ""
             raise ConfigError(f"{where}: unknown key '{dotted}'{hint}; allowed keys: {', '.join(allowed)}")

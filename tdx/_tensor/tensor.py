@@ -285,8 +285,11 @@ class Tensor:
         if ex.caps.native_autograd:
             return wrap(self._n.detach(), ex)
         out = wrap(self._n, ex)  # shares storage with self, as torch's detach
+        if ex.mutable:
+            return out
+        root = _views.bare_root(self)  # the values' holder, never self's history
         lay = _views.layout_of(self)
-        return _views.link(out, self, lay.shape, lay.strides, lay.offset, detached=True) if not ex.mutable else out
+        return _views.link(out, self, lay.shape, lay.strides, lay.offset, root=root, detached=True)
 
     @inline_typed
     def detach_(self) -> "Tensor":

@@ -27,14 +27,20 @@ from .._errors import TdxRuntimeError, UnsupportedOpError
 class Layout:
     """Where a view's elements sit in its root's flat buffer (torch's sizes/strides/offset)."""
 
-    __slots__ = ("root", "shape", "strides", "offset", "multi", "detached")
+    __slots__ = ("root", "shape", "strides", "offset", "multi", "detached", "owner")
 
-    def __init__(self, root, shape, strides, offset, multi=None, detached=False):
+    def __init__(self, root, shape, strides, offset, multi=None, detached=False, owner=False):
         self.root, self.offset = root, offset
         self.shape = shape if shape.__class__ is tuple else tuple(shape)
         self.strides = strides if strides.__class__ is tuple else tuple(strides)
         self.multi = multi  # (function, output number) for one of several views (split, unbind...)
         self.detached = detached  # made by detach(): shares the values, never the gradient
+        # the whole of a history-free root (see :func:`bare_root`) whose autograd history it carries
+        self.owner = owner
+
+    def is_whole(self, root_shape) -> bool:
+        """Whether this view is all of a root shaped ``root_shape``, in its order (no index map needed)."""
+        return self.offset == 0 and self.shape == root_shape and self.strides == _contiguous(root_shape)
 
     def index_map(self) -> np.ndarray:
         """Flat root positions of every element, shaped like the view."""
@@ -126,6 +132,63 @@ def link(out, src, shape, strides, offset, root=None, multi=None, detached=False
         for key in [k for k, r in views.items() if r() is None]:
             del views[key]
     return out
+
+
+def bare_root(t):
+    """The root of ``t``'s family, made one that holds no autograd history.
+
+    ``detach()`` (and ``.data``) share values with ``t`` but never its history, as torch's: the
+    detached view must not keep ``t``'s graph alive. A root whose history is a recorded op (a
+    ``grad_fn``) therefore hands its values to a new history-free root and becomes that root's
+    whole view, its ``owner``: it keeps its own history, and every view of the family (the
+    detached one included) now references only the new root. A leaf root or one without
+    history is returned as it is.
+    """
+    lay = getattr(t, "_view", None)
+    root = t if lay is None else lay.root
+    m = getattr(root, "_ag", None)
+    if m is None or m.node is None:
+        return root
+    return _rehome(root)
+
+
+def _rehome(root):
+    """Move ``root``'s values and views to a new history-free root; ``root`` becomes its owner view."""
+    from .wrapping import wrap
+
+    bare = wrap(root._n, root._ex)
+    views = _views_of(root)
+    if views is not None:
+        del _families[id(root)]
+    moved = {}
+    for key, ref in (views or {}).items():
+        v = ref()
+        if v is not None:
+            v._view.root = bare
+            moved[key] = ref
+    shape = tuple(root._ex.shape(root._n))
+    root._view = Layout(bare, shape, _contiguous(shape), 0, owner=True)
+    moved[id(root)] = weakref.ref(root)
+    if len(_families) >= _sweep_at[0]:
+        _sweep()
+    _families[id(bare)] = (weakref.ref(bare), moved)
+    return bare
+
+
+def rehome_before_write(t) -> None:
+    """Before an in-place op gives root ``t`` a history: if a detached view shares its values,
+    move them to a history-free root first (that view must not keep the new history alive)."""
+    if getattr(t, "_view", None) is None and any(v._view.detached for v in family(t)):
+        _rehome(t)
+
+
+def anchor(root):
+    """The tensor whose history stands for ``root``'s values: its owner view when ``root`` was made
+    history-free by :func:`bare_root` and the owner lives, else ``root`` itself."""
+    for v in family(root):
+        if v._view.owner:
+            return v
+    return root
 
 
 # layouts of the view ops, in torch's terms -----------------------------------------------------
@@ -233,7 +296,10 @@ def assign(t, native) -> None:
         root = lay.root
         if not lay.detached:  # writes through detach()/.data are untracked by design, as torch's
             _check_tape(root)
-        root._n = _scatter(root._n, native, write_index(lay), ex)
+        if lay.is_whole(tuple(ex.shape(root._n))):
+            root._n = native
+        else:
+            root._n = _scatter(root._n, native, write_index(lay), ex)
     _refresh(root)
 
 
@@ -279,6 +345,8 @@ def _gather(root_native, lay):
     import mlx.core as mx
 
     ex = lay.root._ex
+    if lay.is_whole(tuple(root_native.shape)):  # the whole root in its order: no index map
+        return root_native
     if not math.prod(lay.shape):  # nothing to gather (MLX's gradient of a gather from empty input fails)
         return mx.zeros(lay.shape, root_native.dtype)
     flat = mx.reshape(root_native, (-1,), stream=ex.s)

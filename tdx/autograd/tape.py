@@ -220,11 +220,13 @@ def record_inplace(t, fn, args, kwargs):
     from .._tensor import views as _views
     from .._tensor.wrapping import wrap
 
+    _views.rehome_before_write(t)
     lay = getattr(t, "_view", None)
     root = t if lay is None else lay.root
-    if lay is not None:
-        rm = getattr(root, "_ag", None)
-        if rm is not None and rm.requires_grad and rm.node is None:
+    anchor = t if lay is None else _views.anchor(root)  # whose history stands for the root's values
+    if anchor is not t:
+        am = getattr(anchor, "_ag", None)
+        if am is not None and am.requires_grad and am.node is None:
             raise TdxRuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
                                   "operation.")
         if lay.multi is not None:
@@ -238,22 +240,28 @@ def record_inplace(t, fn, args, kwargs):
     out._ag = Meta(True, Node(fn, new_args, kwargs, _grad_inputs(new_args, kwargs), 1), 0)
     if m is not None and m.retain:  # retain_grad() follows the tensor to its new version, as torch's
         out._ag.retain, out._ag.grad, m.retain = True, m.grad, False
-    if lay is None:
+    if anchor is t:  # the root itself, or the owner of a history-free root: its own new version
         t._n, t._ag = out._n, out._ag
+        if t is not root:
+            root._n = out._n
     else:
-        base = wrap(root._n, root._ex)
-        rm = getattr(root, "_ag", None)
-        if rm is not None:
-            base._ag = rm
+        base = wrap(anchor._n, anchor._ex)
+        am = getattr(anchor, "_ag", None)
+        if am is not None:
+            base._ag = am
         pieces = (base, out, lay)
         root._n = _run_suspended(_views.copy_slices, pieces, {})._n
-        root._ag = Meta(True, Node(_views.copy_slices, pieces, {}, _grad_inputs(pieces, {}), 1), 0)
+        anchor._ag = Meta(True, Node(_views.copy_slices, pieces, {}, _grad_inputs(pieces, {}), 1), 0)
+        if anchor is not root:
+            anchor._n = root._n
     for v in _views.family(root):  # every view shows the new values, read from the new root
+        if v is anchor:
+            continue
         _views.refresh_one(v)
         if v._view.detached:  # detach() shares the values, never the history
             continue
         node = Invalid(_views.multi_view_error(v._view, True)) if v._view.multi is not None else \
-            Node(_views.as_strided, (root, v._view), {}, [root], 1)
+            Node(_views.as_strided, (anchor, v._view), {}, [anchor], 1)
         v._ag = Meta(True, node, 0)
     return t
 

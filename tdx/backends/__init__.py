@@ -65,13 +65,15 @@ def _add(provider: Provider) -> None:
 def _load() -> None:
     if _state["loaded"]:
         return
-    from importlib import metadata
+    from .providers import BUILTIN, entry_points
 
-    for ep in metadata.entry_points(group="tdx.backends"):
-        obj = ep.load()
+    for _name, value in entry_points("tdx.backends"):
+        module, _, attr = value.partition(":")
+        obj = importlib.import_module(module.strip())
+        for part in filter(None, attr.strip().split(".")):
+            obj = getattr(obj, part)
         _add(obj() if isinstance(obj, type) else obj)
     if not _providers:  # a source checkout without installed metadata
-        from .providers import BUILTIN
 
         for p in BUILTIN:
             _add(p)

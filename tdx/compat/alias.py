@@ -15,13 +15,15 @@ import statement asks for an alias of it.
 from __future__ import annotations
 
 import importlib
-import importlib.abc
 import importlib.util
 import sys
 
 
-class _AliasLoader(importlib.abc.Loader):
-    """Loads an alias by importing the real module and returning that very object."""
+class _AliasLoader:
+    """Loads an alias by importing the real module and returning that very object.
+
+    A plain class with the loader protocol's methods (``importlib.abc`` would import
+    ``importlib.resources`` and ``tempfile``, about 1 MB, for nothing)."""
 
     def __init__(self, real: str):
         self.real = real
@@ -37,7 +39,7 @@ class _AliasLoader(importlib.abc.Loader):
         module.__spec__ = self.real_spec
 
 
-class AliasFinder(importlib.abc.MetaPathFinder):
+class AliasFinder:
     """Maps ``alias.rest`` to ``real.rest`` for each ``alias -> real`` pair it holds.
 
     Args:

@@ -47,3 +47,24 @@ class MLXNNOps:
         else:
             out = mx.conv_general(xl, wl, groups=groups, **kw)
         return mx.moveaxis(out, -1, 1)
+
+    @staticmethod
+    def cross_entropy_rows(x, t, ignore_index: int, reduction: str):
+        """Cross entropy of logits ``x`` ``(N, C)`` against class indices ``t`` ``(N,)`` in one
+        expression (``logsumexp - x[t]``), as native MLX code writes it: no ``(N, C)``
+        log-probabilities are kept for the backward (tdx's tape re-runs this under ``mx.vjp``).
+
+        Targets equal to ``ignore_index`` count for nothing (and not in the mean's count, which is
+        NaN when every target is ignored, as torch's). The targets must already be in range.
+        """
+        valid = t != ignore_index
+        safe = mx.where(valid, t, 0).astype(mx.int32)
+        picked = mx.take_along_axis(x, safe[:, None], axis=1)[:, 0]
+        loss = mx.where(valid, mx.logsumexp(x, axis=1) - picked, mx.zeros((), x.dtype))
+        if reduction == "none":
+            return loss
+        if reduction == "sum":
+            return loss.sum()
+        count = valid.sum().astype(x.dtype)
+        none = count == 0  # NaN, with a zero (not NaN) gradient, when every target is ignored
+        return mx.where(none, mx.array(float("nan"), x.dtype), loss.sum() / mx.where(none, 1, count))

@@ -17,7 +17,7 @@ import tdx
 from ..._errors import NATIVE_ERRORS
 from ..._tensor.wrapping import typed_function, wrap
 
-__all__ = ["native", "fast", "NOT_NATIVE", "conv_nd", "has_conv"]
+__all__ = ["native", "fast", "NOT_NATIVE", "conv_nd", "has_conv", "rows_cross_entropy", "has_rows_cross_entropy"]
 
 NOT_NATIVE = object()
 """What :func:`native` returns when the tensors' executor has no ``nn_functional`` kernel."""
@@ -98,4 +98,26 @@ Args:
     stride, padding_lo, padding_hi, dilation, input_dilation: tuples, one int per spatial dim.
     groups: channel groups.
     flip: flip the kernel (a true convolution).
+"""
+
+
+def has_rows_cross_entropy(x) -> bool:
+    """Whether ``x``'s executor has a fused ``cross_entropy_rows`` kernel (MLX)."""
+    return hasattr(x._ex, "cross_entropy_rows")
+
+
+def _rows_cross_entropy(x, t, ignore_index, reduction):
+    ex = x._ex
+    return wrap(ex.cross_entropy_rows(x._n, t._n, ignore_index, reduction), ex)
+
+
+rows_cross_entropy = typed_function(_rows_cross_entropy, record=True)
+rows_cross_entropy.__doc__ = """Cross entropy of float logits ``x`` ``(N, C)`` against in-range int64 class indices ``t``
+``(N,)`` by the executor's fused kernel, one tape node (no log-probabilities are saved for the backward).
+
+Args:
+    x: logits ``(N, C)``.
+    t: class indices ``(N,)``, each in ``[0, C)`` or ``ignore_index``.
+    ignore_index: the target value that counts for nothing.
+    reduction: ``"none"``, ``"mean"`` or ``"sum"``.
 """

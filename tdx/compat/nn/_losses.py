@@ -328,6 +328,14 @@ def _nll_check(x, t, weight, op: str, reduction: str) -> int:
     return cdim
 
 
+def _check_targets(tl, valid, n_classes: int) -> None:
+    """torch's IndexError for a counted target outside ``[0, n_classes)``."""
+    if tl.numel() and not _compiling():  # a compiled step cannot read values (torch's compiled kernels assert)
+        bad = valid & ((tl < 0) | (tl >= n_classes))
+        if bool(bad.any().item()):
+            raise TdxIndexError(f"Target {int(tl.masked_select(bad)[0].item())} is out of bounds.")
+
+
 def _nll(x, logp, t, weight, ignore_index: int, reduction: str, op: str):
     """nll_loss of the (float32 for half precision) log-probabilities ``logp`` of ``x``.
 
@@ -340,10 +348,7 @@ def _nll(x, logp, t, weight, ignore_index: int, reduction: str, op: str):
     if x.ndim == 1:
         tl = tl.reshape(())
     valid = tl != ignore_index
-    if tl.numel() and not _compiling():  # a compiled step cannot read values (torch's compiled kernels assert)
-        bad = valid & ((tl < 0) | (tl >= n_classes))
-        if bool(bad.any().item()):
-            raise TdxIndexError(f"Target {int(tl.masked_select(bad)[0].item())} is out of bounds.")
+    _check_targets(tl, valid, n_classes)
     safe = tl.masked_fill(valid.logical_not(), 0)
     if n_classes == 0:  # every target is ignored (any other raised above)
         picked = logp.new_zeros(tuple(tl.shape))
@@ -435,6 +440,12 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         raise TdxIndexError("cross_entropy(): Dimension out of range (expected to be in range of [-1, 0], but got 1): "
                             "the input has no class dim")
     need_float(x, "cross_entropy", "log_softmax_lastdim_kernel_impl")
+    if (label_smoothing <= 0.0 and weight is None and x.ndim == 2 and x.dtype is tdx.float32
+            and _kernels.has_rows_cross_entropy(x)):  # one fused node: no (N, C) log-probabilities held
+        _nll_check(x, t, weight, "cross_entropy", reduction)
+        tl = t.long()
+        _check_targets(tl, tl != ignore_index, x.shape[1])
+        return _kernels.rows_cross_entropy(x, tl, ignore_index, reduction)
     logp = opmath(x).log_softmax(cdim)
     nll, tl, valid, w_t = _nll(x, logp, t, weight, ignore_index, reduction, "cross_entropy")
     if label_smoothing <= 0.0:  # torch ignores a negative smoothing
@@ -470,6 +481,12 @@ def _cross_entropy_probs(x, t, weight, ignore_index, reduction, label_smoothing,
         raise TdxIndexError("cross_entropy(): Dimension specified as 1 but tensor has no dimensions (the input has "
                             "no class dim)")
     need_float(x, "cross_entropy", "log_softmax_lastdim_kernel_impl")
+    if (label_smoothing <= 0.0 and weight is None and x.ndim == 2 and x.dtype is tdx.float32
+            and _kernels.has_rows_cross_entropy(x)):  # one fused node: no (N, C) log-probabilities held
+        _nll_check(x, t, weight, "cross_entropy", reduction)
+        tl = t.long()
+        _check_targets(tl, tl != ignore_index, x.shape[1])
+        return _kernels.rows_cross_entropy(x, tl, ignore_index, reduction)
     logp = opmath(x).log_softmax(cdim)
     n_classes = x.shape[cdim]
     rt = tdx.promote_types(x.dtype, t.dtype)
