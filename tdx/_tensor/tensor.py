@@ -437,6 +437,8 @@ class Tensor:
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
         if not ex.mutable:
+            if index.__class__ is int and getattr(self, "_view", None) is None:
+                return _views.link_first_index(out, self, index)
             src = _views.layout_of(self)
             lay = _views.basic_index(src, index)
             if lay is not None:
