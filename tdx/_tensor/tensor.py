@@ -52,6 +52,7 @@ def _binary(name: str, reverse: bool = False):
         t = _new(Tensor)
         t._n = n
         t._ex = ex
+        t._ag = t._view = None  # as wrap's
         return t
 
     op.__name__ = f"__{'r' if reverse else ''}{name.rstrip('_')}__"

@@ -173,17 +173,23 @@ def link_first_index(out, root, index: int):
 
 def link_swapped(out, src, a: int, b: int):
     """``out`` as ``src`` with dims ``a`` and ``b`` (non-negative) swapped: ``transpose``."""
-    lay = getattr(src, "_view", None)
+    lay = src._view
     if lay is None:
-        shape = list(src._n.shape)
-        strides = list(_contiguous(tuple(shape)))
-    else:
-        shape, strides = list(lay.shape), list(lay.strides)
+        return link_root(out, src, *_swapped_root(tuple(src._n.shape), a, b))
+    shape, strides = list(lay.shape), list(lay.strides)
     shape[a], shape[b] = shape[b], shape[a]
     strides[a], strides[b] = strides[b], strides[a]
-    if lay is None:
-        return link_root(out, src, tuple(shape), tuple(strides))
     return link(out, src, tuple(shape), tuple(strides), lay.offset, lay.root)
+
+
+@functools.lru_cache(maxsize=1024)
+def _swapped_root(shape: tuple, a: int, b: int) -> tuple:
+    """``(shape, strides)`` of a contiguous tensor of ``shape`` with dims ``a`` and ``b`` swapped."""
+    strides = list(_contiguous(shape))
+    shape = list(shape)
+    shape[a], shape[b] = shape[b], shape[a]
+    strides[a], strides[b] = strides[b], strides[a]
+    return tuple(shape), tuple(strides)
 
 
 # layouts of the view ops, in torch's terms -----------------------------------------------------

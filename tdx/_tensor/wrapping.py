@@ -55,6 +55,7 @@ def wrap(native, ex):
     t = _new(Tensor)
     t._n = native
     t._ex = ex
+    t._ag = t._view = None  # set, not absent: reading an absent slot raises inside getattr (slow)
     return t
 
 
