@@ -2,16 +2,20 @@
 
 For ~12 common ops on small tensors, times the tdx call and the same call on the native
 framework in one run, interleaved, as the median over repeats of a timed loop, and
-prints a table of microseconds per op and the difference (tdx - native). MLX is lazy: its
-rows time building the op (no evaluation) for both sides, which is what dispatch costs.
+prints a table of microseconds per op and the difference (tdx - native), with the medians of
+the view ops (reshape, transpose, ``a[0]``) and of the other ops apart. MLX is lazy: its rows
+time building the op (no evaluation) for both sides, which is what dispatch costs. Times are
+this process's CPU time by default (``--timer cpu``: stable on a loaded machine, where wall
+time counts the time other processes hold the cores); ``--timer wall`` measures wall time.
 
-Run: ``.venv/bin/python bench/dispatch.py [--repeats 15] [--number 20000]``
+Run: ``.venv/bin/python bench/dispatch.py [--repeats 15] [--number 20000] [--timer cpu|wall]``
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import time
 import timeit
 
 import numpy as np
@@ -43,8 +47,12 @@ def cases(lib, dev, native: bool):
     ]
 
 
+VIEW_OPS = ("a.reshape(4, 16)", "a.transpose(0, 1)", "a[0]")
+TIMER = [time.process_time]
+
+
 def per_op_us(fn, number: int, repeats: int) -> float:
-    times = timeit.repeat(fn, number=number, repeat=repeats)
+    times = timeit.repeat(fn, number=number, repeat=repeats, timer=TIMER[0])
     return statistics.median(times) / number * 1e6
 
 
@@ -65,7 +73,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--number", type=int, default=20000)
+    parser.add_argument("--timer", choices=("cpu", "wall"), default="cpu")
     args = parser.parse_args()
+    TIMER[0] = time.process_time if args.timer == "cpu" else time.perf_counter
 
     import mlx.core as mx
     import torch
@@ -74,7 +84,7 @@ def main() -> None:
 
     torch.set_num_threads(1)
     print("tdx dispatch overhead, 8x8 float32, median of "
-          f"{args.repeats} x {args.number} calls (microseconds per op)\n")
+          f"{args.repeats} x {args.number} calls ({args.timer} microseconds per op)\n")
     sections = [("cpu (torch)", measure(cases(tdx, "cpu", False), cases(torch, None, True), args.number,
                                         args.repeats)),
                 ("mlx:cpu (MLX, op construction)", measure(cases(tdx, "mlx:cpu", False), cases(mx, None, True),
@@ -85,7 +95,11 @@ def main() -> None:
         for name, o, t in rows:
             print(f"{name:<20} {o:>8.2f} {t:>8.2f} {o - t:>+11.2f} {o / t:>6.2f}")
         diffs = [o - t for _, o, t in rows]
-        print(f"{'median':<20} {'':>8} {'':>8} {statistics.median(diffs):>+11.2f}\n")
+        views = [o - t for name, o, t in rows if name in VIEW_OPS]
+        others = [o - t for name, o, t in rows if name not in VIEW_OPS]
+        print(f"{'median':<20} {'':>8} {'':>8} {statistics.median(diffs):>+11.2f}")
+        print(f"{'median, view ops':<20} {'':>8} {'':>8} {statistics.median(views):>+11.2f}")
+        print(f"{'median, other ops':<20} {'':>8} {'':>8} {statistics.median(others):>+11.2f}\n")
 
 
 if __name__ == "__main__":

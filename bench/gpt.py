@@ -105,7 +105,7 @@ def functional_step(T, device, cfg: dict, init: dict, sync):
         loss.backward()
         count[0] += 1
         adamw_(T, params, state, count[0])
-        sync(params + [s for pair in state for s in pair])
+        sync([loss] + params + [s for pair in state for s in pair])
         return loss.item()
 
     return step
@@ -173,8 +173,8 @@ def module_step(T, device, cfg: dict, init: dict, sync):
         loss.backward()
         opt.step()
         opt.zero_grad()
-        sync(list(model.parameters()) + [s for st in opt.state.values() for s in st.values()
-                                         if isinstance(s, T.Tensor)])
+        sync([loss] + list(model.parameters()) + [s for st in opt.state.values() for s in st.values()
+                                                    if isinstance(s, T.Tensor)])
         return loss.item()
 
     return step
@@ -275,7 +275,7 @@ def compiled_step(T, device, cfg: dict, init: dict, sync):
         lr_t = T.tensor(LR / (1 - b1 ** count[0]), **kw)
         bc2 = T.tensor(1 - b2 ** count[0], **kw)
         loss = fn(T.tensor(idx, **kw), T.tensor(tgt, **kw), lr_t, bc2)
-        sync(params + [s for pair in state for s in pair])
+        sync([loss] + params + [s for pair in state for s in pair])
         return loss.item()
 
     return step

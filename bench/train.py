@@ -10,7 +10,9 @@ sees the same batches):
   (``tdx.compile`` of the functional step).
 
 Contenders run interleaved in one process (one step each, round robin, so machine load
-hits all alike); the table gives medians over the timed steps and the ratio tdx / native.
+hits all alike); the table gives medians over the timed steps and the ratio tdx / native, in
+wall time and in this process's CPU time (all its threads; steadier than wall time on a
+machine other processes load).
 Peak RSS is measured for each contender in its own subprocess, above the interpreter's RSS
 at start (imports included). Losses of every contender are checked against ``torch F``'s.
 The table is printed and written to ``bench/out/train.md``, the plot to
@@ -90,16 +92,19 @@ def run_interleaved(names, cfg, steps: int, warmup: int):
     init, data = gpt.init_params(cfg), gpt.batches(cfg, warmup + steps)
     fns = {n: make(n, cfg, init) for n in names}
     times = {n: [] for n in names}
+    cpu = {n: [] for n in names}
     losses = {n: [] for n in names}
     for s, (idx, tgt) in enumerate(data):
         for n, fn in fns.items():
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             loss = fn(idx, tgt)
-            dt = time.perf_counter() - t0
+            dt, dc = time.perf_counter() - t0, time.process_time() - c0
             losses[n].append(loss)
             if s >= warmup:
                 times[n].append(dt)
-    return {n: statistics.median(t) for n, t in times.items()}, losses
+                cpu[n].append(dc)
+    return ({n: statistics.median(t) for n, t in times.items()}, {n: statistics.median(t) for n, t in cpu.items()},
+            losses)
 
 
 def child_rss(name: str, cfg_name: str, steps: int) -> None:
@@ -157,21 +162,24 @@ def main() -> None:
     ok = True
     for cfg_name in args.configs:
         cfg = gpt.CONFIGS[cfg_name]
-        med, losses = run_interleaved(names, cfg, args.steps, args.warmup)
+        med, cpu, losses = run_interleaved(names, cfg, args.steps, args.warmup)
         rss = {} if args.no_rss else {n: measure_rss(n, cfg_name, args.rss_steps) for n in names}
         ref = losses[names[0]]
         lines.append(f"config {cfg_name}: {cfg}")
-        lines.append("| contender | ms/step | vs native | peak RSS MB | RSS vs native | max loss rel diff |")
-        lines.append("|---|---|---|---|---|---|")
+        lines.append("| contender | ms/step | vs native | CPU ms/step | CPU vs native | peak RSS MB | RSS vs native "
+                     "| max loss rel diff |")
+        lines.append("|---|---|---|---|---|---|---|---|")
         natives = dict(PAIRS)
         for n in names:
             nat = natives.get(n)
             ratio = f"{med[n] / med[nat]:.2f}" if nat in med else ""
+            cpu_ratio = f"{cpu[n] / cpu[nat]:.2f}" if nat in cpu else ""
             r = f"{rss[n]:.0f}" if n in rss else ""
             rr = f"{rss[n] / rss[nat]:.2f}" if n in rss and nat in rss and rss[nat] > 0 else ""
             diff = max(abs(a - b) / abs(b) for a, b in zip(losses[n], ref))
             ok &= diff < 1e-4
-            lines.append(f"| {n} | {med[n] * 1e3:.1f} | {ratio} | {r} | {rr} | {diff:.1e} |")
+            lines.append(f"| {n} | {med[n] * 1e3:.1f} | {ratio} | {cpu[n] * 1e3:.1f} | {cpu_ratio} | {r} | {rr} "
+                         f"| {diff:.1e} |")
             plot[(cfg_name, n)] = med[n] * 1e3
         lines.append("")
     lines.append("losses agree (rel diff < 1e-4): " + ("yes" if ok else "NO"))

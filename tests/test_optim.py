@@ -355,3 +355,25 @@ def test_step_counter_is_float32_scalar(device):
     step = opt.state[w]["step"]
     assert step.dtype == tdx.float32 and step.shape == () and step.item() == 1.0
     assert str(opt.state[w]["exp_avg"].device) == str(w.device)
+
+
+@pytest.mark.parametrize("name", ["Adam", "AdamW", "Adamax", "NAdam", "RAdam", "Adagrad"])
+def test_step_counter_written_between_steps(device, name):
+    # the count is remembered per counter on MLX (no evaluation per step): writes to the counter
+    # in place and a replaced counter must both be seen, as torch reads the tensor every step
+    pair = Pair(name, dict(lr=0.01), device)
+    for _ in range(2):
+        pair.step()
+    for opt in (pair.topt, pair.xopt):
+        for state in opt.state.values():
+            state["step"].fill_(40.0)
+    pair.step()
+    pair.check("after fill_ of the step counters")
+    for opt, lib in ((pair.topt, torch), (pair.xopt, tdx)):
+        for state in opt.state.values():
+            kw = {} if lib is torch else {"device": device}
+            state["step"] = lib.tensor(7.0, **kw)
+    for _ in range(2):
+        pair.step()
+    pair.check("after replacing the step counters")
+    assert pair.xopt.state[pair.xp["w1"]]["step"].item() == pair.topt.state[pair.tp["w1"]]["step"].item() == 9.0

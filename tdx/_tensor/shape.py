@@ -100,11 +100,9 @@ class ShapeMethods:
         if ex.mutable:
             return out
         n = self._n.ndim
-        order = list(range(n))
-        if n:
-            a, b = dim0 % n, dim1 % n
-            order[a], order[b] = order[b], order[a]
-        return _permuted(out, self, order)
+        if not n:
+            return _permuted(out, self, [])
+        return _views.link_swapped(out, self, dim0 % n, dim1 % n)
 
     swapaxes = swapdims = transpose
 

@@ -52,6 +52,7 @@ def _binary(name: str, reverse: bool = False):
         t = _new(Tensor)
         t._n = n
         t._ex = ex
+        t._ag = t._view = None  # as wrap's
         return t
 
     op.__name__ = f"__{'r' if reverse else ''}{name.rstrip('_')}__"
@@ -440,6 +441,8 @@ class Tensor:
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
         if not ex.mutable:
+            if index.__class__ is int and getattr(self, "_view", None) is None:
+                return _views.link_first_index(out, self, index)
             src = _views.layout_of(self)
             lay = _views.basic_index(src, index)
             if lay is not None:

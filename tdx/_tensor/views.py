@@ -103,8 +103,53 @@ def layout_of(t) -> Layout:
     lay = getattr(t, "_view", None)
     if lay is not None:
         return lay
-    shape = t._ex.shape(t._n)
-    return Layout(t, shape, contiguous_strides(shape), 0)
+    shape = tuple(t._n.shape)
+    return _layout(t, shape, _contiguous(shape), 0, None, False)
+
+
+def _layout(root, shape: tuple, strides: tuple, offset: int, multi, detached) -> Layout:
+    """A :class:`Layout` from tuples, without the constructor's conversions (the per-view-op path)."""
+    lay = _new(Layout)
+    lay.root, lay.shape, lay.strides, lay.offset, lay.multi, lay.detached = root, shape, strides, offset, multi, \
+        detached
+    lay.owner = False
+    return lay
+
+
+_new = object.__new__
+
+
+def _register(root, out) -> None:
+    """Add ``out`` to the live views of ``root`` (a tensor that is no view)."""
+    entry = _families.get(id(root))
+    if entry is not None and entry[0]() is root:
+        views = entry[1]
+    else:
+        if len(_families) >= _sweep_at[0]:
+            _sweep()
+        views = {}
+        _families[id(root)] = (weakref.ref(root), views)
+    views[id(out)] = weakref.ref(out)
+    if not len(views) & 63:  # every 64 new entries, drop the views that died
+        for key in [k for k, r in views.items() if r() is None]:
+            del views[key]
+
+
+def link_root(out, root, shape: tuple, strides: tuple, offset: int = 0):
+    """:func:`link` for a view ``out`` of ``root``, a tensor that is itself no view (so nothing is
+    inherited): the hot path of view ops on a fresh tensor. ``shape`` and ``strides`` are tuples."""
+    out._view = _layout(root, shape, strides, offset, None, False)
+    _register(root, out)
+    return out
+
+
+def link_contiguous(out, root):
+    """``out`` as a view of all of ``root`` (no view itself) in row-major order: ``reshape``/``view``
+    of a fresh tensor, whose strides are always the contiguous ones of the new shape."""
+    shape = tuple(out._n.shape)
+    out._view = _layout(root, shape, _contiguous(shape), 0, None, False)
+    _register(root, out)
+    return out
 
 
 def link(out, src, shape, strides, offset, root=None, multi=None, detached=False):
@@ -120,17 +165,9 @@ def link(out, src, shape, strides, offset, root=None, multi=None, detached=False
         detached = detached or parent.detached
     if root is None:
         root = src if parent is None else parent.root
-    out._view = Layout(root, shape, strides, offset, multi, detached)
-    views = _views_of(root)
-    if views is None:
-        if len(_families) >= _sweep_at[0]:
-            _sweep()
-        views = {}
-        _families[id(root)] = (weakref.ref(root), views)
-    views[id(out)] = weakref.ref(out)
-    if len(views) > 64:  # drop views that died
-        for key in [k for k, r in views.items() if r() is None]:
-            del views[key]
+    out._view = _layout(root, shape if shape.__class__ is tuple else tuple(shape),
+                        strides if strides.__class__ is tuple else tuple(strides), offset, multi, detached)
+    _register(root, out)
     return out
 
 
@@ -189,6 +226,34 @@ def anchor(root):
         if v._view.owner:
             return v
     return root
+
+
+def link_first_index(out, root, index: int):
+    """``out`` as the view ``root[index]`` (an int) of ``root``, a tensor that is no view."""
+    shape = tuple(root._n.shape)
+    strides = _contiguous(shape)
+    return link_root(out, root, shape[1:], strides[1:], (index % shape[0]) * strides[0])
+
+
+def link_swapped(out, src, a: int, b: int):
+    """``out`` as ``src`` with dims ``a`` and ``b`` (non-negative) swapped: ``transpose``."""
+    lay = src._view
+    if lay is None:
+        return link_root(out, src, *_swapped_root(tuple(src._n.shape), a, b))
+    shape, strides = list(lay.shape), list(lay.strides)
+    shape[a], shape[b] = shape[b], shape[a]
+    strides[a], strides[b] = strides[b], strides[a]
+    return link(out, src, tuple(shape), tuple(strides), lay.offset, lay.root)
+
+
+@functools.lru_cache(maxsize=1024)
+def _swapped_root(shape: tuple, a: int, b: int) -> tuple:
+    """``(shape, strides)`` of a contiguous tensor of ``shape`` with dims ``a`` and ``b`` swapped."""
+    strides = list(_contiguous(shape))
+    shape = list(shape)
+    shape[a], shape[b] = shape[b], shape[a]
+    strides[a], strides[b] = strides[b], strides[a]
+    return tuple(shape), tuple(strides)
 
 
 # layouts of the view ops, in torch's terms -----------------------------------------------------

@@ -55,6 +55,7 @@ def wrap(native, ex):
     t = _new(Tensor)
     t._n = native
     t._ex = ex
+    t._ag = t._view = None  # set, not absent: reading an absent slot raises inside getattr (slow)
     return t
 
 
@@ -99,8 +100,10 @@ def scalar(value):
 
 def _reshaped(out, src, must_view: bool):
     """Link ``out`` (src reshaped) as a view when torch's stride rule allows, else it is a copy."""
-    lay = _views.layout_of(src)
-    shape = out._ex.shape(out._n)
+    lay = getattr(src, "_view", None)
+    if lay is None:  # a reshape of a fresh tensor is always a view, with contiguous strides
+        return _views.link_contiguous(out, src)
+    shape = tuple(out._n.shape)
     strides = _views.view_strides(lay.shape, lay.strides, shape)
     if strides is None:
         if must_view:
@@ -112,7 +115,10 @@ def _reshaped(out, src, must_view: bool):
 
 def _permuted(out, src, order):
     lay = _views.layout_of(src)
-    return _views.link(out, src, [lay.shape[i] for i in order], [lay.strides[i] for i in order], lay.offset,
+    shape, strides = lay.shape, lay.strides
+    if src is lay.root:
+        return _views.link_root(out, src, tuple([shape[i] for i in order]), tuple([strides[i] for i in order]))
+    return _views.link(out, src, tuple([shape[i] for i in order]), tuple([strides[i] for i in order]), lay.offset,
                        lay.root)
 
 

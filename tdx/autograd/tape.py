@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 
 from .._errors import NATIVE_ERRORS, TdxRuntimeError, UnsupportedOpError
-from .grad_mode import is_grad_enabled
+from .grad_mode import _local as _grad_local, is_grad_enabled
 
 ACTIVE = [False]  # set once any tape tensor requires grad; never reset (cheap to check)
 _local = threading.local()
@@ -51,7 +51,11 @@ class Node:
         self.fn, self.args, self.kwargs, self.inputs, self.n_out = fn, args, kwargs, inputs, n_out
         self.metas = [t._ag for t in inputs]
         self.natives = [t._n for t in inputs]
-        self.name = getattr(fn, "__name__", "op").strip("_").capitalize() + "Backward"
+        fn_name = getattr(fn, "__name__", "op")
+        name = _NAMES.get(fn_name)
+        if name is None:
+            name = _NAMES[fn_name] = fn_name.strip("_").capitalize() + "Backward"
+        self.name = name
         self.plan = _plan(args, kwargs, inputs)
 
     def __repr__(self) -> str:
@@ -88,6 +92,9 @@ class Node:
         out = _run_suspended(self.fn, [sub(a) for a in self.args], {k: sub(v) for k, v in self.kwargs.items()})
         outs = out if isinstance(out, (tuple, list)) else (out,)
         return [o._n for o in outs]
+
+
+_NAMES: dict = {}  # an op's __name__ -> its node's name (torch's "<Op>Backward"), built once per name
 
 
 def _plan(args, kwargs, inputs):
@@ -152,13 +159,21 @@ def _tensors(args, kwargs):
 
 
 def wants(*args, **kwargs) -> bool:
-    """Whether an op on these arguments must be recorded."""
-    if _suspended() or not is_grad_enabled():
+    """Whether an op on these arguments must be recorded (the per-op hot path: no generator, one pass)."""
+    if getattr(_local, "suspended", False) or not getattr(_grad_local, "enabled", True):
         return False
-    for t in _tensors(args, kwargs):
-        m = getattr(t, "_ag", None)
-        if m is not None and m.requires_grad and not t._ex.caps.native_autograd:
-            return True
+    Tensor = _CLASS[0] or _tensor_class()
+    for a in (*args, *kwargs.values()) if kwargs else args:
+        if a.__class__ is Tensor:
+            m = getattr(a, "_ag", None)
+            if m is not None and m.requires_grad and not a._ex.caps.native_autograd:
+                return True
+        elif isinstance(a, (list, tuple)):
+            for x in a:
+                if x.__class__ is Tensor:
+                    m = getattr(x, "_ag", None)
+                    if m is not None and m.requires_grad and not x._ex.caps.native_autograd:
+                        return True
     return False
 
 

@@ -17,6 +17,7 @@ import numpy as np
 import mlx.core as mx
 
 from ..._errors import OpDtypeError, ShapeError, TdxIndexError, TdxRuntimeError, TdxTypeError
+from ...autograd.tape import differentiating
 from ..base import norm_dim
 from ._memory import check_alloc
 from ._rules import gathered
@@ -223,9 +224,21 @@ class MLXIndexOps:
 
     def _bounds(self, index):
         """``(min, max)`` of ``index``, or None under ``mx.compile``/``mx.vmap``, which cannot read values
-        (the bounds check is then skipped, as in torch's compiled kernels without device asserts)."""
+        (the bounds check is then skipped, as in torch's compiled kernels without device asserts), and in
+        a backward pass's replay of an op (the forward pass checked the same indices).
+
+        On the CPU the values are read in place (NumPy, no op queued on the stream); elsewhere both
+        bounds come from one evaluation.
+        """
+        if differentiating():
+            return None
         try:
-            return int(mx.min(index, stream=self.s).item()), int(mx.max(index, stream=self.s).item())
+            if self._mx_device == mx.cpu:
+                values = np.array(index, copy=False)
+                return int(values.min()), int(values.max())
+            lo, hi = mx.min(index, stream=self.s), mx.max(index, stream=self.s)
+            mx.eval(lo, hi)
+            return int(lo.item()), int(hi.item())
         except (ValueError, RuntimeError) as err:  # MLX refusing to evaluate a traced array
             if "function transformations" in str(err) or "without a primitive" in str(err):
                 return None

@@ -1,4 +1,4 @@
-"""MLX-executor neural-network kernels, a mixin of the MLX executor: convolution.
+"""MLX-executor neural-network kernels, a mixin of the MLX executor: convolution and layer norm.
 
 ``conv_nd`` takes torch's channels-first layouts (input ``(N, C, *spatial)``, weight
 ``(O, C / groups, *kernel)``) and runs ``mx.conv_general`` in MLX's channels-last layout;
@@ -13,9 +13,14 @@ import mlx.core as mx
 
 
 class MLXNNOps:
-    """Convolution on MLX arrays in torch's layouts."""
+    """Convolution on MLX arrays in torch's layouts; layer norm over the last axis."""
 
     __slots__ = ()
+
+    def layer_norm_last(self, x, weight, bias, eps: float):
+        """Layer norm of float32 ``x`` over its last axis, scaled by ``weight`` and shifted by ``bias``
+        (each of that axis's size, or None): MLX's ``mx.fast.layer_norm``, with its own derivative."""
+        return mx.fast.layer_norm(x, weight, bias, eps, stream=self.s)
 
     @staticmethod
     def conv_supports(dtype_name: str) -> bool:

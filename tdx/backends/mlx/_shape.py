@@ -24,6 +24,8 @@ class MLXShapeOps:
     # shapes ---------------------------------------------------------------------------
     def reshape(self, x, shape):
         shape = tuple(shape)
+        if -1 not in shape and math.prod(shape) == x.size:  # the common case, checked in full
+            return mx.reshape(x, shape, stream=self.s)
         known = math.prod(s for s in shape if s != -1)
         if shape.count(-1) > 1:
             raise ShapeError("only one dimension can be inferred")
@@ -46,10 +48,7 @@ class MLXShapeOps:
         if x.ndim < 2:
             norm_dim(dim0, x.ndim), norm_dim(dim1, x.ndim)
             return x
-        axes = list(range(x.ndim))
-        a, b = norm_dim(dim0, x.ndim), norm_dim(dim1, x.ndim)
-        axes[a], axes[b] = axes[b], axes[a]
-        return mx.transpose(x, axes, stream=self.s)
+        return mx.swapaxes(x, norm_dim(dim0, x.ndim), norm_dim(dim1, x.ndim), stream=self.s)
 
     def unsqueeze(self, x, dim):
         return mx.expand_dims(x, norm_dim(dim, x.ndim + 1), stream=self.s)

@@ -78,6 +78,32 @@ def fast(name: str, *args, **kwargs):
         return NOT_NATIVE
 
 
+def native_layer_norm(x, weight, bias, eps):  # named as the node torch records (NativeLayerNormBackward)
+    ex = x._ex
+    return wrap(ex.layer_norm_last(x._n, None if weight is None else weight._n, None if bias is None else bias._n,
+                                   eps), ex)
+
+
+layer_norm_last = typed_function(native_layer_norm, record=True)
+
+
+def fused_layer_norm(x, shape, weight, bias, eps):
+    """Layer norm over the last dim by the executor's fused ``layer_norm_last`` kernel (one tape node),
+    or :data:`NOT_NATIVE`: other normalized shapes, dtypes other than float32, empty inputs, and
+    parameters on another executor take the composed path.
+
+    Args:
+        x, shape, weight, bias, eps: ``layer_norm``'s, already checked.
+    """
+    ex = x._ex
+    if len(shape) != 1 or not hasattr(ex, "layer_norm_last") or x.dtype is not tdx.float32 or not x.numel():
+        return NOT_NATIVE
+    for p in (weight, bias):
+        if p is not None and (p._ex is not ex or p.dtype is not tdx.float32):
+            return NOT_NATIVE
+    return layer_norm_last(x, weight, bias, eps)
+
+
 def has_conv(x) -> bool:
     """Whether ``x``'s executor has a ``conv_nd`` kernel for ``x``'s dtype."""
     ex = x._ex

@@ -180,6 +180,9 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):  # no
     done = _kernels.native("layer_norm", x, shape, weight, bias, eps)  # torch's kernel where the executor has it
     if done is not _kernels.NOT_NATIVE:
         return done
+    done = _kernels.fused_layer_norm(x, shape, weight, bias, eps)  # MLX's fused kernel, one tape node
+    if done is not _kernels.NOT_NATIVE:
+        return done
     dims = tuple(range(x.ndim - len(shape), x.ndim))
     out = _standardize(opmath(x), dims, eps)
     if weight is not None:

@@ -50,6 +50,7 @@ def _adopt(cls, data, requires_grad: bool):
     t = _new(cls)
     ex = data._ex
     t._ex = ex
+    t._ag = t._view = None  # as wrap's
     t._n = data._n.detach() if ex.caps.native_autograd else data._n
     if requires_grad:
         t.requires_grad_(True)

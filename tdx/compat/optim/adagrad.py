@@ -13,7 +13,7 @@ from __future__ import annotations
 import tdx
 
 from . import kernels as K
-from .optimizer import Optimizer, OptimizerRuntimeError, refuse_complex, scalar, step_tensor
+from .optimizer import Optimizer, OptimizerRuntimeError, advance_step, refuse_complex, scalar, step_tensor
 
 __all__ = ["Adagrad", "Adadelta", "RMSprop", "Rprop", "ASGD"]
 
@@ -74,8 +74,7 @@ class Adagrad(Optimizer):
         lr, lr_decay, wd, eps = scalar(group["lr"]), group["lr_decay"], group["weight_decay"], group["eps"]
         for p, grad, state in self._grads(group, negate_for_maximize=True):
             step_t, state_sum = state["step"], state["sum"]
-            step_t += 1
-            step = step_t.item()
+            step = advance_step(step_t)
             if wd != 0:
                 grad = grad.add(p, alpha=wd)
             clr = lr / (1 + (step - 1) * lr_decay)

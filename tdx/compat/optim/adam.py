@@ -17,7 +17,7 @@ from __future__ import annotations
 import tdx
 
 from . import kernels as K
-from .optimizer import Optimizer, OptimizerRuntimeError, scalar, step_tensor
+from .optimizer import Optimizer, OptimizerRuntimeError, advance_step, scalar, step_tensor
 
 __all__ = ["Adam", "AdamW", "Adamax", "NAdam", "RAdam"]
 
@@ -84,7 +84,7 @@ class Adam(Optimizer):
             if maximize:
                 grad = -grad
             exp_avg, exp_avg_sq, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
-            step_t += 1
+            step = advance_step(step_t)
             if wd != 0:
                 if decoupled:
                     p.mul_(1 - lr * wd)
@@ -92,7 +92,6 @@ class Adam(Optimizer):
                     grad = grad.add(p, alpha=wd)
             K.lerp_(exp_avg, grad, 1 - beta1)
             K.addcmul_(exp_avg_sq.mul_(beta2), grad, grad, value=1 - beta2)
-            step = step_t.item()
             bias_correction1 = 1 - beta1 ** step
             bias_correction2 = 1 - beta2 ** step
             step_size = lr / bias_correction1
@@ -156,12 +155,12 @@ class Adamax(Optimizer):
             if group["maximize"]:
                 grad = -grad
             exp_avg, exp_inf, step_t = state["exp_avg"], state["exp_inf"], state["step"]
-            step_t += 1
+            step = advance_step(step_t)
             if wd != 0:
                 grad = grad.add(p, alpha=wd)
             K.lerp_(exp_avg, grad, 1 - beta1)
             exp_inf.copy_(tdx.maximum(exp_inf.mul_(beta2), grad.abs().add_(eps)))
-            bias_correction = 1 - beta1 ** step_t.item()
+            bias_correction = 1 - beta1 ** step
             clr = lr / bias_correction
             K.addcdiv_(p, exp_avg, exp_inf, value=-clr)
 
@@ -207,8 +206,7 @@ class NAdam(Optimizer):
                 grad = -grad
             exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
             mu_product, step_t = state["mu_product"], state["step"]
-            step_t += 1
-            step = step_t.item()
+            step = advance_step(step_t)
             bias_correction2 = 1 - beta2 ** step
             if wd != 0:
                 if group["decoupled_weight_decay"]:
@@ -261,8 +259,7 @@ class RAdam(Optimizer):
             if group["maximize"]:
                 grad = -grad
             exp_avg, exp_avg_sq, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
-            step_t += 1
-            step = step_t.item()
+            step = advance_step(step_t)
             if wd != 0:
                 if group["decoupled_weight_decay"]:
                     p.mul_(1 - lr * wd)

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import functools
 import itertools
+import struct
 import warnings
+import weakref
 from collections import OrderedDict, defaultdict
 from collections.abc import Iterable
 from copy import deepcopy
@@ -130,6 +132,29 @@ def scalar(value: Any) -> Any:
 def step_tensor(value: float, param: "tdx.Tensor") -> "tdx.Tensor":
     """A 0-d float32 counter (torch's ``state['step']``) on ``param``'s own device."""
     return tdx.tensor(float(value), dtype=tdx.float32, device=param.device)
+
+
+# step counter -> (the native array its count was read from, that count); see advance_step
+_STEP_COUNTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def advance_step(step_t: "tdx.Tensor") -> float:
+    """``step_t += 1`` on torch's ``state['step']`` counter; returns the new count as a Python float.
+
+    Reading a counter on an executor with lazy, immutable arrays (MLX) is an evaluation, one per
+    parameter and step. There each counter's count is remembered with the array it belongs to: any
+    other write to the counter (``fill_``, ``load_state_dict``...) gives it another array, and the
+    count is then read again. The count is rounded as a float32 counter rounds it.
+    """
+    if step_t.executor.caps.mutable or step_t.dtype is not tdx.float32:
+        step_t += 1
+        return step_t.item()
+    known = _STEP_COUNTS.get(step_t)
+    before = known[1] if known is not None and known[0] is step_t.native else step_t.item()
+    step_t += 1
+    count = struct.unpack("f", struct.pack("f", before + 1))[0]
+    _STEP_COUNTS[step_t] = (step_t.native, count)
+    return count
 
 
 def refuse_complex(param: "tdx.Tensor", name: str) -> None:
