@@ -32,6 +32,10 @@ def _f():
     return importlib.import_module("tdx.compat.nn.functional")
 
 
+def _recurrent():
+    return importlib.import_module("tdx.compat.nn._recurrent")
+
+
 def _reduction(value, op: str) -> str:
     if isinstance(value, bool) or value not in _REDUCTIONS:
         raise TdxValueError(f"{op}(): reduction must be 0 (none), 1 (mean) or 2 (sum), but got {value!r}")
@@ -290,8 +294,8 @@ def batch_norm_update_stats(input, running_mean, running_var, momentum):  # noqa
 # --- recurrent layers (ATen's input forms) ---------------------------------------------------------------------
 
 def _rnn(mode, input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):  # noqa: A002
-    from .nn import _native_rnn
-    from .nn._recurrent import run_rnn
+    _native_rnn = importlib.import_module("tdx.compat.nn._native_rnn")
+    run_rnn = _recurrent().run_rnn
 
     states = list(hx) if mode == "LSTM" else [hx]
     params = list(params)
@@ -338,27 +342,23 @@ def rnn_relu(input, hx, params, has_biases, num_layers, dropout, train, bidirect
 
 def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
     """``torch.gru_cell``: one GRU step."""
-    from .nn._recurrent import gru_cell as cell
-
+    cell = _recurrent().gru_cell
     return cell(input, hx, w_ih, w_hh, b_ih, b_hh)
 
 
 def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
     """``torch.lstm_cell``: one LSTM step; ``hx`` is ``[h, c]``; returns ``(h', c')``."""
-    from .nn._recurrent import lstm_cell as cell
-
+    cell = _recurrent().lstm_cell
     return cell(input, tuple(hx), w_ih, w_hh, b_ih, b_hh)
 
 
 def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
     """``torch.rnn_tanh_cell``: one tanh RNN step."""
-    from .nn._recurrent import rnn_tanh_cell as cell
-
+    cell = _recurrent().rnn_tanh_cell
     return cell(input, hx, w_ih, w_hh, b_ih, b_hh)
 
 
 def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
     """``torch.rnn_relu_cell``: one ReLU RNN step."""
-    from .nn._recurrent import rnn_relu_cell as cell
-
+    cell = _recurrent().rnn_relu_cell
     return cell(input, hx, w_ih, w_hh, b_ih, b_hh)
