@@ -262,6 +262,29 @@ class Tensor:
             return _HookHandle(native.remove)
         return _HookHandle(_tape.add_post_accumulate_hook(self, hook))
 
+    def register_hook(self, hook):
+        """Call ``hook(grad)`` whenever the gradient with respect to this tensor is computed; a hook that
+        returns a tensor replaces that gradient (in ``.grad`` of a leaf and in what flows further back).
+
+        Returns:
+            A handle whose ``remove()`` unregisters the hook.
+
+        Raises:
+            TdxRuntimeError: the tensor does not require grad (torch's error).
+        """
+        ex = self._ex
+        if not ex.caps.native_autograd:
+            return _HookHandle(_tape.add_grad_hook(self, hook))
+
+        def native_hook(g):
+            out = hook(wrap(g, ex))
+            return None if out is None else wrapping.need_tensor(out, "register_hook", "hook_result")._n
+
+        try:
+            return _HookHandle(self._n.register_hook(native_hook).remove)
+        except NATIVE_ERRORS as err:
+            raise ex.native_error(err) from None
+
     @inline_typed
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
         if inputs is not None:
