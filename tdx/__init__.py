@@ -42,6 +42,9 @@ from .compat import refused as _refused, runtime as _runtime, symbolic as _symbo
 for _m in (_autocast_state, _control_flow, _nn_forms, _runtime, _symbolic):
     globals().update({_n: getattr(_m, _n) for _n in _m.__all__})
 globals().update(_refused.torch_names())
+for _n, _f in _refused.tensor_methods().items():
+    if not hasattr(Tensor, _n):  # a built method always wins over a refusal
+        setattr(Tensor, _n, _f)
 from ._tensor.legacy import LEGACY_TENSORS as _LEGACY_TENSORS, set_default_tensor_type
 from ._tensor.storage import LEGACY_STORAGES as _LEGACY_STORAGES, Storage, StorageBase, TypedStorage, UntypedStorage
 from ._tensor.storage import is_storage

@@ -1,6 +1,6 @@
 """What a tensor is and how it relates to others: ``is_neg``, ``is_nonzero``, ``is_same_size``,
 ``is_signed``, ``is_inference``, ``is_distributed``, ``get_device``, ``dim_order``, ``as_subclass``,
-``module_load``, ``record_stream``, and their ``torch.*`` forms where torch has them.
+``module_load``, ``record_stream``, the strided answers of ``to_dense``/``dense_dim``/``sparse_dim``, and their ``torch.*`` forms where torch has them.
 
 tdx keeps no lazy negation bit and no inference-mode tensors on MLX, so there those answer
 False; on a torch executor they are torch's answers. This module must never import a framework.
@@ -93,6 +93,18 @@ class _IdentityMethods:
         if assign:
             return other.detach()
         return self.copy_(other).detach()
+
+    def to_dense(self, dtype=None, *, masked_grad=None):
+        """This tensor (every tdx tensor is dense), cast to ``dtype`` when given, as torch's for strided."""
+        return self if dtype is None else self.to(dtype)
+
+    def dense_dim(self) -> int:
+        """The number of dense dims: all of them (torch's answer for a strided tensor)."""
+        return self.dim()
+
+    def sparse_dim(self) -> int:
+        """The number of sparse dims: 0 (torch's answer for a strided tensor)."""
+        return 0
 
     def record_stream(self, stream) -> None:
         """Mark the memory as used by ``stream`` (torch's CUDA caching allocator).

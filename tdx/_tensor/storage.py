@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from .. import _dtypes as D
-from .._errors import TdxRuntimeError, TdxTypeError
+from .._errors import NATIVE_ERRORS, TdxRuntimeError, TdxTypeError
 from . import views as _views
 from .tensor import Tensor
 from .wrapping import attach
@@ -201,6 +201,34 @@ def is_storage(obj) -> bool:
     return isinstance(obj, StorageBase)
 
 
+def _set_view(t, src, storage_offset, size, stride, whole_storage):
+    """``set_`` on an MLX tensor: ``t`` becomes a view of ``src``'s root with the given layout."""
+    if t is src:
+        return t
+    if _views.family(t):
+        raise TdxRuntimeError("set_(): this MLX tensor has views of its own; tdx cannot move them to the new "
+                              "memory (call set_ on a tensor without views)")
+    old = getattr(t, "_view", None)
+    if old is not None:
+        (_views._views_of(old.root) or {}).pop(id(t), None)
+        t._view = None
+    lay = _views.layout_of(src)
+    root = lay.root
+    if size is None and not whole_storage:
+        shape, strides, offset = lay.shape, lay.strides, lay.offset
+    else:
+        shape = (root.numel(),) if size is None else tuple(size)
+        strides = _views.contiguous_strides(shape) if stride is None else tuple(stride)
+        offset = storage_offset
+    if shape and math.prod(shape) and offset + sum((n - 1) * s for n, s in zip(shape, strides)) >= root.numel():
+        raise TdxRuntimeError(f"set_(): size {list(shape)}, stride {list(strides)} and offset {offset} reach past "
+                              f"the storage's {root.numel()} elements")
+    t._ag = None
+    _views.link(t, root, shape, strides, offset, root=root)
+    _views.refresh_one(t)
+    return t
+
+
 class _StorageMethods:
     def data_ptr(self) -> int:
         """The address of the tensor's first element (torch's ``data_ptr``)."""
@@ -288,6 +316,45 @@ class _StorageMethods:
                                   "can only change the shape of a given tensor, while preserving the number of "
                                   "elements.")
         return self.contiguous().view(shape)
+
+    def set_(self, source=None, storage_offset=0, size=None, stride=None):
+        """Make this tensor look at ``source``'s memory (a tensor or a storage), with ``size``/``stride``/
+        ``storage_offset`` when given (else ``source``'s own layout); ``set_()`` makes it empty. Writes
+        through either are then seen by the other, as torch's.
+
+        Raises:
+            TdxRuntimeError: another dtype or executor, a leaf that requires grad while grad mode is on,
+                or (on MLX) a tensor that has views of its own.
+        """
+        from ..autograd import is_grad_enabled
+
+        if self.requires_grad and is_grad_enabled():
+            raise TdxRuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+        src = source._untyped._tensor if isinstance(source, TypedStorage) else \
+            source._tensor if isinstance(source, UntypedStorage) else source
+        if src is None:
+            from .creation import empty
+
+            src = empty(0, dtype=self.dtype, device=self.device)
+        if not isinstance(src, Tensor):
+            raise TdxTypeError(f"set_(): argument 'source' must be Tensor or Storage, not {type(source).__name__}")
+        if src.dtype is not self.dtype or src._ex is not self._ex:
+            raise TdxRuntimeError(f"set_(): expected a source of dtype {self.dtype} on {self.device}, got "
+                                  f"{src.dtype} on {src.device}")
+        storage_of = isinstance(source, StorageBase)
+        if self._ex.name == "torch":
+            if size is None and not storage_of:
+                self._n.set_(src._n)
+                return self
+            shape = (src._n.untyped_storage().nbytes() // src.element_size(),) if size is None else tuple(size)
+            strides = _views.contiguous_strides(shape) if stride is None else tuple(stride)
+            target = src._n.untyped_storage() if storage_of else src._n
+            try:
+                self._n.set_(target, storage_offset, shape, strides)
+            except NATIVE_ERRORS as err:
+                raise self._ex.native_error(err) from None
+            return self
+        return _set_view(self, src, storage_offset, size, stride, storage_of)
 
     def resize_as(self, tensor):
         """``resize(tensor.size())``."""

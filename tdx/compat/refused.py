@@ -26,6 +26,8 @@ _DISPATCH = ("the ATen dispatcher", "tdx dispatches per executor in Python; torc
              "benchmark hooks do not exist", "nothing: tdx has no dispatcher to configure")
 _SYNC_BN = ("SyncBatchNorm's kernels", "tdx has no distributed batch-norm kernels",
             "tdx.nn.functional.batch_norm on each process")
+_FIRST_CLASS_DIMS = ("first-class dimensions", "functorch.dim's Dim objects do not exist in tdx",
+                     "index with ordinary indices; einsum or permute for named-dimension arithmetic")
 _NESTED = ("nested tensors", "tdx has no nested (jagged) layout", "pad explicitly (tdx.nn.utils.rnn.pad_sequence)")
 
 _TORCH_GROUPS = {
@@ -72,6 +74,7 @@ _TENSOR_GROUPS = {
              "to_sparse_bsr to_sparse_coo to_sparse_csc to_sparse_csr values",
     _KERNEL: "to_mkldnn",
     _NESTED: "to_padded_tensor",
+    _FIRST_CLASS_DIMS: "index",
 }
 
 
