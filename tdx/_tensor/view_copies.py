@@ -61,9 +61,29 @@ def view_as_complex_copy(input):  # noqa: A002
     return complex_views.view_as_complex(need_tensor(input, "view_as_complex_copy")).clone()
 
 
+@_export
+def slice_inverse(input, src, dim=0, start=None, end=None, step=1):  # noqa: A002
+    """The inverse of a slice view (torch's functionalization op): ``input``'s memory viewed with ``src``'s
+    sizes, strides and storage offset, so that slicing the result as ``src[start:end:step]`` along ``dim``
+    gives ``input`` back. ``dim``/``start``/``end``/``step`` only describe the slice, as in torch.
+
+    Raises:
+        TdxRuntimeError: ``src``'s layout reaches past ``input``'s storage.
+    """
+    from . import views as _views
+
+    t, base = need_tensor(input, "slice_inverse"), need_tensor(src, "slice_inverse", "src")
+    if t._ex.name != "torch":  # as_strided on MLX reads the tensor's own elements: start from the root
+        t = _views.layout_of(t).root
+    return t.as_strided(tuple(base.shape), base.stride(), base.storage_offset())
+
+
 class _ViewCopyMethods:
     def unsafe_split_with_sizes(self, split_sizes, dim=0):
         return unsafe_split_with_sizes(self, split_sizes, dim)
+
+    def slice_inverse(self, src, dim=0, start=None, end=None, step=1):
+        return slice_inverse(self, src, dim, start, end, step)
 
 
 attach(_ViewCopyMethods)
