@@ -1,10 +1,28 @@
-import torch, tdx, sys, inspect
-def pub(mod):
-    return sorted(n for n in dir(mod) if not n.startswith('_') and callable(getattr(mod, n)) and not inspect.ismodule(getattr(mod,n)))
-import tdx.linalg, tdx.fft, tdx.special, tdx.autograd, tdx.optim
-for tn, xn in [("torch","tdx"),("torch.Tensor","tdx.Tensor"),("torch.linalg","tdx.linalg"),("torch.fft","tdx.fft"),("torch.special","tdx.special"),("torch.optim","tdx.optim"),("torch.autograd","tdx.autograd")]:
-    t = eval(tn); x = eval(xn)
-    names = pub(t)
-    miss = [n for n in names if not hasattr(x, n)]
-    print(tn, len(names)-len(miss), "of", len(names), "%.1f%%" % (100*(len(names)-len(miss))/len(names)))
-    if len(sys.argv)>1 and sys.argv[1]==tn: print(" ".join(miss))
+"""Shares of torch's public callables that tdx offers, built and refused counted apart.
+
+Usage: ``python tools/coverage.py [NAMESPACE]`` (run from the repository root with tdx importable):
+prints one line per namespace (torch, torch.Tensor, torch.linalg...); with a namespace such as
+``torch`` or ``torch.Tensor``, also the names tdx lacks there.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from tdx._cli import name_counts
+
+
+def main(argv: list) -> int:
+    counts = name_counts.count()
+    for path, c in counts.items():
+        print(name_counts.line(path, c))
+    if argv:
+        if argv[0] not in counts:
+            print(f"unknown namespace {argv[0]!r}; known: {', '.join(counts)}", file=sys.stderr)
+            return 2
+        print(f"missing from {argv[0]}:", " ".join(counts[argv[0]]["missing"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
