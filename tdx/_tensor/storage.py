@@ -13,6 +13,7 @@ This module must never import a framework at module level.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -28,7 +29,7 @@ __all__ = ["UntypedStorage", "TypedStorage", "Storage", "StorageBase", "is_stora
 def _root_pointer(t) -> int:
     """The address of the first byte of the memory ``t``'s root owns."""
     if t._ex.name == "torch":
-        return t._n.data_ptr()
+        return t._n.untyped_storage().data_ptr()
     root = _views.layout_of(t).root
     native = root._n
     if native.size == 0:
@@ -308,6 +309,7 @@ class _StorageMethods:
         Raises:
             TdxRuntimeError: ``sizes`` holds another number of elements.
         """
+        warnings.warn("non-inplace resize is deprecated", UserWarning, stacklevel=2)
         shape = tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else tuple(sizes)
         if math.prod(shape) != self.numel():
             raise TdxRuntimeError(f"requested resize to {'x'.join(map(str, shape))} ({math.prod(shape)} elements "
@@ -358,7 +360,10 @@ class _StorageMethods:
 
     def resize_as(self, tensor):
         """``resize(tensor.size())``."""
-        return self.resize(tuple(tensor.shape))
+        warnings.warn("non-inplace resize_as is deprecated", UserWarning, stacklevel=2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return self.resize(tuple(tensor.shape))
 
 
 attach(_StorageMethods)
