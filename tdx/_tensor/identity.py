@@ -59,18 +59,41 @@ class _IdentityMethods:
         return dev.index if dev.index is not None else 0
 
     def dim_order(self, *, ambiguity_check=False) -> tuple:
-        """The dims from outermost to innermost in memory (by decreasing stride, ties in dim order).
+        """The dims from outermost to innermost in memory, as torch's: a row-major tensor gives
+        ``(0, 1, ...)``; otherwise an insertion sort by decreasing stride in which a dim of stride 0
+        (expanded) never moves past another, and equal strides order by size.
 
         Raises:
             TdxRuntimeError: ``ambiguity_check`` and two dims share a stride (torch's check).
         """
         if not isinstance(ambiguity_check, (bool, list)):
             raise TdxTypeError("The ambiguity_check argument must be a bool or a list of memory formats.")
-        strides = self.stride()
+        strides, shape = self.stride(), tuple(self.shape)
         if ambiguity_check and len(set(strides)) != len(strides):
             raise TdxRuntimeError("The tensor does not have unique dim order, or cannot map to exact one of "
                                   "the given memory formats.")
-        return tuple(sorted(range(self.dim()), key=lambda d: -strides[d]))
+        ndim = len(shape)
+        if ndim < 2 or self.is_contiguous():
+            return tuple(range(ndim))
+
+        def should_swap(a, b):
+            if strides[a] == 0 or strides[b] == 0:
+                return 0
+            if strides[a] != strides[b]:
+                return -1 if strides[a] < strides[b] else 1
+            return 1 if shape[a] > shape[b] else 0
+
+        perm = list(reversed(range(ndim)))  # sorted back to front, reversed on return (torch's order)
+        for i in range(1, ndim):
+            d1 = i
+            for d0 in reversed(range(i)):
+                c = should_swap(perm[d0], perm[d1])
+                if c > 0:
+                    perm[d0], perm[d1] = perm[d1], perm[d0]
+                    d1 = d0
+                elif c < 0:
+                    break
+        return tuple(reversed(perm))
 
     def as_subclass(self, cls):
         """This tensor's data as an instance of ``cls`` (a subclass of Tensor), sharing memory.
