@@ -11,7 +11,7 @@ This module must never import a framework.
 from __future__ import annotations
 
 from .. import _dtypes as D
-from .._errors import TdxRuntimeError, TdxTypeError
+from .._errors import TdxRuntimeError, TdxTypeError, TdxValueError
 from ..backends._flags import BackendUnavailableError
 from .tensor import Tensor
 from .wrapping import Size, attach
@@ -67,6 +67,31 @@ LEGACY_TENSORS = {f"{n}Tensor": _legacy(f"{n}Tensor", getattr(D, d)) for n, d in
     ("Float", "float32"), ("Double", "float64"), ("Half", "float16"), ("BFloat16", "bfloat16"),
     ("Long", "int64"), ("Int", "int32"), ("Short", "int16"), ("Char", "int8"), ("Byte", "uint8"),
     ("Bool", "bool_"))}
+
+
+def type_name(t) -> str:
+    """torch's ``x.type()`` for ``t``: ``tdx.FloatTensor``, ``tdx.cuda.DoubleTensor``..."""
+    name = next((n for n, cls in LEGACY_TENSORS.items() if cls.dtype is t.dtype), None)
+    if name is None:
+        name = {"complex64": "ComplexFloatTensor", "complex128": "ComplexDoubleTensor"}.get(t.dtype.name,
+                                                                                         f"{t.dtype.name}Tensor")
+    return f"tdx.cuda.{name}" if t.device.type == "cuda" else f"tdx.{name}"
+
+
+def dtype_of(spec):
+    """The dtype a ``Tensor.type(spec)`` casts to: a dtype, a legacy class, or a legacy class's name.
+
+    Raises:
+        TdxValueError: an unknown type name.
+    """
+    if isinstance(spec, _LegacyTensorMeta):
+        return spec.dtype
+    if isinstance(spec, str) and spec.endswith("Tensor"):
+        cls = LEGACY_TENSORS.get(spec.rpartition(".")[2])
+        if cls is None:
+            raise TdxValueError(f"invalid type: '{spec}'")
+        return cls.dtype
+    return D.as_dtype(spec)
 
 
 def set_default_tensor_type(t, /) -> None:

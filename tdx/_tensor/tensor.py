@@ -392,10 +392,14 @@ class Tensor:
     def _cast(self, d) -> "Tensor":
         return self if self.dtype is d else wrap(self._ex.astype(self._n, d), self._ex)
 
-    def type(self, dtype=None):
+    def type(self, dtype=None, non_blocking=False):
+        """With no argument, the legacy type name (``"tdx.FloatTensor"``, ``"tdx.cuda.LongTensor"``); else
+        this tensor cast to ``dtype`` (a dtype, a legacy class such as ``tdx.DoubleTensor`` or its name)."""
+        from . import legacy
+
         if dtype is None:
-            return f"tdx.{self.dtype.name.capitalize()}Tensor"
-        return self.to(D.as_dtype(dtype))
+            return legacy.type_name(self)
+        return self.to(legacy.dtype_of(dtype))
 
     def clone(self, *, memory_format=None) -> "Tensor":
         if memory_format is not None:
