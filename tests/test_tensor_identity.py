@@ -234,3 +234,22 @@ def test_dim_order_of_permuted_and_expanded_layouts(device):
     e, et = base[:, :1].expand(2, 3, 4, 5), base_t[:, :1].expand(2, 3, 4, 5)
     assert e.dim_order() == et.dim_order()
     assert base[:, ::2].dim_order() == base_t[:, ::2].dim_order()
+
+
+def test_from_file(tmp_path, device):
+    path = str(tmp_path / "values.bin")
+    np.arange(10, dtype=np.float32).tofile(path)
+    for kw in ({"size": 4}, {"size": 3, "dtype": "int32"}, {"size": 0}, {"size": 5, "dtype": "float64"}):
+        ours = tdx.from_file(path, **{k: getattr(tdx, v) if k == "dtype" else v for k, v in kw.items()},
+                             device=device)
+        theirs = torch.from_file(path, **{k: getattr(torch, v) if k == "dtype" else v for k, v in kw.items()})
+        assert_close(ours, theirs, rtol=0, atol=0)
+        assert ours.device == tdx.device(device)
+    mapped = tdx.from_file(path, True, 10)
+    mapped[0] = 42.0  # shared: the write reaches the file, as torch's
+    assert torch.from_file(path, False, 2).tolist() == [42.0, 1.0]
+    with pytest.raises(RuntimeError):
+        torch.from_file(path, size=11)
+    with pytest.raises(RuntimeError) as info:
+        tdx.from_file(path, size=11)
+    assert isinstance(info.value, tdx.TdxError)

@@ -114,3 +114,42 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
     arr = np.frombuffer(view.cast("B"), dtype=np.uint8, count=count * item, offset=offset)
     t = from_numpy(arr.view(np.int16)).view(dt) if dt.name == "bfloat16" else from_numpy(arr.view(np.dtype(dt.name)))
     return t.requires_grad_() if requires_grad else t
+
+
+@_export
+def from_file(filename, shared=None, size=0, *, dtype=None, layout=None, device=None, pin_memory=False,
+              requires_grad=False):
+    """A 1-d tensor of ``size`` elements of ``dtype`` (default: the default dtype) read from the start of
+    ``filename``; with ``shared`` the tensor maps the file, so writes reach it (as torch's).
+
+    Raises:
+        TdxRuntimeError: the file holds fewer than ``size`` elements.
+        UnsupportedOpError: ``pin_memory`` (tdx pins no memory here).
+    """
+    import os
+
+    from .creation import from_numpy
+
+    if pin_memory:
+        from .._errors import UnsupportedOpError
+
+        raise UnsupportedOpError("from_file(pin_memory=True) is not supported by tdx; pin the result instead")
+    dt = D.get_default_dtype() if dtype is None else D.as_dtype(dtype)
+    size = int(size or 0)
+    need = size * dt.itemsize
+    have = os.path.getsize(filename)
+    if have < need:
+        raise TdxRuntimeError(f"from_file(): unexpected end of file {filename!r}: {size} elements of {dt} need "
+                              f"{need} bytes, the file holds {have}")
+    np_dtype = np.int16 if dt.name == "bfloat16" else np.dtype(dt.name)
+    if size == 0:
+        raw = np.zeros(0, dtype=np_dtype)
+    elif shared:
+        raw = np.memmap(filename, dtype=np_dtype, mode="r+", shape=(size,))
+    else:
+        raw = np.fromfile(filename, dtype=np_dtype, count=size)
+    t = from_numpy(np.asarray(raw) if not shared else raw)
+    t = t.view(dt) if dt.name == "bfloat16" else t
+    if device is not None:
+        t = t.to(device)
+    return t.requires_grad_() if requires_grad else t

@@ -14,6 +14,7 @@ framework.
 from __future__ import annotations
 
 import importlib
+import warnings
 
 from .._errors import TdxRuntimeError, TdxTypeError, TdxValueError
 
@@ -134,7 +135,9 @@ def embedding_renorm_(input, indices, max_norm, norm_type):  # noqa: A002
 
 def kl_div(input, target, reduction=1, *, log_target=False):  # noqa: A002
     """``torch.kl_div`` (``reduction`` an int; 1 is the elementwise mean, as ATen's)."""
-    return _f().kl_div(input, target, reduction=_reduction(reduction, "kl_div"), log_target=log_target)
+    with warnings.catch_warnings():  # ATen's kl_div does not warn about 'mean' as F.kl_div does
+        warnings.filterwarnings("ignore", message="reduction: 'mean' divides", category=UserWarning)
+        return _f().kl_div(input, target, reduction=_reduction(reduction, "kl_div"), log_target=log_target)
 
 
 def hinge_embedding_loss(input, target, margin=1.0, reduction=1):  # noqa: A002
