@@ -32,6 +32,7 @@ from .interop import CopyRequiredError, InteropError, from_dlpack
 from ._tensor.tensor import Tensor
 from ._tensor.wrapping import Size
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd.grad_mode import is_inference_mode_enabled
 from .backends import get_default_device, set_default_device
 from ._errors import AcceleratorError, FatalError, JITException, OutOfMemoryError
 from .compat import autocast_state as _autocast_state, control_flow as _control_flow, nn_forms as _nn_forms

@@ -241,3 +241,19 @@ def test_refusals_are_torchs_names_and_never_shadow_a_built_one():
     assert set(refused.TENSOR) <= set(dir(torch.Tensor))
     built = [n for n in refused.TENSOR if not refused.is_refused(getattr(tdx.Tensor, n))]
     assert built == []
+
+
+def test_inference_mode_state(device):
+    assert tdx.is_inference_mode_enabled() is torch.is_inference_mode_enabled() is False
+    with tdx.inference_mode():
+        assert tdx.is_inference_mode_enabled() and not tdx.is_grad_enabled()
+        with tdx.inference_mode(False):
+            assert not tdx.is_inference_mode_enabled()
+        assert tdx.is_inference_mode_enabled()
+    assert not tdx.is_inference_mode_enabled() and tdx.is_grad_enabled()
+
+    @tdx.inference_mode()
+    def inside():
+        return tdx.is_inference_mode_enabled()
+
+    assert inside() is True and tdx.is_inference_mode_enabled() is False

@@ -36,7 +36,7 @@ _TORCH_GROUPS = {
           "DeepCopyMemoTable DeserializationStorageContext DeviceObjType DictType EnumType ErrorReport "
           "ExecutionPlan FileCheck FloatType FunctionSchema FutureType Gradient Graph GraphExecutorState "
           "IODescriptor InferredType IntType InterfaceType ListType LiteScriptModule LockingLogger LoggerBase "
-          "ModuleDict NoneType NoopLogger NumberType OperatorInfo OptionalType ParameterDict PyObjectType "
+          "ModuleDict Node NoneType NoopLogger NumberType OperatorInfo OptionalType ParameterDict PyObjectType "
           "PyTorchFileReader PyTorchFileWriter RRefType ScriptClass ScriptClassFunction ScriptDict "
           "ScriptDictIterator ScriptDictKeyIterator ScriptFunction ScriptList ScriptListIterator ScriptMethod "
           "ScriptModule ScriptModuleSerializer ScriptObject ScriptObjectProperty SerializationStorageContext "
