@@ -213,3 +213,29 @@ def test_recurrent_cells(device, mode):
         return
     same(mode, device, x, h, w_ih, w_hh, b_ih, b_hh)
     same(mode, device, x, h, w_ih, w_hh)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_fake_quantize(device, dtype):
+    x = arr(4, 5, low=-3, high=3).astype(dtype)
+    x[0, :3] = [0.15, 0.25, -0.05]  # exact halves on the grid: round half to even, as ATen's nearbyint
+    results = []
+    for m, dev in ((tdx, device), (torch, "cpu")):
+        a = m.tensor(x, device=dev, requires_grad=True)
+        out = m.fake_quantize_per_tensor_affine(a, 0.1, 3, -10, 20)
+        (out * out).sum().backward()
+        scale, zp = m.tensor([0.1, 0.05, 0.2, 0.3], device=dev), m.tensor([0, 2, -1, 5], dtype=m.int32, device=dev)
+        b = m.tensor(x, device=dev, requires_grad=True)
+        per_channel = m.fake_quantize_per_channel_affine(b, scale, zp, 0, -8, 7)
+        per_channel.sum().backward()
+        tensor_qparams = m.fake_quantize_per_tensor_affine(a.detach(), m.tensor(0.2, device=dev),
+                                                           m.tensor(1, dtype=m.int32, device=dev), 0, 15)
+        results.append([v.detach().cpu().numpy() for v in (out, a.grad, per_channel, b.grad, tensor_qparams)])
+    for got, want in zip(*results):
+        np.testing.assert_array_equal(got, want)
+    for bad in ((0.1, 30, -10, 20), (0.1, 0, 5, 2)):
+        with pytest.raises(RuntimeError):
+            torch.fake_quantize_per_tensor_affine(torch.tensor(x), *bad)
+        with pytest.raises(RuntimeError) as info:
+            tdx.fake_quantize_per_tensor_affine(tdx.tensor(x, device=device), *bad)
+        assert isinstance(info.value, tdx.TdxError)
