@@ -257,3 +257,16 @@ def test_inference_mode_state(device):
         return tdx.is_inference_mode_enabled()
 
     assert inside() is True and tdx.is_inference_mode_enabled() is False
+
+
+def test_name_counts_keep_refusals_apart():
+    from tdx._cli import name_counts
+
+    counts = name_counts.count((("torch", "tdx"), ("torch.Tensor", "tdx.Tensor")))
+    torch_names = set(name_counts.public_callables(torch))
+    assert counts["torch"]["refused"] == len(set(refused.TORCH) & torch_names)
+    assert counts["torch.Tensor"]["refused"] == len(refused.TENSOR)
+    for c in counts.values():
+        assert c["built"] + c["refused"] + len(c["missing"]) == c["total"]
+    text = name_counts.render(counts)
+    assert f"{counts['torch']['refused']} refused" in text and "torch.Tensor:" in text
