@@ -270,3 +270,29 @@ def test_name_counts_keep_refusals_apart():
         assert c["built"] + c["refused"] + len(c["missing"]) == c["total"]
     text = name_counts.render(counts)
     assert f"{counts['torch']['refused']} refused" in text and "torch.Tensor:" in text
+
+
+def test_torch_function_switches_and_thread_safe_generator(device):
+    x, t = _both(device, [1.0, -2.0])
+    for m, a in ((tdx, x), (torch, t)):
+        with m.DisableTorchFunction():
+            first = (a * 2).tolist()
+        with m.DisableTorchFunctionSubclass():
+            second = (a + 1).tolist()
+        assert (first, second) == ((t * 2).tolist(), (t + 1).tolist())
+    assert tdx.thread_safe_generator() is None and torch.thread_safe_generator() is None
+
+    class Counting:
+        def __init__(self):
+            self.seen = []
+
+        def __getitem__(self, i):
+            self.seen.append(tdx.thread_safe_generator())
+            return i
+
+        def __len__(self):
+            return 2
+
+    ds = Counting()
+    list(tdx.utils.data.DataLoader(ds, batch_size=1))
+    assert ds.seen == [None, None]

@@ -25,7 +25,8 @@ __all__ = ["get_num_threads", "set_num_threads", "get_num_interop_threads", "set
            "set_flush_denormal", "set_warn_always", "is_warn_always_enabled", "get_rng_state", "set_rng_state",
            "seed", "compiled_with_cxx11_abi", "get_device_module", "get_file_path",
            "prepare_multiprocessing_environment", "is_vulkan_available", "typename", "classproperty",
-           "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_anomaly_enabled", "cudnn_is_acceptable"]
+           "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_anomaly_enabled", "cudnn_is_acceptable",
+           "DisableTorchFunction", "DisableTorchFunctionSubclass", "thread_safe_generator"]
 
 
 def _positive_int(api: str):
@@ -306,3 +307,29 @@ def cudnn_is_acceptable(tensor) -> bool:
     from ..backends import cudnn
 
     return cudnn.is_acceptable(tensor)
+
+
+class DisableTorchFunctionSubclass:
+    """``torch.DisableTorchFunctionSubclass``: inside the block, tensor subclasses' ``__torch_function__``
+    overrides are not called. tdx has no ``__torch_function__`` protocol (it never calls one), so the
+    block runs exactly as outside it; the context manager exists for code that enters it."""
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+
+class DisableTorchFunction(DisableTorchFunctionSubclass):
+    """``torch.DisableTorchFunction``: no ``__torch_function__`` override is called inside the block
+    (tdx calls none anywhere: see :class:`DisableTorchFunctionSubclass`)."""
+
+
+def thread_safe_generator():
+    """The generator of the DataLoader thread worker this runs in, else None (the global generator), as
+    torch's. tdx's DataLoader runs its workers as processes, so this answers None there too."""
+    info = importlib.import_module("tdx.compat.utils.data").get_worker_info()
+    if info is not None and getattr(info, "worker_method", None) == "thread" and getattr(info, "rng", None):
+        return info.rng.torch_generator
+    return None
