@@ -32,7 +32,25 @@ from .interop import CopyRequiredError, InteropError, from_dlpack
 from ._tensor.tensor import Tensor
 from ._tensor.wrapping import Size
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd.grad_mode import is_inference_mode_enabled
 from .backends import get_default_device, set_default_device
+from ._errors import AcceleratorError, FatalError, JITException, OutOfMemoryError
+from .compat import autocast_state as _autocast_state, control_flow as _control_flow, nn_forms as _nn_forms
+from .compat import refused as _refused, runtime as _runtime, symbolic as _symbolic
+
+# torch's top-level settings, control flow, symbolic helpers and ATen-signature nn forms; then the names
+# tdx refuses (tdx.compat.refused: each raises UnsupportedOpError saying why)
+for _m in (_autocast_state, _control_flow, _nn_forms, _runtime, _symbolic):
+    globals().update({_n: getattr(_m, _n) for _n in _m.__all__})
+globals().update(_refused.torch_names())
+for _n, _f in _refused.tensor_methods().items():
+    if not hasattr(Tensor, _n):  # a built method always wins over a refusal
+        setattr(Tensor, _n, _f)
+from ._tensor.legacy import LEGACY_TENSORS as _LEGACY_TENSORS, set_default_tensor_type
+from ._tensor.storage import LEGACY_STORAGES as _LEGACY_STORAGES, Storage, StorageBase, TypedStorage, UntypedStorage
+from ._tensor.storage import is_storage
+globals().update(_LEGACY_TENSORS)
+globals().update(_LEGACY_STORAGES)
 
 __version__ = "0.1.0"
 

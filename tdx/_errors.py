@@ -118,3 +118,19 @@ class LinAlgError(TdxError, RuntimeError):
 
 class NotProvidedError(TdxError, ModuleNotFoundError):
     """A ``torch.*`` module a program imports under the torch alias that tdx does not provide."""
+
+
+class OutOfMemoryError(TdxError, RuntimeError):
+    """A device ran out of memory (``torch.OutOfMemoryError``; torch raises it as a RuntimeError)."""
+
+
+class AcceleratorError(TdxError, RuntimeError):
+    """An accelerator reported an error of its own (``torch.AcceleratorError``)."""
+
+
+class FatalError(TdxError):
+    """An unrecoverable internal error (``torch.FatalError``)."""
+
+
+class JITException(TdxError):
+    """An exception raised from TorchScript code (``torch.jit.JITException``); tdx never raises it."""

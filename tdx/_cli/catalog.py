@@ -7,7 +7,8 @@ torch raises, a TdxError of the same builtin kind. Sampling functions are compar
 what their draws must satisfy (a sorted permutation, the support of a distribution...).
 The table has one row per function and one column per device (cpu, cuda, mps, mlx:gpu,
 mlx:cpu) marked passed, failed or not run here, then a summary line per device and the
-failures with their reasons; then the same for every ``tdx.nn`` module (:mod:`.nn_catalog`).
+failures with their reasons; then the same for every ``tdx.nn`` module (:mod:`.nn_catalog`); then
+how many of torch's public names tdx has, built and refused counted apart (:mod:`.name_counts`).
 
 This module imports torch (the oracle) only when run; ``import tdx`` never imports it.
 """
@@ -321,6 +322,10 @@ def main(argv=None) -> int:
     report = render(results, devices, time.perf_counter() - start, dtypes)
     if nn_results:
         report += nn_catalog.render(nn_results, devices)
+    if not args.only:
+        from . import name_counts
+
+        report += name_counts.render(name_counts.count())
     if args.output:
         with open(args.output, "w", encoding="utf-8") as fh:
             fh.write(report)

@@ -263,6 +263,29 @@ class Tensor:
             return _HookHandle(native.remove)
         return _HookHandle(_tape.add_post_accumulate_hook(self, hook))
 
+    def register_hook(self, hook):
+        """Call ``hook(grad)`` whenever the gradient with respect to this tensor is computed; a hook that
+        returns a tensor replaces that gradient (in ``.grad`` of a leaf and in what flows further back).
+
+        Returns:
+            A handle whose ``remove()`` unregisters the hook.
+
+        Raises:
+            TdxRuntimeError: the tensor does not require grad (torch's error).
+        """
+        ex = self._ex
+        if not ex.caps.native_autograd:
+            return _HookHandle(_tape.add_grad_hook(self, hook))
+
+        def native_hook(g):
+            out = hook(wrap(g, ex))
+            return None if out is None else wrapping.need_tensor(out, "register_hook", "hook_result")._n
+
+        try:
+            return _HookHandle(self._n.register_hook(native_hook).remove)
+        except NATIVE_ERRORS as err:
+            raise ex.native_error(err) from None
+
     @inline_typed
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
         if inputs is not None:
@@ -373,10 +396,14 @@ class Tensor:
     def _cast(self, d) -> "Tensor":
         return self if self.dtype is d else wrap(self._ex.astype(self._n, d), self._ex)
 
-    def type(self, dtype=None):
+    def type(self, dtype=None, non_blocking=False):
+        """With no argument, the legacy type name (``"tdx.FloatTensor"``, ``"tdx.cuda.LongTensor"``); else
+        this tensor cast to ``dtype`` (a dtype, a legacy class such as ``tdx.DoubleTensor`` or its name)."""
+        from . import legacy
+
         if dtype is None:
-            return f"tdx.{self.dtype.name.capitalize()}Tensor"
-        return self.to(D.as_dtype(dtype))
+            return legacy.type_name(self)
+        return self.to(legacy.dtype_of(dtype))
 
     def clone(self, *, memory_format=None) -> "Tensor":
         if memory_format is not None:

@@ -59,11 +59,29 @@ class enable_grad(_GradMode):  # noqa: N801 - torch's name
     _mode = True
 
 
+def is_inference_mode_enabled() -> bool:
+    """Whether this thread is inside ``inference_mode()`` (``torch.is_inference_mode_enabled``)."""
+    return getattr(_local, "inference", False)
+
+
 class inference_mode(_GradMode):  # noqa: N801 - torch's name
-    """Like ``no_grad`` (tdx keeps no separate inference state); ``inference_mode(False)`` is a no-op."""
+    """Like ``no_grad`` for gradients (tdx makes no inference tensors); ``is_inference_mode_enabled()``
+    reads its state, and ``inference_mode(False)`` leaves grad mode as it is."""
 
     def __init__(self, mode: bool = True):
         self._mode = not mode if mode else is_grad_enabled()
+        self._inference = bool(mode)
+
+    def __enter__(self):
+        self._prev_inference = is_inference_mode_enabled()
+        _local.inference = self._inference
+        return super().__enter__()
+
+    def __exit__(self, *exc) -> None:
+        try:
+            super().__exit__(*exc)
+        finally:
+            _local.inference = self._prev_inference
 
     def __call__(self, fn):
         @functools.wraps(fn)

@@ -27,7 +27,7 @@ _local = threading.local()
 class Meta:
     """Autograd state of one tensor on a tape executor."""
 
-    __slots__ = ("requires_grad", "grad", "node", "index", "retain", "hooks")
+    __slots__ = ("requires_grad", "grad", "node", "index", "retain", "hooks", "grad_hooks")
 
     def __init__(self, requires_grad=False, node=None, index=0):
         self.requires_grad = requires_grad
@@ -36,6 +36,7 @@ class Meta:
         self.index = index
         self.retain = False
         self.hooks = None  # post-accumulate-grad hooks of a leaf: {key: (weakref to tensor, hook)}
+        self.grad_hooks = None  # register_hook's hooks on this tensor's gradient: {key: hook}
 
 
 class Node:
@@ -411,6 +412,8 @@ def _propagate(roots, grad_roots, retain_graph, inputs, create_graph, accumulate
     # the metas whose gradient is wanted: returned (autograd.grad) or accumulated into .grad (backward(inputs=))
     wanted = {id(t._ag): None for t in inputs if meta(t) is not None} if inputs is not None else None
     hooked = {}  # id(meta) -> meta, for leaves with post-accumulate-grad hooks, in delivery order
+    held = {}  # id(meta) -> [meta, gradient so far, tensor]: leaves with gradient hooks, delivered once complete
+    hooked_outputs = {}  # id(node) -> {id(meta): (meta, tensor)}: non-leaves with gradient hooks, by producer
     tensor_of = {id(t._ag): t for t in inputs if meta(t) is not None} if inputs is not None else {}
     nodes = []
     for root, g in zip(roots, grad_roots):
@@ -418,11 +421,16 @@ def _propagate(roots, grad_roots, retain_graph, inputs, create_graph, accumulate
         if m is None or not m.requires_grad:
             raise TdxRuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
         if m.node is None:  # a leaf: its gradient is the given one
+            if m.grad_hooks:
+                _hold(held, m, g, root, wanted)
+                continue
             _deliver(m, g, wanted, accumulate, create_graph, root)
             if accumulate and m.hooks:
                 hooked[id(m)] = m
             continue
-        if wanted is not None and id(m) in wanted:
+        if m.grad_hooks:
+            hooked_outputs.setdefault(id(m.node), {})[id(m)] = (m, root)
+        elif wanted is not None and id(m) in wanted:
             _deliver(m, g, wanted, accumulate, create_graph, root)
         slots = pending.setdefault(id(m.node), [None] * m.node.n_out)
         slots[m.index] = _plus(slots[m.index], g)
@@ -442,6 +450,14 @@ def _propagate(roots, grad_roots, retain_graph, inputs, create_graph, accumulate
             continue
         if node.fn is None:
             raise TdxRuntimeError(_FREED)
+        for m, t in hooked_outputs.pop(id(node), {}).values():  # the output's gradient is complete: hook it
+            if slots[m.index] is None:
+                continue
+            g = slots[m.index] = _run_grad_hooks(m, slots[m.index], t._ex, create_graph)
+            if wanted is not None and id(m) in wanted:
+                _deliver(m, g, wanted, accumulate, create_graph, tensor_of.get(id(m), t))
+            if m.retain and accumulate and wanted is None:
+                m.grad = (g if create_graph else _wrap(g, t._ex)) if m.grad is None else m.grad + g
         grads = _grads_of(node, slots, create_graph)
         if check:
             anomaly.check_grads(node, grads)
@@ -449,21 +465,78 @@ def _propagate(roots, grad_roots, retain_graph, inputs, create_graph, accumulate
             if g is None:
                 continue
             g = _cast(g, native)
-            if m.node is None or (wanted is not None and id(m) in wanted):
+            if m.node is None and m.grad_hooks:
+                _hold(held, m, g, tensor_of.get(id(m), t), wanted)
+            elif m.node is None or (wanted is not None and id(m) in wanted and not m.grad_hooks):
                 _deliver(m, g, wanted, accumulate, create_graph, tensor_of.get(id(m), t))
                 if accumulate and m.node is None and m.hooks:
                     hooked[id(m)] = m
             if m.node is not None:
-                if m.retain and accumulate and wanted is None:  # torch's retain_grad hook: out of place
+                if m.grad_hooks:
+                    hooked_outputs.setdefault(id(m.node), {})[id(m)] = (m, t)
+                elif m.retain and accumulate and wanted is None:  # torch's retain_grad hook: out of place
                     m.grad = (g if create_graph else _wrap(g, t._ex)) if m.grad is None else m.grad + g
                 s = pending.setdefault(id(m.node), [None] * m.node.n_out)
                 s[m.index] = _plus(s[m.index], g)
         if not retain_graph:
             _release(node)
+    for m, g, t in held.values():  # the leaves' complete gradients, through their hooks
+        _deliver(m, _run_grad_hooks(m, g, t._ex, create_graph), wanted, accumulate, create_graph, t)
+        if accumulate and m.hooks:
+            hooked[id(m)] = m
     if wanted is not None and not accumulate:
         return [wanted.get(id(meta(t))) for t in inputs]
     _fire_post_accumulate_hooks(hooked.values())
     return None
+
+
+def _hold(held, m, g, t, wanted) -> None:
+    """Sum a leaf's gradient contributions; its hooks see the total, as torch's (before AccumulateGrad)."""
+    if wanted is not None and id(m) not in wanted:
+        return
+    entry = held.get(id(m))
+    if entry is None:
+        held[id(m)] = [m, g, t]
+    else:
+        entry[1] = _plus(entry[1], g)
+
+
+def _run_grad_hooks(m, g, ex, create_graph):
+    """``g`` passed through ``m``'s gradient hooks in registration order; a hook returning a tensor
+    replaces the gradient.
+
+    Raises:
+        TdxRuntimeError: a hook returned something that is not a tensor, or a tensor of another shape.
+    """
+    for hook in list(m.grad_hooks.values()):
+        given = g if create_graph else _wrap(g, ex)
+        out = hook(given)
+        if out is None:
+            continue
+        if not hasattr(out, "_n") or not hasattr(out, "_ex"):
+            raise TdxRuntimeError(f"hook '{getattr(hook, '__name__', hook)}' returned {type(out).__name__}: a "
+                                  "gradient hook must return a Tensor or None")
+        if tuple(out.shape) != tuple(given.shape):
+            raise TdxRuntimeError(f"hook '{getattr(hook, '__name__', hook)}' has changed the size of value: "
+                                  f"expected {list(given.shape)}, got {list(out.shape)}")
+        g = out if create_graph else out._n
+    return g
+
+
+def add_grad_hook(t, hook):
+    """Register ``hook(grad)`` on the gradient of ``t`` (``Tensor.register_hook``); returns a remover.
+
+    Raises:
+        TdxRuntimeError: ``t`` does not require grad (torch's error).
+    """
+    m = meta(t)
+    if m is None or not m.requires_grad:
+        raise TdxRuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if m.grad_hooks is None:
+        m.grad_hooks = {}
+    key = object()
+    m.grad_hooks[key] = hook
+    return lambda: m.grad_hooks.pop(key, None)
 
 
 def _release(node) -> None:

@@ -16,16 +16,13 @@ class MLXComplexOps:
 
     __slots__ = ()
 
-    @staticmethod
-    def complex_real(x):
+    def complex_real(self, x):
         return mx.real(x)
 
-    @staticmethod
-    def complex_imag(x):
+    def complex_imag(self, x):
         return mx.imag(x)
 
-    @staticmethod
-    def view_dtype(x, dtype):
+    def view_dtype(self, x, dtype):
         old, new = x.dtype.size, dtype.size
         if old != new and (x.ndim == 0 or (x.shape[-1] * old) % new):
             raise TdxRuntimeError(f"view(): to view a tensor as a dtype of another element size, the size of its "

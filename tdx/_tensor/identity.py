@@ -1,0 +1,178 @@
+"""What a tensor is and how it relates to others: ``is_neg``, ``is_nonzero``, ``is_same_size``,
+``is_signed``, ``is_inference``, ``is_distributed``, ``get_device``, ``dim_order``, ``as_subclass``,
+``module_load``, ``record_stream``, the strided answers of ``to_dense``/``dense_dim``/``sparse_dim``, and their ``torch.*`` forms where torch has them.
+
+tdx keeps no lazy negation bit and no inference-mode tensors on MLX, so there those answer
+False; on a torch executor they are torch's answers. This module must never import a framework.
+"""
+
+from __future__ import annotations
+
+from .._errors import TdxRuntimeError, TdxTypeError, UnsupportedOpError
+from .tensor import Tensor
+from .wrapping import attach, exporter, need_tensor
+
+__all__: list = []
+_export = exporter(__all__)
+
+
+class _IdentityMethods:
+    def is_neg(self) -> bool:
+        """Whether the negation bit is set (torch's lazy ``_neg_view``; never on MLX)."""
+        return bool(self._n.is_neg()) if self._ex.name == "torch" else False
+
+    def is_nonzero(self) -> bool:
+        """Whether a one-element tensor is not zero.
+
+        Raises:
+            TdxRuntimeError: the tensor has no element or more than one.
+        """
+        n = self.numel()
+        if n == 0:
+            raise TdxRuntimeError("Boolean value of Tensor with no values is ambiguous")
+        if n > 1:
+            raise TdxRuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.item() != 0)
+
+    def is_same_size(self, other) -> bool:
+        """Whether ``other`` has the same shape."""
+        need_tensor(other, "is_same_size", "other")
+        return tuple(self.shape) == tuple(other.shape)
+
+    def is_signed(self) -> bool:
+        """Whether the dtype is signed (everything but uint8 and bool)."""
+        return self.dtype.name not in ("uint8", "uint16", "uint32", "uint64", "bool")
+
+    def is_inference(self) -> bool:
+        """Whether the tensor was made under ``inference_mode`` (torch executors; False on MLX)."""
+        return bool(self._n.is_inference()) if self._ex.name == "torch" else False
+
+    def is_distributed(self) -> bool:
+        """False, as torch's (no tensor is distributed)."""
+        return False
+
+    def get_device(self) -> int:
+        """The device index: -1 on the CPU (``cpu``, ``mlx:cpu``), else the accelerator's index."""
+        dev = self.device
+        if dev.type == "cpu" or str(dev) == "mlx:cpu":
+            return -1
+        return dev.index if dev.index is not None else 0
+
+    def dim_order(self, *, ambiguity_check=False) -> tuple:
+        """The dims from outermost to innermost in memory, as torch's: a row-major tensor gives
+        ``(0, 1, ...)``; otherwise an insertion sort by decreasing stride in which a dim of stride 0
+        (expanded) never moves past another, and equal strides order by size.
+
+        Raises:
+            TdxRuntimeError: ``ambiguity_check`` and two dims share a stride (torch's check).
+        """
+        if not isinstance(ambiguity_check, (bool, list)):
+            raise TdxTypeError("The ambiguity_check argument must be a bool or a list of memory formats.")
+        strides, shape = self.stride(), tuple(self.shape)
+        if ambiguity_check and len(set(strides)) != len(strides):
+            raise TdxRuntimeError("The tensor does not have unique dim order, or cannot map to exact one of "
+                                  "the given memory formats.")
+        ndim = len(shape)
+        if ndim < 2 or self.is_contiguous():
+            return tuple(range(ndim))
+
+        def should_swap(a, b):
+            if strides[a] == 0 or strides[b] == 0:
+                return 0
+            if strides[a] != strides[b]:
+                return -1 if strides[a] < strides[b] else 1
+            return 1 if shape[a] > shape[b] else 0
+
+        perm = list(reversed(range(ndim)))  # sorted back to front, reversed on return (torch's order)
+        for i in range(1, ndim):
+            d1 = i
+            for d0 in reversed(range(i)):
+                c = should_swap(perm[d0], perm[d1])
+                if c > 0:
+                    perm[d0], perm[d1] = perm[d1], perm[d0]
+                    d1 = d0
+                elif c < 0:
+                    break
+        return tuple(reversed(perm))
+
+    def as_subclass(self, cls):
+        """This tensor's data as an instance of ``cls`` (a subclass of Tensor), sharing memory.
+
+        Raises:
+            TdxTypeError: ``cls`` is not a subclass of Tensor.
+        """
+        if not isinstance(cls, type) or not issubclass(cls, Tensor):
+            raise TdxTypeError(f"as_subclass(): argument 'cls' must be a subclass of Tensor, not {cls!r}")
+        out = object.__new__(cls)
+        out._n, out._ex = self._n, self._ex
+        out._ag = getattr(self, "_ag", None)
+        out._view = getattr(self, "_view", None)
+        return out
+
+    def module_load(self, other, assign=False):
+        """What ``Module.load_state_dict`` stores for this parameter: ``other`` detached (``assign``),
+        else this tensor with ``other`` copied in, detached (torch's default)."""
+        need_tensor(other, "module_load", "other")
+        if assign:
+            return other.detach()
+        return self.copy_(other).detach()
+
+    def to_dense(self, dtype=None, *, masked_grad=None):
+        """This tensor (every tdx tensor is dense), cast to ``dtype`` when given, as torch's for strided."""
+        return self if dtype is None else self.to(dtype)
+
+    def dense_dim(self) -> int:
+        """The number of dense dims: all of them (torch's answer for a strided tensor)."""
+        return self.dim()
+
+    def sparse_dim(self) -> int:
+        """The number of sparse dims: 0 (torch's answer for a strided tensor)."""
+        return 0
+
+    def record_stream(self, stream) -> None:
+        """Mark the memory as used by ``stream`` (torch's CUDA caching allocator).
+
+        Raises:
+            UnsupportedOpError: not a CUDA tensor (torch raises NotImplementedError there too).
+        """
+        if self.device.type != "cuda":
+            raise UnsupportedOpError(f"record_stream is only available for CUDA tensors, not {self.device}")
+        self._n.record_stream(getattr(stream, "native", stream))
+
+
+attach(_IdentityMethods)
+
+
+@_export
+def is_neg(input) -> bool:  # noqa: A002
+    return need_tensor(input, "is_neg").is_neg()
+
+
+@_export
+def is_nonzero(input) -> bool:  # noqa: A002
+    return need_tensor(input, "is_nonzero").is_nonzero()
+
+
+@_export
+def is_same_size(input, other) -> bool:  # noqa: A002
+    return need_tensor(input, "is_same_size").is_same_size(other)
+
+
+@_export
+def is_signed(input) -> bool:  # noqa: A002
+    return need_tensor(input, "is_signed").is_signed()
+
+
+@_export
+def is_inference(input) -> bool:  # noqa: A002
+    return need_tensor(input, "is_inference").is_inference()
+
+
+@_export
+def is_distributed(input) -> bool:  # noqa: A002
+    return need_tensor(input, "is_distributed").is_distributed()
+
+
+@_export
+def get_device(input) -> int:  # noqa: A002
+    return need_tensor(input, "get_device").get_device()
