@@ -10,6 +10,11 @@ subset fails or times out. Modules with more than ``--max`` sites are sampled: a
 random sample (``--seed``) of ``--max`` sites, said in the report. The report gives each
 module's kill rate and lists the survivors (file:line and the change), so tests can be added.
 
+A line whose comment holds ``mutate: equivalent`` (e.g. ``# mutate: equivalent (speed only)``)
+offers no mutation site: it marks a change no test can observe, such as a threshold that only
+picks the faster of two exact algorithms. Use it sparingly and say why in the comment; the
+report counts the marked lines of each module.
+
 It is a tool of the test suite: it must never edit the working tree (mutants live in copies
 under a temporary folder) and it imports nothing of tdx itself.
 """
@@ -68,12 +73,28 @@ def _docstrings(tree) -> set:
     return out
 
 
-def sites(tree) -> list:
-    """Every mutation site: ``(node index in ast.walk order, kind, description)``."""
+MARKER = "mutate: equivalent"
+
+
+def marked_lines(source: str) -> set:
+    """Line numbers (1-based) whose comment carries :data:`MARKER`: no site is taken there."""
+    return {n for n, text in enumerate(source.splitlines(), 1) if "#" in text and MARKER in text.split("#", 1)[1]}
+
+
+def sites(tree, source: str = "") -> list:
+    """Every mutation site: ``(node index in ast.walk order, kind, description)``.
+
+    Args:
+        tree: the parsed module.
+        source: its text; lines marked with :data:`MARKER` are left out.
+    """
     skip = _docstrings(tree)
+    marked = marked_lines(source)
     found = []
     for i, node in enumerate(ast.walk(tree)):
         line = getattr(node, "lineno", 0)
+        if line in marked:
+            continue
         if isinstance(node, ast.Compare):
             for j, op in enumerate(node.ops):
                 if type(op) in _CMP:
@@ -174,7 +195,8 @@ def mutate_module(rel: str, args: list, base: Path, jobs: int, max_sites: int, s
     """Run every (or a sample of) mutant of ``rel``; returns the module's figures and survivors."""
     files = sorted(str(p.relative_to(ROOT)) for p in (ROOT / rel).glob("*.py")) if rel.endswith("/") else [rel]
     sources = {f: (ROOT / f).read_text() for f in files}
-    all_sites = [(f, site) for f in files for site in sites(ast.parse(sources[f]))]
+    all_sites = [(f, site) for f in files for site in sites(ast.parse(sources[f]), sources[f])]
+    n_marked = sum(len(marked_lines(sources[f])) for f in files)
     chosen = all_sites
     if max_sites and len(all_sites) > max_sites:
         chosen = sorted(random.Random(seed).sample(all_sites, max_sites), key=lambda s: (s[0], s[1][0]))
@@ -183,7 +205,8 @@ def mutate_module(rel: str, args: list, base: Path, jobs: int, max_sites: int, s
     if status != "passed":
         raise SystemExit(f"{rel}: the test subset {' '.join(args)} fails without a mutant ({status})")
     timeout = 3 * baseline + 15
-    log(f"{rel}: {len(chosen)} of {len(all_sites)} sites, baseline {baseline:.1f} s, timeout {timeout:.0f} s")
+    log(f"{rel}: {len(chosen)} of {len(all_sites)} sites ({n_marked} lines marked equivalent), "
+        f"baseline {baseline:.1f} s, timeout {timeout:.0f} s")
 
     def one(job):
         n, (path, site) = job
@@ -210,7 +233,7 @@ def mutate_module(rel: str, args: list, base: Path, jobs: int, max_sites: int, s
     rate = killed / len(chosen) if chosen else 1.0
     log(f"{rel}: killed {killed}/{len(chosen)} = {rate:.0%}" + (f"; survivors: {survivors}" if survivors else ""))
     return {"module": rel, "sites": len(all_sites), "run": len(chosen), "killed": killed, "rate": rate,
-            "survivors": survivors}
+            "survivors": survivors, "marked": n_marked}
 
 
 def main(argv=None) -> int:
@@ -233,9 +256,9 @@ def main(argv=None) -> int:
                                          lambda s: print(s, flush=True)))
             shutil.rmtree(Path(tmp), ignore_errors=True)  # a fresh copy per module
             Path(tmp).mkdir(exist_ok=True)
-    print("\n| module | sites | mutants run | killed | kill rate |\n|---|---|---|---|---|")
+    print("\n| module | sites | marked equivalent | mutants run | killed | kill rate |\n|---|---|---|---|---|---|")
     for r in results:
-        print(f"| `{r['module']}` | {r['sites']} | {r['run']} | {r['killed']} | {r['rate']:.0%} |")
+        print(f"| `{r['module']}` | {r['sites']} | {r['marked']} | {r['run']} | {r['killed']} | {r['rate']:.0%} |")
     return 1 if any(r["rate"] < opts.min_rate for r in results) else 0
 
 
