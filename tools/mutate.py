@@ -5,7 +5,8 @@ module of :data:`MODULES`). For each module it parses the source, lists every mu
 (comparison, arithmetic, boolean and augmented-assignment operators swapped; ``not`` dropped;
 integer, float and bool constants changed; ``min``/``max``, ``any``/``all`` style call names
 swapped; ``if`` conditions negated), writes each mutant into a private copy of the tree and
-runs the module's test subset with ``pytest -x`` under a timeout. A mutant is killed when the
+runs the module's test subset with ``pytest -x`` under a timeout (3x the clean run, timed with
+``--jobs`` copies running at once, + 15 s). A mutant is killed when the
 subset fails or times out. Modules with more than ``--max`` sites are sampled: a deterministic
 random sample (``--seed``) of ``--max`` sites, said in the report. The report gives each
 module's kill rate and lists the survivors (file:line and the change), so tests can be added.
@@ -201,9 +202,13 @@ def mutate_module(rel: str, args: list, base: Path, jobs: int, max_sites: int, s
     if max_sites and len(all_sites) > max_sites:
         chosen = sorted(random.Random(seed).sample(all_sites, max_sites), key=lambda s: (s[0], s[1][0]))
     works = [_workspace(base, n) for n in range(jobs)]
-    status, baseline = run_tests(works[0], args, timeout=900)
-    if status != "passed":
-        raise SystemExit(f"{rel}: the test subset {' '.join(args)} fails without a mutant ({status})")
+    # the clean run is timed as the mutants run: ``jobs`` copies at once, so the load is the same
+    with cf.ThreadPoolExecutor(jobs) as pool:
+        clean = list(pool.map(lambda w: run_tests(w, args, timeout=900), works))
+    bad = [status for status, _ in clean if status != "passed"]
+    if bad:
+        raise SystemExit(f"{rel}: the test subset {' '.join(args)} fails without a mutant ({bad[0]})")
+    baseline = max(secs for _, secs in clean)
     timeout = 3 * baseline + 15
     log(f"{rel}: {len(chosen)} of {len(all_sites)} sites ({n_marked} lines marked equivalent), "
         f"baseline {baseline:.1f} s, timeout {timeout:.0f} s")
