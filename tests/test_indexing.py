@@ -35,6 +35,13 @@ INDEX_CASES = [
     ("ellipsis 2d mask none", lambda m: (Ellipsis, m.tensor([[False, True, True, False]] * 3), None)),
     ("mask wrong size", lambda m: (slice(None), m.tensor([True, False, True]))),
     ("slice step 1", lambda m: slice(0, 3, 1)),
+    # scalar bools: an index tensor of shape (1,) or (0,) over a new axis, broadcast with the others
+    ("0-d bool true", lambda m: m.tensor(True)), ("0-d bool false", lambda m: m.tensor(False)),
+    ("py true", lambda m: True), ("py false", lambda m: False), ("py bools", lambda m: (True, m.tensor(False))),
+    ("0-d bool after slice", lambda m: (slice(None), m.tensor(False))),
+    ("0-d bool with int", lambda m: (m.tensor(True), 1)), ("0-d bool ellipsis", lambda m: (Ellipsis, m.tensor(True))),
+    ("0-d bool with tensor", lambda m: (m.tensor(True), m.tensor([0, 2]))),
+    ("0-d bool false split", lambda m: (m.tensor(False), slice(1, None), m.tensor([0]))),
 ]
 
 
