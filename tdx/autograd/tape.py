@@ -558,7 +558,7 @@ def set_grad(t, value) -> None:
 
     ex = t._ex
     if value is not None:
-        if not hasattr(value, "_n") or not hasattr(value, "_ex"):
+        if not isinstance(value, _tensor_class()):
             raise TdxTypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
                                f"{type(value).__name__}")
         if value._ex is not ex:
