@@ -151,6 +151,26 @@ def test_retain_grad_accumulates_like_torch(device):
     assert_close(res[0][1], torch.full((3, 4), 6.0))
 
 
+def test_post_accumulate_grad_hooks(device):
+    """A leaf's post-accumulate-grad hook sees ``.grad`` after each accumulation, until removed; a
+    non-leaf refuses one with torch's error."""
+    res = []
+    for m, kw in ((tdx, {"device": device}), (torch, {})):
+        w = m.tensor(B, requires_grad=True, **kw)
+        seen = []
+        handle = w.register_post_accumulate_grad_hook(lambda t: seen.append(t.grad.clone()))
+        (w * w).sum().backward()
+        (w * 3).sum().backward()
+        handle.remove()
+        (w * 1).sum().backward()
+        res.append((seen, w.grad))
+        with pytest.raises(RuntimeError, match="non-leaf"):
+            (w * 2).register_post_accumulate_grad_hook(lambda t: None)
+    assert len(res[0][0]) == len(res[1][0]) == 2
+    for a, b in zip(res[0][0] + [res[0][1]], res[1][0] + [res[1][1]]):
+        assert_close(a, b, rtol=1e-6, atol=1e-6)
+
+
 def test_autograd_grad_function(device):
     x, t = leaves([A, B], device)
     gx = tdx.autograd.grad(((x[0] * x[1]) ** 2).sum(), [x[0], x[1]])

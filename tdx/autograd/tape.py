@@ -237,7 +237,8 @@ def record_inplace(t, fn, args, kwargs):
     out = _run_suspended(fn, new_args, kwargs)
     out._ag = Meta(True, Node(fn, new_args, kwargs, _grad_inputs(new_args, kwargs), 1), 0)
     if m is not None and m.retain:  # retain_grad() follows the tensor to its new version, as torch's
-        out._ag.retain, out._ag.grad, m.retain = True, m.grad, False
+        out._ag.retain, out._ag.grad = True, m.grad
+        m.retain = False  # mutate: equivalent (memory only: the old version's .grad is unreachable)
     if lay is None:
         t._n, t._ag = out._n, out._ag
     else:
