@@ -1,6 +1,7 @@
 """A small mutation tester: flip operators and constants in a module, run the tests that cover it.
 
-``python tools/mutate.py [MODULE ...] [--max N] [--jobs J] [--seed S]`` (``make mutate`` runs every
+``python tools/mutate.py [MODULE ...] [--max N] [--jobs J] [--seed S] [--site S ...]`` (``--site``
+re-runs named sites, e.g. an earlier run's survivors; ``make mutate`` runs every
 module of :data:`MODULES`). For each module it parses the source, lists every mutation site
 (comparison, arithmetic, boolean and augmented-assignment operators swapped; ``not`` dropped;
 integer, float and bool constants changed; ``min``/``max``, ``any``/``all`` style call names
@@ -192,14 +193,17 @@ def run_tests(work: Path, args: list, timeout: float) -> tuple:
     return ("passed" if proc.returncode == 0 else "failed"), time.monotonic() - t0
 
 
-def mutate_module(rel: str, args: list, base: Path, jobs: int, max_sites: int, seed: int, log) -> dict:
+def mutate_module(rel: str, args: list, base: Path, jobs: int, max_sites: int, seed: int, log,
+                  only: frozenset = frozenset()) -> dict:
     """Run every (or a sample of) mutant of ``rel``; returns the module's figures and survivors."""
     files = sorted(str(p.relative_to(ROOT)) for p in (ROOT / rel).glob("*.py")) if rel.endswith("/") else [rel]
     sources = {f: (ROOT / f).read_text() for f in files}
     all_sites = [(f, site) for f in files for site in sites(ast.parse(sources[f]), sources[f])]
     n_marked = sum(len(marked_lines(sources[f])) for f in files)
     chosen = all_sites
-    if max_sites and len(all_sites) > max_sites:
+    if only:  # re-run named sites (survivors of an earlier run), as "path:line: change"
+        chosen = [s for s in all_sites if f"{s[0]}:{s[1][2]}" in only]
+    elif max_sites and len(all_sites) > max_sites:
         chosen = sorted(random.Random(seed).sample(all_sites, max_sites), key=lambda s: (s[0], s[1][0]))
     works = [_workspace(base, n) for n in range(jobs)]
     # the clean run is timed as the mutants run: ``jobs`` copies at once, so the load is the same
@@ -248,6 +252,8 @@ def main(argv=None) -> int:
     parser.add_argument("--max", type=int, default=20, help="sample this many sites per module (0: all)")
     parser.add_argument("--jobs", type=int, default=2, help="mutants run at once (one tree copy each)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the site sample")
+    parser.add_argument("--site", action="append", default=[],
+                        help="run only this site, as a report names it ('path:line: change'); repeatable")
     parser.add_argument("--min-rate", type=float, default=0.0, help="exit 1 when a module kills fewer")
     opts = parser.parse_args(argv)
     names = opts.modules or list(MODULES)
@@ -258,7 +264,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="tdx-mutate-") as tmp:
         for name in names:
             results.append(mutate_module(name, MODULES[name], Path(tmp), opts.jobs, opts.max, opts.seed,
-                                         lambda s: print(s, flush=True)))
+                                         lambda s: print(s, flush=True), frozenset(opts.site)))
             shutil.rmtree(Path(tmp), ignore_errors=True)  # a fresh copy per module
             Path(tmp).mkdir(exist_ok=True)
     print("\n| module | sites | marked equivalent | mutants run | killed | kill rate |\n|---|---|---|---|---|---|")
