@@ -313,7 +313,7 @@ class MLXIndexOps:
         cut = tuple(slice(0, k) if j == d else slice(None) for j in range(x.ndim))
         return values[cut], idx[cut]
 
-    def unique(self, x, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+    def unique(self, x, sorted, return_inverse, return_counts, dim):  # noqa: A002 - the facade passes every one
         if x.dtype == mx.complex64:
             raise OpDtypeError("\"unique\" not implemented for 'ComplexFloat'")
         arr = self.host_numpy(x)
@@ -423,7 +423,7 @@ class MLXIndexOps:
             return mx.zeros(shape, x.dtype, stream=self.s)
         return gathered(x, mx.take(x, mx.array(idx), axis=d, stream=self.s))
 
-    def diagonal(self, x, offset=0, dim1=0, dim2=1):
+    def diagonal(self, x, offset, dim1, dim2):
         return mx.diagonal(x, offset, dim1, dim2, stream=self.s)
 
     def narrow(self, x, dim, start, length):
