@@ -124,3 +124,12 @@ def test_index_select_names_the_bad_index(device):
         assert isinstance(info.value, tdx.TdxError)
         if device.startswith("mlx"):
             assert f"index {bad[1] if bad[1] < 0 else 6}" in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("value", [2 + 0j, 1 + 2j, 1.5, -3])
+def test_masks_and_fill_scalar_kinds(device, value):
+    """A complex fill without an imaginary part fills a float tensor; one with an imaginary part raises
+    torch's error kind, as do masks that are not bool (masked_fill and masked_select)."""
+    x, t = pair(sample((2, 3), "float32", seed=32), device, "float32")
+    check(lambda: x.masked_fill(x > 0, value), lambda: t.masked_fill(t > 0, value), msg=f"masked_fill {value}")
+    check(lambda: x.masked_select((x > 0).long()), lambda: t.masked_select((t > 0).long()), msg="int mask")
