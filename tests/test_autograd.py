@@ -55,7 +55,8 @@ CASES = {
                                                         + a.unsqueeze(1).squeeze(1).sum(),
     # tensors passed by keyword (replayed by the tape the general way, not by position)
     "keyword-tensors": lambda m, a, b: (m.lerp(a, a * 2, weight=b.sigmoid()) + m.clamp(a, min=b, max=b + 1.5)
-                                        + m.addcmul(a, a, b, value=0.5)).sum(),
+                                        + m.addcmul(a, a, b, value=0.5)).sum()
+                                       + (m.cat(tensors=[a, b.expand(2, 4)], dim=0) ** 2).sum(),
     "softmax-by-hand": lambda m, a, b: ((a - a.amax(1, keepdim=True)).exp()
                                         / (a - a.amax(1, keepdim=True)).exp().sum(1, keepdim=True))[:, 0].sum(),
 }
