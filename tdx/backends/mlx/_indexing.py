@@ -299,7 +299,7 @@ class MLXIndexOps:
     def argsort(self, x, dim=-1, descending=False, stable=False):
         return self.sort(x, dim, descending, stable)[1]
 
-    def topk(self, x, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - torch's name
+    def topk(self, x, k, dim, largest, sorted):  # noqa: A002 - torch's name; the facade passes every one
         if x.dtype == mx.bool_:
             raise TdxRuntimeError("topk does not support bool dtypes on CPU")
         self._orderable(x, "topk")
@@ -460,7 +460,7 @@ class MLXIndexOps:
         for name, dims in (("source", src), ("destination", dst)):
             if len(set(dims)) != len(dims):
                 raise TdxRuntimeError(f"movedim: repeated dim in `{name}` ({dims})")
-        if nd == 0:
+        if nd <= 1:  # 0-d and 1-d: moving dims is the identity
             return x
         order = [-1] * nd
         for s, t in zip(src, dst):
