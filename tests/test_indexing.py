@@ -133,3 +133,12 @@ def test_masks_and_fill_scalar_kinds(device, value):
     x, t = pair(sample((2, 3), "float32", seed=32), device, "float32")
     check(lambda: x.masked_fill(x > 0, value), lambda: t.masked_fill(t > 0, value), msg=f"masked_fill {value}")
     check(lambda: x.masked_select((x > 0).long()), lambda: t.masked_select((t > 0).long()), msg="int mask")
+
+
+def test_bad_index_roll_of_a_0d_tensor(device):
+    """Rolling a 0-d tensor along a dim raises torch's IndexError (typed), naming the dim."""
+    x, t = pair(np.array(1.5), device, "float32")
+    check(lambda: x.roll(1, 0), lambda: t.roll(1, 0), msg="roll 0-d")
+    with pytest.raises(IndexError, match="Dimension specified as -1 but tensor has no dimensions"):
+        x.roll(2, -1)
+    check(lambda: x.roll(1), lambda: t.roll(1), msg="roll 0-d without dims")

@@ -318,7 +318,7 @@ class MLXIndexOps:
             raise OpDtypeError("\"unique\" not implemented for 'ComplexFloat'")
         arr = self.host_numpy(x)
         if dim is None:
-            vals, inv, counts = np.unique(arr.reshape(-1), return_inverse=True, return_counts=True,
+            vals, inv, counts = np.unique(arr.ravel(), return_inverse=True, return_counts=True,
                                           equal_nan=False)
             inv = inv.reshape(arr.shape)
         else:
@@ -337,7 +337,7 @@ class MLXIndexOps:
             else:
                 vals, inv, counts = np.unique(arr, return_inverse=True, return_counts=True, axis=d,
                                               equal_nan=False)
-                inv = inv.reshape(-1)
+                inv = inv.ravel()
         values = self._cast(mx.array(vals), self._tdx(x))
         inverse = mx.array(inv.astype(np.int64)) if return_inverse else None
         return values, inverse, mx.array(counts.astype(np.int64)) if return_counts else None
@@ -404,7 +404,7 @@ class MLXIndexOps:
         if isinstance(repeats, mx.array):
             if repeats.ndim > 1 or repeats.dtype not in _INDEX:
                 raise TdxRuntimeError("repeat_interleave: repeats must be 0-dim or 1-dim tensor of int32/int64")
-            reps = np.array(repeats).astype(np.int64).reshape(-1)
+            reps = np.array(repeats).astype(np.int64).ravel()
             if reps.size == 1:
                 reps = np.repeat(reps, n)
             if reps.size != n:
