@@ -142,3 +142,15 @@ def test_bad_index_roll_of_a_0d_tensor(device):
     with pytest.raises(IndexError, match="Dimension specified as -1 but tensor has no dimensions"):
         x.roll(2, -1)
     check(lambda: x.roll(1), lambda: t.roll(1), msg="roll 0-d without dims")
+
+
+def test_gather_scatter_of_0d_tensors(device):
+    """0-d self, index and src: gather, scatter, scatter_add and scatter_reduce as torch's."""
+    x, t = pair(np.array(1.5), device, "float32")
+    s, ts = pair(np.array(-4.0), device, "float32")
+    i, ti = pair(np.array(0), device, "int64")
+    check(lambda: x.gather(0, i), lambda: t.gather(0, ti), msg="gather")
+    check(lambda: x.scatter(0, i, s), lambda: t.scatter(0, ti, ts), msg="scatter")
+    check(lambda: x.scatter(0, i, 2.5), lambda: t.scatter(0, ti, 2.5), msg="scatter value")
+    check(lambda: x.scatter_add(0, i, s), lambda: t.scatter_add(0, ti, ts), msg="scatter_add")
+    check(lambda: x.scatter_reduce(0, i, s, "amax"), lambda: t.scatter_reduce(0, ti, ts, "amax"), msg="amax")
