@@ -53,6 +53,10 @@ CASES = {
     "where-clamp": lambda m, a, b: m.where(a > 1, a, a * 3).sum() + a.clamp(0.8, 1.5).sum(),
     "squeeze-unsqueeze-expand-flatten": lambda m, a, b: (b.unsqueeze(0).expand(3, 4) * a).flatten().sum()
                                                         + a.unsqueeze(1).squeeze(1).sum(),
+    # tensors passed by keyword (replayed by the tape the general way, not by position)
+    "keyword-tensors": lambda m, a, b: (m.lerp(a, a * 2, weight=b.sigmoid()) + m.clamp(a, min=b, max=b + 1.5)
+                                        + m.addcmul(a, a, b, value=0.5)).sum()
+                                       + (m.cat(tensors=[a, b.expand(2, 4)], dim=0) ** 2).sum(),
     "softmax-by-hand": lambda m, a, b: ((a - a.amax(1, keepdim=True)).exp()
                                         / (a - a.amax(1, keepdim=True)).exp().sum(1, keepdim=True))[:, 0].sum(),
 }
@@ -148,6 +152,26 @@ def test_retain_grad_accumulates_like_torch(device):
     assert_close(res[0][1], torch.full((3, 4), 6.0))
 
 
+def test_post_accumulate_grad_hooks(device):
+    """A leaf's post-accumulate-grad hook sees ``.grad`` after each accumulation, until removed; a
+    non-leaf refuses one with torch's error."""
+    res = []
+    for m, kw in ((tdx, {"device": device}), (torch, {})):
+        w = m.tensor(B, requires_grad=True, **kw)
+        seen = []
+        handle = w.register_post_accumulate_grad_hook(lambda t: seen.append(t.grad.clone()))
+        (w * w).sum().backward()
+        (w * 3).sum().backward()
+        handle.remove()
+        (w * 1).sum().backward()
+        res.append((seen, w.grad))
+        with pytest.raises(RuntimeError, match="non-leaf"):
+            (w * 2).register_post_accumulate_grad_hook(lambda t: None)
+    assert len(res[0][0]) == len(res[1][0]) == 2
+    for a, b in zip(res[0][0] + [res[0][1]], res[1][0] + [res[1][1]]):
+        assert_close(a, b, rtol=1e-6, atol=1e-6)
+
+
 def test_autograd_grad_function(device):
     x, t = leaves([A, B], device)
     gx = tdx.autograd.grad(((x[0] * x[1]) ** 2).sum(), [x[0], x[1]])
@@ -155,6 +179,14 @@ def test_autograd_grad_function(device):
     for a, b in zip(gx, gt):
         assert_close(a, b)
     assert x[0].grad is None
+    # with respect to intermediate tensors, one feeding the other
+    hx, ht = x[0] * x[1], t[0] * t[1]
+    kx, kt = hx.exp(), ht.exp()
+    gx = tdx.autograd.grad((kx * hx).sum(), [kx, hx, x[1]])
+    gt = torch.autograd.grad((kt * ht).sum(), [kt, ht, t[1]])
+    for a, b in zip(gx, gt, strict=True):
+        assert_close(a, b, rtol=1e-6, atol=1e-6)
+    assert x[0].grad is None and x[1].grad is None
     unused = tdx.tensor(B, device=device, requires_grad=True)
     with pytest.raises(RuntimeError, match="not have been used"):
         tdx.autograd.grad((x[0] * 2).sum(), [unused])
@@ -213,6 +245,34 @@ def test_inplace_methods_are_recorded(device, op):
         (h * v).sum().backward()
         res.append(v.grad)
     assert_close(res[0], res[1])
+
+
+@pytest.mark.parametrize("view", ["row", "column", "split"])
+def test_inplace_through_a_view_of_a_non_leaf(device, view):
+    """``h = x * 1.5; h[0].mul_(y)``: the write reaches ``h`` and the gradients reach ``x`` and ``y``, as
+    torch's; a view of a multi-output function (``split``) written in place raises torch's error kind;
+    a view of a leaf that requires grad refuses in-place writes."""
+    def run(m, **kw):
+        x = m.tensor(A, requires_grad=True, **kw)
+        y = m.tensor(B[:3], requires_grad=True, **kw)
+        h = x * 1.5
+        v = {"row": lambda: h[0, 1:], "column": lambda: h[:, 2], "split": lambda: h.split(2, 0)[1][0, 1:]}[view]()
+        try:
+            v.mul_(y)
+        except RuntimeError as err:
+            return type(err).__mro__[-3:], None, None, None
+        ((h * h).sum() + v.sum()).backward()
+        return None, h.detach(), x.grad, y.grad
+
+    got, want = run(tdx, device=device), run(torch)
+    assert (got[0] is None) == (want[0] is None) == (view != "split"), (got[0], want[0])
+    for g, w, what in zip(got[1:], want[1:], ("h", "x.grad", "y.grad")):
+        if w is not None:
+            assert_close(g, w, rtol=1e-6, atol=1e-6, msg=f"{view}: {what}")
+    for m, kw in ((tdx, {"device": device}), (torch, {})):
+        leaf = m.tensor(A, requires_grad=True, **kw)
+        with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+            leaf[0].mul_(2.0)
 
 
 def test_dropout_gradient_is_its_mask(device):

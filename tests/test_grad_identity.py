@@ -261,3 +261,18 @@ def test_deepcopy_and_pickle_keep_requires_grad(device):
     with pytest.raises(tdx.TdxError, match="graph leaves") as err:
         copy.deepcopy(p * 2)
     assert isinstance(err.value, RuntimeError)
+
+
+def test_to_across_executors_backward_inputs_stop_there(device):
+    """``backward(inputs=[v])`` accumulates into ``v`` only: the source of a ``.to()`` between executors
+    keeps ``.grad`` None, as torch's across its devices (checked against torch with a dtype change)."""
+    other = _other(device)
+    if not _has(other):
+        pytest.skip(f"{other} is not available")
+    w = tdx.tensor(P0[0], device=device, requires_grad=True)
+    v = tdx.tensor(P0[1], device=other, requires_grad=True)
+    ((w * 3).to(other) * v).sum().backward(inputs=[v])
+    t, vt = torch.tensor(P0[0], requires_grad=True), torch.tensor(P0[1], requires_grad=True)
+    ((t * 3).double() * vt).sum().backward(inputs=[vt])
+    assert w.grad is None and t.grad is None
+    assert_close(v.grad, vt.grad)

@@ -2,10 +2,11 @@
 
 Each test runs the same few lines with ``torch`` and with ``tdx`` (``import tdx as torch``
 style): optimizers zeroing gradients in place, ``param.data`` writes, ``model.to(device)``,
-``.to()`` of tensors that require grad, ``copy.deepcopy(model)``, and state-dict round trips
-of models and optimizers (in memory and through ``save``/``load``). Parameters, gradients
-and losses must follow torch step by step. (Cross-executor ``.to()`` gradients, pickling of
-tensors, ``.grad`` in-place updates and ``x.numpy()`` writes have their own tests.)
+``.to()`` of tensors that require grad, ``copy.deepcopy(model)``, ``x.numpy()`` writes, and
+state-dict round trips of models and optimizers (in memory and through ``save``/``load``).
+Parameters, gradients and losses must follow torch step by step. (Cross-executor ``.to()``
+gradients, pickling of tensors, ``.grad`` in-place updates and autograd in threads are in
+``tests/test_grad_identity.py``.)
 """
 
 from __future__ import annotations
@@ -204,3 +205,23 @@ def test_state_dict_round_trips(device):
         same_params(fresh[tdx], fresh[torch], f"{how} trained on")  # Adam's moments came along
         steps = [[float(s["step"]) for s in fopts[m].state_dict()["state"].values()] for m in (tdx, torch)]
         assert steps[0] == steps[1], steps  # torch's loaded step tensors alias the source optimizer's
+
+
+def test_numpy_writes_reach_the_tensor_or_raise(device):
+    """``a = x.numpy(); a[0] = 5``: on the torch executor the array shares ``x``'s memory, so the write
+    shows in ``x`` (and in a later ``x.sum()``), as torch's; where the memory cannot be shared
+    writably (MLX) the array is read-only and the write raises. A write is never silently lost."""
+    t = torch.arange(6.0).reshape(2, 3)
+    ta = t.numpy()
+    ta[0, 1] = 5.0
+    x = tdx.arange(6.0, device=device).reshape(2, 3)
+    a = x.numpy()
+    try:
+        a[0, 1] = 5.0
+    except ValueError as err:
+        assert device != "cpu", f"cpu must share writable memory as torch's: {err}"
+        assert not a.flags.writeable and x.tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+        return
+    assert_close(x, t, rtol=0, atol=0)
+    assert x.sum().item() == t.sum().item() == 19.0
+    assert np.shares_memory(a, x.numpy())

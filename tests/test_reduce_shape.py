@@ -12,12 +12,6 @@ RED_SHAPES = [(3, 4), (2, 3, 4), (), (0, 3), (5,)]
 DIMS = [None, 0, -1, (0, 1), 1]
 
 
-def _dims_ok(shape, dim):
-    n = max(len(shape), 1)
-    ds = [] if dim is None else [dim] if isinstance(dim, int) else list(dim)
-    return all(-n <= d < n for d in ds) or True  # out-of-range dims must raise like torch
-
-
 @pytest.mark.parametrize("name", ["sum", "mean", "prod", "std", "var", "amax", "amin", "all", "any"])
 @pytest.mark.parametrize("dtype", ["float32", "int64", "bool"])
 @pytest.mark.parametrize("shape", RED_SHAPES, ids=str)

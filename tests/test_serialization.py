@@ -95,6 +95,38 @@ def test_views_share_storage_after_load(device, tmp_path):
             assert_close(got[key], -v.numpy(force=True), rtol=0, atol=0, msg=f"{saver} {key}")
 
 
+_VIEWS_3D = {  # 3-d strided views of a (2, 4, 3) tensor: permuted, stepped, offset, overrunning windows
+    "perm": lambda x: x.permute(2, 0, 1), "step": lambda x: x[:, ::2], "step_off": lambda x: x[:, 1:, ::2],
+    "tail": lambda x: x.transpose(0, 2)[1:], "inner": lambda x: x[1:, 1:3, 1:], "inner_t": lambda x: x[:, 1:, 1:].mT,
+    "rows": lambda x: x.reshape(4, 2, 3)[1:, :, ::2].permute(1, 0, 2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_VIEWS_3D))
+def test_3d_strided_views_stay_views(device, name, tmp_path):
+    """A 3-d strided view saved beside its base is a view of the one storage after loading, in both
+    directions, as torch.save/torch.load of the same views gives."""
+    view = _VIEWS_3D[name]
+    tb = torch.arange(24.0).reshape(2, 4, 3)
+    base = tdx.arange(24.0, device=device).reshape(2, 4, 3)
+    tdx.save({"base": base, "v": view(base)}, tmp_path / "tdx.pt")
+    got = torch.load(tmp_path / "tdx.pt")  # tdx.save -> torch.load: the two alias, strides as torch's
+    assert got["v"].untyped_storage().data_ptr() == got["base"].untyped_storage().data_ptr()
+    assert (got["v"].stride(), got["v"].storage_offset()) == (view(tb).stride(), view(tb).storage_offset())
+    torch.testing.assert_close(got["v"], view(tb), rtol=0, atol=0)
+    got["base"].mul_(-1)
+    torch.testing.assert_close(got["v"], -view(tb), rtol=0, atol=0)
+    torch.save({"base": tb, "v": view(tb)}, tmp_path / "torch.pt")
+    for path in (tmp_path / "torch.pt", tmp_path / "tdx.pt"):  # -> tdx.load: a write to the base reaches the view
+        got = tdx.load(path, map_location=device)
+        real = [d for d in range(3) if view(tb).shape[d] > 1]  # a size-1 dim's stride is free
+        assert [got["v"].stride(d) for d in real] == [view(tb).stride(d) for d in real]
+        assert got["v"].storage_offset() == view(tb).storage_offset()
+        assert_close(got["v"], view(tb).numpy(), rtol=0, atol=0)
+        got["base"].add_(100)
+        assert_close(got["v"], (view(tb) + 100).numpy(), rtol=0, atol=0, msg=f"{path.name} {name}")
+
+
 def test_state_dict_round_trip_with_torch_module(device, tmp_path):
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4))

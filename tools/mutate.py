@@ -1,14 +1,21 @@
 """A small mutation tester: flip operators and constants in a module, run the tests that cover it.
 
-``python tools/mutate.py [MODULE ...] [--max N] [--jobs J] [--seed S]`` (``make mutate`` runs every
+``python tools/mutate.py [MODULE ...] [--max N] [--jobs J] [--seed S] [--site S ...]`` (``--site``
+re-runs named sites, e.g. an earlier run's survivors; ``make mutate`` runs every
 module of :data:`MODULES`). For each module it parses the source, lists every mutation site
 (comparison, arithmetic, boolean and augmented-assignment operators swapped; ``not`` dropped;
 integer, float and bool constants changed; ``min``/``max``, ``any``/``all`` style call names
 swapped; ``if`` conditions negated), writes each mutant into a private copy of the tree and
-runs the module's test subset with ``pytest -x`` under a timeout. A mutant is killed when the
+runs the module's test subset with ``pytest -x`` under a timeout (3x the clean run, timed with
+``--jobs`` copies running at once, + 15 s). A mutant is killed when the
 subset fails or times out. Modules with more than ``--max`` sites are sampled: a deterministic
 random sample (``--seed``) of ``--max`` sites, said in the report. The report gives each
 module's kill rate and lists the survivors (file:line and the change), so tests can be added.
+
+A line whose comment holds ``mutate: equivalent`` (e.g. ``# mutate: equivalent (speed only)``)
+offers no mutation site: it marks a change no test can observe, such as a threshold that only
+picks the faster of two exact algorithms. Use it sparingly and say why in the comment; the
+report counts the marked lines of each module.
 
 It is a tool of the test suite: it must never edit the working tree (mutants live in copies
 under a temporary folder) and it imports nothing of tdx itself.
@@ -34,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # module -> the pytest arguments of the tests that cover it (the MLX executor's modules and the
 # tape only run on mlx:cpu, so the subsets select that device)
 MODULES = {
-    "tdx/autograd/tape.py": ["tests/test_autograd.py", "-k", "mlx"],
+    "tdx/autograd/tape.py": ["tests/test_autograd.py", "tests/test_grad_identity.py", "-k", "mlx or across_executors"],
     "tdx/_tensor/views.py": ["tests/test_views.py", "-k", "mlx"],
     "tdx/config.py": ["tests/test_config.py", "-k", "precedence or merges or nearest or bad_values or bad_env or typo"
                       " or documented or name_what or edge_values or env_device_auto"],
@@ -68,12 +75,28 @@ def _docstrings(tree) -> set:
     return out
 
 
-def sites(tree) -> list:
-    """Every mutation site: ``(node index in ast.walk order, kind, description)``."""
+MARKER = "mutate: equivalent"
+
+
+def marked_lines(source: str) -> set:
+    """Line numbers (1-based) whose comment carries :data:`MARKER`: no site is taken there."""
+    return {n for n, text in enumerate(source.splitlines(), 1) if "#" in text and MARKER in text.split("#", 1)[1]}
+
+
+def sites(tree, source: str = "") -> list:
+    """Every mutation site: ``(node index in ast.walk order, kind, description)``.
+
+    Args:
+        tree: the parsed module.
+        source: its text; lines marked with :data:`MARKER` are left out.
+    """
     skip = _docstrings(tree)
+    marked = marked_lines(source)
     found = []
     for i, node in enumerate(ast.walk(tree)):
         line = getattr(node, "lineno", 0)
+        if line in marked:
+            continue
         if isinstance(node, ast.Compare):
             for j, op in enumerate(node.ops):
                 if type(op) in _CMP:
@@ -170,20 +193,29 @@ def run_tests(work: Path, args: list, timeout: float) -> tuple:
     return ("passed" if proc.returncode == 0 else "failed"), time.monotonic() - t0
 
 
-def mutate_module(rel: str, args: list, base: Path, jobs: int, max_sites: int, seed: int, log) -> dict:
+def mutate_module(rel: str, args: list, base: Path, jobs: int, max_sites: int, seed: int, log,
+                  only: frozenset = frozenset()) -> dict:
     """Run every (or a sample of) mutant of ``rel``; returns the module's figures and survivors."""
     files = sorted(str(p.relative_to(ROOT)) for p in (ROOT / rel).glob("*.py")) if rel.endswith("/") else [rel]
     sources = {f: (ROOT / f).read_text() for f in files}
-    all_sites = [(f, site) for f in files for site in sites(ast.parse(sources[f]))]
+    all_sites = [(f, site) for f in files for site in sites(ast.parse(sources[f]), sources[f])]
+    n_marked = sum(len(marked_lines(sources[f])) for f in files)
     chosen = all_sites
-    if max_sites and len(all_sites) > max_sites:
+    if only:  # re-run named sites (survivors of an earlier run), as "path:line: change"
+        chosen = [s for s in all_sites if f"{s[0]}:{s[1][2]}" in only]
+    elif max_sites and len(all_sites) > max_sites:
         chosen = sorted(random.Random(seed).sample(all_sites, max_sites), key=lambda s: (s[0], s[1][0]))
     works = [_workspace(base, n) for n in range(jobs)]
-    status, baseline = run_tests(works[0], args, timeout=900)
-    if status != "passed":
-        raise SystemExit(f"{rel}: the test subset {' '.join(args)} fails without a mutant ({status})")
+    # the clean run is timed as the mutants run: ``jobs`` copies at once, so the load is the same
+    with cf.ThreadPoolExecutor(jobs) as pool:
+        clean = list(pool.map(lambda w: run_tests(w, args, timeout=900), works))
+    bad = [status for status, _ in clean if status != "passed"]
+    if bad:
+        raise SystemExit(f"{rel}: the test subset {' '.join(args)} fails without a mutant ({bad[0]})")
+    baseline = max(secs for _, secs in clean)
     timeout = 3 * baseline + 15
-    log(f"{rel}: {len(chosen)} of {len(all_sites)} sites, baseline {baseline:.1f} s, timeout {timeout:.0f} s")
+    log(f"{rel}: {len(chosen)} of {len(all_sites)} sites ({n_marked} lines marked equivalent), "
+        f"baseline {baseline:.1f} s, timeout {timeout:.0f} s")
 
     def one(job):
         n, (path, site) = job
@@ -210,7 +242,7 @@ def mutate_module(rel: str, args: list, base: Path, jobs: int, max_sites: int, s
     rate = killed / len(chosen) if chosen else 1.0
     log(f"{rel}: killed {killed}/{len(chosen)} = {rate:.0%}" + (f"; survivors: {survivors}" if survivors else ""))
     return {"module": rel, "sites": len(all_sites), "run": len(chosen), "killed": killed, "rate": rate,
-            "survivors": survivors}
+            "survivors": survivors, "marked": n_marked}
 
 
 def main(argv=None) -> int:
@@ -220,6 +252,8 @@ def main(argv=None) -> int:
     parser.add_argument("--max", type=int, default=20, help="sample this many sites per module (0: all)")
     parser.add_argument("--jobs", type=int, default=2, help="mutants run at once (one tree copy each)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the site sample")
+    parser.add_argument("--site", action="append", default=[],
+                        help="run only this site, as a report names it ('path:line: change'); repeatable")
     parser.add_argument("--min-rate", type=float, default=0.0, help="exit 1 when a module kills fewer")
     opts = parser.parse_args(argv)
     names = opts.modules or list(MODULES)
@@ -230,12 +264,12 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="tdx-mutate-") as tmp:
         for name in names:
             results.append(mutate_module(name, MODULES[name], Path(tmp), opts.jobs, opts.max, opts.seed,
-                                         lambda s: print(s, flush=True)))
+                                         lambda s: print(s, flush=True), frozenset(opts.site)))
             shutil.rmtree(Path(tmp), ignore_errors=True)  # a fresh copy per module
             Path(tmp).mkdir(exist_ok=True)
-    print("\n| module | sites | mutants run | killed | kill rate |\n|---|---|---|---|---|")
+    print("\n| module | sites | marked equivalent | mutants run | killed | kill rate |\n|---|---|---|---|---|---|")
     for r in results:
-        print(f"| `{r['module']}` | {r['sites']} | {r['run']} | {r['killed']} | {r['rate']:.0%} |")
+        print(f"| `{r['module']}` | {r['sites']} | {r['marked']} | {r['run']} | {r['killed']} | {r['rate']:.0%} |")
     return 1 if any(r["rate"] < opts.min_rate for r in results) else 0
 
 

@@ -255,7 +255,8 @@ def record_inplace(t, fn, args, kwargs):
     out = _run_suspended(fn, new_args, kwargs)
     out._ag = Meta(True, Node(fn, new_args, kwargs, _grad_inputs(new_args, kwargs), 1), 0)
     if m is not None and m.retain:  # retain_grad() follows the tensor to its new version, as torch's
-        out._ag.retain, out._ag.grad, m.retain = True, m.grad, False
+        out._ag.retain, out._ag.grad = True, m.grad
+        m.retain = False  # mutate: equivalent (memory only: the old version's .grad is unreachable)
     if anchor is t:  # the root itself, or the owner of a history-free root: its own new version
         t._n, t._ag = out._n, out._ag
         if t is not root:
@@ -654,7 +655,7 @@ def set_grad(t, value) -> None:
 
     ex = t._ex
     if value is not None:
-        if not hasattr(value, "_n") or not hasattr(value, "_ex"):
+        if not isinstance(value, _tensor_class()):
             raise TdxTypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
                                f"{type(value).__name__}")
         if value._ex is not ex:

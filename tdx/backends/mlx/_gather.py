@@ -26,7 +26,7 @@ class MLXGatherOps:
         consumed = sum(it.ndim if isinstance(it, mx.array) and it.dtype == mx.bool_ else
                        0 if it is None or it is Ellipsis or isinstance(it, bool) else 1 for it in items)
         for it in items:
-            if it is None or it is True:
+            if it is None:
                 out.append(None)
                 continue
             if it is Ellipsis:
@@ -37,8 +37,6 @@ class MLXGatherOps:
                 it = mx.array(np.asarray(it)) if it else mx.array([], dtype=mx.int64)
             if isinstance(it, np.ndarray):
                 it = mx.array(it)
-            if it is False:
-                raise TdxIndexError("indexing with a False scalar is not supported on MLX")
             if isinstance(it, int):
                 size = x.shape[dim] if dim < x.ndim else None
                 if size is None:
@@ -58,8 +56,6 @@ class MLXGatherOps:
                     if it.ndim and tuple(it.shape) != tuple(x.shape[dim:dim + it.ndim]):
                         raise TdxIndexError(f"The shape of the mask {list(it.shape)} at index {dim} does "
                                             f"not match the shape of the indexed tensor {list(x.shape)}")
-                    if it.ndim == 0:
-                        raise TdxIndexError("indexing with a 0-d bool tensor is not supported on MLX")
                     nz = np.nonzero(np.array(it))
                     out.extend(mx.array(n.astype(np.int64)) for n in nz)
                     dim += k
@@ -81,15 +77,47 @@ class MLXGatherOps:
             raise TdxIndexError(f"too many indices for tensor of dimension {x.ndim}")
         return tuple(out)
 
+    @staticmethod
+    def _scalar_bools(x, index):
+        """``(y, index')`` for an index holding scalar bools (``True``, ``False``, 0-d bool arrays),
+        else None. torch reads such a bool as an index tensor of shape (1,) (True) or (0,) (False)
+        over a new axis of size 1: ``y`` is ``x`` with those axes added (a reshape) and ``index'``
+        indexes them with ``[0]`` or ``[]``, so they broadcast with the other index tensors."""
+        items = index if isinstance(index, tuple) else (index,)
+        flags = [it if isinstance(it, bool) else bool(it.item()) if isinstance(it, mx.array) and
+                 it.dtype == mx.bool_ and it.ndim == 0 else None for it in items]
+        if all(f is None for f in flags):
+            return None
+        first, second = [], []
+        for it, flag in zip(items, flags):
+            if flag is not None:
+                first.append(None)
+                second.append(mx.array([0] if flag else [], dtype=mx.int64))
+            elif it is None or it is Ellipsis:
+                first.append(it)
+                second.append(slice(None) if it is None else it)
+            else:
+                first.extend([slice(None)] * (it.ndim if isinstance(it, mx.array) and it.dtype == mx.bool_ else 1))
+                second.append(it)
+        if sum(1 for it in first if isinstance(it, slice)) > x.ndim:
+            raise TdxIndexError(f"too many indices for tensor of dimension {x.ndim}")
+        return x[tuple(first)], tuple(second)
+
     def getitem(self, x, index):
         if index.__class__ is int and x.ndim and -x.shape[0] <= index < x.shape[0]:
             return x[index]  # the common case, checked here in full
+        split = self._scalar_bools(x, index)
+        if split is not None:
+            return self.getitem(*split)
         return gathered(x, x[self._index(x, index)])
 
     def setitem(self, x, index, value):
         """``x`` with ``x[index] = value`` applied, as a new array (``x`` itself is never mutated)."""
         if isinstance(index, mx.array) and index.dtype == mx.bool_ and tuple(index.shape) == tuple(x.shape):
             return mx.where(index, self._cast(value, self._tdx(x)), x, stream=self.s)
+        split = self._scalar_bools(x, index)
+        if split is not None:  # written through the array with the bools' axes added, then reshaped back
+            return mx.reshape(self.setitem(*split, value), x.shape, stream=self.s)
         out = mx.array(x)
         out[self._index(x, index)] = self._cast(value, self._tdx(x))
         return out

@@ -35,7 +35,8 @@ def scalar_name(d) -> str:
 
 
 _INT_RANGE = {"uint8": (0, 255), "int8": (-128, 127), "int16": (-2 ** 15, 2 ** 15 - 1),
-              "int32": (-2 ** 31, 2 ** 31 - 1), "int64": (-2 ** 63, 2 ** 63 - 1)}
+              "int32": (-2 ** 31, 2 ** 31 - 1),
+              "int64": (-2 ** 63, 2 ** 63 - 1)}  # mutate: equivalent (past int64, the conversion raises the same)
 _FLOAT_MAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38, "float32": 3.4028234663852886e38,
               "complex64": 3.4028234663852886e38}
 
@@ -319,7 +320,7 @@ class MLXIndexOps:
     def argsort(self, x, dim=-1, descending=False, stable=False):
         return self.sort(x, dim, descending, stable)[1]
 
-    def topk(self, x, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - torch's name
+    def topk(self, x, k, dim, largest, sorted):  # noqa: A002 - torch's name; the facade passes every one
         if x.dtype == mx.bool_:
             raise TdxRuntimeError("topk does not support bool dtypes on CPU")
         self._orderable(x, "topk")
@@ -333,12 +334,12 @@ class MLXIndexOps:
         cut = tuple(slice(0, k) if j == d else slice(None) for j in range(x.ndim))
         return values[cut], idx[cut]
 
-    def unique(self, x, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+    def unique(self, x, sorted, return_inverse, return_counts, dim):  # noqa: A002 - the facade passes every one
         if x.dtype == mx.complex64:
             raise OpDtypeError("\"unique\" not implemented for 'ComplexFloat'")
         arr = self.host_numpy(x)
         if dim is None:
-            vals, inv, counts = np.unique(arr.reshape(-1), return_inverse=True, return_counts=True,
+            vals, inv, counts = np.unique(arr.ravel(), return_inverse=True, return_counts=True,
                                           equal_nan=False)
             inv = inv.reshape(arr.shape)
         else:
@@ -357,7 +358,7 @@ class MLXIndexOps:
             else:
                 vals, inv, counts = np.unique(arr, return_inverse=True, return_counts=True, axis=d,
                                               equal_nan=False)
-                inv = inv.reshape(-1)
+                inv = inv.ravel()
         values = self._cast(mx.array(vals), self._tdx(x))
         inverse = mx.array(inv.astype(np.int64)) if return_inverse else None
         return values, inverse, mx.array(counts.astype(np.int64)) if return_counts else None
@@ -424,7 +425,7 @@ class MLXIndexOps:
         if isinstance(repeats, mx.array):
             if repeats.ndim > 1 or repeats.dtype not in _INDEX:
                 raise TdxRuntimeError("repeat_interleave: repeats must be 0-dim or 1-dim tensor of int32/int64")
-            reps = np.array(repeats).astype(np.int64).reshape(-1)
+            reps = np.array(repeats).astype(np.int64).ravel()
             if reps.size == 1:
                 reps = np.repeat(reps, n)
             if reps.size != n:
@@ -443,7 +444,7 @@ class MLXIndexOps:
             return mx.zeros(shape, x.dtype, stream=self.s)
         return gathered(x, mx.take(x, mx.array(idx), axis=d, stream=self.s))
 
-    def diagonal(self, x, offset=0, dim1=0, dim2=1):
+    def diagonal(self, x, offset, dim1, dim2):
         if x.size == 0:  # MLX's vjp of diagonal traps (SIGFPE) on empty input; the gradient is empty anyway
             x = mx.stop_gradient(x)
         return mx.diagonal(x, offset, dim1, dim2, stream=self.s)
@@ -482,7 +483,7 @@ class MLXIndexOps:
         for name, dims in (("source", src), ("destination", dst)):
             if len(set(dims)) != len(dims):
                 raise TdxRuntimeError(f"movedim: repeated dim in `{name}` ({dims})")
-        if nd == 0:
+        if nd <= 1:  # 0-d and 1-d: moving dims is the identity
             return x
         order = [-1] * nd
         for s, t in zip(src, dst):

@@ -97,51 +97,39 @@ def save(obj, f, pickle_module=None, pickle_protocol=DEFAULT_PROTOCOL, _use_new_
         writer.close()
 
 
-def _contiguous_strides(shape):
-    out, acc = [], 1
-    for n in reversed(shape):
-        out.append(acc)
-        acc *= n
-    return out[::-1]
+
+def _window(t, offset, n, s):
+    """The layout ``(n, s)`` (sizes and strides, strides decreasing) starting ``offset`` elements
+    into the last dimension of ``t``, as view ops of ``t``; None when it does not fit.
+
+    The outermost dimension is a window of ``n[0]`` rows of ``s[0]`` elements (started early when
+    it would run past the end); the rest of the layout is cut out of every row the same way.
+    """
+    length = t.shape[-1]
+    lead = (slice(None),) * (t.ndim - 1)
+    if not n:
+        return t[lead + (offset,)] if offset < length else None
+    if len(n) == 1:
+        last = offset + (n[0] - 1) * s[0]
+        return t[lead + (slice(offset, last + 1, s[0]),)] if last < length else None
+    extent = 1 + sum((k - 1) * st for k, st in zip(n[1:], s[1:]))
+    shift = max(0, offset + n[0] * s[0] - length)  # start the window early when it would overrun
+    if shift > offset or shift + extent > s[0]:
+        return None  # rows overlap, or the inner layout spills out of its row
+    rows = t[lead + (slice(offset - shift, offset - shift + n[0] * s[0]),)].view(*t.shape[:-1], n[0], s[0])
+    return _window(rows, shift, n[1:], s[1:])
 
 
 def _view_of(flat, offset, size, stride):
     """``flat.as_strided(size, stride, offset)`` built from view ops, so it shares ``flat``'s
-    memory; None when the layout cannot be expressed that way (overlaps, odd strides)."""
+    memory; None when the layout cannot be expressed that way (overlapping or negative strides)."""
     real = [d for d in range(len(size)) if size[d] != 1 and stride[d] != 0]
     order = sorted(real, key=lambda d: -stride[d])
-    n = [size[d] for d in order]
-    s = [stride[d] for d in order]
-    total = flat.shape[0]
-    if not order:
-        if offset >= total:
-            return None
-        core = flat[offset:offset + 1].reshape(())
-    elif s == _contiguous_strides(n):
-        span = int(np.prod(n))
-        if offset + span > total:
-            return None
-        core = flat[offset:offset + span].view(*n)
-    elif len(n) == 1:  # a stepped 1-d slice
-        if offset + (n[0] - 1) * s[0] >= total:
-            return None
-        core = flat[offset:offset + (n[0] - 1) * s[0] + 1:s[0]]
-    elif len(n) == 2:  # rows of a wider matrix, stepped columns...: a (rows, row stride) window
-        inner = (n[1] - 1) * s[1] + 1
-        shift = max(0, offset + n[0] * s[0] - total)  # start the window early when it would overrun
-        if inner > s[0] or shift > offset or shift + inner > s[0]:
-            return None
-        start = offset - shift
-        core = flat[start:start + n[0] * s[0]].view(n[0], s[0])[:, shift:shift + inner:s[1]]
-    else:
-        if s[-1] < 1 or any(s[i] % s[i + 1] or s[i] < n[i + 1] * s[i + 1] for i in range(len(s) - 1)):
-            return None
-        padded = [n[0]] + [s[i] // s[i + 1] for i in range(len(s) - 1)] + [s[-1]]
-        span = n[0] * s[0]
-        if offset + span > total:
-            return None
-        core = flat[offset:offset + span].view(*padded)
-        core = core[(slice(None),) + tuple(slice(0, k) for k in n[1:]) + (0,)]
+    if any(stride[d] < 0 for d in real):
+        return None
+    core = _window(flat, offset, [size[d] for d in order], [stride[d] for d in order])
+    if core is None:
+        return None
     if order:
         inverse = sorted(range(len(order)), key=lambda i: order[i])
         core = core.permute(*inverse)
