@@ -238,3 +238,99 @@ def test_quieter_faults_match_torch(device, case):
 def test_numpy_float64_scalar_keeps_its_dtype(device):
     for value in (np.float64(3.0), np.float32(2.0), np.int16(4)):
         assert tdx.tensor(value, device=device).dtype.name == str(torch.tensor(value).dtype).split(".")[1]
+
+
+# 5. Ctrl-C during a write through views: all or nothing -------------------------------------------------
+# A SIGINT handler raises KeyboardInterrupt only between two bytecodes of Python code. Tracing opcodes
+# puts the interrupt at such points deterministically: the state of the family observed at every
+# opcode of the write (one traced run) is the state an interrupt there would leave, and real
+# interrupts raised at a fixed grid of opcodes (every one on cpu) check the unwinding paths too.
+def _family(lib, device=None, grad=False):
+    """A leaf and a root with five views; with ``grad`` the root is a non-leaf of a leaf that requires grad."""
+    leaf = lib.arange(12., **({} if device is None else {"device": device}), requires_grad=grad)
+    x = leaf * 1 if grad else leaf
+    return leaf, [x, x[2:9], x.view(3, 4), x.view(3, 4).t(), x[::3], x.view(3, 4)[1]]
+
+
+_WRITES = [
+    ("add_ through a slice", lambda vs: vs[1].add_(100)),
+    ("setitem through a transpose", lambda vs: vs[3].__setitem__((slice(1, 3), 0), -7.)),
+    ("copy_ into a strided view", lambda vs: vs[4].copy_(vs[5][:4] * 10)),
+]
+
+
+def _traced(fn, on_opcode) -> int:
+    """Run ``fn()`` calling ``on_opcode(n)`` before its ``n``-th bytecode; the count of bytecodes it ran."""
+    count = [0]
+
+    def tracer(frame, event, arg):
+        frame.f_trace_opcodes = True
+        if event == "opcode":
+            count[0] += 1
+            on_opcode(count[0])
+        return tracer
+
+    old = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        fn()
+    finally:
+        sys.settrace(old)
+    return count[0]
+
+
+def _state(views):
+    """What a write may change: each tensor's array and autograd record (by identity)."""
+    return tuple(getattr(v, a, None) for v in views for a in ("_n", "_ag"))
+
+
+def _interrupt_at(k, write, views) -> None:
+    def hit(n):
+        if n == k:
+            raise KeyboardInterrupt
+
+    try:
+        _traced(lambda: write(views), hit)
+    except KeyboardInterrupt:
+        pass
+
+
+@pytest.mark.parametrize("grad", [False, True])
+@pytest.mark.parametrize("case", range(len(_WRITES)))
+def test_interrupted_write_through_views_is_all_or_nothing(device, case, grad):
+    write = _WRITES[case][1]
+    _, ref = _family(torch, grad=grad)
+    before = [v.tolist() for v in ref]
+    with torch.enable_grad() if grad else torch.no_grad():
+        write(ref)
+    after = [v.tolist() for v in ref]
+    assert before != after
+    # every opcode: the family's state is the old one or the new one, never a mix
+    _traced(lambda: write(_family(tdx, device, grad)[1]), lambda n: None)  # lazy imports and caches
+    _, views = _family(tdx, device, grad)
+    first = _state(views)
+    seen = []
+    total = _traced(lambda: write(views), lambda n: seen.append(_state(views)))
+    last = _state(views)
+    mixed = [n for n, st in enumerate(seen, 1)
+             if not all(a is b for a, b in zip(st, first)) and not all(a is b for a, b in zip(st, last))]
+    assert not mixed, f"a mixed state after opcodes {mixed[:5]} of {total}"
+    assert [v.tolist() for v in views] == after
+    # real interrupts: at every opcode on cpu; on MLX at 40 spread over the write and its last 12
+    ks = list(range(1, total + 2)) if total <= 400 else \
+        sorted({1 + (total * i) // 40 for i in range(41)} | set(range(total - 10, total + 2)))
+    outcomes = set()
+    for k in ks:
+        leaf, views = _family(tdx, device, grad)
+        _interrupt_at(k, write, views)
+        state = [v.tolist() for v in views]
+        assert state in (before, after), (k, total, state)
+        outcomes.add(state == after)
+        if grad and k in (ks[0], ks[-1], ks[len(ks) // 2]):  # the history matches the values
+            tleaf, tviews = _family(torch, grad=True)
+            if state == after:
+                write(tviews)
+            sum((v * (i + 1)).sum() for i, v in enumerate(tviews)).backward()
+            sum((v * (i + 1)).sum() for i, v in enumerate(views)).backward()
+            assert leaf.grad.tolist() == tleaf.grad.tolist(), k
+    assert outcomes == {False, True}  # interrupts landed both before and after the commit

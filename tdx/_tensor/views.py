@@ -15,6 +15,7 @@ import a framework at module level.
 
 from __future__ import annotations
 
+import collections
 import functools
 import math
 import weakref
@@ -219,6 +220,9 @@ def write_index(lay: Layout) -> np.ndarray:
 def assign(t, native) -> None:
     """Give ``t`` the value ``native`` (same shape and dtype) as an in-place write torch would make.
 
+    All-or-nothing: every new array is computed first, then the root and its views take theirs
+    in one step that Ctrl-C cannot split (:func:`publish`).
+
     Raises:
         TdxRuntimeError: ``t`` is an expanded view whose elements overlap, as torch refuses.
     """
@@ -228,13 +232,36 @@ def assign(t, native) -> None:
         root = t
         if _views_of(root):
             _check_tape(root)
-        root._n = native
+        new_root = native
     else:
         root = lay.root
         if not lay.detached:  # writes through detach()/.data are untracked by design, as torch's
             _check_tape(root)
-        root._n = _scatter(root._n, native, write_index(lay), ex)
-    _refresh(root)
+        new_root = _scatter(root._n, native, write_index(lay), ex)
+    views = family(root)
+    if not views:
+        root._n = new_root  # one assignment: atomic as it is
+        return
+    updates = [(root, "_n", new_root)]
+    updates += [(v, "_n", _gather(new_root, v._view)) for v in views]
+    publish(updates)
+
+
+def publish(updates) -> None:
+    """``setattr(obj, name, value)`` for every ``(obj, name, value)``, all or none under Ctrl-C.
+
+    Python runs a signal handler (``KeyboardInterrupt``) only between bytecodes of Python code.
+    The assignments run as one C-level loop over slot descriptors (``map(setattr, ...)`` drained
+    by a ``deque``), so no handler can run between two of them; the values they replace are kept
+    alive until all are set, so no finalizer or weakref callback runs in the middle either. A
+    signal that arrives meanwhile is handled right after the last assignment.
+    """
+    objs = [u[0] for u in updates]
+    names = [u[1] for u in updates]
+    values = [u[2] for u in updates]
+    replaced = [getattr(o, n, None) for o, n in zip(objs, names)]
+    collections.deque(map(setattr, objs, names, values), maxlen=0)
+    del replaced
 
 
 def _scatter(root_native, value_native, idx, ex):
@@ -285,17 +312,9 @@ def _gather(root_native, lay):
     return mx.take(flat, mx.array(lay.index_map()) if lay.shape else mx.array(lay.offset), stream=ex.s)
 
 
-def refresh_one(v) -> None:
-    """Recompute view ``v`` from its root."""
-    v._n = _gather(v._view.root._n, v._view)
-
-
-def _refresh(root) -> None:
-    views = family(root)
-    if not views:
-        return
-    for v in views:
-        refresh_one(v)
+def gathered(root_native, v):
+    """The array view ``v`` shows once its root holds ``root_native``."""
+    return _gather(root_native, v._view)
 
 
 def _check_tape(root) -> None:

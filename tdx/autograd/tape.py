@@ -236,25 +236,34 @@ def record_inplace(t, fn, args, kwargs):
     new_args = tuple(old if a is t else a for a in args)
     out = _run_suspended(fn, new_args, kwargs)
     out._ag = Meta(True, Node(fn, new_args, kwargs, _grad_inputs(new_args, kwargs), 1), 0)
+    # everything is computed first and published in one step Ctrl-C cannot split (views.publish)
+    updates = []
     if m is not None and m.retain:  # retain_grad() follows the tensor to its new version, as torch's
-        out._ag.retain, out._ag.grad, m.retain = True, m.grad, False
+        out._ag.retain, out._ag.grad = True, m.grad
+        updates.append((m, "retain", False))
     if lay is None:
-        t._n, t._ag = out._n, out._ag
+        new_root, new_meta = out._n, out._ag
+        updates += [(t, "_n", new_root), (t, "_ag", new_meta)]
     else:
         base = wrap(root._n, root._ex)
         rm = getattr(root, "_ag", None)
         if rm is not None:
             base._ag = rm
         pieces = (base, out, lay)
-        root._n = _run_suspended(_views.copy_slices, pieces, {})._n
-        root._ag = Meta(True, Node(_views.copy_slices, pieces, {}, _grad_inputs(pieces, {}), 1), 0)
+        new_root = _run_suspended(_views.copy_slices, pieces, {})._n
+        new_meta = Meta(True, Node(_views.copy_slices, pieces, {}, _grad_inputs(pieces, {}), 1), 0)
+        updates += [(root, "_n", new_root), (root, "_ag", new_meta)]
     for v in _views.family(root):  # every view shows the new values, read from the new root
-        _views.refresh_one(v)
+        updates.append((v, "_n", _views.gathered(new_root, v)))
         if v._view.detached:  # detach() shares the values, never the history
             continue
-        node = Invalid(_views.multi_view_error(v._view, True)) if v._view.multi is not None else \
-            Node(_views.as_strided, (root, v._view), {}, [root], 1)
-        v._ag = Meta(True, node, 0)
+        if v._view.multi is not None:
+            node = Invalid(_views.multi_view_error(v._view, True))
+        else:  # fed by the root's new version, which is published only below
+            node = Node(_views.as_strided, (root, v._view), {}, [root], 1)
+            node.metas, node.natives = [new_meta], [new_root]
+        updates.append((v, "_ag", Meta(True, node, 0)))
+    _views.publish(updates)
     return t
 
 
