@@ -334,3 +334,76 @@ def test_interrupted_write_through_views_is_all_or_nothing(device, case, grad):
             sum((v * (i + 1)).sum() for i, v in enumerate(views)).backward()
             assert leaf.grad.tolist() == tleaf.grad.tolist(), k
     assert outcomes == {False, True}  # interrupts landed both before and after the commit
+
+
+# 6. self-overlapping writes: torch refuses a partial overlap (assert_no_partial_overlap) -----------------
+_OVERLAPS = {
+    "x[1:].copy_(x[:-1])": lambda x: x[1:].copy_(x[:-1]),
+    "x[:-1].copy_(x[1:])": lambda x: x[:-1].copy_(x[1:]),
+    "x[1:4].copy_(x[2:5])": lambda x: x[1:4].copy_(x[2:5]),
+    "x[1:] = x[:-1]": lambda x: x.__setitem__(slice(1, None), x[:-1]),
+    "x[1:].add_(x[:-1])": lambda x: x[1:].add_(x[:-1]),
+    "x[1:] += x[:-1]": lambda x: x[1:].__iadd__(x[:-1]),
+    "x[1:].mul_(x[:-1])": lambda x: x[1:].mul_(x[:-1]),
+    "transpose onto itself": lambda x: x.view(3, 2).copy_(x.view(2, 3).t()),
+    "x.copy_(x) (full overlap)": lambda x: x.copy_(x),
+    "x[:] = x": lambda x: x.__setitem__(slice(None), x),
+    "x[:3].copy_(x[3:]) (disjoint)": lambda x: x[:3].copy_(x[3:]),
+    "strided, not dense": lambda x: x[::2].copy_(x[1::2]),
+    "x[2:4] = x[0:2]": lambda x: x.__setitem__(slice(2, 4), x[0:2]),
+    "x[1:].copy_(x[:-1].clone())": lambda x: x[1:].copy_(x[:-1].clone()),
+}
+
+
+@pytest.mark.parametrize("grad", [False, True])
+@pytest.mark.parametrize("case", list(_OVERLAPS))
+def test_self_overlapping_writes_as_torch(device, case, grad):
+    def run(lib, **kw):
+        leaf = lib.arange(6., requires_grad=grad, **kw)
+        x = leaf * 1 if grad else leaf
+        _OVERLAPS[case](x)
+        return x
+
+    _same(lambda: run(tdx, device=device), lambda: run(torch))
+
+
+# 7. the fuzz suite's former skips: bool shifts, bitwise ops on floats (empty too), factories with no size
+_DTYPE_REFUSALS = {
+    "bool << bool": lambda L, kw: L.tensor([True, False], **kw) << L.tensor([True, True], **kw),
+    "bool >> bool": lambda L, kw: L.tensor([True, False], **kw).__rshift__(True),
+    "bitwise_left_shift(bool, bool)": lambda L, kw: L.bitwise_left_shift(L.tensor([True], **kw), L.tensor([True], **kw)),
+    "empty bool << empty bool": lambda L, kw: L.tensor([], dtype=L.bool, **kw) << L.tensor([], dtype=L.bool, **kw),
+    "bool << int": lambda L, kw: L.tensor([True, False], **kw) << L.tensor([1, 1], **kw),
+    "bool << 1": lambda L, kw: L.tensor([True, False], **kw) << 1,
+    "int >> bool": lambda L, kw: L.tensor([4, 2], **kw) >> L.tensor([True, False], **kw),
+    "empty float & float": lambda L, kw: L.tensor([], **kw).bitwise_and(L.tensor([], **kw)),
+    "empty float & int": lambda L, kw: L.tensor([], **kw) & L.tensor([1], **kw),
+    "empty (2, 0) float >> int": lambda L, kw: L.zeros(2, 0, **kw) >> L.tensor([[1]], **kw),
+    "empty int << empty float": lambda L, kw: L.tensor([], dtype=L.int64, **kw) << L.tensor([], **kw),
+    "empty float64 | float32": lambda L, kw: L.tensor([], dtype=L.float64, **kw) | L.tensor([1.], **kw),
+    "bitwise_not of empty float": lambda L, kw: L.tensor([], **kw).bitwise_not(),
+    "zeros()": lambda L, kw: L.zeros(**kw),
+    "ones()": lambda L, kw: L.ones(**kw),
+    "empty()": lambda L, kw: L.empty(**kw).shape,
+    "rand()": lambda L, kw: L.rand(**kw).shape,
+    "randn()": lambda L, kw: L.randn(**kw).shape,
+    "zeros(size=(2, 3))": lambda L, kw: L.zeros(size=(2, 3), **kw),
+    "ones(size=[2])": lambda L, kw: L.ones(size=[2], dtype=L.int32, **kw),
+    "rand(size=(2,)).shape": lambda L, kw: L.rand(size=(2,), **kw).shape,
+    "zeros(2, size=(2,))": lambda L, kw: L.zeros(2, size=(2,), **kw),
+    "zeros(())": lambda L, kw: L.zeros((), **kw),
+}
+
+
+@pytest.mark.parametrize("case", list(_DTYPE_REFUSALS))
+def test_dtype_refusals_and_missing_sizes_as_torch(device, case):
+    fn = _DTYPE_REFUSALS[case]
+    _same(lambda: fn(tdx, {"device": device}), lambda: fn(torch, {}))
+    try:
+        fn(torch, {})
+    except NotImplementedError as want:  # the message names torch's kernel and dtype
+        with pytest.raises(NotImplementedError) as got:
+            fn(tdx, {"device": device})
+        assert str(got.value) == str(want)
+    except TypeError:  # checked by _same above
+        pass

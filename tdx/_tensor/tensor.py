@@ -36,6 +36,8 @@ def _operand(t, other, op: str):
 def _binary(name: str, reverse: bool = False):
     # the operand handling is inlined (not _operand): this is the per-op hot path
     def op(self, other):
+        if not self._ex.mutable:  # torch's native ops check it
+            _views.check_overlap(self, (other,))
         if _TAPE[0] and _tape.wants(self, other):
             return _tape.call(op, self, other)
         ex = self._ex
@@ -79,6 +81,8 @@ def _inplace(name: str):
     out_of_place = _binary(name)
 
     def op(self, other):
+        if not self._ex.mutable:  # torch's native ops check it
+            _views.check_overlap(self, (other,))
         if _TAPE[0] and _tape.wants(self, other):
             return _tape.record_inplace(self, out_of_place, (self, other), {})
         ex = self._ex
@@ -445,6 +449,10 @@ class Tensor:
 
     @inline_typed
     def __setitem__(self, index, value) -> None:
+        if value.__class__ is Tensor and not self._ex.mutable:  # torch's native copy_ checks it
+            dest = _views.basic_index(_views.layout_of(self), index)
+            if dest is not None:
+                _views.check_overlap(_views.Layout(_views.layout_of(self).root, *dest), (value,))
         if _TAPE[0] and _tape.wants(self, value):
             _tape.record_inplace(self, _set_copy, (self, index, value), {})
             return

@@ -203,6 +203,48 @@ def view_strides(old_shape, old_strides, new_shape):
 
 
 # writes ------------------------------------------------------------------------------------
+def _dense(lay: Layout) -> bool:
+    """torch's ``is_non_overlapping_and_dense``: the elements fill one gap-free range of the root."""
+    if len(lay.shape) == 1:
+        return lay.shape[0] < 2 or lay.strides[0] == 1
+    need = 1
+    for n, s in sorted(((n, s) for n, s in zip(lay.shape, lay.strides) if n >= 2), key=lambda p: p[1]):
+        if s != need:
+            return False
+        need *= n
+    return True
+
+
+def check_overlap(t, operands) -> None:
+    """Refuse an in-place write into ``t`` from an operand sharing some but not all of its memory.
+
+    torch's rule (``assert_no_partial_overlap``, checked by every in-place elementwise op and
+    ``copy_``): two dense tensors of one storage whose element ranges intersect, unless they
+    span the same range with the same strides. Layouts that are not dense are not checked, as
+    torch's. ``t`` may be a tensor or the :class:`Layout` of an indexed destination.
+
+    Raises:
+        TdxRuntimeError: an operand partially overlaps ``t``.
+    """
+    a = t if t.__class__ is Layout else layout_of(t)
+    if not math.prod(a.shape) or not _dense(a):
+        return
+    a_end = a.offset + math.prod(a.shape)
+    for o in operands:
+        lay = getattr(o, "_view", None)
+        if o is t or (lay is None and o is not a.root):  # a tensor that is no view shares nothing
+            continue
+        b = layout_of(o)
+        if b.root is not a.root or not math.prod(b.shape) or not _dense(b):
+            continue
+        b_end = b.offset + math.prod(b.shape)
+        same = a.offset == b.offset and a_end == b_end
+        if (same and a.strides != b.strides) or (not same and a.offset < b_end and b.offset < a_end):
+            raise TdxRuntimeError("unsupported operation: some elements of the input tensor and the written-to "
+                                  "tensor refer to a single memory location. Please clone() the tensor before "
+                                  "performing the operation.")
+
+
 def write_index(lay: Layout) -> np.ndarray:
     """The flat root positions a write through ``lay`` touches.
 
