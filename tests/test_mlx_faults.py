@@ -407,3 +407,28 @@ def test_dtype_refusals_and_missing_sizes_as_torch(device, case):
         assert str(got.value) == str(want)
     except TypeError:  # checked by _same above
         pass
+
+
+# 8. tensors adopted from torch's negative-bit and conjugate views print, convert and export ------------
+_NEG_VIEWS = {
+    "conj().imag": lambda: torch.tensor([1. + 2j, 3 - 4j]).conj().imag,
+    "_neg_view": lambda: torch._neg_view(torch.tensor([1., 2.5])),
+    "conj()": lambda: torch.tensor([1. + 2j]).conj(),
+    "conj().imag of a 2-d view": lambda: torch.tensor([[1. + 2j, 3 - 4j], [5j, -1]]).conj().imag.t(),
+}
+
+
+@pytest.mark.parametrize("how", ["asarray", "as_tensor", "from_dlpack", "tensor"])
+@pytest.mark.parametrize("case", list(_NEG_VIEWS))
+def test_adopted_negative_bit_views_print(device, case, how):
+    src = _NEG_VIEWS[case]()
+    if how == "from_dlpack":
+        x = tdx.from_dlpack(src).to(device)
+    else:
+        x = getattr(tdx, how)(src, device=device)
+    want = src.resolve_conj().resolve_neg()
+    assert x.tolist() == want.tolist()
+    assert repr(x).replace(f", device='{device}'", "").replace("tdx.", "torch.") == repr(src)
+    assert np.asarray(x).tolist() == want.tolist()
+    assert x.numpy(force=True).tolist() == want.tolist()
+    assert (-x).tolist() == (-src).tolist()
