@@ -226,7 +226,20 @@ _QUIET = [
     (lambda D: tdx.tensor([1], device=D).repeat(2**40, 2**40), lambda: torch.tensor([1]).repeat(2**40, 2**40)),
     (lambda D: tdx.arange(0, math.inf, device=D), lambda: torch.arange(0, math.inf)),
     (lambda D: tdx.tensor([2**63], device=D), lambda: torch.tensor([2**63])),
+    # a NumPy array whose strides are not whole elements (a record field): torch's ValueError, never bad_cast
+    (lambda D: tdx.tensor(_record()["a"], device=D), lambda: torch.tensor(_record()["a"])),
+    (lambda D: tdx.as_tensor(_record()["a"], device=D), lambda: torch.as_tensor(_record()["a"])),
+    (lambda D: tdx.asarray(_record()["a"], device=D), lambda: torch.asarray(_record()["a"])),
+    (lambda D: tdx.from_numpy(_record()["a"]), lambda: torch.from_numpy(_record()["a"])),
+    (lambda D: tdx.tensor(_record()["a"].copy(), device=D), lambda: torch.tensor(_record()["a"].copy())),
+    (lambda D: tdx.tensor(_record()["b"], device=D), lambda: torch.tensor(_record()["b"])),
 ]
+
+
+def _record():
+    rec = np.zeros(3, dtype=[("a", "<i4"), ("b", "u1")])
+    rec["a"], rec["b"] = [1, -2, 3], [4, 5, 6]
+    return rec
 
 
 @pytest.mark.parametrize("case", range(len(_QUIET)))

@@ -28,8 +28,21 @@ def _ex_dtype(device, dtype):
     return backends.get(device), (None if dtype is None else D.as_dtype(dtype))
 
 
+def _check_strides(data) -> None:
+    """torch's refusal of a NumPy array whose strides are not whole elements (a field of a record array).
+
+    Raises:
+        TdxValueError: such an array.
+    """
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(data, np.ndarray) and any(s % data.itemsize for s in data.strides):
+        raise TdxValueError("given numpy array strides not a multiple of the element byte size. Copy the numpy "
+                            "array to reallocate the memory.")
+
+
 def tensor(data, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     """A new tensor copying ``data`` (nested lists, scalars, NumPy arrays, tensors)."""
+    _check_strides(data)
     ex, dtype = _ex_dtype(device, dtype)
     if isinstance(data, Tensor):
         out = data.to(ex.device).clone()
@@ -45,6 +58,7 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
     if isinstance(data, Tensor):
         out = data if device is None else data.to(device)
         return out if dtype is None else out.to(D.as_dtype(dtype))
+    _check_strides(data)
     ex, dtype = _ex_dtype(device, dtype)
     from ..interop import adopt, exchangeable
 
