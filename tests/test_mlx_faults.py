@@ -273,14 +273,14 @@ _WRITES = [
 
 
 def _traced(fn, on_opcode) -> int:
-    """Run ``fn()`` calling ``on_opcode(n)`` before its ``n``-th bytecode; the count of bytecodes it ran."""
+    """Run ``fn()`` calling ``on_opcode(n, frame)`` before its ``n``-th bytecode; the count of bytecodes it ran."""
     count = [0]
 
     def tracer(frame, event, arg):
         frame.f_trace_opcodes = True
         if event == "opcode":
             count[0] += 1
-            on_opcode(count[0])
+            on_opcode(count[0], frame)
         return tracer
 
     old = sys.gettrace()
@@ -297,15 +297,38 @@ def _state(views):
     return tuple(getattr(v, a, None) for v in views for a in ("_n", "_ag"))
 
 
-def _interrupt_at(k, write, views) -> None:
-    def hit(n):
-        if n == k:
+def _interrupt(write, views, when) -> None:
+    """Run ``write(views)``, raising KeyboardInterrupt before the first bytecode where ``when(n, frame)``."""
+    def hit(n, frame):
+        if when(n, frame):
             raise KeyboardInterrupt
 
     try:
         _traced(lambda: write(views), hit)
     except KeyboardInterrupt:
         pass
+
+
+def _around_commit():
+    """Two interrupt points: the first bytecode of the commit step (views.publish), and the first after it."""
+    from tdx._tensor import views as tdx_views
+
+    code = tdx_views.publish.__code__
+    inside = {"entered": False}
+
+    def at_start(n, frame):
+        return frame.f_code is code
+
+    def just_after(n, frame):
+        f = frame
+        while f is not None and f.f_code is not code:
+            f = f.f_back
+        if f is not None:  # publish (or a comprehension inside it) is running
+            inside["entered"] = True
+            return False
+        return inside["entered"]
+
+    return at_start, just_after
 
 
 @pytest.mark.parametrize("grad", [False, True])
@@ -319,34 +342,39 @@ def test_interrupted_write_through_views_is_all_or_nothing(device, case, grad):
     after = [v.tolist() for v in ref]
     assert before != after
     # every opcode: the family's state is the old one or the new one, never a mix
-    _traced(lambda: write(_family(tdx, device, grad)[1]), lambda n: None)  # lazy imports and caches
+    _traced(lambda: write(_family(tdx, device, grad)[1]), lambda n, frame: None)  # lazy imports and caches
     _, views = _family(tdx, device, grad)
     first = _state(views)
     seen = []
-    total = _traced(lambda: write(views), lambda n: seen.append(_state(views)))
+    total = _traced(lambda: write(views), lambda n, frame: seen.append(_state(views)))
     last = _state(views)
     mixed = [n for n, st in enumerate(seen, 1)
              if not all(a is b for a, b in zip(st, first)) and not all(a is b for a, b in zip(st, last))]
     assert not mixed, f"a mixed state after opcodes {mixed[:5]} of {total}"
     assert [v.tolist() for v in views] == after
-    # real interrupts: at every opcode on cpu; on MLX at 40 spread over the write and its last 12
-    ks = list(range(1, total + 2)) if total <= 400 else \
-        sorted({1 + (total * i) // 40 for i in range(41)} | set(range(total - 10, total + 2)))
-    outcomes = set()
-    for k in ks:
+    # real interrupts: at every opcode on cpu; on MLX at 40 spread over the write and around the commit
+    whens = [lambda n, frame, k=k: n == k for k in
+             (range(1, total + 2) if total <= 400 else sorted({1 + (total * i) // 40 for i in range(41)}))]
+    if total > 400:
+        at_start, just_after = _around_commit()
+        whens += [at_start, just_after]
+    outcomes = []
+    for k, when in enumerate(whens):
         leaf, views = _family(tdx, device, grad)
-        _interrupt_at(k, write, views)
+        _interrupt(write, views, when)
         state = [v.tolist() for v in views]
         assert state in (before, after), (k, total, state)
-        outcomes.add(state == after)
-        if grad and k in (ks[0], ks[-1], ks[len(ks) // 2]):  # the history matches the values
+        outcomes.append(state == after)
+        if grad and k in (0, len(whens) - 1, len(whens) - 2, len(whens) // 2):  # the history matches the values
             tleaf, tviews = _family(torch, grad=True)
             if state == after:
                 write(tviews)
             sum((v * (i + 1)).sum() for i, v in enumerate(tviews)).backward()
             sum((v * (i + 1)).sum() for i, v in enumerate(views)).backward()
             assert leaf.grad.tolist() == tleaf.grad.tolist(), k
-    assert outcomes == {False, True}  # interrupts landed both before and after the commit
+    assert outcomes[0] is False and True in outcomes  # interrupts landed both before and after the commit
+    if total > 400:
+        assert outcomes[-2:] == [False, True]
 
 
 # 6. self-overlapping writes: torch refuses a partial overlap (assert_no_partial_overlap) -----------------

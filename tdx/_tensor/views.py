@@ -226,16 +226,23 @@ def check_overlap(t, operands) -> None:
     Raises:
         TdxRuntimeError: an operand partially overlaps ``t``.
     """
-    a = t if t.__class__ is Layout else layout_of(t)
-    if not math.prod(a.shape) or not _dense(a):
-        return
-    a_end = a.offset + math.prod(a.shape)
+    if t.__class__ is Layout:
+        root = t.root
+    else:
+        lay = getattr(t, "_view", None)
+        root = t if lay is None else lay.root
+    a = None
     for o in operands:
         lay = getattr(o, "_view", None)
-        if o is t or (lay is None and o is not a.root):  # a tensor that is no view shares nothing
+        if o is t or (o if lay is None else lay.root) is not root:  # the same tensor, or other memory
             continue
+        if a is None:
+            a = t if t.__class__ is Layout else layout_of(t)
+            if not math.prod(a.shape) or not _dense(a):
+                return
+            a_end = a.offset + math.prod(a.shape)
         b = layout_of(o)
-        if b.root is not a.root or not math.prod(b.shape) or not _dense(b):
+        if not math.prod(b.shape) or not _dense(b):
             continue
         b_end = b.offset + math.prod(b.shape)
         same = a.offset == b.offset and a_end == b_end
