@@ -450,7 +450,7 @@ class Tensor:
     @inline_typed
     def __setitem__(self, index, value) -> None:
         if value.__class__ is Tensor and not self._ex.mutable:  # torch's native copy_ checks it
-            dest = _views.basic_index(_views.layout_of(self), index)
+            dest = _views.written_layout(self, index)
             if dest is not None:
                 _views.check_overlap(_views.Layout(_views.layout_of(self).root, *dest), (value,))
         if _TAPE[0] and _tape.wants(self, value):

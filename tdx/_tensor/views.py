@@ -215,6 +215,27 @@ def _dense(lay: Layout) -> bool:
     return True
 
 
+def written_layout(t, index):
+    """The layout ``t[index] = value`` writes for a valid basic index; None for any other index."""
+    lay = layout_of(t)
+    items = index if isinstance(index, tuple) else (index,)
+    if not all(i is None or i is Ellipsis or isinstance(i, slice) or (isinstance(i, int) and not isinstance(i, bool))
+               for i in items):
+        return None
+    consumed = sum(1 for i in items if i is not None and i is not Ellipsis)
+    if consumed > len(lay.shape) or sum(1 for i in items if i is Ellipsis) > 1:
+        return None  # the write itself raises torch's IndexError
+    d = 0
+    for it in items:
+        if it is Ellipsis:
+            d += len(lay.shape) - consumed
+        elif it is not None:
+            if isinstance(it, int) and not -lay.shape[d] <= it < lay.shape[d]:
+                return None
+            d += 1
+    return basic_index(lay, index)
+
+
 def check_overlap(t, operands) -> None:
     """Refuse an in-place write into ``t`` from an operand sharing some but not all of its memory.
 
