@@ -393,6 +393,9 @@ _OVERLAPS = {
     "strided, not dense": lambda x: x[::2].copy_(x[1::2]),
     "x[2:4] = x[0:2]": lambda x: x.__setitem__(slice(2, 4), x[0:2]),
     "x[1:].copy_(x[:-1].clone())": lambda x: x[1:].copy_(x[:-1].clone()),
+    "out of place: x[1:] + x[:-1]": lambda x: x[:-1].add(x[1:] + x[:-1]),
+    "out of place: m @ m.T": lambda x: x.view(2, 3) @ x.view(2, 3).T,
+    "out of place: m * m.T.T": lambda x: x.view(2, 3) * x.view(3, 2).T,
 }
 
 
