@@ -198,7 +198,7 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)
         UnsupportedOpError: ``stride`` is not the contiguous stride of ``size``.
     """
     _contiguous_stride(size, stride, "empty_strided")
-    return empty(*size, dtype=dtype, device=device, requires_grad=requires_grad)
+    return empty(tuple(size), dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def _contiguous_stride(size, stride, op):
@@ -347,7 +347,7 @@ class CreationMethods:
     def new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=False):
         """An uninitialized tensor of ``size`` with the contiguous ``stride``, this tensor's dtype and device."""
         _contiguous_stride(size, stride, "new_empty_strided")
-        return empty(*size, requires_grad=requires_grad, **self._like(dtype, device))
+        return empty(tuple(size), requires_grad=requires_grad, **self._like(dtype, device))
 
     def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
         """``fill_value`` everywhere in ``size``, with this tensor's dtype and device unless given."""
