@@ -53,7 +53,7 @@ class device:
                 if suffix not in _MLX_KINDS:
                     raise InvalidDeviceError(f"Invalid MLX device {type!r}; accepted: 'mlx', 'mlx:gpu', 'mlx:cpu'")
                 kind = suffix
-            elif suffix.isdigit():
+            elif suffix.isascii() and suffix.isdigit() and len(suffix) < 20:  # '²' is a digit to str only
                 index = int(suffix)
             else:
                 raise InvalidDeviceError(f"Invalid device string: {type!r}; accepted: {_ACCEPTED}")

@@ -12,7 +12,10 @@ check device availability (that belongs to ``tdx.backends``).
 
 from __future__ import annotations
 
+import errno
 import os
+import reprlib
+import stat
 import sys
 from pathlib import Path
 
@@ -37,7 +40,7 @@ def _check_device(value, allow_auto=False):
         return None
     try:
         _device(value)
-    except InvalidDeviceError:
+    except (InvalidDeviceError, ValueError):
         return f"unknown device; allowed: {DEVICE_HELP if allow_auto else DEVICE_HELP[8:]}"
     return None
 
@@ -48,7 +51,7 @@ def _check_device_list(value):
     for item in value:
         err = _check_device(item)
         if err:
-            return f"entry {item!r}: {err}"
+            return f"entry {short(item)}: {err}"
     return None
 
 
@@ -59,7 +62,7 @@ def _check_device_map(value):
         for item in (k, v):
             err = _check_device(item)
             if err:
-                return f"entry {item!r}: {err}"
+                return f"entry {short(item)}: {err}"
     return None
 
 
@@ -67,9 +70,12 @@ def _check_bool(value):
     return None if isinstance(value, bool) else "expected true or false"
 
 
+MAX_THREADS = 2**31 - 1  # torch.set_num_threads takes a C int
+
+
 def _check_threads(value):
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        return "expected a positive integer"
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_THREADS:
+        return f"expected a positive integer, at most {MAX_THREADS} (what torch.set_num_threads takes)"
     return None
 
 
@@ -78,7 +84,7 @@ def _check_priority(value):
         return f"expected a list of kernel names from {', '.join(SDPA_KERNELS)}"
     bad = [v for v in value if v not in SDPA_KERNELS]
     if bad:
-        return f"unknown kernel {bad[0]!r}; allowed: {', '.join(SDPA_KERNELS)}"
+        return f"unknown kernel {short(bad[0])}; allowed: {', '.join(SDPA_KERNELS)}"
     return None
 
 
@@ -99,6 +105,20 @@ SCHEMA = {
 _SECTIONS = {"attention", "backends", "backends.torch", "backends.mlx", "run"}
 
 
+_SHORT = 80  # characters of a bad value an error message shows
+
+
+def short(value) -> str:
+    """``repr(value)`` cut to about 80 characters, safe for huge or deeply nested values."""
+    if isinstance(value, str):
+        text = repr(value[:_SHORT + 1])
+    else:
+        brief = reprlib.Repr()
+        brief.maxlevel, brief.maxstring, brief.maxother = 3, _SHORT, _SHORT
+        text = brief.repr(value)
+    return text if len(text) <= _SHORT else text[:_SHORT] + "..."
+
+
 def _flatten(table: dict, where: str, prefix: str = "") -> dict:
     """Validate a parsed TOML table and flatten it to dotted keys."""
     out = {}
@@ -107,7 +127,7 @@ def _flatten(table: dict, where: str, prefix: str = "") -> dict:
         if dotted in SCHEMA:
             err = SCHEMA[dotted][0](value)
             if err:
-                raise ConfigError(f"{where}: key '{dotted}' has bad value {value!r}: {err}")
+                raise ConfigError(f"{where}: key '{dotted}' has bad value {short(value)}: {err}")
             out[dotted] = value
         elif dotted in _SECTIONS and isinstance(value, dict):
             out.update(_flatten(value, where, dotted + "."))
@@ -115,20 +135,52 @@ def _flatten(table: dict, where: str, prefix: str = "") -> dict:
             allowed = sorted(SCHEMA)
             import difflib  # only for this message
 
-            near = difflib.get_close_matches(dotted, allowed, n=1)
+            near = difflib.get_close_matches(dotted, allowed, n=1) if len(dotted) < 200 else []
             hint = f" (did you mean '{near[0]}'?)" if near else ""
-            raise ConfigError(f"{where}: unknown key '{dotted}'{hint}; allowed keys: {', '.join(allowed)}")
+            raise ConfigError(f"{where}: unknown key {short(dotted)}{hint}; allowed keys: {', '.join(allowed)}")
     return out
 
 
-def _read_toml(path: Path) -> dict:
+def _read_toml(path: Path, where=None) -> dict:
+    """Parse ``path``; every failure is a ConfigError naming the file (``where`` if given)."""
+    where = where or str(path)
+    _check_regular(path, where)
+    if os.path.realpath(path) == os.devnull:
+        return {}  # TDX_CONFIG=/dev/null: no settings, the usual way to switch a config file off
     try:
         with open(path, "rb") as f:
-            return tomllib.load(f)
+            data = f.read()
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise ConfigError(f"{where}: not valid UTF-8 (byte {data[e.start]:#04x} at line {line}, "
+                          f"offset {e.start}); TOML files are UTF-8") from None
     except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{path}: not valid TOML: {e}") from None
+        raise ConfigError(f"{where}: not valid TOML: {e}") from None
+    except RecursionError:
+        raise ConfigError(f"{where}: values are nested too deeply to parse") from None
     except OSError as e:
-        raise ConfigError(f"{path}: cannot be read: {e.strerror}") from None
+        raise ConfigError(f"{where}: cannot be read: {e.strerror}") from None
+
+
+def _check_regular(path: Path, where: str) -> None:
+    """Refuse what is there but cannot be a config file: a directory, a dangling link, a link loop."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as e:
+        if os.path.islink(path):
+            why = "a symlink loop" if e.errno == errno.ELOOP else f"a symlink to {os.readlink(path)!r}, which does not exist"
+            raise ConfigError(f"{where}: is {why}") from None
+        raise ConfigError(f"{where}: cannot be read: {e.strerror}") from None
+    if stat.S_ISDIR(mode):
+        raise ConfigError(f"{where}: is a directory, not a TOML file")
+    if not stat.S_ISREG(mode) and os.path.realpath(path) != os.devnull:
+        raise ConfigError(f"{where}: is not a regular file (a device, socket or pipe); expected a TOML file")
+
+
+def _present(path: Path) -> bool:
+    """Whether anything (even a dangling symlink) sits at ``path``."""
+    return os.path.lexists(path)
 
 
 def _nearest_pyproject(start: Path):
@@ -149,37 +201,40 @@ def sources(cwd=None) -> list:
     cwd = Path(cwd or os.getcwd())
     layers = [(BUILTIN, {k: v[1] for k, v in SCHEMA.items()})]
     user = _user_file()
-    if user.is_file():
+    if _present(user):
         layers.append((str(user), _flatten(_read_toml(user), str(user))))
     pyproject = _nearest_pyproject(cwd)
     if pyproject is not None:
-        table = _read_toml(pyproject).get("tool", {}).get("tdx")
+        tool = _read_toml(pyproject).get("tool", {})
+        if not isinstance(tool, dict):
+            raise ConfigError(f"{pyproject}: key 'tool' has bad value {short(tool)}: expected a table")
+        table = tool.get("tdx")
         if table is not None:
             where = f"{pyproject} [tool.tdx]"
             if not isinstance(table, dict):
-                raise ConfigError(f"{where}: expected a table")
+                raise ConfigError(f"{where}: bad value {short(table)}: expected a table")
             layers.append((where, _flatten(table, where)))
     local = cwd / "tdx.toml"
-    if local.is_file():
+    if _present(local):
         layers.append((str(local), _flatten(_read_toml(local), str(local))))
     env_file = os.environ.get("TDX_CONFIG")
     if env_file:
         path = Path(env_file)
-        if not path.is_file():
-            raise ConfigError(f"TDX_CONFIG: file {env_file!r} does not exist")
-        where = f"{path} (TDX_CONFIG)"
-        layers.append((where, _flatten(_read_toml(path), where)))
+        where = f"{env_file if len(env_file) <= 4096 else short(env_file)} (TDX_CONFIG)"  # PATH_MAX
+        if not _present(path):
+            raise ConfigError(f"{where}: no such file")
+        layers.append((where, _flatten(_read_toml(path, where), where)))
     env_dev = os.environ.get("TDX_DEVICE")
     if env_dev:
         err = _check_device(env_dev, allow_auto=True)
         if err:
-            raise ConfigError(f"environment variable TDX_DEVICE has bad value {env_dev!r}: {err}")
+            raise ConfigError(f"environment variable TDX_DEVICE has bad value {short(env_dev)}: {err}")
         layers.append(("TDX_DEVICE", {"default_device": env_dev}))
     run_dev = os.environ.get("TDX_RUN_DEVICE")
     if run_dev:
         err = _check_device(run_dev)
         if err:
-            raise ConfigError(f"environment variable TDX_RUN_DEVICE has bad value {run_dev!r}: {err}")
+            raise ConfigError(f"environment variable TDX_RUN_DEVICE has bad value {short(run_dev)}: {err}")
         layers.append(("TDX_RUN_DEVICE", {"run.device": run_dev}))
     return layers
 

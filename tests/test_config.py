@@ -313,3 +313,95 @@ def test_env_device_auto_is_accepted(tmp_path, monkeypatch):
     monkeypatch.setenv("TDX_DEVICE", "auto")
     cfg = config.Config(config.sources(tmp_path))
     assert cfg["default_device"] == "auto" and cfg.origin["default_device"] == "TDX_DEVICE"
+
+
+def _config_error(tmp_path, monkeypatch, env=None) -> str:
+    """The message of the ConfigError reading the config in ``tmp_path`` raises."""
+    for k, v in (env or {}).items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    with pytest.raises(tdx.ConfigError) as info:
+        config.sources(tmp_path)
+    assert isinstance(info.value, ValueError)
+    return str(info.value)
+
+
+@pytest.mark.parametrize("make, needle", [
+    (lambda p: p.symlink_to(p.parent / "missing.toml"), "a symlink to"),
+    (lambda p: p.symlink_to(p), "a symlink loop"),
+    (lambda p: p.mkdir(), "is a directory"),
+])
+def test_tdx_toml_that_is_no_file_is_refused_not_ignored(tmp_path, monkeypatch, make, needle):
+    for k in ("TDX_DEVICE", "TDX_CONFIG"):
+        monkeypatch.delenv(k, raising=False)
+    make(tmp_path / "tdx.toml")
+    msg = _config_error(tmp_path, monkeypatch)
+    assert msg.startswith(str(tmp_path / "tdx.toml")) and needle in msg, msg
+
+
+def test_tdx_config_env_names_what_is_wrong(tmp_path, monkeypatch):
+    monkeypatch.delenv("TDX_DEVICE", raising=False)
+    msg = _config_error(tmp_path, monkeypatch, {"TDX_CONFIG": str(tmp_path)})
+    assert "(TDX_CONFIG)" in msg and "is a directory" in msg and "does not exist" not in msg, msg
+    msg = _config_error(tmp_path, monkeypatch, {"TDX_CONFIG": str(tmp_path / "nope.toml")})
+    assert "nope.toml (TDX_CONFIG): no such file" in msg, msg
+    monkeypatch.setenv("TDX_CONFIG", os.devnull)  # the usual way to say "no config file": no settings
+    assert config.Config(config.sources(tmp_path)).values["default_device"] == "auto"
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("tool = 1\n", "pyproject.toml: key 'tool' has bad value 1: expected a table"),
+    ("[tool]\ntdx = 2\n", "pyproject.toml [tool.tdx]: bad value 2: expected a table"),
+])
+def test_pyproject_tool_that_is_no_table(tmp_path, monkeypatch, text, needle):
+    for k in ("TDX_DEVICE", "TDX_CONFIG"):
+        monkeypatch.delenv(k, raising=False)
+    (tmp_path / "pyproject.toml").write_text(text)
+    assert needle in _config_error(tmp_path, monkeypatch)
+
+
+@pytest.mark.parametrize("data, needle", [
+    (b'default_device = "cpu\xff"\n', "not valid UTF-8 (byte 0xff at line 1"),
+    (b"x = " + b"[" * 100_000 + b"\n", "nested too deeply"),
+    (b"[backends.torch]\nnum_threads = 9223372036854775807\n", "at most 2147483647"),
+    (b"fallback = [" + b"[" * 100 + b"]" * 100 + b"]\n", "entry [[[[...]]]]: expected a device string"),
+])
+def test_unreadable_or_unusable_files_name_the_file(tmp_path, monkeypatch, data, needle):
+    for k in ("TDX_DEVICE", "TDX_CONFIG"):
+        monkeypatch.delenv(k, raising=False)
+    (tmp_path / "tdx.toml").write_bytes(data)
+    msg = _config_error(tmp_path, monkeypatch)
+    assert msg.startswith(str(tmp_path / "tdx.toml")) and needle in msg, msg[:300]
+
+
+def test_largest_thread_count_torch_takes_is_accepted(tmp_path, monkeypatch):
+    torch = pytest.importorskip("torch")
+    (tmp_path / "tdx.toml").write_text("[backends.torch]\nnum_threads = 2147483647\n")
+    assert _layers(tmp_path, monkeypatch)["backends.torch.num_threads"] == 2**31 - 1
+    with pytest.raises((ValueError, RuntimeError)):
+        torch.set_num_threads(2**31)  # the first value refused: the bound is torch's
+
+
+def test_huge_bad_values_are_cut_short(tmp_path, monkeypatch):
+    monkeypatch.delenv("TDX_CONFIG", raising=False)
+    big = "x" * 20_000_000
+    (tmp_path / "tdx.toml").write_text(f'default_device = "{big}"\n')
+    msg = _config_error(tmp_path, monkeypatch)
+    assert "'default_device' has bad value 'xxxx" in msg and "..." in msg and len(msg) < 400, msg[:500]
+    (tmp_path / "tdx.toml").unlink()
+    msg = _config_error(tmp_path, monkeypatch, {"TDX_DEVICE": "cuda:" + big})
+    assert "TDX_DEVICE has bad value 'cuda:xxx" in msg and len(msg) < 400, msg[:500]
+
+
+@pytest.mark.parametrize("value", ["cuda:²", "cuda:٣", "cuda:" + "9" * 5000])
+def test_env_device_with_non_ascii_or_huge_index(tmp_path, monkeypatch, value):
+    monkeypatch.delenv("TDX_CONFIG", raising=False)
+    msg = _config_error(tmp_path, monkeypatch, {"TDX_DEVICE": value})
+    assert "TDX_DEVICE has bad value" in msg and "unknown device" in msg and len(msg) < 400, msg
+    if len(value) < 10:
+        torch = pytest.importorskip("torch")
+        with pytest.raises(RuntimeError, match="Invalid device string"):
+            torch.device(value)  # torch refuses these too
+        with pytest.raises(tdx.InvalidDeviceError):
+            tdx.device(value)

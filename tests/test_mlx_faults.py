@@ -7,6 +7,7 @@ before run in a subprocess, so a crash fails one test instead of the run.
 
 from __future__ import annotations
 
+import gc
 import math
 import os
 import subprocess
@@ -226,7 +227,20 @@ _QUIET = [
     (lambda D: tdx.tensor([1], device=D).repeat(2**40, 2**40), lambda: torch.tensor([1]).repeat(2**40, 2**40)),
     (lambda D: tdx.arange(0, math.inf, device=D), lambda: torch.arange(0, math.inf)),
     (lambda D: tdx.tensor([2**63], device=D), lambda: torch.tensor([2**63])),
+    # a NumPy array whose strides are not whole elements (a record field): torch's ValueError, never bad_cast
+    (lambda D: tdx.tensor(_record()["a"], device=D), lambda: torch.tensor(_record()["a"])),
+    (lambda D: tdx.as_tensor(_record()["a"], device=D), lambda: torch.as_tensor(_record()["a"])),
+    (lambda D: tdx.asarray(_record()["a"], device=D), lambda: torch.asarray(_record()["a"])),
+    (lambda D: tdx.from_numpy(_record()["a"]), lambda: torch.from_numpy(_record()["a"])),
+    (lambda D: tdx.tensor(_record()["a"].copy(), device=D), lambda: torch.tensor(_record()["a"].copy())),
+    (lambda D: tdx.tensor(_record()["b"], device=D), lambda: torch.tensor(_record()["b"])),
 ]
+
+
+def _record():
+    rec = np.zeros(3, dtype=[("a", "<i4"), ("b", "u1")])
+    rec["a"], rec["b"] = [1, -2, 3], [4, 5, 6]
+    return rec
 
 
 @pytest.mark.parametrize("case", range(len(_QUIET)))
@@ -238,3 +252,233 @@ def test_quieter_faults_match_torch(device, case):
 def test_numpy_float64_scalar_keeps_its_dtype(device):
     for value in (np.float64(3.0), np.float32(2.0), np.int16(4)):
         assert tdx.tensor(value, device=device).dtype.name == str(torch.tensor(value).dtype).split(".")[1]
+
+
+# 5. Ctrl-C during a write through views: all or nothing -------------------------------------------------
+# A SIGINT handler raises KeyboardInterrupt only between two bytecodes of Python code. Tracing opcodes
+# puts the interrupt at such points deterministically: the state of the family observed at every
+# opcode of the write (one traced run) is the state an interrupt there would leave, and real
+# interrupts raised at a fixed grid of opcodes (every one on cpu) check the unwinding paths too.
+def _family(lib, device=None, grad=False):
+    """A leaf and a root with five views; with ``grad`` the root is a non-leaf of a leaf that requires grad."""
+    leaf = lib.arange(12., **({} if device is None else {"device": device}), requires_grad=grad)
+    x = leaf * 1 if grad else leaf
+    return leaf, [x, x[2:9], x.view(3, 4), x.view(3, 4).t(), x[::3], x.view(3, 4)[1]]
+
+
+_WRITES = [
+    ("add_ through a slice", lambda vs: vs[1].add_(100)),
+    ("setitem through a transpose", lambda vs: vs[3].__setitem__((slice(1, 3), 0), -7.)),
+    ("copy_ into a strided view", lambda vs: vs[4].copy_(vs[5][:4] * 10)),
+]
+
+
+def _traced(fn, on_opcode) -> int:
+    """Run ``fn()`` calling ``on_opcode(n, frame)`` before its ``n``-th bytecode; the count of bytecodes it ran."""
+    count = [0]
+
+    def tracer(frame, event, arg):
+        frame.f_trace_opcodes = True
+        if event == "opcode":
+            count[0] += 1
+            on_opcode(count[0], frame)
+        return tracer
+
+    old = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        fn()
+    finally:
+        sys.settrace(old)
+    return count[0]
+
+
+def _state(views):
+    """What a write may change: each tensor's array and autograd record (by identity)."""
+    return tuple(getattr(v, a, None) for v in views for a in ("_n", "_ag"))
+
+
+def _interrupt(write, views, when) -> None:
+    """Run ``write(views)``, raising KeyboardInterrupt before the first bytecode where ``when(n, frame)``."""
+    def hit(n, frame):
+        if when(n, frame):
+            raise KeyboardInterrupt
+
+    try:
+        _traced(lambda: write(views), hit)
+    except KeyboardInterrupt:
+        pass
+
+
+def _around_commit():
+    """Two interrupt points: the first bytecode of the commit step (views.publish), and the first after it."""
+    from tdx._tensor import views as tdx_views
+
+    code = tdx_views.publish.__code__
+    inside = {"entered": False}
+
+    def at_start(n, frame):
+        return frame.f_code is code
+
+    def just_after(n, frame):
+        f = frame
+        while f is not None and f.f_code is not code:
+            f = f.f_back
+        if f is not None:  # publish (or a comprehension inside it) is running
+            inside["entered"] = True
+            return False
+        return inside["entered"]
+
+    return at_start, just_after
+
+
+@pytest.mark.parametrize("grad", [False, True])
+@pytest.mark.parametrize("case", range(len(_WRITES)))
+def test_interrupted_write_through_views_is_all_or_nothing(device, case, grad):
+    with tdx.enable_grad(), torch.enable_grad():  # whatever grad mode an earlier test left behind
+        _interrupted_write_check(device, _WRITES[case][1], grad)
+
+
+def _interrupted_write_check(device, write, grad):
+    gc.collect()
+    _, ref = _family(torch, grad=grad)
+    before = [v.tolist() for v in ref]
+    with torch.enable_grad() if grad else torch.no_grad():
+        write(ref)
+    after = [v.tolist() for v in ref]
+    assert before != after
+    # every opcode: the family's state is the old one or the new one, never a mix
+    _traced(lambda: write(_family(tdx, device, grad)[1]), lambda n, frame: None)  # lazy imports and caches
+    _, views = _family(tdx, device, grad)
+    first = _state(views)
+    seen = []
+    total = _traced(lambda: write(views), lambda n, frame: seen.append(_state(views)))
+    last = _state(views)
+    mixed = [n for n, st in enumerate(seen, 1)
+             if not all(a is b for a, b in zip(st, first)) and not all(a is b for a, b in zip(st, last))]
+    assert not mixed, f"a mixed state after opcodes {mixed[:5]} of {total}"
+    assert [v.tolist() for v in views] == after
+    # real interrupts: at every opcode on cpu; on MLX at 40 spread over the write and around the commit
+    immutable = not views[0]._ex.mutable  # MLX: the write commits in views.publish
+    whens = [lambda n, frame, k=k: n == k for k in
+             (range(1, total + 2) if total <= 1000 else sorted({1 + (total * i) // 40 for i in range(41)}))]
+    if immutable:
+        whens += list(_around_commit())
+    outcomes = []
+    for k, when in enumerate(whens):
+        leaf, views = _family(tdx, device, grad)
+        _interrupt(write, views, when)
+        state = [v.tolist() for v in views]
+        assert state in (before, after), (k, total, state)
+        outcomes.append(state == after)
+        if grad and k in (0, len(whens) - 1, len(whens) - 2, len(whens) // 2):  # the history matches the values
+            tleaf, tviews = _family(torch, grad=True)
+            if state == after:
+                write(tviews)
+            sum((v * (i + 1)).sum() for i, v in enumerate(tviews)).backward()
+            sum((v * (i + 1)).sum() for i, v in enumerate(views)).backward()
+            assert leaf.grad.tolist() == tleaf.grad.tolist(), k
+    assert outcomes[0] is False and True in outcomes  # interrupts landed both before and after the commit
+    if immutable:
+        assert outcomes[-2:] == [False, True]
+
+
+# 6. self-overlapping writes: torch refuses a partial overlap (assert_no_partial_overlap) -----------------
+_OVERLAPS = {
+    "x[1:].copy_(x[:-1])": lambda x: x[1:].copy_(x[:-1]),
+    "x[:-1].copy_(x[1:])": lambda x: x[:-1].copy_(x[1:]),
+    "x[1:4].copy_(x[2:5])": lambda x: x[1:4].copy_(x[2:5]),
+    "x[1:] = x[:-1]": lambda x: x.__setitem__(slice(1, None), x[:-1]),
+    "x[1:].add_(x[:-1])": lambda x: x[1:].add_(x[:-1]),
+    "x[1:] += x[:-1]": lambda x: x[1:].__iadd__(x[:-1]),
+    "x[1:].mul_(x[:-1])": lambda x: x[1:].mul_(x[:-1]),
+    "transpose onto itself": lambda x: x.view(3, 2).copy_(x.view(2, 3).t()),
+    "x.copy_(x) (full overlap)": lambda x: x.copy_(x),
+    "x[:] = x": lambda x: x.__setitem__(slice(None), x),
+    "x[:3].copy_(x[3:]) (disjoint)": lambda x: x[:3].copy_(x[3:]),
+    "strided, not dense": lambda x: x[::2].copy_(x[1::2]),
+    "x[2:4] = x[0:2]": lambda x: x.__setitem__(slice(2, 4), x[0:2]),
+    "x[1:].copy_(x[:-1].clone())": lambda x: x[1:].copy_(x[:-1].clone()),
+    "out of place: x[1:] + x[:-1]": lambda x: x[:-1].add(x[1:] + x[:-1]),
+    "out of place: m @ m.T": lambda x: x.view(2, 3) @ x.view(2, 3).T,
+    "out of place: m * m.T.T": lambda x: x.view(2, 3) * x.view(3, 2).T,
+}
+
+
+@pytest.mark.parametrize("grad", [False, True])
+@pytest.mark.parametrize("case", list(_OVERLAPS))
+def test_self_overlapping_writes_as_torch(device, case, grad):
+    def run(lib, **kw):
+        leaf = lib.arange(6., requires_grad=grad, **kw)
+        x = leaf * 1 if grad else leaf
+        _OVERLAPS[case](x)
+        return x
+
+    _same(lambda: run(tdx, device=device), lambda: run(torch))
+
+
+# 7. the fuzz suite's former skips: bool shifts, bitwise ops on floats (empty too), factories with no size
+_DTYPE_REFUSALS = {
+    "bool << bool": lambda L, kw: L.tensor([True, False], **kw) << L.tensor([True, True], **kw),
+    "bool >> bool": lambda L, kw: L.tensor([True, False], **kw).__rshift__(True),
+    "bitwise_left_shift(bool, bool)": lambda L, kw: L.bitwise_left_shift(L.tensor([True], **kw), L.tensor([True], **kw)),
+    "empty bool << empty bool": lambda L, kw: L.tensor([], dtype=L.bool, **kw) << L.tensor([], dtype=L.bool, **kw),
+    "bool << int": lambda L, kw: L.tensor([True, False], **kw) << L.tensor([1, 1], **kw),
+    "bool << 1": lambda L, kw: L.tensor([True, False], **kw) << 1,
+    "int >> bool": lambda L, kw: L.tensor([4, 2], **kw) >> L.tensor([True, False], **kw),
+    "empty float & float": lambda L, kw: L.tensor([], **kw).bitwise_and(L.tensor([], **kw)),
+    "empty float & int": lambda L, kw: L.tensor([], **kw) & L.tensor([1], **kw),
+    "empty (2, 0) float >> int": lambda L, kw: L.zeros(2, 0, **kw) >> L.tensor([[1]], **kw),
+    "empty int << empty float": lambda L, kw: L.tensor([], dtype=L.int64, **kw) << L.tensor([], **kw),
+    "empty float64 | float32": lambda L, kw: L.tensor([], dtype=L.float64, **kw) | L.tensor([1.], **kw),
+    "bitwise_not of empty float": lambda L, kw: L.tensor([], **kw).bitwise_not(),
+    "zeros()": lambda L, kw: L.zeros(**kw),
+    "ones()": lambda L, kw: L.ones(**kw),
+    "empty()": lambda L, kw: L.empty(**kw).shape,
+    "rand()": lambda L, kw: L.rand(**kw).shape,
+    "randn()": lambda L, kw: L.randn(**kw).shape,
+    "zeros(size=(2, 3))": lambda L, kw: L.zeros(size=(2, 3), **kw),
+    "ones(size=[2])": lambda L, kw: L.ones(size=[2], dtype=L.int32, **kw),
+    "rand(size=(2,)).shape": lambda L, kw: L.rand(size=(2,), **kw).shape,
+    "zeros(2, size=(2,))": lambda L, kw: L.zeros(2, size=(2,), **kw),
+    "zeros(())": lambda L, kw: L.zeros((), **kw),
+}
+
+
+@pytest.mark.parametrize("case", list(_DTYPE_REFUSALS))
+def test_dtype_refusals_and_missing_sizes_as_torch(device, case):
+    fn = _DTYPE_REFUSALS[case]
+    _same(lambda: fn(tdx, {"device": device}), lambda: fn(torch, {}))
+    try:
+        fn(torch, {})
+    except NotImplementedError as want:  # the message names torch's kernel and dtype
+        with pytest.raises(NotImplementedError) as got:
+            fn(tdx, {"device": device})
+        assert str(got.value) == str(want)
+    except TypeError:  # checked by _same above
+        pass
+
+
+# 8. tensors adopted from torch's negative-bit and conjugate views print, convert and export ------------
+_NEG_VIEWS = {
+    "conj().imag": lambda: torch.tensor([1. + 2j, 3 - 4j]).conj().imag,
+    "_neg_view": lambda: torch._neg_view(torch.tensor([1., 2.5])),
+    "conj()": lambda: torch.tensor([1. + 2j]).conj(),
+    "conj().imag of a 2-d view": lambda: torch.tensor([[1. + 2j, 3 - 4j], [5j, -1]]).conj().imag.t(),
+}
+
+
+@pytest.mark.parametrize("how", ["asarray", "as_tensor", "from_dlpack", "tensor"])
+@pytest.mark.parametrize("case", list(_NEG_VIEWS))
+def test_adopted_negative_bit_views_print(device, case, how):
+    src = _NEG_VIEWS[case]()
+    if how == "from_dlpack":
+        x = tdx.from_dlpack(src).to(device)
+    else:
+        x = getattr(tdx, how)(src, device=device)
+    want = src.resolve_conj().resolve_neg()
+    assert x.tolist() == want.tolist()
+    assert repr(x).replace(f", device='{device}'", "").replace("tdx.", "torch.") == repr(src)
+    assert np.asarray(x).tolist() == want.tolist()
+    assert x.numpy(force=True).tolist() == want.tolist()
+    assert (-x).tolist() == (-src).tolist()

@@ -28,8 +28,21 @@ def _ex_dtype(device, dtype):
     return backends.get(device), (None if dtype is None else D.as_dtype(dtype))
 
 
+def _check_strides(data) -> None:
+    """torch's refusal of a NumPy array whose strides are not whole elements (a field of a record array).
+
+    Raises:
+        TdxValueError: such an array.
+    """
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(data, np.ndarray) and any(s % data.itemsize for s in data.strides):
+        raise TdxValueError("given numpy array strides not a multiple of the element byte size. Copy the numpy "
+                            "array to reallocate the memory.")
+
+
 def tensor(data, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     """A new tensor copying ``data`` (nested lists, scalars, NumPy arrays, tensors)."""
+    _check_strides(data)
     ex, dtype = _ex_dtype(device, dtype)
     if isinstance(data, Tensor):
         out = data.to(ex.device).clone()
@@ -45,6 +58,7 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
     if isinstance(data, Tensor):
         out = data if device is None else data.to(device)
         return out if dtype is None else out.to(D.as_dtype(dtype))
+    _check_strides(data)
     ex, dtype = _ex_dtype(device, dtype)
     from ..interop import adopt, exchangeable
 
@@ -79,23 +93,33 @@ def _import(native, ex, dtype, copy):
     return adopt(native, ex, dtype, True if copy else None)[0]
 
 
-def _shape(size, op):
-    return shape_args(size, op)
+def _shape(sizes, size, op):
+    """The shape from ``f(2, 3)``, ``f((2, 3))`` or ``f(size=(2, 3))``; torch's TypeError for none or both."""
+    if size is not None:
+        if sizes:
+            raise TdxTypeError(f"{op}() got multiple values for argument 'size'")
+        sizes = (size,)
+    elif not sizes:
+        raise TdxTypeError(f"{op}() missing 1 required positional arguments: \"size\"")
+    return shape_args(sizes, op)
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+def zeros(*sizes, size=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     ex, dtype = _ex_dtype(device, dtype)
-    return wrap_grad(ex.zeros(_shape(size, "zeros"), dtype or D.get_default_dtype(), requires_grad), ex, requires_grad)
+    shape = _shape(sizes, size, "zeros")
+    return wrap_grad(ex.zeros(shape, dtype or D.get_default_dtype(), requires_grad), ex, requires_grad)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+def ones(*sizes, size=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     ex, dtype = _ex_dtype(device, dtype)
-    return wrap_grad(ex.ones(_shape(size, "ones"), dtype or D.get_default_dtype(), requires_grad), ex, requires_grad)
+    shape = _shape(sizes, size, "ones")
+    return wrap_grad(ex.ones(shape, dtype or D.get_default_dtype(), requires_grad), ex, requires_grad)
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+def empty(*sizes, size=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     ex, dtype = _ex_dtype(device, dtype)
-    return wrap_grad(ex.empty(_shape(size, "empty"), dtype or D.get_default_dtype(), requires_grad), ex, requires_grad)
+    shape = _shape(sizes, size, "empty")
+    return wrap_grad(ex.empty(shape, dtype or D.get_default_dtype(), requires_grad), ex, requires_grad)
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:
@@ -105,7 +129,7 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> T
     if isinstance(fill_value, int) and not -(1 << 63) <= fill_value < (1 << 63):
         raise TdxOverflowError("int too big to convert")
     dtype = dtype or D.scalar_dtype(fill_value)
-    return wrap_grad(ex.full(_shape((size,), "full"), fill_value, dtype, requires_grad), ex, requires_grad)
+    return wrap_grad(ex.full(shape_args((size,), "full"), fill_value, dtype, requires_grad), ex, requires_grad)
 
 
 def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False) -> Tensor:
@@ -174,7 +198,7 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)
         UnsupportedOpError: ``stride`` is not the contiguous stride of ``size``.
     """
     _contiguous_stride(size, stride, "empty_strided")
-    return empty(*size, dtype=dtype, device=device, requires_grad=requires_grad)
+    return empty(tuple(size), dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 @_export
@@ -229,23 +253,24 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     return wrap_grad(ex.eye(n, n if m is None else m, dtype or D.get_default_dtype(), requires_grad), ex, requires_grad)
 
 
-def _random(kind, size, dtype, device, generator, requires_grad):
+def _random(kind, sizes, size, dtype, device, generator, requires_grad):
+    shape = _shape(sizes, size, kind)
     ex, dtype = _ex_dtype(device, dtype)
     dtype = dtype or D.get_default_dtype()
     if not (dtype.is_floating_point or dtype.is_complex):
         raise TdxTypeError(f"{kind}(): expected a floating point dtype, got {dtype!r}")
-    out = wrap(getattr(ex, kind)(_shape(size, kind), dtype, native_generator(generator, ex)), ex)
+    out = wrap(getattr(ex, kind)(shape, dtype, native_generator(generator, ex)), ex)
     return out.requires_grad_() if requires_grad else out
 
 
-def rand(*size, dtype=None, device=None, generator=None, requires_grad=False) -> Tensor:
+def rand(*sizes, size=None, dtype=None, device=None, generator=None, requires_grad=False) -> Tensor:
     """Uniform samples from [0, 1)."""
-    return _random("rand", size, dtype, device, generator, requires_grad)
+    return _random("rand", sizes, size, dtype, device, generator, requires_grad)
 
 
-def randn(*size, dtype=None, device=None, generator=None, requires_grad=False) -> Tensor:
+def randn(*sizes, size=None, dtype=None, device=None, generator=None, requires_grad=False) -> Tensor:
     """Standard normal samples."""
-    return _random("randn", size, dtype, device, generator, requires_grad)
+    return _random("randn", sizes, size, dtype, device, generator, requires_grad)
 
 
 def randint(low=0, high=None, size=None, *, dtype=None, device=None, generator=None) -> Tensor:
@@ -257,7 +282,7 @@ def randint(low=0, high=None, size=None, *, dtype=None, device=None, generator=N
     if low >= high:
         raise TdxValueError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     ex, dtype = _ex_dtype(device, dtype)
-    return wrap(ex.randint(low, high, _shape((size,), "randint"), dtype or D.int64, native_generator(generator, ex)),
+    return wrap(ex.randint(low, high, shape_args((size,), "randint"), dtype or D.int64, native_generator(generator, ex)),
                 ex)
 
 
@@ -354,7 +379,7 @@ class CreationMethods:
     def new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=False):
         """An uninitialized tensor of ``size`` with the contiguous ``stride``, this tensor's dtype and device."""
         _contiguous_stride(size, stride, "new_empty_strided")
-        return empty(*size, requires_grad=requires_grad, **self._like(dtype, device))
+        return empty(tuple(size), requires_grad=requires_grad, **self._like(dtype, device))
 
     def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
         """``fill_value`` everywhere in ``size``, with this tensor's dtype and device unless given."""

@@ -48,7 +48,9 @@ def format_tensor(t) -> str:
         suffix.append(f"device='{t._ex.device}'")
     if arr.size == 0 and arr.ndim > 1:
         suffix.append(f"size={tuple(arr.shape)}")
-    default = {D.get_default_dtype(), D.int64, D.bool_}
+    # torch's: the default float, its complex counterpart, int64 and bool go unnamed
+    default = {D.get_default_dtype(), D.complex128 if D.get_default_dtype() is D.float64 else D.complex64,
+               D.int64, D.bool_}
     if dtype not in default or (arr.size == 0 and dtype is not D.get_default_dtype()):
         suffix.append(f"dtype={dtype!r}")
     if t.requires_grad:

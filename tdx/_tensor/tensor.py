@@ -80,6 +80,8 @@ def _inplace(name: str):
     out_of_place = _binary(name)
 
     def op(self, other):
+        if not self._ex.mutable:  # torch's native ops check it
+            _views.check_overlap(self, (other,))
         if _TAPE[0] and _tape.wants(self, other):
             return _tape.record_inplace(self, out_of_place, (self, other), {})
         ex = self._ex
@@ -478,6 +480,10 @@ class Tensor:
 
     @inline_typed
     def __setitem__(self, index, value) -> None:
+        if value.__class__ is Tensor and not self._ex.mutable:  # torch's native copy_ checks it
+            dest = _views.written_layout(self, index)
+            if dest is not None:
+                _views.check_overlap(_views.Layout(_views.layout_of(self).root, *dest), (value,))
         if _TAPE[0] and _tape.wants(self, value):
             _tape.record_inplace(self, _set_copy, (self, index, value), {})
             return

@@ -15,6 +15,7 @@ import a framework at module level.
 
 from __future__ import annotations
 
+import collections
 import functools
 import math
 import weakref
@@ -330,6 +331,76 @@ def view_strides(old_shape, old_strides, new_shape):
 
 
 # writes ------------------------------------------------------------------------------------
+def _dense(lay: Layout) -> bool:
+    """torch's ``is_non_overlapping_and_dense``: the elements fill one gap-free range of the root."""
+    if len(lay.shape) == 1:
+        return lay.shape[0] < 2 or lay.strides[0] == 1
+    need = 1
+    for n, s in sorted(((n, s) for n, s in zip(lay.shape, lay.strides) if n >= 2), key=lambda p: p[1]):
+        if s != need:
+            return False
+        need *= n
+    return True
+
+
+def written_layout(t, index):
+    """The layout ``t[index] = value`` writes for a valid basic index; None for any other index."""
+    lay = layout_of(t)
+    items = index if isinstance(index, tuple) else (index,)
+    if not all(i is None or i is Ellipsis or isinstance(i, slice) or (isinstance(i, int) and not isinstance(i, bool))
+               for i in items):
+        return None
+    consumed = sum(1 for i in items if i is not None and i is not Ellipsis)
+    if consumed > len(lay.shape) or sum(1 for i in items if i is Ellipsis) > 1:
+        return None  # the write itself raises torch's IndexError
+    d = 0
+    for it in items:
+        if it is Ellipsis:
+            d += len(lay.shape) - consumed
+        elif it is not None:
+            if isinstance(it, int) and not -lay.shape[d] <= it < lay.shape[d]:
+                return None
+            d += 1
+    return basic_index(lay, index)
+
+
+def check_overlap(t, operands) -> None:
+    """Refuse an in-place write into ``t`` from an operand sharing some but not all of its memory.
+
+    torch's rule (``assert_no_partial_overlap``, checked by every in-place elementwise op and
+    ``copy_``): two dense tensors of one storage whose element ranges intersect, unless they
+    span the same range with the same strides. Layouts that are not dense are not checked, as
+    torch's. ``t`` may be a tensor or the :class:`Layout` of an indexed destination.
+
+    Raises:
+        TdxRuntimeError: an operand partially overlaps ``t``.
+    """
+    if t.__class__ is Layout:
+        root = t.root
+    else:
+        lay = getattr(t, "_view", None)
+        root = t if lay is None else lay.root
+    a = None
+    for o in operands:
+        lay = getattr(o, "_view", None)
+        if o is t or (o if lay is None else lay.root) is not root:  # the same tensor, or other memory
+            continue
+        if a is None:
+            a = t if t.__class__ is Layout else layout_of(t)
+            if not math.prod(a.shape) or not _dense(a):
+                return
+            a_end = a.offset + math.prod(a.shape)
+        b = layout_of(o)
+        if not math.prod(b.shape) or not _dense(b):
+            continue
+        b_end = b.offset + math.prod(b.shape)
+        same = a.offset == b.offset and a_end == b_end
+        if (same and a.strides != b.strides) or (not same and a.offset < b_end and b.offset < a_end):
+            raise TdxRuntimeError("unsupported operation: some elements of the input tensor and the written-to "
+                                  "tensor refer to a single memory location. Please clone() the tensor before "
+                                  "performing the operation.")
+
+
 def write_index(lay: Layout) -> np.ndarray:
     """The flat root positions a write through ``lay`` touches.
 
@@ -347,6 +418,9 @@ def write_index(lay: Layout) -> np.ndarray:
 def assign(t, native) -> None:
     """Give ``t`` the value ``native`` (same shape and dtype) as an in-place write torch would make.
 
+    All-or-nothing: every new array is computed first, then the root and its views take theirs
+    in one step that Ctrl-C cannot split (:func:`publish`).
+
     Raises:
         TdxRuntimeError: ``t`` is an expanded view whose elements overlap, as torch refuses.
     """
@@ -356,16 +430,39 @@ def assign(t, native) -> None:
         root = t
         if _views_of(root):
             _check_tape(root)
-        root._n = native
+        new_root = native
     else:
         root = lay.root
         if not lay.detached:  # writes through detach()/.data are untracked by design, as torch's
             _check_tape(root)
         if lay.is_whole(tuple(ex.shape(root._n))):
-            root._n = native
+            new_root = native
         else:
-            root._n = _scatter(root._n, native, write_index(lay), ex)
-    _refresh(root)
+            new_root = _scatter(root._n, native, write_index(lay), ex)
+    views = family(root)
+    if not views:
+        root._n = new_root  # one assignment: atomic as it is
+        return
+    updates = [(root, "_n", new_root)]
+    updates += [(v, "_n", _gather(new_root, v._view)) for v in views]
+    publish(updates)
+
+
+def publish(updates) -> None:
+    """``setattr(obj, name, value)`` for every ``(obj, name, value)``, all or none under Ctrl-C.
+
+    Python runs a signal handler (``KeyboardInterrupt``) only between bytecodes of Python code.
+    The assignments run as one C-level loop over slot descriptors (``map(setattr, ...)`` drained
+    by a ``deque``), so no handler can run between two of them; the values they replace are kept
+    alive until all are set, so no finalizer or weakref callback runs in the middle either. A
+    signal that arrives meanwhile is handled right after the last assignment.
+    """
+    objs = [u[0] for u in updates]
+    names = [u[1] for u in updates]
+    values = [u[2] for u in updates]
+    replaced = [getattr(o, n, None) for o, n in zip(objs, names)]
+    collections.deque(map(setattr, objs, names, values), maxlen=0)
+    del replaced
 
 
 def _scatter(root_native, value_native, idx, ex):
@@ -423,12 +520,9 @@ def refresh_one(v) -> None:
     v._n = _gather(v._view.root._n, v._view)
 
 
-def _refresh(root) -> None:
-    views = family(root)
-    if not views:
-        return
-    for v in views:
-        refresh_one(v)
+def gathered(root_native, v):
+    """The array view ``v`` shows once its root holds ``root_native``."""
+    return _gather(root_native, v._view)
 
 
 def _check_tape(root) -> None:

@@ -66,6 +66,8 @@ def typed_errors(fn):
 
     @functools.wraps(fn)
     def method(self, *args, **kwargs):
+        if inplace and (args or kwargs) and not getattr(getattr(self, "_ex", None), "mutable", True):
+            _views.check_overlap(self, (*args, *kwargs.values()))  # torch's native in-place ops check it
         if _TAPE[0] and _tape.wants(self, *args, **kwargs):
             if inplace:  # recorded as: clone, apply, rebind
                 return _tape.record_inplace(self, _applied_to_clone(method), (self, *args), kwargs)

@@ -254,32 +254,40 @@ def record_inplace(t, fn, args, kwargs):
     new_args = tuple(old if a is t else a for a in args)
     out = _run_suspended(fn, new_args, kwargs)
     out._ag = Meta(True, Node(fn, new_args, kwargs, _grad_inputs(new_args, kwargs), 1), 0)
+    # everything is computed first and published in one step Ctrl-C cannot split (views.publish)
+    updates = []
     if m is not None and m.retain:  # retain_grad() follows the tensor to its new version, as torch's
         out._ag.retain, out._ag.grad = True, m.grad
-        m.retain = False  # mutate: equivalent (memory only: the old version's .grad is unreachable)
+        updates.append((m, "retain", False))  # mutate: equivalent (memory only: the old version's .grad is unreachable)
     if anchor is t:  # the root itself, or the owner of a history-free root: its own new version
-        t._n, t._ag = out._n, out._ag
+        new_root, new_meta = out._n, out._ag
+        updates += [(t, "_n", new_root), (t, "_ag", new_meta)]
         if t is not root:
-            root._n = out._n
+            updates.append((root, "_n", new_root))
     else:
         base = wrap(anchor._n, anchor._ex)
         am = getattr(anchor, "_ag", None)
         if am is not None:
             base._ag = am
         pieces = (base, out, lay)
-        root._n = _run_suspended(_views.copy_slices, pieces, {})._n
-        anchor._ag = Meta(True, Node(_views.copy_slices, pieces, {}, _grad_inputs(pieces, {}), 1), 0)
+        new_root = _run_suspended(_views.copy_slices, pieces, {})._n
+        new_meta = Meta(True, Node(_views.copy_slices, pieces, {}, _grad_inputs(pieces, {}), 1), 0)
+        updates += [(root, "_n", new_root), (anchor, "_ag", new_meta)]
         if anchor is not root:
-            anchor._n = root._n
+            updates.append((anchor, "_n", new_root))
     for v in _views.family(root):  # every view shows the new values, read from the new root
         if v is anchor:
             continue
-        _views.refresh_one(v)
+        updates.append((v, "_n", _views.gathered(new_root, v)))
         if v._view.detached:  # detach() shares the values, never the history
             continue
-        node = Invalid(_views.multi_view_error(v._view, True)) if v._view.multi is not None else \
-            Node(_views.as_strided, (anchor, v._view), {}, [anchor], 1)
-        v._ag = Meta(True, node, 0)
+        if v._view.multi is not None:
+            node = Invalid(_views.multi_view_error(v._view, True))
+        else:  # fed by the anchor's new version, which is published only below
+            node = Node(_views.as_strided, (anchor, v._view), {}, [anchor], 1)
+            node.metas, node.natives = [new_meta], [new_root]
+        updates.append((v, "_ag", Meta(True, node, 0)))
+    _views.publish(updates)
     return t
 
 

@@ -132,7 +132,7 @@ class TorchExecutor(TorchNNOps, TorchAdaptedOps, TorchKernelOps, TorchNamespaceO
             x = torch.zeros(x.shape, dtype=x.dtype)
         if x.dtype == torch.bfloat16:
             x = x.float()
-        return x.cpu().resolve_conj().numpy()
+        return x.cpu().resolve_conj().resolve_neg().numpy()
 
     @staticmethod
     def item(x):

@@ -253,7 +253,7 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
     def _bitwise(self, fn, name, a, b):
         a, b, rt = self._args(a, b)
         if not D.is_integral(rt, include_bool=True):
-            raise OpDtypeError(f"\"{name}\" not implemented for '{rt.name}'")
+            raise OpDtypeError(f"\"{name}_cpu\" not implemented for '{scalar_name(rt)}'")
         return fn(a, b, stream=self.s)
 
     def and_(self, a, b):
@@ -269,10 +269,8 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
         """torch's shifts: a shift by the width or more (or a negative one) gives 0, or the sign
         for a right shift; C (and MLX) leave that undefined and wrap the count."""
         a, b, rt = self._args(a, b)
-        if not D.is_integral(rt, include_bool=True):
-            raise OpDtypeError(f"\"{'lshift' if left else 'rshift'}\" not implemented for '{rt.name}'")
-        if rt is D.bool_:
-            return (mx.left_shift if left else mx.right_shift)(a, b, stream=self.s)
+        if not D.is_integral(rt):  # bool too: torch has no shift kernel for it
+            raise OpDtypeError(f"\"{'lshift' if left else 'rshift'}_cpu\" not implemented for '{scalar_name(rt)}'")
         width = rt.itemsize * 8
         over = mx.logical_or(mx.greater_equal(b, width, stream=self.s), mx.less(b, 0, stream=self.s),
                              stream=self.s)
@@ -447,7 +445,7 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
         if x.dtype == mx.bool_:
             return mx.logical_not(x, stream=self.s)
         if x.dtype not in _INTS:
-            raise OpDtypeError(f"\"bitwise_not_cpu\" not implemented for '{self._tdx(x).name}'")
+            raise OpDtypeError(f"\"bitwise_not_cpu\" not implemented for '{scalar_name(self._tdx(x))}'")
         return mx.bitwise_invert(x, stream=self.s)
 
     def isnan(self, x):
