@@ -185,8 +185,8 @@ def _differentiable(t) -> bool:
 
 def _run_suspended(fn, args, kwargs):
     prev = _suspended()
-    _local.suspended = True
-    try:
+    try:  # set inside the try: a KeyboardInterrupt right after it must still restore the flag
+        _local.suspended = True
         return fn(*args, **kwargs)
     finally:
         _local.suspended = prev
@@ -337,8 +337,8 @@ def _vjp(node, cotangents, primals=None):
         raise TdxRuntimeError(_FREED)
     primals = node.natives if primals is None else primals
     prev = getattr(_local, "differentiating", False)
-    _local.differentiating = True
-    try:
+    try:  # set inside the try, so an interrupt right after it still restores the flag
+        _local.differentiating = True
         _, grads = mx.vjp(lambda *xs: _distinct(node.replay(xs)), list(primals), list(cotangents))
     except NATIVE_ERRORS as err:
         raise node.inputs[0]._ex.native_error(err) from None
