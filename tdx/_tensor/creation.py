@@ -218,7 +218,7 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
     check_layout(layout, "empty_permuted")
     if pin_memory:
         raise UnsupportedOpError("empty_permuted(): pin_memory=True is not supported by tdx; accepted: False")
-    size, order = _shape((size,), "empty_permuted"), tuple(int(p) for p in physical_layout)
+    size, order = _shape((size,), None, "empty_permuted"), tuple(int(p) for p in physical_layout)
     if len(order) != len(size):
         raise TdxRuntimeError(f"Number of dimensions in size does not match the length of the physical_layout; "
                               f"size={list(size)}, physical_layout={list(order)}")
