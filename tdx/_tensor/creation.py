@@ -228,7 +228,7 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
     inverse = [0] * len(order)
     for i, p in enumerate(order):
         inverse[p] = i
-    base = empty(*[size[p] for p in order], dtype=dtype, device=device)
+    base = empty([size[p] for p in order], dtype=dtype, device=device)
     out = base.permute(*inverse).detach() if order else base
     return out.requires_grad_() if requires_grad else out
 
