@@ -408,6 +408,22 @@ def test_dropout_expectation_matches_no_dropout(device, small_blocks):
         assert np.all(zeros == 0), (device, b)
 
 
+@pytest.mark.parametrize("is_causal", [True, False])
+def test_dropout_expectation_3d_inputs(device, is_causal):
+    # OpInfo's sample form: 3-D (batch, L, E) inputs, Lq < Lk, dropout_p=0.5 (causal or not)
+    rng = np.random.default_rng(5)
+    n = 4000
+    q, k, v = rng.standard_normal((1, 3, 8)), rng.standard_normal((1, 6, 8)), rng.standard_normal((1, 6, 8))
+    ref = torch.nn.functional.scaled_dot_product_attention(*(torch.tensor(a, dtype=torch.float32) for a in (q, k, v)),
+                                                           is_causal=is_causal).numpy()[0]
+    t = [_tdx(np.broadcast_to(a, (n,) + a.shape[1:]).copy(), device, "float32") for a in (q, k, v)]
+    tdx.manual_seed(0)
+    out = _host(F.scaled_dot_product_attention(*t, dropout_p=0.5, is_causal=is_causal))
+    mean, sem = out.mean(0), out.std(0) / np.sqrt(n)
+    assert np.all(np.abs(mean - ref) <= 5 * sem + 1e-3), (device, np.abs(mean - ref).max())
+    assert not np.allclose(out[0], out[1])  # draws, not the dropout-free result
+
+
 def test_dropout_backward_uses_forward_mask(device, small_blocks):
     """With ``v = I`` the output is the dropped attention matrix ``A``; ``dv`` must be ``A^T @ dout``."""
     rng = np.random.default_rng(4)

@@ -68,6 +68,31 @@ def test_along_dim(device, name, dtype):
             assert_close(x.grad, t.grad, msg=f"{name} grad dim={dim}", **TOL[dtype])
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_norms_of_a_0d_tensor(device, dtype):
+    # dim 0 or -1 of a 0-d tensor is its one element (torch's), masked or not
+    for mask in (None, np.array(True), np.array(False)):
+        for dim, keepdim in ((0, True), (-1, False), ((), False), (None, False)):
+            x, t = _pair(np.array(-1.5), device, dtype, grad=True)
+            mk, mt = (None, None) if mask is None else _masks(device, mask)
+            got = M.norm(x, 2.0, dim=dim, keepdim=keepdim, mask=mk)
+            want = torch.masked.norm(t, 2.0, dim=dim, keepdim=keepdim, mask=mt)
+            assert_close(got, want.detach(), msg=f"norm dim={dim} mask={mask}", **TOL[dtype])
+            got.backward()
+            want.backward()
+            assert_close(x.grad, t.grad, msg=f"norm grad dim={dim} mask={mask}", **TOL[dtype])
+            if dim not in ((), None):
+                assert_close(M.normalize(x.detach(), 2.0, dim, mask=mk),
+                             torch.masked.normalize(t.detach(), 2.0, dim, mask=mt), **TOL[dtype])
+    x, t = _pair(np.array(-1.5), device, dtype)
+    assert_close(tdx.linalg.vector_norm(x, 3.0, dim=(0,), keepdim=True),
+                 torch.linalg.vector_norm(t, 3.0, dim=(0,), keepdim=True), **TOL[dtype])
+    with pytest.raises(IndexError):
+        tdx.linalg.vector_norm(x, dim=1)
+    with pytest.raises(IndexError):
+        torch.linalg.vector_norm(t, dim=1)
+
+
 def test_fully_masked_identities(device):
     x, t = _pair(A, device, "float32")
     none = np.zeros_like(MASK)

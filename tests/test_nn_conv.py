@@ -432,6 +432,20 @@ def test_batch_norm_errors(device):
                 lambda: torch.nn.functional.batch_norm(torch.randn(1, 3), None, None, training=True))
     raises_like(lambda: tdx.nn.BatchNorm2d(3)(tdx.randn(2, 3, device=device)),
                 lambda: torch.nn.BatchNorm2d(3)(torch.randn(2, 3)))
+    for shape in ((3,), ()):  # no channel dim: torch's IndexError
+        raises_like(lambda: tdx.nn.functional.batch_norm(tdx.zeros(shape, device=device), None, None, training=True),
+                    lambda: torch.nn.functional.batch_norm(torch.zeros(shape), None, None, training=True))
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm_empty_1d_input(device, training):
+    # torch's empty-input shortcut: an empty 1-d input (with empty running buffers) comes back as is
+    x, e = tdx.zeros(0, device=device, requires_grad=True), tdx.zeros(0, device=device)
+    y = tdx.nn.functional.batch_norm(x, e, e.clone(), training=training)
+    t = torch.nn.functional.batch_norm(torch.zeros(0), torch.zeros(0), torch.zeros(0), training=training)
+    assert tuple(y.shape) == tuple(t.shape) and y.dtype.name == "float32" and y.requires_grad
+    y.sum().backward()
+    assert tuple(x.grad.shape) == (0,)
 
 
 def test_norm_module_reprs():

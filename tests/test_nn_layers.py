@@ -79,6 +79,21 @@ def test_local_response_norm_and_pdist(device, dtype):
         raises_like(lambda: F(tdx).local_response_norm(tdx.ones(2, 3), 2),
                     lambda: F(torch).local_response_norm(torch.ones(2, 3), 2))
         raises_like(lambda: F(tdx).pdist(tdx.ones(2, 3, 1)), lambda: F(torch).pdist(torch.ones(2, 3, 1)))
+
+
+@pytest.mark.parametrize("shape", [(2, 6, 3), (1, 5, 2, 3)])
+def test_local_response_norm_int64(device, shape):
+    # torch averages an int64 window by integer pooling (sum floor-divided by size); the result is float32
+    a = np.random.default_rng(4).integers(-9, 10, size=shape)
+    a.flat[0], a.flat[1] = 1, 0  # a window sum below size: its integer average is 0
+    for size, kw in ((2, {}), (3, dict(alpha=3e-2, beta=0.5, k=1.25)), (4, dict(alpha=1e-3))):
+        got = F(tdx).local_response_norm(tdx.tensor(a, device=device), size, **kw)
+        want = F(torch).local_response_norm(torch.tensor(a), size, **kw)
+        assert got.dtype.name == "float32"
+        np.testing.assert_allclose(got.cpu().numpy(), want.numpy(), rtol=2e-6, atol=1e-7)
+    for dt in ("int32", "uint8", "bool"):
+        raises_like(lambda: F(tdx).local_response_norm(tdx.ones(shape, dtype=getattr(tdx, dt), device=device), 2),
+                    lambda: F(torch).local_response_norm(torch.ones(shape, dtype=getattr(torch, dt)), 2))
         raises_like(lambda: F(tdx).pdist(tdx.ones(3, 2, dtype=tdx.float16)),
                     lambda: F(torch).pdist(torch.ones(3, 2, dtype=torch.float16)))
 

@@ -109,6 +109,19 @@ def test_likelihood_losses(device, dtype, reduction):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_cross_entropy_probability_targets(device, dtype, reduction):
+    # (N, C) logits with a float (N, C) target: class probabilities, never class indices (the fused
+    # class-index kernel of float32 (N, C) logits must not take them)
+    x, p = u(4, 5), np.random.default_rng(8).dirichlet(np.ones(5), size=4)
+    compare(device, dtype, lambda m, a, b: F(m).cross_entropy(a, b, reduction=reduction), [x, p])
+    compare(device, dtype, lambda m, a, b: F(m).cross_entropy(a, b, reduction=reduction, label_smoothing=0.2),
+            [x, p])
+    compare(device, dtype, lambda m, a, b, w: F(m).cross_entropy(a, b, w, reduction=reduction),
+            [x, p, u(5, lo=0.1, hi=1.0, seed=9)])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
 def test_ctc_loss(device, dtype, reduction):
     t_len, batch, classes = 12, 4, 5
     logits = u(t_len, batch, classes, lo=-3, hi=3)

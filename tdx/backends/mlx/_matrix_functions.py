@@ -15,7 +15,8 @@ import math
 
 import mlx.core as mx
 
-from ..._errors import DtypeError, LinAlgError, OpDtypeError, ShapeError, TdxRuntimeError, UnsupportedOpError
+from ..._errors import (DtypeError, LinAlgError, OpDtypeError, ShapeError, TdxIndexError, TdxRuntimeError,
+                        UnsupportedOpError)
 from . import _lapack as L
 from ._lapack import mT
 
@@ -483,6 +484,12 @@ class MLXMatrixFunctions:
             raise OpDtypeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
                                f"Got {_NAMES.get(x.dtype, x.dtype)}")
         axes = None if dim is None else ((dim,) if isinstance(dim, int) else tuple(dim))
+        if x.ndim == 0 and axes is not None:  # torch takes dim 0 or -1 of a 0-d tensor as its one element
+            for d in axes:
+                if d not in (0, -1):
+                    raise TdxIndexError(f"linalg.vector_norm: Dimension out of range (expected to be in range of "
+                                        f"[-1, 0], but got {d})")
+            axes = None
         a = mx.abs(x)
         if ord == math.inf:
             return mx.max(a, axis=axes, keepdims=keepdim)

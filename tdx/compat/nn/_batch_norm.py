@@ -10,7 +10,7 @@ written in place outside autograd, as torch's. This module must never import tor
 from __future__ import annotations
 
 import tdx
-from ..._errors import ShapeError, TdxValueError
+from ..._errors import ShapeError, TdxIndexError, TdxValueError
 from . import _kernels
 from ._activations import need_tensor, opmath
 
@@ -40,6 +40,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
     Raises:
         TdxValueError: training with a single value per channel.
+        TdxIndexError: a 0-d or non-empty 1-d input (no channel dim).
         ShapeError: a parameter or buffer without ``C`` elements.
     """
     x = need_tensor(input, "batch_norm")
@@ -47,7 +48,10 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if done is not _kernels.NOT_NATIVE:
         return done
     if x.ndim < 2:
-        raise TdxValueError(f"batch_norm: expected an input with at least 2 dims (N, C, ...), got {list(x.shape)}")
+        if x.ndim == 1 and not x.numel():  # torch's empty-input shortcut: the (empty) input back
+            return x.clone()
+        raise TdxIndexError(f"batch_norm: Dimension out of range (expected to be in range of [-1, 0], but got 1): "
+                            f"the input {list(x.shape)} has no channel dim 1 (accepted: (N, C, ...))")
     c = x.shape[1]
     rm, rv = (_channel_param(p, c, "batch_norm", n) for p, n in ((running_mean, "running_mean"),
                                                                   (running_var, "running_var")))

@@ -8,7 +8,8 @@ differentiates on every executor. This module must never import torch or mlx.
 from __future__ import annotations
 
 import tdx
-from ._activations import need_tensor
+from ..._errors import TdxNotImplementedError
+from ._activations import need_tensor, torch_name
 
 __all__ = ["local_response_norm"]
 
@@ -19,12 +20,21 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):  # noqa: A00
     The window of channel ``c`` spans ``[c - size // 2, c + (size - 1) // 2]``; channels outside
     ``[0, C)`` count as zeros (and the divisor stays ``size``), as torch's average pooling of a padded input.
 
+    An int64 input averages its window as torch's integer average pooling does (the window sum
+    floor-divided by ``size``); the result is floating point.
+
     Raises:
         TdxValueError: ``input`` has fewer than 3 dims.
+        TdxNotImplementedError: an integer or bool input other than int64 (torch's pooling has no kernel).
     """
     x = need_tensor(input, "local_response_norm")
     if x.ndim < 3:
         raise tdx.TdxValueError(f"Expected 3D or higher dimensionality input (got {x.ndim} dimensions)")
+    exact = not (x.dtype.is_floating_point or x.dtype.is_complex)
+    if exact and x.dtype is not tdx.int64:
+        kernel = "avg_pool2d" if x.ndim == 3 else "avg_pool3d_out_frame"
+        raise TdxNotImplementedError(f'"{kernel}" not implemented for \'{torch_name(x.dtype)}\' (local_response_norm '
+                                     "takes floating point or int64 input)")
     if x.numel() == 0:
         return x
     sq = x * x
@@ -37,5 +47,5 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):  # noqa: A00
     window = padded.narrow(1, 0, c)
     for i in range(1, size):
         window = window + padded.narrow(1, i, c)
-    div = (window / size * alpha + k) ** beta
+    div = ((window // size if exact else window / size) * alpha + k) ** beta
     return x / div

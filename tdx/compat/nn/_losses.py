@@ -481,12 +481,6 @@ def _cross_entropy_probs(x, t, weight, ignore_index, reduction, label_smoothing,
         raise TdxIndexError("cross_entropy(): Dimension specified as 1 but tensor has no dimensions (the input has "
                             "no class dim)")
     need_float(x, "cross_entropy", "log_softmax_lastdim_kernel_impl")
-    if (label_smoothing <= 0.0 and weight is None and x.ndim == 2 and x.dtype is tdx.float32
-            and _kernels.has_rows_cross_entropy(x)):  # one fused node: no (N, C) log-probabilities held
-        _nll_check(x, t, weight, "cross_entropy", reduction)
-        tl = t.long()
-        _check_targets(tl, tl != ignore_index, x.shape[1])
-        return _kernels.rows_cross_entropy(x, tl, ignore_index, reduction)
     logp = opmath(x).log_softmax(cdim)
     n_classes = x.shape[cdim]
     rt = tdx.promote_types(x.dtype, t.dtype)
