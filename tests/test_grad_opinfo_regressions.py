@@ -62,3 +62,18 @@ def test_atleast_several_tensors(device, name, as_list):
     sum(((o * (i + 1)).sum() for i, o in enumerate(outs_t))).backward()
     for g, t in pairs:
         _close(g.grad, t.grad)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_logcumsumexp_large_and_infinite_values(device, dtype, dim):
+    if dtype not in tdx.backends.get(device).caps.dtypes:
+        pytest.skip(f"{device} has no {dtype}")
+    rng = np.random.default_rng(3)
+    big = rng.uniform(-1e4, 1e4, size=(5, 5, 5))  # the gradient is exp(x + scan): an ulp of the scan shows
+    small = rng.normal(size=(4, 6, 3))
+    small[0, :, 0] = -np.inf  # a leading -inf: no contribution, zero gradient
+    for a in (big, small):
+        # float32: 1e-4 relative, the scan's last ulp magnified by exp at values of 1e4 (torch's own error)
+        _grads(device, [a], lambda lib, x: lib.logcumsumexp(x, dim), rtol=1e-4 if dtype == "float32" else 1e-9,
+               atol=1e-5 if dtype == "float32" else 1e-10, dtype=dtype)
