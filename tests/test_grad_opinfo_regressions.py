@@ -14,6 +14,8 @@ import torch
 
 import tdx
 
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # torch: index_reduce() is in beta
+
 
 def _pair(values, device, dtype="float32"):
     """The same leaf on tdx (``device``) and on torch, both requiring grad."""
@@ -77,3 +79,34 @@ def test_logcumsumexp_large_and_infinite_values(device, dtype, dim):
         # float32: 1e-4 relative, the scan's last ulp magnified by exp at values of 1e4 (torch's own error)
         _grads(device, [a], lambda lib, x: lib.logcumsumexp(x, dim), rtol=1e-4 if dtype == "float32" else 1e-9,
                atol=1e-5 if dtype == "float32" else 1e-10, dtype=dtype)
+
+
+# self (3, 4); src (4, 4) scattered along dim 0 by INDEX: zeros alone, zeros sharing a target, zeros in self
+SELF = [[1.5, 0.0, -2.0, 0.5], [3.0, 1.25, 0.0, -1.0], [0.75, 2.0, 1.0, 4.0]]
+SRC = [[2.0, 0.0, 1.5, -0.5], [0.0, 3.0, 0.0, 2.0], [1.25, 0.0, -1.0, 0.0], [0.5, 2.0, 0.75, 1.5]]
+INDEX = [[0, 1, 2, 0], [0, 1, 2, 2], [2, 1, 2, 2], [0, 0, 1, 0]]
+
+
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce_prod_gradient(device, include_self):
+    idx = np.asarray(INDEX)
+
+    def fn(lib, x, src):
+        i = lib.tensor(idx, device=x.device) if lib is tdx else torch.tensor(idx)
+        return x.scatter_reduce(0, i, src, "prod", include_self=include_self)
+
+    _grads(device, [SELF, SRC], fn)
+
+
+@pytest.mark.parametrize("include_self", [True, False])
+def test_index_reduce_prod_gradient(device, include_self):
+    idx = np.asarray([0, 2, 2, 1])
+
+    def fn(lib, x, src):
+        i = lib.tensor(idx, device=x.device) if lib is tdx else torch.tensor(idx)
+        return x.index_reduce(0, i, src, "prod", include_self=include_self)
+
+    _grads(device, [SELF, SRC], fn)
+    _grads(device, [np.asarray(SELF).T, np.asarray(SRC).T],  # along dim 1, through the functional form
+           lambda lib, x, src: lib.index_reduce(x, 1, lib.tensor(idx, device=x.device) if lib is tdx
+                                                else torch.tensor(idx), src, "prod", include_self=include_self))
