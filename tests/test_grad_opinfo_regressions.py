@@ -110,3 +110,32 @@ def test_index_reduce_prod_gradient(device, include_self):
     _grads(device, [np.asarray(SELF).T, np.asarray(SRC).T],  # along dim 1, through the functional form
            lambda lib, x, src: lib.index_reduce(x, 1, lib.tensor(idx, device=x.device) if lib is tdx
                                                 else torch.tensor(idx), src, "prod", include_self=include_self))
+
+
+@pytest.mark.parametrize("offset", [None, 0, 3, 10])
+@pytest.mark.parametrize("leaf", ["view", "root"])
+def test_as_strided_of_a_view_reads_its_root_storage(device, offset, leaf):
+    """A view's storage is its root's memory: offsets count from the root's start, past the view's end."""
+    base = np.arange(20, dtype=np.float32) * 0.5 - 3.0
+    w = np.asarray([[1.0, 2.0], [3.0, 4.0]], dtype=np.float32)
+    results = []
+    for lib, dev in ((tdx, device), (torch, None)):
+        root = lib.tensor(base, device=dev) if dev else lib.tensor(base)
+        if leaf == "root":
+            root.requires_grad_()
+        view = root[5:15]
+        if leaf == "view":
+            view.requires_grad_()
+        out = view.as_strided((2, 2), (1, 2)) if offset is None else view.as_strided((2, 2), (1, 2), offset)
+        (out * (lib.tensor(w, device=dev) if dev else lib.tensor(w))).sum().backward()
+        results.append((out, (view if leaf == "view" else root).grad))
+    (got, got_grad), (expected, expected_grad) = results
+    _close(got, expected, 0, 0)
+    _close(got_grad, expected_grad, 0, 0)
+
+
+def test_as_strided_of_a_transposed_view(device):
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    got = tdx.tensor(a, device=device).t().as_strided((2, 3), (1, 4), 1)
+    expected = torch.tensor(a).t().as_strided((2, 3), (1, 4), 1)
+    _close(got, expected, 0, 0)
