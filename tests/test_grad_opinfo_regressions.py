@@ -2,8 +2,9 @@
 
 ``atleast_{1,2,3}d`` of a list whose tensors pass through unchanged (each output stays its own
 input), ``logcumsumexp`` with -inf and large values, ``scatter_reduce``/``index_reduce`` with
-``reduce='prod'`` (zeros in the source and in the destination, ``include_self`` both ways), and
-``as_strided`` of a view that reaches past the view into its root's storage.
+``reduce='prod'`` (zeros in the source and in the destination, ``include_self`` both ways),
+``as_strided`` of a view that reaches past the view into its root's storage, and ``ctc_loss`` (torch's
+derivative through a log_softmax).
 """
 
 from __future__ import annotations
@@ -139,3 +140,27 @@ def test_as_strided_of_a_transposed_view(device):
     got = tdx.tensor(a, device=device).t().as_strided((2, 3), (1, 4), 1)
     expected = torch.tensor(a).t().as_strided((2, 3), (1, 4), 1)
     _close(got, expected, 0, 0)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("zero_infinity", [False, True])
+def test_ctc_loss_gradient_is_torchs(device, reduction, zero_infinity):
+    """torch's derivative of ctc_loss is the one through a log_softmax: ``exp(lp)`` more per step within the
+    input length than the derivative of the loss's value (float64: the scan rounds at ~1e-15)."""
+    if "float64" not in tdx.backends.get(device).caps.dtypes:
+        pytest.skip(f"{device} has no float64")
+    rng = np.random.default_rng(5)
+    logits = rng.normal(size=(6, 3, 5))
+    lp = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    targets = np.asarray([[1, 2, 2], [3, 1, 0], [4, 4, 4]])
+    in_lens, tg_lens = [6, 4, 2], [3, 2, 3]  # the last is impossible (3 labels, two repeated, in 2 steps)
+
+    # the last item is impossible; with zero_infinity it has a 0 loss and no gradient, else it is left out
+    n = 3 if zero_infinity else 2
+
+    def fn(lib, x):
+        t = lib.tensor(targets[:n], device=x.device) if lib is tdx else torch.tensor(targets[:n])
+        return lib.nn.functional.ctc_loss(x, t, in_lens[:n], tg_lens[:n], reduction=reduction,
+                                          zero_infinity=zero_infinity)
+
+    _grads(device, [lp[:, :n]], fn, rtol=1e-9, atol=1e-12, dtype="float64")

@@ -61,7 +61,6 @@ EXPECTED_FAILURES: dict = {
     'grid_sampler_2d': "private aten op (torch internals), not part of torch's public API",
     'grid_sampler_3d': "private aten op (torch internals), not part of torch's public API",
     'hash_tensor': "private aten op (torch internals), not part of torch's public API",
-    'nn.functional.ctc_loss': 'AssertionError: nn.functional.ctc_loss:function:float64: grad of input 0: 16000 of 16000 elements differ (rtol',
     '_segment_reduce.lengths': "private aten op (torch internals), not part of torch's public API",
     '_segment_reduce.offsets': "private aten op (torch internals), not part of torch's public API",
     'nn.functional.fractional_max_pool2d@mlx': 'max_unpool / fractional_max_pool not built yet',
