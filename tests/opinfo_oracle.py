@@ -63,6 +63,9 @@ TIED_INDICES = frozenset({"kthvalue", "mode", "median", "nanmedian", "sort", "to
 # ops returning only indices, where torch's order among equal values is its kernel's choice: the values
 # they select are compared
 TIED_ARGS = frozenset({"argsort"})
+# ops reading their input's storage beyond its elements: tdx gets the input as the same view (sizes,
+# strides, offset) of a copy of the whole storage, not a contiguous copy of its elements
+STORAGE_READERS = frozenset({"as_strided", "as_strided_copy"})
 # CUDA-only entries (torch.cuda.jiterator) that list CPU dtypes but never run there
 CUDA_ONLY = frozenset({"jiterator_unary", "jiterator_binary", "jiterator_4inputs_with_extra_args",
                        "jiterator_binary_return_by_ref", "jiterator_2inputs_2outputs"})
@@ -289,6 +292,21 @@ def _call(fn, name, inp, args, kwargs, variant: str):
     return getattr(inp, name + "_")(*args, **kwargs)
 
 
+def same_view(x, device):
+    """``x`` on ``device`` as the same view of a copy of its whole storage (a leaf if ``x`` is one)."""
+    t = x.detach()
+    whole = t.as_strided((t.untyped_storage().nbytes() // t.element_size(),), (1,), 0)
+    out = to_tdx(whole, device)[:]
+    out.as_strided_(tuple(t.shape), t.stride(), t.storage_offset())
+    if x.requires_grad and x.is_leaf:
+        out.requires_grad_()
+    return out
+
+
+def _tdx_input(op, x, device):
+    return same_view(x, device) if op.name in STORAGE_READERS and isinstance(x, torch.Tensor) else to_tdx(x, device)
+
+
 def _grad_leaves(x):
     out = []
     if isinstance(x, torch.Tensor) and x.requires_grad and x.is_leaf:
@@ -337,13 +355,14 @@ def check_sample(op, fn, sample, device: str, dtype: str, variant: str = "functi
                                               **sample.kwargs)
     except (RuntimeError, ValueError, TypeError, IndexError) as err:
         kind = next(b for b in (IndexError, TypeError, ValueError, RuntimeError) if isinstance(err, b))
-        inp, args, kwargs = to_tdx(sample.input, device), to_tdx(sample.args, device), to_tdx(sample.kwargs, device)
+        inp = _tdx_input(op, sample.input, device)
+        args, kwargs = to_tdx(sample.args, device), to_tdx(sample.kwargs, device)
         try:
             _call(fn, name, inp, args, kwargs, variant)
         except kind:
             return
         raise AssertionError(f"{what}: torch raises {err!r:.120} but tdx does not") from None
-    inp, args, kwargs = to_tdx(sample.input, device), to_tdx(sample.args, device), to_tdx(sample.kwargs, device)
+    inp, args, kwargs = _tdx_input(op, sample.input, device), to_tdx(sample.args, device), to_tdx(sample.kwargs, device)
     if variant == "inplace" and isinstance(inp, tdx.Tensor):
         inp = inp.detach() if not grad else inp
     with warnings.catch_warnings():

@@ -46,16 +46,42 @@ def _strided_index(input, size, stride, storage_offset=0):
 
 
 def as_strided(input, size, stride, storage_offset=None):  # noqa: A002
-    """The elements at ``storage_offset + sum(i_k * stride_k)`` of ``input``'s (contiguous) storage."""
+    """The elements at ``storage_offset + sum(i_k * stride_k)`` of ``input``'s storage.
+
+    The storage of a view is its root's memory (``storage_offset`` counts from its start and
+    defaults to the view's own offset, as torch's): the view's elements are placed at their
+    positions in a copy of the root's values, so the gradient reaches the view's elements that are
+    read and nothing else (torch's ``as_strided_backward`` keeps to the input's geometry).
+    """
     size, stride = tuple(size), tuple(stride)
     if len(size) != len(stride):
         raise TdxRuntimeError(f"mismatch in length of strides and shape: {len(size)} vs {len(stride)}")
+    flat = _storage(input)
+    if storage_offset is None and flat is not None:
+        storage_offset = input.storage_offset()
+    flat = input.reshape(-1) if flat is None else flat
     idx = _strided_index(input, size, stride, storage_offset)
-    flat = input.reshape(-1)
     if idx.numel() and int(idx.amax()) >= flat.numel():
         raise TdxRuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset "
                               f"{storage_offset or 0} are out of bounds for storage of {flat.numel()} elements")
     return flat.gather(0, idx.reshape(-1)).reshape(size) if idx.numel() else flat.new_zeros(size)
+
+
+def _storage(t):
+    """The flat values of the memory a view ``t`` lives in, ``t``'s own elements differentiable; None
+    for a tensor that is its own storage."""
+    from . import views as _views
+    from .wrapping import wrap
+
+    lay = getattr(t, "_view", None)
+    if lay is None or lay.root is t:
+        return None
+    root = lay.root
+    values = wrap(root._n, root._ex).reshape(-1)  # the root's values, never its gradient
+    if not t.numel():
+        return values
+    positions = t.new_tensor(_views.layout_of(t).index_map().reshape(-1).tolist(), dtype=D.int64)
+    return values.scatter(0, positions, t.reshape(-1))
 
 
 def as_strided_scatter(input, src, size, stride, storage_offset=None):  # noqa: A002

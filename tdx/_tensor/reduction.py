@@ -174,20 +174,77 @@ class ReductionMethods:
         return _scan_extreme(self, dim, "cummin", lambda cur, prev: cur <= prev)
 
     def logcumsumexp(self, dim):
-        """``log(cumsum(exp(self)))`` along ``dim``, computed without overflow or underflow."""
+        """``log(cumsum(exp(self)))`` along ``dim``, computed without overflow or underflow.
+
+        On tape executors its derivative is torch's closed form (``logcumsumexp_backward``), not
+        the scan's chain rule: the two round differently where the values are large.
+        """
         d = norm_dim(dim, self.ndim)
         if not self.dtype.is_floating_point:
             if self.dtype.is_complex:
                 raise UnsupportedOpError("logcumsumexp() of complex tensors is not supported")
             raise _not_implemented("logcumsumexp", self.dtype)
-        x = (self.reshape(1) if self.ndim == 0 else self)._cast(_work(self.dtype))
-        n, step = x.shape[d], 1
-        while step < n:
-            pad_shape = tuple(step if i == d else s for i, s in enumerate(x.shape))
-            prev = _shifted(x, d, step, _full(x, pad_shape, -math.inf, x.dtype))
-            x = x.logaddexp(prev)
-            step *= 2
-        return x.reshape(self.shape)._cast(self.dtype)
+        if _TAPE[0] and _tape.wants(self):
+            return _log_cum_sum_exp_function().apply(self, d)
+        return _log_cum_sum_exp(self, d)
+
+    logcumsumexp._typed = True  # recorded by its Function, not by the method wrapper (its ops are typed)
+
+
+def _log_cum_sum_exp(t, d: int):
+    """The scan of ``logcumsumexp`` along the normalized dim ``d``: the executor's, else (it answers
+    NotImplemented) doubling steps of ``logaddexp``."""
+    x = (t.reshape(1) if t.ndim == 0 else t)._cast(_work(t.dtype))
+    native = x._ex.logcumsumexp(x._n, d)
+    if native is not NotImplemented:
+        return wrap(native, x._ex).reshape(t.shape)._cast(t.dtype)
+    n, step = x.shape[d], 1
+    while step < n:
+        pad_shape = tuple(step if i == d else s for i, s in enumerate(x.shape))
+        prev = _shifted(x, d, step, _full(x, pad_shape, -math.inf, x.dtype))
+        x = x.logaddexp(prev)
+        step *= 2
+    return x.reshape(t.shape)._cast(t.dtype)
+
+
+_LCSE: list = []
+
+
+def _log_cum_sum_exp_function():
+    """The ``autograd.Function`` of ``logcumsumexp`` with torch's derivative (built once)."""
+    if _LCSE:
+        return _LCSE[0]
+    from ..autograd.function import Function
+
+    class LogCumSumExp(Function):
+        @staticmethod
+        def forward(ctx, x, d):
+            out = _log_cum_sum_exp(x, d)
+            ctx.save_for_backward(x, out)
+            ctx.d = d
+            return out
+
+        @staticmethod
+        def backward(ctx, grad):
+            x, out = ctx.saved_tensors
+            d = ctx.d
+            if grad.ndim == 0 or grad.numel() == 0:
+                return grad, None
+            # torch's form: exp(x + reverse logcumsumexp(log|g| - out)), split by the sign of g
+            from .formats import finfo
+
+            lowest = _full(grad, (), finfo(grad.dtype).min, grad.dtype)
+            log_abs = grad.abs().log()
+            pos = log_abs.where(grad > 0, lowest)
+            neg = log_abs.where(grad < 0, lowest)
+
+            def reverse(v):
+                return v.flip(d).logcumsumexp(d).flip(d)
+
+            return (reverse(pos - out) + x).exp() - (reverse(neg - out) + x).exp(), None
+
+    _LCSE.append(LogCumSumExp)
+    return LogCumSumExp
 
 
 for _name, _fn in list(vars(ReductionMethods).items()):

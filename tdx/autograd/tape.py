@@ -217,8 +217,9 @@ def call(fn, *args, **kwargs):
         raise UnsupportedOpError(f"{getattr(fn, '__name__', 'this op')}: moving a tensor that requires grad "
                                  f"from {unique[0]._ex.device} to another executor is not differentiable; "
                                  "detach() it first, or move it before requires_grad_()")
+    given = {id(t) for t in _tensors(args, kwargs)}  # an input returned as is (atleast_1d) stays what it was
     for i, o in enumerate(outs):
-        if o.__class__ is Tensor and _differentiable(o) and all(o is not a for a in args):
+        if o.__class__ is Tensor and _differentiable(o) and id(o) not in given:
             o._ag = Meta(True, node, i)
     return out
 

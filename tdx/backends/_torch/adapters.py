@@ -61,6 +61,9 @@ class TorchAdaptedOps:
     def cumprod(self, x, dim, dtype=None):
         return torch.cumprod(x, dim, dtype=self._nd_or_none(dtype))
 
+    def logcumsumexp(self, x, dim):
+        return torch.logcumsumexp(x, dim)
+
     def norm(self, x, p="fro", dim=None, keepdim=False, dtype=None):
         return torch.norm(x, p, dim, keepdim, dtype=self._nd_or_none(dtype))
 

@@ -67,6 +67,22 @@ class MLXReductionOpsStreamed:
     def cumprod(self, x, dim, dtype=None):
         return self._scan(mx.cumprod, x, dim, dtype)
 
+    def logcumsumexp(self, x, dim):
+        """torch's running logsumexp along ``dim``, or NotImplemented for float64, where MLX's exp is
+        float32-accurate (the facade composes it).
+
+        A sequential scan accumulated in float64 where the executor has it, as torch's CPU kernel
+        (its accumulator type): a float32 accumulator differs from it by an ulp of the running
+        value, which torch's gradient formula (``exp(x + reverse scan)``) magnifies.
+        """
+        if x.dtype == mx.float64:
+            return NotImplemented
+        if x.ndim == 0 or x.size == 0:
+            return mx.array(x)
+        wide = x.astype(mx.float64, stream=self.s) if self.caps.float64 else x
+        out = mx.logcumsumexp(wide, axis=norm_dim(dim, x.ndim), stream=self.s)
+        return out.astype(x.dtype, stream=self.s)
+
     def norm(self, x, p="fro", dim=None, keepdim=False, dtype=None):
         if dtype is not None:
             x = self._cast(x, D.as_dtype(dtype))

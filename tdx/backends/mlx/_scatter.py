@@ -50,7 +50,7 @@ class MLXScatterOps:
         if reduce in ("sum", "mean"):
             out = flat_x.at[flat].add(vals)
         elif reduce == "prod":
-            out = flat_x.at[flat].multiply(vals)
+            out = _scatter_prod(flat, self.s)(flat_x, vals)
         elif reduce == "amax":
             out = flat_x.at[flat].maximum(vals)
         else:
@@ -73,3 +73,29 @@ class MLXScatterOps:
         shape[d] = -1
         idx = mx.broadcast_to(mx.reshape(index.astype(mx.int64), shape), source.shape if source.ndim else (1,))
         return self.scatter_reduce(x, d, idx, source, reduce, include_self=include_self)
+
+
+def _scatter_prod(flat, stream):
+    """``x.at[flat].multiply(v)`` with torch's derivative (``scatter_reduce_backward``, prod), which MLX
+    lacks: ``grad * result / x`` for ``x``, ``grad * result / v`` gathered for ``v``, where a zero
+    (in ``x``, or the only zero of ``v`` at its target) takes the product of the others instead."""
+    @mx.custom_function
+    def op(x, v):
+        return x.at[flat].multiply(v)
+
+    @op.vjp
+    def op_vjp(primals, cotangent, output):
+        x, v = primals
+        g = cotangent
+        with mx.stream(stream):
+            one = mx.array(1, dtype=x.dtype)
+            masked_x = mx.where(x == 0, one, x)
+            grad_x = g * masked_x.at[flat].multiply(v) / masked_x
+            v_zero = v == 0
+            zeros_at = mx.zeros(x.shape, mx.int32).at[flat].add(v_zero.astype(mx.int32))[flat]
+            single = mx.logical_and(v_zero, zeros_at == 1)
+            others = x.at[flat].multiply(mx.where(single, one, v))
+            grad_v = mx.where(single, (g * others)[flat], (g * output)[flat] / mx.where(v_zero, one, v))
+        return grad_x, grad_v
+
+    return op

@@ -212,6 +212,11 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     zero_len = tdx.tensor([t == 0 for t in in_lens], device=dev)
     impossible = (ll < neg / 2) | (zero_len & tdx.tensor([s > 0 for s in tg_lens], device=dev))
     loss = tdx.where(zero_len & impossible.logical_not(), 0.0, -ll)  # empty input, empty target: probability 1
+    # torch's derivative is the one through a log_softmax (``exp(lp) - exp(alpha + beta + nll - lp)``, per
+    # time step within the input length): its exp(lp) part is added here with the value 0
+    within = (tdx.arange(n_time, device=dev).unsqueeze(1) < lens.unsqueeze(0)).unsqueeze(2)
+    probs = lp.exp()
+    loss = loss + ((probs - probs.detach()) * within).sum((0, 2))
     if zero_infinity:
         loss = tdx.where(impossible, 0.0, loss)
     else:
