@@ -4,9 +4,7 @@ relative on MLX. State dicts cross both ways and training continues identically.
 
 from __future__ import annotations
 
-import copy
 import math
-import warnings
 
 import numpy as np
 import pytest

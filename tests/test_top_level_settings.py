@@ -7,7 +7,6 @@ results on every device; every refused name raises ``UnsupportedOpError`` naming
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pytest

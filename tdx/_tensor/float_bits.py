@@ -10,7 +10,6 @@ and holds no per-executor special case (both executors reinterpret bits with ``v
 from __future__ import annotations
 
 from .. import _dtypes as D
-from .._errors import TdxNotImplementedError
 from .operands import _inplace, _not_implemented, _requires_grad, _result_type, _tensor
 from .wrapping import attach, exporter, inline_typed, need_tensor, typed_errors
 
