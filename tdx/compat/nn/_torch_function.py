@@ -8,6 +8,7 @@ re-exports. This module must never import torch or mlx.
 
 from __future__ import annotations
 
+from typing import Callable, Optional
 
 import tdx
 from ..._errors import TdxNotImplementedError
