@@ -440,7 +440,51 @@ def check_sample(op, fn, sample, device: str, dtype: str, variant: str = "functi
             if not tg.any():  # torch materializes a zero gradient where tdx has none
                 continue
             raise AssertionError(f"{what}: no gradient for input {i}")
-        compare(leaf.grad, tg, dtype, f"{what}: grad of input {i}", {**GRAD_TOL, **OP_TOL.get(op.name, {})})
+        try:
+            compare(leaf.grad, tg, dtype, f"{what}: grad of input {i}", {**GRAD_TOL, **OP_TOL.get(op.name, {})})
+        except AssertionError:
+            if not _grad_as_accurate(op, sample, i, leaf.grad, tg, weights, dtype):
+                raise
+
+
+def _widened(x):
+    """``x`` with every floating tensor in float64; leaves that require grad stay leaves that do."""
+    if isinstance(x, torch.Tensor):
+        if not x.is_floating_point():
+            return x
+        w = x.detach().double()
+        return w.requires_grad_() if x.requires_grad and x.is_leaf else w
+    if isinstance(x, (list, tuple)):
+        return type(x)(_widened(v) for v in x) if not hasattr(x, "_fields") else type(x)(*map(_widened, x))
+    if isinstance(x, dict):
+        return {k: _widened(v) for k, v in x.items()}
+    return x
+
+
+def _grad_as_accurate(op, sample, i: int, got, expected, weights, dtype: str) -> bool:
+    """Whether tdx's float32/16 gradient of input ``i`` is as close to the float64 gradient as torch's own
+    is, where the two differ by more than the tolerance (the gradient's form of :func:`_as_accurate`:
+    torch's float32 result is then rounding noise that tdx need not copy)."""
+    if dtype not in ("float32", "float16", "bfloat16") or torch.float64 not in cpu_dtypes(op):
+        return False
+    inp, args, kwargs = _widened(sample.input), _widened(list(sample.args)), _widened(dict(sample.kwargs))
+    leaves = _grad_leaves([inp, args, kwargs])
+    try:
+        outs = _float_outputs(sample.output_process_fn_grad(op.op(inp, *args, **kwargs)))
+        if len(outs) != len(weights):
+            return False
+        ref = torch.autograd.grad(_weighted_loss(outs, [w.double() for w in weights], torch), leaves,
+                                  allow_unused=True)[i]
+    except Exception:  # noqa: BLE001 - no float64 reference: the plain comparison stands
+        return False
+    if ref is None or ref.shape != expected.shape:
+        return False
+    g = torch.from_numpy(np.asarray(got._ex.host_numpy(got._n), dtype=np.float64))
+    if g.shape != expected.shape:
+        return False
+    rtol, atol = GRAD_TOL.get(dtype, TOL[dtype])
+    mine, theirs = (g - ref).abs(), (expected.detach().double() - ref).abs()
+    return bool((ref.isfinite() & (mine <= theirs + atol + rtol * ref.abs())).all())
 
 
 def _as_accurate(op, sample, got, expected, dtype: str, variant: str) -> bool:
