@@ -234,7 +234,7 @@ OVERLAP_WRITES = {
     "none and int": _write((None, 0, slice(1, None)), lambda x: x[0, :-1]),
     "whole from its transpose": lambda x: _write(..., lambda y: y.t())(x[1].view(2, 2)),
     "add_ of own transpose": lambda x: x[2].view(2, 2).add_(x[2].view(2, 2).t()),
-    "blocks that are not dense": _write((slice(None, 2), slice(None, 2)), lambda x: x[1:, 1:3]),
+    "blocks that are not dense": _write((slice(None, 2), slice(None, 2)), lambda x: x[:2, 1:3]),
     "disjoint rows": _write(0, lambda x: x[2]),
     "two ints": _write((1, -1), lambda x: x[0, 0]),
     "the same elements": _write(1, lambda x: x[1] * 2),
@@ -242,6 +242,7 @@ OVERLAP_WRITES = {
     "a view of the same elements": _write(1, lambda x: x[1]),
     "same elements through a reshape": _write((slice(None), slice(None)), lambda x: x.view(12).view(3, 4)),
     "out-of-range int": _write((5, 0), lambda x: x[0, 1]),
+    "out-of-range int, overlapping modulo 3": _write((5, slice(1, None)), lambda x: x[2, :-1]),
 }
 
 

@@ -32,8 +32,7 @@ class Layout:
 
     def __init__(self, root, shape, strides, offset, multi=None, detached=False, owner=False):
         self.root, self.offset = root, offset
-        self.shape = shape if shape.__class__ is tuple else tuple(shape)
-        self.strides = strides if strides.__class__ is tuple else tuple(strides)
+        self.shape, self.strides = tuple(shape), tuple(strides)
         self.multi = multi  # (function, output number) for one of several views (split, unbind...)
         self.detached = detached  # made by detach(): shares the values, never the gradient
         # the whole of a history-free root (see :func:`bare_root`) whose autograd history it carries
@@ -349,9 +348,6 @@ def written_layout(t, index):
     """The layout ``t[index] = value`` writes for a valid basic index; None for any other index."""
     lay = layout_of(t)
     items = index if isinstance(index, tuple) else (index,)
-    if not all(i is None or i is Ellipsis or isinstance(i, slice) or (isinstance(i, int) and not isinstance(i, bool))
-               for i in items):
-        return None
     consumed = sum(1 for i in items if i is not None and i is not Ellipsis)
     if consumed > len(lay.shape) or sum(1 for i in items if i is Ellipsis) > 1:
         return None  # the write itself raises torch's IndexError
@@ -363,7 +359,7 @@ def written_layout(t, index):
             if isinstance(it, int) and not -lay.shape[d] <= it < lay.shape[d]:
                 return None
             d += 1
-    return basic_index(lay, index)
+    return basic_index(lay, index)  # None for an index that is not basic
 
 
 def check_overlap(t, operands) -> None:
