@@ -55,7 +55,7 @@ class ArchiveWriter:
     def write_footer(self) -> None:
         """The records torch writes after the storages."""
         self.write("version", b"3\n")
-        self.write(".data/serialization_id", str(secrets.randbits(128)).zfill(40)[:40].encode())
+        self.write(".data/serialization_id", str(secrets.randbits(128)).zfill(40).encode())
 
 
 class ArchiveReader:
