@@ -113,3 +113,32 @@ def test_cat_stack(device, dtypes, dim):
     check(lambda: tdx.cat([a, c], 1), lambda: torch.cat([ta, tc], 1))
     check(lambda: tdx.cat([a, c], 0), lambda: torch.cat([ta, tc], 0), msg="mismatched sizes")
     check(lambda: tdx.stack([a, c]), lambda: torch.stack([ta, tc]), msg="stack unequal")
+
+
+def test_reduction_executor_defaults(device):
+    """The executors' reductions called with their defaults (keepdim off, correction 1) as torch's."""
+    from tdx._tensor.wrapping import wrap
+
+    x, t = pair(sample((3, 4), "float32", seed=30), device, "float32")
+    ex = x._ex
+    check(lambda: wrap(ex.prod(x._n, 1), ex), lambda: t.prod(1), msg="prod")
+    check(lambda: wrap(ex.var(x._n, 0), ex), lambda: t.var(0), msg="var", rtol=1e-5)
+    check(lambda: wrap(ex.std(x._n, 1), ex), lambda: t.std(1), msg="std", rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_reduction_wide_range_logsumexp_and_scans(device, dtype):
+    """logsumexp of values 1000 apart (the shift must be the maximum, or exp overflows), and
+    logcumsumexp of a 1-D tensor, as torch."""
+    a = [[0.0, 1000.0, -5.0], [-1000.0, 2.0, 3.0]]
+    x, t = tdx.tensor(a, dtype=getattr(tdx, dtype), device=device), torch.tensor(a, dtype=getattr(torch, dtype))
+    check(lambda: x.logsumexp(1), lambda: t.logsumexp(1), msg="logsumexp")
+    check(lambda: x.logsumexp((0, 1), keepdim=True), lambda: t.logsumexp((0, 1), keepdim=True), msg="all dims")
+    check(lambda: x[1].logcumsumexp(0), lambda: t[1].logcumsumexp(0), msg="logcumsumexp 1-D")
+
+
+def test_reduction_nuclear_norm_needs_two_dims(device):
+    """torch.norm(x, 'nuc') of a 3-D tensor without dims, or with one dim, raises as torch."""
+    x, t = pair(sample((2, 3, 4), "float32", seed=31), device, "float32")
+    check(lambda: tdx.norm(x, "nuc"), lambda: torch.norm(t, "nuc"), msg="3-D")
+    check(lambda: tdx.norm(x, "nuc", 1), lambda: torch.norm(t, "nuc", 1), msg="one dim")

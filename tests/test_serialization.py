@@ -377,3 +377,23 @@ def test_archive_records_are_aligned_like_torch(device, tmp_path):
             meta[which] = sorted((i.filename.split("/", 1)[1], i.create_system, i.compress_type)
                                  for i in infos if "/data/" in i.filename)
     assert meta["ours"] == meta["theirs"]
+
+
+def test_archive_records_match_torch(device):
+    """The zip records torch writes come out with torch's names, order, zero date, storage (no
+    compression) and a 40-digit serialization id."""
+    import zipfile
+
+    def records(mod, **kw):
+        buf = io.BytesIO()
+        mod.save({"w": mod.arange(5., **kw), "b": mod.ones(2, 3, dtype=mod.int64, **kw)}, buf)
+        buf.seek(0)
+        with zipfile.ZipFile(buf) as z:
+            sid = z.read("archive/.data/serialization_id")
+            return [(i.filename, i.date_time, i.compress_type) for i in z.infolist()], sid
+
+    got, got_id = records(tdx, device=device)
+    want, want_id = records(torch)
+    names = {w[0] for w in want}
+    assert [g for g in got if g[0] in names] == want
+    assert len(got_id) == len(want_id) == 40 and got_id.isdigit()

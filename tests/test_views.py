@@ -216,3 +216,62 @@ def test_detach_after_an_inplace_write_of_its_base(device):
         return z.requires_grad, w.requires_grad, x.grad.tolist(), z.tolist(), w.tolist()
 
     assert run(tdx, device=device) == run(torch)
+
+
+def _write(index, source):
+    """``x[index] = source(x)`` on a 3x4 ``x``; returns ``x``."""
+    def run(x):
+        x[index] = source(x)
+        return x
+    return run
+
+
+OVERLAP_WRITES = {
+    "rows from shifted rows": _write(slice(1, None), lambda x: x[:-1]),
+    "int and slice": _write((0, slice(1, None)), lambda x: x[0, :-1]),
+    "negative int and slice": _write((-1, slice(None, 3)), lambda x: x[-1, 1:]),
+    "ellipsis": _write((slice(None, 2), Ellipsis), lambda x: x[1:]),
+    "none and int": _write((None, 0, slice(1, None)), lambda x: x[0, :-1]),
+    "whole from its transpose": lambda x: _write(..., lambda y: y.t())(x[1].view(2, 2)),
+    "add_ of own transpose": lambda x: x[2].view(2, 2).add_(x[2].view(2, 2).t()),
+    "blocks that are not dense": _write((slice(None, 2), slice(None, 2)), lambda x: x[:2, 1:3]),
+    "disjoint rows": _write(0, lambda x: x[2]),
+    "two ints": _write((1, -1), lambda x: x[0, 0]),
+    "the same elements": _write(1, lambda x: x[1] * 2),
+    "add_ of the same view": lambda x: x[1].add_(x[1]),
+    "a view of the same elements": _write(1, lambda x: x[1]),
+    "same elements through a reshape": _write((slice(None), slice(None)), lambda x: x.view(12).view(3, 4)),
+    "out-of-range int": _write((5, 0), lambda x: x[0, 1]),
+    "out-of-range int, overlapping modulo 3": _write((5, slice(1, None)), lambda x: x[2, :-1]),
+}
+
+
+@pytest.mark.parametrize("case", list(OVERLAP_WRITES))
+def test_writes_from_overlapping_memory(device, case):
+    """torch refuses a write whose source shares some but not all of the written elements (or the
+    same elements with other strides); disjoint or identical memory is written as usual."""
+    check(lambda: OVERLAP_WRITES[case](tdx.arange(12., device=device).reshape(3, 4)),
+          lambda: OVERLAP_WRITES[case](torch.arange(12.).reshape(3, 4)), msg=case)
+
+
+@pytest.mark.parametrize("case", [
+    ("unsqueeze by None", lambda x: x[None]), ("None after a dim", lambda x: x[:, None]),
+    ("None of a view", lambda x: x[1:][None, :, None]),
+    ("0-d view as (1, 1)", lambda x: x[1, 2].view(1, 1)), ("0-d view as -1", lambda x: x[2, 1].view(-1)),
+    ("0-d view as 0-d", lambda x: x[0, 3].view(())),
+    ("empty view as itself", lambda x: x[:0].t().view(4, 0)), ("empty view reshaped", lambda x: x[:, :0].view(0, 3)),
+    ("empty transposed as -1", lambda x: x[:0].t().view(-1)),
+], ids=lambda c: c[0])
+def test_layouts_of_more_views(device, case):
+    """Strides, offsets and shared writes of views torch lays out by special rules (``None`` indices,
+    views of 0-d views, views of empty views)."""
+    def run(mod, **kw):
+        x = mod.arange(12., **kw).reshape(3, 4)
+        v = case[1](x)
+        layout = (tuple(v.shape), v.stride(), v.storage_offset(), v.is_contiguous())
+        v.add_(100)
+        return layout, x, v
+
+    got, want = run(tdx, device=device), run(torch)
+    assert got[0] == want[0], case[0]
+    check(lambda: got[1:], lambda: want[1:], msg=case[0])

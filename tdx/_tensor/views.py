@@ -32,8 +32,7 @@ class Layout:
 
     def __init__(self, root, shape, strides, offset, multi=None, detached=False, owner=False):
         self.root, self.offset = root, offset
-        self.shape = shape if shape.__class__ is tuple else tuple(shape)
-        self.strides = strides if strides.__class__ is tuple else tuple(strides)
+        self.shape, self.strides = tuple(shape), tuple(strides)
         self.multi = multi  # (function, output number) for one of several views (split, unbind...)
         self.detached = detached  # made by detach(): shares the values, never the gradient
         # the whole of a history-free root (see :func:`bare_root`) whose autograd history it carries
@@ -82,7 +81,7 @@ def family(root) -> list:
 def _sweep() -> None:
     for key in [k for k, (ref, _) in _families.items() if ref() is None]:
         del _families[key]
-    _sweep_at[0] = max(1024, 2 * len(_families))
+    _sweep_at[0] = max(1024, 2 * len(_families))  # mutate: equivalent (memory only: when dead entries go)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -131,7 +130,7 @@ def _register(root, out) -> None:
         views = {}
         _families[id(root)] = (weakref.ref(root), views)
     views[id(out)] = weakref.ref(out)
-    if not len(views) & 63:  # every 64 new entries, drop the views that died
+    if not len(views) & 63:  # every 64 new entries, drop the views that died  mutate: equivalent (memory only)
         for key in [k for k, r in views.items() if r() is None]:
             del views[key]
 
@@ -207,7 +206,7 @@ def _rehome(root):
     shape = tuple(root._ex.shape(root._n))
     root._view = Layout(bare, shape, _contiguous(shape), 0, owner=True)
     moved[id(root)] = weakref.ref(root)
-    if len(_families) >= _sweep_at[0]:
+    if len(_families) >= _sweep_at[0]:  # mutate: equivalent (memory only: when dead entries go)
         _sweep()
     _families[id(bare)] = (weakref.ref(bare), moved)
     return bare
@@ -247,7 +246,7 @@ def link_swapped(out, src, a: int, b: int):
     return link(out, src, tuple(shape), tuple(strides), lay.offset, lay.root)
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=1024)  # mutate: equivalent (cache size: speed only)
 def _swapped_root(shape: tuple, a: int, b: int) -> tuple:
     """``(shape, strides)`` of a contiguous tensor of ``shape`` with dims ``a`` and ``b`` swapped."""
     strides = list(_contiguous(shape))
@@ -309,8 +308,10 @@ def basic_index(lay: Layout, index):
 
 def view_strides(old_shape, old_strides, new_shape):
     """Strides for viewing ``old`` as ``new_shape`` without a copy, or None (torch's rule)."""
-    if math.prod(old_shape) == 0 or not old_shape:
+    if not old_shape:  # a 0-d tensor: every new dim has size 1 and stride 1
         return contiguous_strides(new_shape)
+    if math.prod(old_shape) == 0:  # torch keeps an empty tensor's strides when the shape stays
+        return tuple(old_strides) if tuple(new_shape) == tuple(old_shape) else contiguous_strides(new_shape)
     new_strides = [0] * len(new_shape)
     view_d = len(new_shape) - 1
     chunk_stride = old_strides[-1]
@@ -347,9 +348,6 @@ def written_layout(t, index):
     """The layout ``t[index] = value`` writes for a valid basic index; None for any other index."""
     lay = layout_of(t)
     items = index if isinstance(index, tuple) else (index,)
-    if not all(i is None or i is Ellipsis or isinstance(i, slice) or (isinstance(i, int) and not isinstance(i, bool))
-               for i in items):
-        return None
     consumed = sum(1 for i in items if i is not None and i is not Ellipsis)
     if consumed > len(lay.shape) or sum(1 for i in items if i is Ellipsis) > 1:
         return None  # the write itself raises torch's IndexError
@@ -361,7 +359,7 @@ def written_layout(t, index):
             if isinstance(it, int) and not -lay.shape[d] <= it < lay.shape[d]:
                 return None
             d += 1
-    return basic_index(lay, index)
+    return basic_index(lay, index)  # None for an index that is not basic
 
 
 def check_overlap(t, operands) -> None:

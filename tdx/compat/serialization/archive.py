@@ -40,7 +40,7 @@ class ArchiveWriter:
         self.zip = zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED, allowZip64=True)
 
     def write(self, record: str, data: bytes) -> None:
-        info = zipfile.ZipInfo(f"{self.name}/{record}", date_time=(1980, 1, 1, 0, 0, 0))
+        info = zipfile.ZipInfo(f"{self.name}/{record}", date_time=(1980, 0, 0, 0, 0, 0))  # torch's: a zero DOS date
         info.compress_type = zipfile.ZIP_STORED
         info.create_system = 0
         start = self.zip.fp.tell() if self.zip.fp is not None else 0
@@ -55,7 +55,7 @@ class ArchiveWriter:
     def write_footer(self) -> None:
         """The records torch writes after the storages."""
         self.write("version", b"3\n")
-        self.write(".data/serialization_id", str(secrets.randbits(128)).zfill(40)[:40].encode())
+        self.write(".data/serialization_id", str(secrets.randbits(128)).zfill(40).encode())
 
 
 class ArchiveReader:

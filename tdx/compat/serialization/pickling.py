@@ -237,15 +237,10 @@ def _torch_names(rebuild, rebuild_parameter):
 
 
 def _parameter_class(*args, **kwargs):
-    """``torch.nn.Parameter`` called while loading: tdx's Parameter when tdx.nn has one."""
+    """``torch.nn.Parameter`` called while loading: tdx's Parameter."""
     import tdx.nn as nn
 
-    cls = getattr(nn, "Parameter", None)
-    if cls is None:
-        data = args[0] if args else kwargs.get("data")
-        requires_grad = args[1] if len(args) > 1 else kwargs.get("requires_grad", True)
-        return data.detach().requires_grad_(requires_grad)
-    return cls(*args, **kwargs)
+    return nn.Parameter(*args, **kwargs)
 
 
 def _rebuild_from_type_v2(func, new_type, args, state):
