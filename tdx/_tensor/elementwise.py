@@ -94,14 +94,15 @@ ALIASES = {"negative": "neg", "absolute": "abs", "arcsin": "asin", "arccos": "ac
 
 
 def _fused_call(kernel, t, t1, t2, value):
-    """``kernel(t, t1, t2, value)`` on natives (one fused pass on executors that have it), or None
-    when the kernel refuses the arguments (the composite then raises tdx's typed error)."""
+    """``kernel(t, t1, t2, value)`` on natives (one executor call), or None when the kernel refuses
+    or declines the arguments (the composite then computes it, or raises tdx's typed error)."""
     if isinstance(value, Tensor):
         return None
     try:
-        return wrap(kernel(t._n, t1._n, t2._n, value), t._ex)
+        out = kernel(t._n, t1._n, t2._n, value)
     except NATIVE_ERRORS:
         return None
+    return None if out is None else wrap(out, t._ex)
 
 
 class ElementwiseMethods:
@@ -171,7 +172,7 @@ class ElementwiseMethods:
     def addcmul(self, tensor1, tensor2, *, value=1):
         """``self + value * tensor1 * tensor2``, broadcast and promoted over all three."""
         ex = self._ex
-        if ex.fused_nn and getattr(tensor1, "_ex", None) is ex and getattr(tensor2, "_ex", None) is ex:
+        if ex.addc_kernels and getattr(tensor1, "_ex", None) is ex and getattr(tensor2, "_ex", None) is ex:
             fast = _fused_call(ex.addcmul, self, tensor1, tensor2, value)
             if fast is not None:
                 return fast
@@ -187,7 +188,7 @@ class ElementwiseMethods:
     def addcdiv(self, tensor1, tensor2, *, value=1):
         """``self + value * tensor1 / tensor2`` (true division), broadcast and promoted over all three."""
         ex = self._ex
-        if ex.fused_nn and getattr(tensor1, "_ex", None) is ex and getattr(tensor2, "_ex", None) is ex:
+        if ex.addc_kernels and getattr(tensor1, "_ex", None) is ex and getattr(tensor2, "_ex", None) is ex:
             fast = _fused_call(ex.addcdiv, self, tensor1, tensor2, value)
             if fast is not None:
                 return fast

@@ -122,7 +122,7 @@ class Executor:
     name = "?"
     caps = Capabilities(dtypes=frozenset())
     mutable = True  # same as caps.mutable; a plain attribute for the hot path
-    fused_nn = False  # has one-pass addcmul/addcdiv kernels (torch: backends/_torch/nn.py)
+    addc_kernels = False  # has addcmul/addcdiv on natives (torch: backends/_torch/nn.py, mlx: _elementwise.py)
 
     def __init__(self, device):
         self.device = device

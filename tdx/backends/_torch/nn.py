@@ -6,7 +6,7 @@ pooling, padding, resampling, batch norm...) on native tensors, so that on cpu, 
 errors bit for bit; the hot functions (linear, layer_norm, gelu, embedding, cross_entropy,
 softmax) take it first, before tdx's own argument checks. Its presence on an executor is the
 capability the facade checks; executors without it get tdx's composed kernels. ``addcmul`` and
-``addcdiv`` (``fused_nn``) are torch's one-pass kernels for the optimizers' updates. Must never
+``addcdiv`` (``addc_kernels``) are torch's one-pass kernels for the optimizers' updates. Must never
 import MLX or tdx's facade.
 """
 
@@ -33,7 +33,7 @@ class TorchNNOps:
     """torch.nn.functional's kernels on native tensors."""
 
     __slots__ = ()
-    fused_nn = True
+    addc_kernels = True
 
     def nn_functional(self, name: str, args: tuple, kwargs: dict):
         """``torch.nn.functional.<name>(*args, **kwargs)`` on natives (a tdx dtype argument becomes torch's).

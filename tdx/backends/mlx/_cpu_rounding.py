@@ -1,5 +1,6 @@
 """float32 ops on MLX's CPU rounded as torch's CPU kernels round them: ``tanh`` (forward and
-derivative) and ``a + alpha * b`` (``add``/``sub`` with ``alpha``, one fused multiply-add).
+derivative), ``a + alpha * b`` (``add``/``sub`` with ``alpha``) and ``a + b * c`` (``addcmul``), each
+with one fused multiply-add.
 
 MLX's CPU ``tanh`` is a fast approximation: on float32 it misses the correctly rounded value
 in about one element of five (1 ulp), while torch's CPU ``tanh`` (SLEEF's 1-ulp kernel) gives
@@ -54,17 +55,17 @@ def tanh(stream):
 _KERNELS: dict = {}  # stream -> the compiled (or, without a JIT toolchain, the plain) kernel
 
 
-def _add_scaled_kernel(stream):
-    """float32 ``a + scale * b`` through float64 on ``stream``, as one fused MLX kernel where MLX can
-    compile kernels on this machine (float64 arithmetic and casts are slow on MLX's CPU: unfused, the
-    op takes ~20x a float32 add), else the same ops unfused (equal results)."""
+def _multiply_add_kernel(stream):
+    """``a + b * c`` through float64 on ``stream``, rounded to float32, as one fused MLX kernel where
+    MLX can compile kernels on this machine (float64 arithmetic and casts are slow on MLX's CPU:
+    unfused, the op takes ~20x a float32 add), else the same ops unfused (equal results)."""
     kernel = _KERNELS.get(stream)
     if kernel is not None:
         return kernel
     s = stream
 
-    def fn(a, b, scale):
-        product = mx.multiply(b.astype(mx.float64, stream=s), scale, stream=s)
+    def fn(a, b, c):
+        product = mx.multiply(b.astype(mx.float64, stream=s), c.astype(mx.float64, stream=s), stream=s)
         return mx.add(a.astype(mx.float64, stream=s), product, stream=s).astype(mx.float32, stream=s)
 
     compiled = mx.compile(fn)
@@ -77,6 +78,20 @@ def _add_scaled_kernel(stream):
         return fn
     _KERNELS[stream] = compiled
     return compiled
+
+
+def multiply_add(a, b, c, stream):
+    """float32 ``a + b * c`` rounded once, as torch's CPU ``addcmul`` kernel rounds it (a fused
+    multiply-add; MLX would round the product and then the sum).
+
+    Args:
+        a, b, c: float32 arrays (broadcastable).
+        stream: an MLX CPU stream (float64 must be available on it).
+
+    Returns:
+        The float32 result.
+    """
+    return _multiply_add_kernel(stream)(a, b, c)
 
 
 def add_scaled(a, b, alpha, subtract: bool, stream):
@@ -97,4 +112,4 @@ def add_scaled(a, b, alpha, subtract: bool, stream):
         The float32 result.
     """
     scale = mx.array(alpha, mx.float32).astype(mx.float64, stream=stream)
-    return _add_scaled_kernel(stream)(a, b, mx.negative(scale, stream=stream) if subtract else scale)
+    return _multiply_add_kernel(stream)(a, b, mx.negative(scale, stream=stream) if subtract else scale)

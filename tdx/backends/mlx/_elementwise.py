@@ -28,6 +28,13 @@ from ._indexing import on_stream, scalar_name
 from ._rules import _FLOATS, _INTS, _SCALARS, _SIGNED, _clamp_exact, _is_bool, _is_bool_operand, _tie_splitting, _where_exact
 
 
+def _same_float(a, t1, t2, value) -> bool:
+    """Whether ``a``, ``t1``, ``t2`` are MLX arrays of one float32/float64 dtype and ``value`` an int or float."""
+    return (type(a) is mx.array and type(t1) is mx.array and type(t2) is mx.array
+            and (a.dtype == mx.float32 or a.dtype == mx.float64) and t1.dtype == a.dtype and t2.dtype == a.dtype
+            and (value.__class__ is float or value.__class__ is int))
+
+
 @on_stream
 class MLXElementwiseOpsStreamed:
     """The ops of this family that run with ``self.s`` as MLX's default stream (operators and
@@ -72,6 +79,23 @@ class MLXElementwiseOpsStreamed:
         scaled = mx.multiply(b, self._cast(alpha, rt), stream=self.s)
         return (mx.subtract if sub else mx.add)(a, scaled, stream=self.s)
 
+    def addcmul(self, a, t1, t2, value):
+        """``a + value * t1 * t2`` in torch's order of roundings (``value * t1`` rounded, then one
+        fused multiply-add: exact on a CPU stream, for float32), when all three are arrays of one
+        float32/float64 dtype and ``value`` a real Python number; else None (the facade composes it)."""
+        if not _same_float(a, t1, t2, value):
+            return None
+        scaled = t1 if value == 1 else t1 * value
+        if a.dtype == mx.float32 and self.caps.float64:
+            return cpu_rounding.multiply_add(a, scaled, t2, self.s)
+        return a + scaled * t2
+
+    def addcdiv(self, a, t1, t2, value):
+        """``a + value * t1 / t2`` in torch's order of roundings, under :meth:`addcmul`'s conditions."""
+        if not _same_float(a, t1, t2, value):
+            return None
+        return a + t1 * value / t2
+
     def add_alpha(self, a, b, alpha):
         """``a + alpha * b`` with torch's promotion (``alpha`` takes no part) and checks on ``alpha``."""
         return self._alpha(a, b, alpha, False)
@@ -85,6 +109,7 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
     """MLX elementwise ops with torch's semantics: promotion, binary arithmetic and comparisons,"""
 
     __slots__ = ()
+    addc_kernels = True
 
     # promotion ------------------------------------------------------------------------
     def _tdx(self, v):

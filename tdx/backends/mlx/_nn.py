@@ -1,4 +1,5 @@
-"""MLX-executor neural-network kernels, a mixin of the MLX executor: convolution and layer norm.
+"""MLX-executor neural-network kernels, a mixin of the MLX executor: linear maps, convolution,
+layer norm and cross entropy.
 
 ``conv_nd`` takes torch's channels-first layouts (input ``(N, C, *spatial)``, weight
 ``(O, C / groups, *kernel)``) and runs ``mx.conv_general`` in MLX's channels-last layout;
@@ -16,6 +17,12 @@ class MLXNNOps:
     """Convolution on MLX arrays in torch's layouts; layer norm over the last axis."""
 
     __slots__ = ()
+
+    def linear_last(self, x, w, b):
+        """``x @ w.T + b`` (``b`` may be None) of float32 arrays: the product and the sum rounded as
+        the composed ``matmul`` and ``add`` round them, in one call (one tape node)."""
+        y = mx.matmul(x, w.T, stream=self.s)
+        return y if b is None else mx.add(y, b, stream=self.s)
 
     def layer_norm_last(self, x, weight, bias, eps: float):
         """Layer norm of float32 ``x`` over its last axis, scaled by ``weight`` and shifted by ``bias``

@@ -17,7 +17,7 @@ import tdx
 from ..._errors import NATIVE_ERRORS
 from ..._tensor.wrapping import typed_function, wrap
 
-__all__ = ["native", "fast", "NOT_NATIVE", "conv_nd", "has_conv", "rows_cross_entropy", "has_rows_cross_entropy"]
+__all__ = ["native", "fast", "NOT_NATIVE", "fused_linear", "conv_nd", "has_conv", "rows_cross_entropy", "has_rows_cross_entropy"]
 
 NOT_NATIVE = object()
 """What :func:`native` returns when the tensors' executor has no ``nn_functional`` kernel."""
@@ -76,6 +76,36 @@ def fast(name: str, *args, **kwargs):
         return native(name, *args, **kwargs)
     except tdx.TdxError:
         return NOT_NATIVE
+
+
+def _linear(x, weight, bias):
+    ex = x._ex
+    return wrap(ex.linear_last(x._n, weight._n, None if bias is None else bias._n), ex)
+
+
+linear_last = typed_function(_linear, record=True)
+
+
+def fused_linear(x, weight, bias):
+    """``linear`` by the executor's ``linear_last`` kernel (one tape node instead of a transposed view,
+    a product, an expanded view and a sum), or :data:`NOT_NATIVE`: anything but float32 tensors on one
+    executor with a 2-D weight, a 1-D bias of its output size and a non-empty input of at least 2 dims
+    takes the composed path (which checks and raises).
+
+    Args:
+        x, weight, bias: ``linear``'s arguments, unchecked.
+    """
+    ex = getattr(x, "_ex", None)
+    if (ex is None or not hasattr(ex, "linear_last") or x.__class__ is not tdx.Tensor
+            or weight.__class__ is not tdx.Tensor or weight._ex is not ex):
+        return NOT_NATIVE
+    if (x.dtype is not tdx.float32 or weight.dtype is not tdx.float32 or x.ndim < 2 or weight.ndim != 2
+            or x.shape[-1] != weight.shape[1] or not x.numel() or not weight.numel()):
+        return NOT_NATIVE
+    if bias is not None and (bias.__class__ is not tdx.Tensor or bias._ex is not ex or bias.dtype is not tdx.float32
+                             or bias.ndim != 1 or bias.shape[0] != weight.shape[0]):
+        return NOT_NATIVE
+    return linear_last(x, weight, bias)
 
 
 def native_layer_norm(x, weight, bias, eps):  # named as the node torch records (NativeLayerNormBackward)

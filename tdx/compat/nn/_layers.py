@@ -53,6 +53,9 @@ def linear(input, weight, bias=None):  # noqa: A002 - torch's name
     done = _kernels.fast("linear", input, weight, bias)  # torch's kernel where the executor has it
     if done is not _kernels.NOT_NATIVE:
         return done
+    done = _kernels.fused_linear(input, weight, bias)  # one node on executors with a linear kernel (MLX)
+    if done is not _kernels.NOT_NATIVE:
+        return done
     x, w = need_tensor(input, "linear"), need_tensor(weight, "linear", "weight")
     if x.ndim == 0 or w.ndim == 0:
         raise ShapeError(f"both arguments to linear need to be at least 1D, but they are {x.ndim}D and {w.ndim}D")

@@ -134,8 +134,10 @@ def step_tensor(value: float, param: "tdx.Tensor") -> "tdx.Tensor":
     return tdx.tensor(float(value), dtype=tdx.float32, device=param.device)
 
 
-# step counter -> (the native array its count was read from, that count); see advance_step
-_STEP_COUNTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+# id(step counter) -> (a weak reference to it, the native array its count was read from, that count); see
+# advance_step. Keyed by id, not by the tensor: a WeakKeyDictionary compares keys with ``==``, which on a
+# tensor is an elementwise comparison read back with ``bool()``, an evaluation per lookup on MLX.
+_STEP_COUNTS: dict = {}
 
 
 def advance_step(step_t: "tdx.Tensor") -> float:
@@ -149,11 +151,17 @@ def advance_step(step_t: "tdx.Tensor") -> float:
     if step_t.executor.caps.mutable or step_t.dtype is not tdx.float32:
         step_t += 1
         return step_t.item()
-    known = _STEP_COUNTS.get(step_t)
-    before = known[1] if known is not None and known[0] is step_t.native else step_t.item()
+    key = id(step_t)
+    known = _STEP_COUNTS.get(key)
+    if known is not None and known[0]() is step_t:
+        ref = known[0]
+        before = known[2] if known[1] is step_t.native else step_t.item()
+    else:
+        ref = weakref.ref(step_t, lambda _dead, key=key: _STEP_COUNTS.pop(key, None))
+        before = step_t.item()
     step_t += 1
     count = struct.unpack("f", struct.pack("f", before + 1))[0]
-    _STEP_COUNTS[step_t] = (step_t.native, count)
+    _STEP_COUNTS[key] = (ref, step_t.native, count)
     return count
 
 
