@@ -109,7 +109,7 @@ def test_attention_in_training_on_mlx_takes_mlx_kernel():
         assert _kernels.estimate(SDPBackend.BRIDGE, p) < 1.0
 
 
-def _regression_losses(compiled, dev="mlx:cpu"):
+def _regression_losses(compiled, dev="mlx:cpu", **switches):
     rng = np.random.default_rng(0)
     lib = torch if dev is None else tdx
     kw = {} if dev is None else {"device": dev}
@@ -126,7 +126,7 @@ def _regression_losses(compiled, dev="mlx:cpu"):
                 p.grad = None
         return loss
 
-    fn = tdx.compile(step, options={"state": [w, b]}) if compiled else step
+    fn = tdx.compile(step, options={"state": [w, b]}, **switches) if compiled else step
     out = []
     for _ in range(4):
         x = lib.tensor(rng.standard_normal((8, 3)).astype(np.float32), **kw)
@@ -142,22 +142,62 @@ def test_compiled_step_on_mlx_matches_eager_and_torch():
     np.testing.assert_allclose(_regression_losses(True), want, rtol=2e-6)
 
 
-def test_compile_on_torch_runs_eagerly_with_one_warning():
-    calls = []
+def test_compile_on_torch_calls_torch_compile():
+    """On a torch executor tdx.compile is torch.compile: Dynamo traces the facade into one graph."""
+    from torch._dynamo.utils import counters
 
-    def step(x):
-        calls.append(1)
-        return x * 2
+    torch._dynamo.reset()
+    counters.clear()
+    w = tdx.randn(5, 3, requires_grad=True)
+    f = tdx.nn.functional
 
-    fn = tdx.compile(step)
-    with pytest.warns(UserWarning, match="eagerly"):
-        fn(tdx.ones(2))
+    def fwd(x):
+        return f.gelu(f.linear(x, w)).sum()
+
+    fn = tdx.compile(fwd, backend="eager")
+    x = tdx.randn(4, 3)
     import warnings
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        out = fn(tdx.ones(2))
-    assert out.tolist() == [2.0, 2.0] and len(calls) == 2
-    assert tdx.compile(step, disable=True) is step
+        out = fn(x)
+    assert counters["stats"]["unique_graphs"] >= 1  # traced, not run eagerly
+    tw = torch.from_numpy(w.detach().numpy()).requires_grad_()
+    expect = torch.nn.functional.gelu(torch.nn.functional.linear(torch.from_numpy(x.numpy()), tw)).sum()
+    torch.testing.assert_close(torch.tensor(out.item()), expect.detach(), rtol=1e-6, atol=0)
+    out.backward()
+    expect.backward()
+    torch.testing.assert_close(torch.from_numpy(w.grad.numpy()), tw.grad, rtol=1e-6, atol=1e-7)
+    assert tdx.compile(fwd, disable=True) is fwd
     with pytest.raises(tdx.TdxError):
-        tdx.compile(step, options={"bogus": 1})
+        tdx.compile(fwd, options={"bogus": 1})
+
+
+def test_compiled_training_step_on_torch_matches_torch():
+    want = _regression_losses(False, None)
+    np.testing.assert_allclose(_regression_losses(True, "cpu", backend="eager"), want, rtol=2e-6)
+
+
+def test_compile_on_torch_falls_back_to_eager_with_one_warning():
+    def step(x):  # a branch on a value: a graph break, which fullgraph=True refuses
+        return x * 2 if bool(x.sum() > 0) else x
+
+    torch._dynamo.reset()
+    fn = tdx.compile(step, fullgraph=True, backend="eager")
+    with pytest.warns(UserWarning, match="runs eagerly .*torch.compile failed"):
+        out = fn(tdx.ones(2))
+    assert out.tolist() == [2.0, 2.0]
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = fn(tdx.full((2,), 3.0))
+    assert out.tolist() == [6.0, 6.0]
+
+
+def test_compile_across_executors_runs_eagerly_with_one_warning():
+    pytest.importorskip("mlx.core")
+    w = tdx.ones(2, device="mlx:cpu")
+    fn = tdx.compile(lambda x: x + w.cpu(), options={"state": [w]})
+    with pytest.warns(UserWarning, match="several executors"):
+        assert fn(tdx.ones(2)).tolist() == [2.0, 2.0]

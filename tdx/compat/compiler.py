@@ -11,8 +11,12 @@ the executor of the tensors the call sees:
   by default; anything else is declared with ``options={"state": [...]}`` (tensors,
   modules, optimizers). The state is gathered again at every call, and a change in its
   structure (an optimizer creating its state on the first step) traces again.
-- torch executors: tdx's facade is Python that TorchDynamo cannot trace as torch code, so
-  the step runs eagerly, with one warning per compiled function.
+- torch executors: ``torch.compile`` with the caller's switches (``fullgraph``, ``dynamic``,
+  ``backend``, ``mode``): TorchDynamo traces tdx's facade like any Python code down to the
+  torch calls it makes. Where torch.compile fails (no C++ toolchain for inductor, a construct
+  Dynamo refuses under ``fullgraph=True``...), the step runs eagerly from then on, with one
+  warning per compiled function that says why.
+- tensors on several executors: eagerly, with one warning.
 
 Under an MLX trace nothing may be evaluated: ``.item()``, ``bool(t)`` and printing raise
 MLX's error. :func:`is_compiling` is true then, and tdx skips the checks that would read
@@ -55,8 +59,8 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
 
     Args:
         model: the function or Module; None returns a decorator.
-        fullgraph, dynamic, backend, mode: torch's switches, accepted and recorded (MLX traces the
-            whole step whatever they say).
+        fullgraph, dynamic, backend, mode: torch's switches, passed to ``torch.compile`` on torch
+            executors (MLX traces the whole step whatever they say).
         options: ``{"state": [...]}`` names the tensors, modules and optimizers the step reads and
             writes besides its arguments; any other key raises.
         disable: return ``model`` unchanged.
@@ -76,7 +80,8 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
         raise TdxValueError(f"compile(): unknown options {sorted(unknown)}; tdx accepts 'state'")
     if disable:
         return model
-    return _Compiled(model, list(options.get("state", ())))
+    return _Compiled(model, list(options.get("state", ())),
+                     {"fullgraph": fullgraph, "dynamic": dynamic, "backend": backend, "mode": mode})
 
 
 def _tensors_of(obj, out: list) -> None:
@@ -104,11 +109,36 @@ def _tensors_of(obj, out: list) -> None:
 class _Compiled:
     """The callable ``tdx.compile`` returns."""
 
-    def __init__(self, fn, state):
+    def __init__(self, fn, state, torch_switches):
         self.fn, self.state = fn, state
         self._cache = {}
         self._warned = False
+        self._torch_switches = torch_switches
+        self._torch_fn = None  # torch.compile(fn), made on the first call on a torch executor
         functools.update_wrapper(self, fn, updated=())
+
+    def _eager(self, why: str, args, kwargs):
+        if not self._warned:
+            self._warned = True
+            warnings.warn(f"tdx.compile: {getattr(self.fn, '__name__', type(self.fn).__name__)} runs eagerly ({why})",
+                          UserWarning, stacklevel=3)
+        return self.fn(*args, **kwargs)
+
+    def _torch_call(self, args, kwargs):
+        """The call through ``torch.compile``; on its failure, eagerly from then on (one warning)."""
+        if self._torch_fn is False:
+            return self.fn(*args, **kwargs)
+        import torch
+        from torch._dynamo.exc import TorchDynamoException
+
+        if self._torch_fn is None:
+            self._torch_fn = torch.compile(self.fn, **self._torch_switches)
+        try:
+            return self._torch_fn(*args, **kwargs)
+        except TorchDynamoException as err:  # raised while tracing or compiling, before the step ran
+            self._torch_fn = False
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            return self._eager(f"torch.compile failed: {type(err).__name__}: {first}", args, kwargs)
 
     def _state_tensors(self) -> list:
         out = []
@@ -127,14 +157,12 @@ class _Compiled:
         flat_args = [a for a in list(args) + list(kwargs.values()) if isinstance(a, tdx.Tensor)]
         ex = (flat_args or state or [None])[0]
         ex = getattr(ex, "_ex", None)
-        if ex is None or ex.caps.native_autograd or any(t._ex is not ex for t in state + flat_args):
-            if not self._warned:
-                self._warned = True
-                where = "tensors on one MLX device" if ex is None or ex.caps.native_autograd else "one executor"
-                warnings.warn(f"tdx.compile: {getattr(self.fn, '__name__', type(self.fn).__name__)} runs eagerly "
-                              f"(tdx compiles steps on {where}; torch.compile cannot trace tdx's facade)",
-                              UserWarning, stacklevel=2)
-            return self.fn(*args, **kwargs)
+        if ex is None:
+            return self._eager("it takes no tensors and declares no state: nothing says which executor", args, kwargs)
+        if any(t._ex is not ex for t in state + flat_args):
+            return self._eager("its tensors live on several executors; tdx compiles steps on one", args, kwargs)
+        if ex.caps.native_autograd:
+            return self._torch_call(args, kwargs)
         return self._mlx_call(ex, state, args, kwargs)
 
     def _mlx_call(self, ex, state, args, kwargs):
