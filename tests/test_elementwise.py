@@ -181,3 +181,30 @@ def test_addcmul_addcdiv_round_as_torch(device, op, dtype, value):
             torch.testing.assert_close(torch.from_numpy(out.numpy(force=True)), expect, rtol=0, atol=4e-15)
         else:
             assert torch.equal(torch.from_numpy(out.numpy(force=True)), expect)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("weight", [0.1, 0.001, -0.7, 0.5, 0.9, 2.5])
+def test_lerp_rounds_as_torch(device, dtype, weight):
+    """``lerp`` with a number weight (the optimizers' moving averages), out of place, in place and
+    its gradients: float32 bit for bit torch's (one fused multiply-add, ``weight - 1`` from 0.5 up);
+    float64 on an executor without a fused multiply-add within 2 ulp."""
+    rng = np.random.default_rng(7)
+    a, b = rng.standard_normal((40, 33)).astype(dtype), rng.standard_normal(33).astype(dtype)
+    ta, tb = torch.from_numpy(a).requires_grad_(), torch.from_numpy(b).requires_grad_()
+    xa, xb = (tdx.tensor(v, device=device, requires_grad=True) for v in (a, b))
+    expect, got = torch.lerp(ta, tb, weight), tdx.lerp(xa, xb, weight)
+    inplace = tdx.tensor(a, device=device).lerp_(tdx.tensor(b, device=device), weight)
+    exact = dtype == "float32" or xa._ex.caps.native_autograd
+    for out in (got, inplace):
+        if exact:
+            assert torch.equal(torch.from_numpy(out.detach().numpy(force=True)), expect.detach())
+        else:
+            torch.testing.assert_close(torch.from_numpy(out.detach().numpy(force=True)), expect.detach(),
+                                       rtol=0, atol=2 * 8.9e-16)
+    g = np.random.default_rng(8).standard_normal((40, 33)).astype(dtype)
+    expect.backward(torch.from_numpy(g))
+    got.backward(tdx.tensor(g, device=device))
+    rtol, atol = tolerance(dtype)
+    for x, t in ((xa, ta), (xb, tb)):
+        torch.testing.assert_close(torch.from_numpy(x.grad.numpy(force=True)), t.grad, rtol=rtol, atol=atol)

@@ -172,7 +172,7 @@ class ElementwiseMethods:
     def addcmul(self, tensor1, tensor2, *, value=1):
         """``self + value * tensor1 * tensor2``, broadcast and promoted over all three."""
         ex = self._ex
-        if ex.addc_kernels and getattr(tensor1, "_ex", None) is ex and getattr(tensor2, "_ex", None) is ex:
+        if ex.update_kernels and getattr(tensor1, "_ex", None) is ex and getattr(tensor2, "_ex", None) is ex:
             fast = _fused_call(ex.addcmul, self, tensor1, tensor2, value)
             if fast is not None:
                 return fast
@@ -188,7 +188,7 @@ class ElementwiseMethods:
     def addcdiv(self, tensor1, tensor2, *, value=1):
         """``self + value * tensor1 / tensor2`` (true division), broadcast and promoted over all three."""
         ex = self._ex
-        if ex.addc_kernels and getattr(tensor1, "_ex", None) is ex and getattr(tensor2, "_ex", None) is ex:
+        if ex.update_kernels and getattr(tensor1, "_ex", None) is ex and getattr(tensor2, "_ex", None) is ex:
             fast = _fused_call(ex.addcdiv, self, tensor1, tensor2, value)
             if fast is not None:
                 return fast
@@ -205,6 +205,14 @@ class ElementwiseMethods:
 
     def lerp(self, end, weight):
         """``self + weight * (end - self)``, computed as torch does for accuracy near ``weight = 1``."""
+        ex = self._ex
+        if ex.update_kernels and getattr(end, "_ex", None) is ex and (weight.__class__ is float or weight.__class__ is int):
+            try:
+                out = ex.lerp(self._n, end._n, weight)
+            except NATIVE_ERRORS:  # the composite below raises tdx's typed error
+                out = None
+            if out is not None:
+                return wrap(out, ex)
         end = _tensor(self, end, "lerp", "end")
         rt = self.dtype
         if end.dtype is not rt:

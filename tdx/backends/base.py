@@ -122,7 +122,7 @@ class Executor:
     name = "?"
     caps = Capabilities(dtypes=frozenset())
     mutable = True  # same as caps.mutable; a plain attribute for the hot path
-    addc_kernels = False  # has addcmul/addcdiv on natives (torch: backends/_torch/nn.py, mlx: _elementwise.py)
+    update_kernels = False  # has addcmul/addcdiv/lerp on natives (torch: backends/_torch/nn.py, mlx: _elementwise.py)
 
     def __init__(self, device):
         self.device = device

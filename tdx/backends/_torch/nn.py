@@ -5,8 +5,8 @@ pooling, padding, resampling, batch norm...) on native tensors, so that on cpu, 
 ``tdx.nn.functional`` gives torch's results, gradients (torch's autograd records the call) and
 errors bit for bit; the hot functions (linear, layer_norm, gelu, embedding, cross_entropy,
 softmax) take it first, before tdx's own argument checks. Its presence on an executor is the
-capability the facade checks; executors without it get tdx's composed kernels. ``addcmul`` and
-``addcdiv`` (``addc_kernels``) are torch's one-pass kernels for the optimizers' updates. Must never
+capability the facade checks; executors without it get tdx's composed kernels. ``addcmul``,
+``addcdiv`` and ``lerp`` (``update_kernels``) are torch's one-pass kernels for the optimizers' updates. Must never
 import MLX or tdx's facade.
 """
 
@@ -33,7 +33,7 @@ class TorchNNOps:
     """torch.nn.functional's kernels on native tensors."""
 
     __slots__ = ()
-    addc_kernels = True
+    update_kernels = True
 
     def nn_functional(self, name: str, args: tuple, kwargs: dict):
         """``torch.nn.functional.<name>(*args, **kwargs)`` on natives (a tdx dtype argument becomes torch's).
@@ -54,3 +54,7 @@ class TorchNNOps:
     @staticmethod
     def addcdiv(x, t1, t2, value):
         return torch.addcdiv(x, t1, t2, value=value)
+
+    @staticmethod
+    def lerp(x, end, weight):
+        return torch.lerp(x, end, weight)

@@ -96,6 +96,24 @@ class MLXElementwiseOpsStreamed:
             return None
         return a + t1 * value / t2
 
+    def lerp(self, a, b, weight):
+        """``a + weight * (b - a)`` as torch's CPU kernel rounds it, when ``a`` and ``b`` are arrays of one
+        float32/float64 dtype and ``weight`` a real Python number; else None (the facade composes it).
+
+        torch takes ``weight`` as a float32 and computes ``fma(weight, b - a, a)`` for ``|weight| < 0.5``,
+        else ``fma(weight - 1, b - a, b)`` (exact near 1); on a CPU stream float32 does the same (one
+        rounding through float64), elsewhere the product and the sum round apart."""
+        if not _same_float(a, b, b, weight):
+            return None
+        if a.dtype == mx.float32:
+            w = np.float32(weight)
+            small = bool(abs(w) < 0.5)
+            coeff, base = (w, a) if small else (w - np.float32(1), b)
+            if self.caps.float64:
+                return cpu_rounding.multiply_add(base, b - a, mx.array(coeff, mx.float32), self.s)
+            return base + (b - a) * float(coeff)
+        return a + (b - a) * weight if abs(weight) < 0.5 else b - (b - a) * (1 - weight)
+
     def add_alpha(self, a, b, alpha):
         """``a + alpha * b`` with torch's promotion (``alpha`` takes no part) and checks on ``alpha``."""
         return self._alpha(a, b, alpha, False)
@@ -109,7 +127,7 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
     """MLX elementwise ops with torch's semantics: promotion, binary arithmetic and comparisons,"""
 
     __slots__ = ()
-    addc_kernels = True
+    update_kernels = True
 
     # promotion ------------------------------------------------------------------------
     def _tdx(self, v):

@@ -1,8 +1,9 @@
 """Fused in-place update kernels shared by the optimizers: ``lerp_``, ``addcmul_``, ``addcdiv_``.
 
-torch's CPU kernels for ``lerp`` and ``addcmul`` round once (fused multiply-add), while
-tdx's portable composites round at every step, so an optimizer built on the composites
-drifts from ``torch.optim`` by an ulp per step. On the torch executor these helpers call
+torch's CPU kernels for ``lerp`` and ``addcmul`` round once (fused multiply-add); so do the
+executors' own ``lerp``/``addcmul`` with a number weight (MLX's CPU through float64), while
+tdx's portable composites round at every step, which would make an optimizer drift from
+``torch.optim`` by an ulp per step. On the torch executor these helpers call
 the wrapped torch tensor's own in-place method (``Tensor.native``, public API) on state and
 gradient tensors, which writes the same memory tdx sees; on other executors they use tdx's
 ops. This module must never import torch or mlx, and never moves data between devices.
