@@ -11,13 +11,18 @@ state as a ``uint8`` cpu tensor of the executor's bytes (``generator_get_state``
 
 from __future__ import annotations
 
-import secrets
+import os
 
 from .._errors import DeviceMismatchError, TdxError, TdxTypeError
 
 _DEFAULT_SEED = 67280421310721  # torch's default Generator seed
 _STATE_DEVICE = "cpu"  # where get_state puts its bytes, as torch's ByteTensor states
 
+
+
+def entropy_seed() -> int:
+    """A 63-bit seed from the operating system's entropy (``os.urandom``: no ``secrets``/OpenSSL import)."""
+    return int.from_bytes(os.urandom(8), "little") >> 1
 
 class Generator:
     """A random-number generator for one device, usable as ``generator=`` in random functions.
@@ -55,7 +60,7 @@ class Generator:
 
     def seed(self) -> int:
         """Reseed from the operating system's entropy and return the new seed."""
-        value = secrets.randbits(63)
+        value = entropy_seed()
         self.manual_seed(value)
         return value
 

@@ -12,7 +12,6 @@ Without MLX, ``is_available()`` is False, ``device_count()`` is 0, and calls tha
 
 import contextlib as _contextlib
 import os as _os
-import secrets as _secrets
 
 from .._device import device as _tdx_device
 from .._errors import InvalidDeviceError as _InvalidDeviceError
@@ -199,7 +198,9 @@ def manual_seed_all(seed: int) -> None:
 
 def seed() -> None:
     """Seed MLX's global random generator with a random number."""
-    manual_seed(_secrets.randbits(63))
+    from .._tensor.generator import entropy_seed
+
+    manual_seed(entropy_seed())
 
 
 def seed_all() -> None:

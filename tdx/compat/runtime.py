@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import secrets
 
 from .._errors import TdxRuntimeError, TdxTypeError
 from ..backends import _flags
@@ -209,9 +208,10 @@ def set_rng_state(new_state) -> None:
 
 def seed() -> int:
     """Seed every executor's generator from the operating system's entropy; returns the seed."""
+    from .._tensor.generator import entropy_seed
     from ..backends._seeding import manual_seed
 
-    value = secrets.randbits(63)
+    value = entropy_seed()
     manual_seed(value)
     return value
 
