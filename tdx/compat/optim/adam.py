@@ -8,8 +8,10 @@ torch or mlx.
 
 Flags: ``foreach``, ``fused``, ``capturable`` and ``differentiable`` are torch's
 implementation switches; they are stored in the groups (so state dicts round-trip) and do
-not change the arithmetic here. Grouping note: the per-parameter ops could be batched per
-executor (torch's foreach); tdx issues them per parameter.
+not change the arithmetic here. Grouping: on an executor with an ``adam_update`` kernel (MLX)
+Adam and AdamW update each parameter and its moments in one compiled call with the same
+roundings as the per-op path (``differentiable=True`` keeps the per-op path); elsewhere the
+ops run one by one per parameter (on torch's CPU, faster than torch's own foreach).
 """
 
 from __future__ import annotations
@@ -85,6 +87,14 @@ class Adam(Optimizer):
                 grad = -grad
             exp_avg, exp_avg_sq, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
             step = advance_step(step_t)
+            bias_correction1 = 1 - beta1 ** step
+            bias_correction2 = 1 - beta2 ** step
+            fused = not group["differentiable"] and K.adam_update_(
+                p, grad, exp_avg, exp_avg_sq, state["max_exp_avg_sq"] if amsgrad else None,
+                weight_decay="none" if wd == 0 else "decoupled" if decoupled else "l2", wd=wd, decay=1 - lr * wd,
+                beta1=beta1, beta2=beta2, eps=eps, step_size=lr / bias_correction1, bc2_sqrt=bias_correction2 ** 0.5)
+            if fused:
+                continue  # one fused executor call (MLX): the same roundings as the ops below
             if wd != 0:
                 if decoupled:
                     p.mul_(1 - lr * wd)
@@ -92,8 +102,6 @@ class Adam(Optimizer):
                     grad = grad.add(p, alpha=wd)
             K.lerp_(exp_avg, grad, 1 - beta1)
             K.addcmul_(exp_avg_sq.mul_(beta2), grad, grad, value=1 - beta2)
-            bias_correction1 = 1 - beta1 ** step
-            bias_correction2 = 1 - beta2 ** step
             step_size = lr / bias_correction1
             bias_correction2_sqrt = bias_correction2 ** 0.5
             if amsgrad:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import tdx
 
-__all__ = ["lerp_", "lerp", "addcmul_", "addcmul", "addcdiv_"]
+__all__ = ["lerp_", "lerp", "addcmul_", "addcmul", "addcdiv_", "adam_update_"]
 
 
 def _torch_native(t):
@@ -86,3 +86,35 @@ def addcdiv_(t: "tdx.Tensor", t1: "tdx.Tensor", t2: "tdx.Tensor", value: float =
         natives[0].addcdiv_(natives[1], natives[2], value=value)
         return t
     return t.addcdiv_(t1, t2, value=value)
+
+
+def adam_update_(p, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, weight_decay: str, wd: float, decay: float,
+                 beta1: float, beta2: float, eps: float, step_size: float, bc2_sqrt: float) -> bool:
+    """One Adam step of ``p`` and its moments by the executor's ``adam_update`` kernel, in place.
+
+    Args:
+        p, grad, exp_avg, exp_avg_sq: the parameter, its gradient and moments (one executor).
+        max_exp_avg_sq: AMSGrad's running maximum, or None.
+        weight_decay: "none", "decoupled" or "l2"; wd, decay: its coefficient and ``1 - lr * wd``.
+        beta1, beta2, eps, step_size, bc2_sqrt: the step's numbers (see the Adam optimizer).
+
+    Returns:
+        True when the kernel ran (every tensor now holds its new value); False when the executor has
+        no such kernel or declines these tensors, and nothing was written: the caller composes the step.
+    """
+    ex = p._ex
+    if not hasattr(ex, "adam_update"):
+        return False
+    tensors = [p, grad, exp_avg, exp_avg_sq] + ([] if max_exp_avg_sq is None else [max_exp_avg_sq])
+    if any(t._ex is not ex for t in tensors):
+        return False
+    out = ex.adam_update(p._n, grad._n, exp_avg._n, exp_avg_sq._n,
+                         None if max_exp_avg_sq is None else max_exp_avg_sq._n, weight_decay=weight_decay, wd=wd,
+                         decay=decay, beta1=beta1, beta2=beta2, eps=eps, step_size=step_size, bc2_sqrt=bc2_sqrt)
+    if out is None:
+        return False
+    for t, native in zip((p, exp_avg, exp_avg_sq, max_exp_avg_sq), out):
+        if t is not None:
+            t._rebind(native, "adam")
+    return True
+
