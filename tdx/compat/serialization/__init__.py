@@ -249,9 +249,9 @@ def _unpickle(pickled, host_values, own, map_location, weights_only):
 
     def load_storage(pid):
         _, storage_type, key, location, numel = pid[:5]
-        view = pid[5] if len(pid) > 5 else None  # legacy files: (root key, offset, size) of a storage view
+        view = pid[5] if len(pid) > 5 else None  # legacy files: (view key, offset, size) of a view of `key`
         if view is not None:
-            root = load_storage(("storage", storage_type, view[0], location, None))
+            root = load_storage(pid[:5])
             return root[view[1]:view[1] + view[2]]
         if key in storages:
             return storages[key]
