@@ -193,7 +193,8 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
 
     Raises:
         WeightsOnlyError: (a ``pickle.UnpicklingError``) a global outside the allowed set.
-        UnsupportedOpError: a big-endian checkpoint.
+        UnsupportedOpError: a big-endian checkpoint; a tensor subclass tdx lacks, or a tensor
+            carrying Python attributes (torch keeps them; tdx tensors hold none).
         pickle.UnpicklingError: neither a zip checkpoint nor a legacy one.
         TdxTypeError: a map_location of another kind.
     """
