@@ -170,9 +170,17 @@ def test_bad_values_are_named(tmp_path, monkeypatch, text, needle):
 
 
 def test_bad_env_device(tmp_path, monkeypatch):
+    monkeypatch.delenv("TDX_CONFIG", raising=False)
     monkeypatch.setenv("TDX_DEVICE", "gpu0")
     with pytest.raises(tdx.ConfigError, match="TDX_DEVICE has bad value 'gpu0'"):
         config.sources(tmp_path)
+    monkeypatch.delenv("TDX_DEVICE")
+    monkeypatch.setenv("TDX_RUN_DEVICE", "gpu0")  # python -m tdx run's device: checked the same way
+    with pytest.raises(tdx.ConfigError, match="TDX_RUN_DEVICE has bad value 'gpu0'"):
+        config.sources(tmp_path)
+    monkeypatch.setenv("TDX_RUN_DEVICE", "cpu")
+    cfg = config.Config(config.sources(tmp_path))
+    assert cfg["run.device"] == "cpu" and cfg.origin["run.device"] == "TDX_RUN_DEVICE"
 
 
 def test_translation_warns_once_and_strict_refuses(tmp_path):

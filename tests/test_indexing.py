@@ -35,6 +35,9 @@ INDEX_CASES = [
     ("ellipsis 2d mask none", lambda m: (Ellipsis, m.tensor([[False, True, True, False]] * 3), None)),
     ("mask wrong size", lambda m: (slice(None), m.tensor([True, False, True]))),
     ("slice step 1", lambda m: slice(0, 3, 1)),
+    ("out of range by one", lambda m: 3), ("mask then bad int", lambda m: (m.tensor([True, False, True]), 4)),
+    ("tensor of x's shape", lambda m: m.tensor([[[(i + j + k) % 3 for k in range(5)] for j in range(4)]
+                                                for i in range(3)])),
     # scalar bools: an index tensor of shape (1,) or (0,) over a new axis, broadcast with the others
     ("0-d bool true", lambda m: m.tensor(True)), ("0-d bool false", lambda m: m.tensor(False)),
     ("py true", lambda m: True), ("py false", lambda m: False), ("py bools", lambda m: (True, m.tensor(False))),
@@ -84,6 +87,26 @@ def test_setitem(device, case, value):
         return a
 
     check(lambda: run(x, xi, tdx), lambda: run(t, ti, torch), msg=f"{case[0]} = {value}")
+
+
+def test_setitem_through_a_full_length_index(device):
+    """``x[perm] = values``: an integer index as long as ``x`` scatters, as torch's (it is no mask)."""
+    x, t = pair(np.arange(5.0), device, "float32")
+    perm = [3, 0, 4, 1, 2]
+    x[tdx.tensor(perm, device=device)] = tdx.tensor([10.0, 20.0, 30.0, 40.0, 50.0], device=device)
+    t[torch.tensor(perm)] = torch.tensor([10.0, 20.0, 30.0, 40.0, 50.0])
+    check(lambda: x, lambda: t)
+
+
+@pytest.mark.parametrize("idx", [[0, 3], [-4, 1]])
+def test_index_tensor_out_of_range_names_the_index(device, idx):
+    """The error names the offending index, dimension and size, in torch's words."""
+    x, t = pair(np.arange(6.0).reshape(3, 2), device, "float32")
+    with pytest.raises(IndexError) as want:
+        t[torch.tensor(idx)]
+    with pytest.raises(IndexError) as got:
+        x[tdx.tensor(idx, device=device)]
+    assert isinstance(got.value, tdx.TdxError) and str(got.value) == str(want.value)
 
 
 def test_setitem_casts_to_destination_dtype(device):

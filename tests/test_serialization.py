@@ -11,7 +11,9 @@ import os
 import pickle
 import subprocess
 import sys
+import types
 import warnings
+import zipfile
 
 import numpy as np
 import pytest
@@ -99,6 +101,7 @@ _VIEWS_3D = {  # 3-d strided views of a (2, 4, 3) tensor: permuted, stepped, off
     "perm": lambda x: x.permute(2, 0, 1), "step": lambda x: x[:, ::2], "step_off": lambda x: x[:, 1:, ::2],
     "tail": lambda x: x.transpose(0, 2)[1:], "inner": lambda x: x[1:, 1:3, 1:], "inner_t": lambda x: x[:, 1:, 1:].mT,
     "rows": lambda x: x.reshape(4, 2, 3)[1:, :, ::2].permute(1, 0, 2),
+    "fill_row": lambda x: x[:, :, 1:],  # the inner layout ends exactly at its row's end
 }
 
 
@@ -323,6 +326,64 @@ def test_legacy_format_and_bad_arguments(device, tmp_path):
         tdx.save(tdx.ones(1, device=device), io.BytesIO(), _use_new_zipfile_serialization=False)
 
 
+class _OldStorage:
+    """A storage as torch < 1.0 pickled it: a root storage, or a view ``(view key, offset, size)`` of one."""
+
+    def __init__(self, root, numel, view=None):
+        self.root, self.numel, self.view = root, numel, view
+
+
+class _OldTensor:
+    def __init__(self, storage, offset, size, stride):
+        self.args = (storage, offset, size, stride, False, collections.OrderedDict())
+
+    def __reduce__(self):
+        return torch._utils._rebuild_tensor_v2, self.args
+
+
+def _old_legacy_file(obj, roots):
+    """The legacy format with storage views, as old torch wrote it (today's torch still reads it):
+    header pickles, the main pickle, the root keys, then each root's element count and bytes."""
+    import struct
+
+    class Pickler(pickle.Pickler):
+        def persistent_id(self, o):
+            if isinstance(o, _OldStorage):
+                return "storage", torch.FloatStorage, o.root, "cpu", o.numel, o.view
+            return None
+
+    buf = io.BytesIO()
+    for header in (torch.serialization.MAGIC_NUMBER, torch.serialization.PROTOCOL_VERSION,
+                   {"protocol_version": 1001, "little_endian": True, "type_sizes": {"short": 2, "int": 4, "long": 8}}):
+        pickle.dump(header, buf, protocol=2)
+    Pickler(buf, protocol=2).dump(obj)
+    pickle.dump(list(roots), buf, protocol=2)
+    for values in roots.values():
+        buf.write(struct.pack("<q", values.size) + values.astype("<f4").tobytes())
+    return buf.getvalue()
+
+
+def test_legacy_storage_views(device):
+    """Old legacy files name storage views (a slice of a root storage): tensors over them read as
+    torch.load reads them, and stay views of the one root."""
+    first, second = np.arange(10.0, dtype=np.float32), np.arange(100.0, 106.0, dtype=np.float32)
+    root = _OldStorage("11", 10)
+    view = _OldStorage("11", 10, ("12", 3, 5))  # elements 3..7 of root "11"
+    other = _OldStorage("13", 6, ("14", 2, 4))  # a view whose root no other tensor names
+    obj = {"base": _OldTensor(root, 0, (10,), (1,)), "v": _OldTensor(view, 1, (2, 2), (1, 2)),
+           "w": _OldTensor(other, 0, (4,), (1,)), "w2": _OldTensor(other, 1, (3,), (1,))}
+    raw = _old_legacy_file(obj, {"11": first, "13": second})
+    want = torch.load(io.BytesIO(raw), weights_only=False)
+    got = tdx.load(io.BytesIO(raw), map_location=device)
+    assert sorted(got) == sorted(want)
+    for key, t in want.items():
+        assert_close(got[key], t, rtol=0, atol=0, msg=key)
+        assert got[key].stride() == t.stride(), key
+    want["base"].add_(1000)  # torch: the view shares the root's memory; so does tdx's
+    got["base"].add_(1000)
+    assert_close(got["v"], want["v"], rtol=0, atol=0)
+
+
 def test_pickle_and_deepcopy_keep_requires_grad_and_dtypes(device):
     for name in DTYPES:
         d = getattr(tdx, name)
@@ -397,3 +458,84 @@ def test_archive_records_match_torch(device):
     names = {w[0] for w in want}
     assert [g for g in got if g[0] in names] == want
     assert len(got_id) == len(want_id) == 40 and got_id.isdigit()
+
+
+def test_overlapping_strides_load_as_values(device, tmp_path):
+    """Layouts view ops cannot express (elements read twice) load with torch's values."""
+    base = torch.arange(12.0)
+    saved = {"win": base.as_strided((4, 3), (2, 1)), "win3": base.as_strided((2, 3, 2), (3, 1, 2), 1)}
+    torch.save(saved, tmp_path / "o.pt")
+    got = tdx.load(tmp_path / "o.pt", map_location=device)
+    for key, t in saved.items():
+        assert got[key].shape == t.shape
+        assert_close(got[key], t, rtol=0, atol=0, msg=key)
+
+
+class _Tagged(torch.Tensor):
+    pass
+
+
+def test_tensor_attributes_and_subclasses(device, tmp_path):
+    """torch pickles a tensor with Python attributes, or of a subclass, through
+    ``_rebuild_from_type_v2``. tdx tensors hold no attributes (``__slots__``), so tdx.load refuses
+    both with a typed error naming the attribute or the class, where torch.load keeps them."""
+    t = torch.arange(3.0)
+    t.tag = "kept"
+    torch.save({"t": t}, tmp_path / "a.pt")
+    assert torch.load(tmp_path / "a.pt")["t"].tag == "kept"
+    with pytest.raises(NotImplementedError) as info:
+        tdx.load(tmp_path / "a.pt", map_location=device)
+    assert isinstance(info.value, tdx.TdxError) and "['tag']" in str(info.value)
+    torch.save(torch.arange(2.0).as_subclass(_Tagged), tmp_path / "s.pt")
+    assert type(torch.load(tmp_path / "s.pt", weights_only=False)) is _Tagged
+    with pytest.raises(NotImplementedError) as info:
+        tdx.load(tmp_path / "s.pt", map_location=device, weights_only=False)
+    assert isinstance(info.value, tdx.TdxError) and "_Tagged" in str(info.value)
+
+
+def test_mmap_maps_stored_records_and_reads_compressed_ones(device, tmp_path):
+    """``mmap=True``: on cpu a stored record's tensor lies in the file's mapping; a record
+    compressed by a zip tool is read instead, with the same values."""
+    path = tmp_path / "m.pt"
+    torch.save({"a": torch.arange(16.0), "b": torch.arange(6).view(2, 3)}, path)
+    want = torch.load(path)
+    zipped = tmp_path / "z.pt"
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(zipped, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            dst.writestr(info.filename, src.read(info), compress_type=zipfile.ZIP_DEFLATED)
+    for file in (path, zipped):
+        got = tdx.load(file, mmap=True, map_location=device)
+        for key in want:
+            assert_close(got[key], want[key], rtol=0, atol=0, msg=f"{file.name} {key}")
+    if device == "cpu" and sys.platform.startswith("linux"):  # the torch executor shares host memory
+        got = tdx.load(path, mmap=True, map_location="cpu")
+        addr = got["a"].numpy().__array_interface__["data"][0]
+        with open("/proc/self/maps") as fh:
+            spans = [line.split() for line in fh]
+        real = os.path.realpath(path)
+        assert any(len(p) > 5 and p[5] == real and int(p[0].split("-")[0], 16) <= addr < int(p[0].split("-")[1], 16)
+                   for p in spans)
+
+
+def test_serialization_id_is_torchs(device):
+    """torch's id: two random 64-bit numbers, 20 zero-filled digits each."""
+    for _ in range(16):
+        buf = io.BytesIO()
+        tdx.save(tdx.ones(1, device=device), buf)
+        sid = zipfile.ZipFile(buf).read("archive/.data/serialization_id").decode()
+        assert len(sid) == 40 and sid.isdigit() and int(sid[:20]) < 2 ** 64 and int(sid[20:]) < 2 ** 64, sid
+
+
+def test_storage_of_a_plugin_executor_tensor(device):
+    """A tensor of a third-party executor with mutable arrays that are not torch's is saved on
+    its own, contiguous, laid out as torch lays out the contiguous tensor."""
+    from tdx.compat.serialization import storage as _storage
+
+    x = tdx.arange(24.0, device=device).reshape(2, 3, 4)[:, 1:]
+    plugin = types.SimpleNamespace(executor=types.SimpleNamespace(mutable=True), native=x.numpy(force=True),
+                                   shape=x.shape, ndim=x.ndim, dtype=x.dtype, device=x.device,
+                                   numpy=lambda force=False: x.numpy(force=True), numel=x.numel)
+    storage, offset, strides = _storage.storage_of(plugin)
+    t = torch.arange(24.0).reshape(2, 3, 4)[:, 1:].contiguous()
+    assert (offset, strides, storage.numel) == (0, t.stride(), t.numel())
+    assert storage.read() == t.numpy().tobytes()

@@ -112,10 +112,9 @@ def _window(t, offset, n, s):
     if len(n) == 1:
         last = offset + (n[0] - 1) * s[0]
         return t[lead + (slice(offset, last + 1, s[0]),)] if last < length else None
-    extent = 1 + sum((k - 1) * st for k, st in zip(n[1:], s[1:]))
     shift = max(0, offset + n[0] * s[0] - length)  # start the window early when it would overrun
-    if shift > offset or shift + extent > s[0]:
-        return None  # rows overlap, or the inner layout spills out of its row
+    if shift > offset:
+        return None  # n[0] rows of s[0] do not fit (an inner layout spilling out of its row: the next level says)
     rows = t[lead + (slice(offset - shift, offset - shift + n[0] * s[0]),)].view(*t.shape[:-1], n[0], s[0])
     return _window(rows, shift, n[1:], s[1:])
 
@@ -152,7 +151,7 @@ def _rebuild_tensor(flat, offset, size, stride, requires_grad=False, hooks=None,
                 shape = [1] * len(size)
                 shape[d] = k
                 idx = idx + (np.arange(k, dtype=np.int64) * st).reshape(shape)
-            out = flat[tdx.as_tensor(idx.reshape(-1), device=flat.device)].reshape(size)
+            out = flat[tdx.as_tensor(idx.ravel(), device=flat.device)].reshape(size)
     if requires_grad:
         out = out.detach().requires_grad_(True) if not out.is_leaf else out.requires_grad_(True)
     return out
@@ -194,7 +193,8 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
 
     Raises:
         WeightsOnlyError: (a ``pickle.UnpicklingError``) a global outside the allowed set.
-        UnsupportedOpError: a big-endian checkpoint.
+        UnsupportedOpError: a big-endian checkpoint; a tensor subclass tdx lacks, or a tensor
+            carrying Python attributes (torch keeps them; tdx tensors hold none).
         pickle.UnpicklingError: neither a zip checkpoint nor a legacy one.
         TdxTypeError: a map_location of another kind.
     """
@@ -249,9 +249,9 @@ def _unpickle(pickled, host_values, own, map_location, weights_only):
 
     def load_storage(pid):
         _, storage_type, key, location, numel = pid[:5]
-        view = pid[5] if len(pid) > 5 else None  # legacy files: (root key, offset, size) of a storage view
+        view = pid[5] if len(pid) > 5 else None  # legacy files: (view key, offset, size) of a view of `key`
         if view is not None:
-            root = load_storage(("storage", storage_type, view[0], location, None))
+            root = load_storage(pid[:5])
             return root[view[1]:view[1] + view[2]]
         if key in storages:
             return storages[key]

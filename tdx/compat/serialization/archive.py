@@ -32,6 +32,10 @@ def is_zip(f) -> bool:
     return magic == b"PK\x03\x04"
 
 
+_ZERO_DATE = (1980, 0, 0, 0, 0,  # torch's records carry a zero DOS date
+              0)  # mutate: equivalent (the seconds: DOS time keeps 2-second units, so 1 is written as 0)
+
+
 class ArchiveWriter:
     """Writes records of one checkpoint into ``f`` (a path or a binary file object)."""
 
@@ -40,7 +44,7 @@ class ArchiveWriter:
         self.zip = zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED, allowZip64=True)
 
     def write(self, record: str, data: bytes) -> None:
-        info = zipfile.ZipInfo(f"{self.name}/{record}", date_time=(1980, 0, 0, 0, 0, 0))  # torch's: a zero DOS date
+        info = zipfile.ZipInfo(f"{self.name}/{record}", date_time=_ZERO_DATE)
         info.compress_type = zipfile.ZIP_STORED
         info.create_system = 0
         start = self.zip.fp.tell() if self.zip.fp is not None else 0
@@ -55,7 +59,8 @@ class ArchiveWriter:
     def write_footer(self) -> None:
         """The records torch writes after the storages."""
         self.write("version", b"3\n")
-        self.write(".data/serialization_id", str(secrets.randbits(128)).zfill(40).encode())
+        # torch's id: two random 64-bit numbers, each written as 20 zero-filled digits
+        self.write(".data/serialization_id", "".join(f"{secrets.randbits(64):020d}" for _ in range(2)).encode())
 
 
 class ArchiveReader:

@@ -73,9 +73,7 @@ class _ScanUnpickler(pickle.Unpickler):
 
     def persistent_load(self, pid):
         if isinstance(pid, tuple) and pid and pid[0] == "storage" and isinstance(pid[1], StorageType):
-            self.dtypes[pid[2]] = pid[1].dtype
-            if len(pid) > 5 and pid[5] is not None:
-                self.dtypes[pid[5][0]] = pid[1].dtype
+            self.dtypes[pid[2]] = pid[1].dtype  # the root storage's key: a view's own key has no bytes
         return _Inert()
 
 

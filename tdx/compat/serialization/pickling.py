@@ -247,9 +247,11 @@ def _rebuild_from_type_v2(func, new_type, args, state):
     out = func(*args)
     if new_type is not tdx.Tensor and isinstance(new_type, type) and not isinstance(out, new_type):
         raise tdx.UnsupportedOpError(f"tdx.load cannot rebuild tensor subclass {new_type!r}")
-    if state:
-        for k, v in (state.items() if isinstance(state, dict) else ()):
-            setattr(out, k, v)
+    if state:  # torch's (__dict__) or (__dict__, slots) of a tensor with Python attributes
+        parts = state if isinstance(state, tuple) else (state,)
+        names = sorted(k for part in parts if isinstance(part, dict) for k in part)
+        raise tdx.UnsupportedOpError(f"tdx.load: a saved tensor carries the Python attributes {names}; tdx tensors "
+                                     f"hold no attributes (load it with torch, or save it without them)")
     return out
 
 

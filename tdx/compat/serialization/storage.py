@@ -64,7 +64,7 @@ def _torch_storage(t):
 
     def read():
         torch = sys.modules["torch"]  # loaded: a tensor of its executor exists
-        flat = native.new_empty((0,)).set_(st, 0, (numel,), (1,)).detach().cpu()
+        flat = native.detach().as_strided((numel,), (1,), 0).cpu()  # the whole storage, from element 0
         return flat.view(torch.uint8).numpy().tobytes() if numel else b""
 
     return Storage(identity, numel, t.dtype, str(native.device), read), native.storage_offset(), native.stride()
