@@ -34,8 +34,7 @@ import mlx.core as mx
 
 ENABLED = platform.machine().lower() in ("x86_64", "amd64")  # torch's AVX2 kernels and MKL's sdot
 LANES = 8  # floats per vector in torch's AVX2 sum kernel
-CHUNK = 16  # multi_row_sum's chunk (its level_step for fewer than 2**20 rows)
-MAX_CASCADE = CHUNK * CHUNK  # rows whose cascade stays in two levels (the form reproduced here)
+GRAIN = 32768  # aten's GRAIN_SIZE: larger reductions may be split between threads (another order)
 MAX_DOT = 8000  # MKL's sdot order measured up to 8000 elements (8192 and more: another order)
 
 
@@ -46,28 +45,39 @@ def _running(x, s):
     return mx.cumsum(x, axis=0, stream=s)[-1]
 
 
+def _chunk_sums(x, step, s):
+    """Running sums of consecutive chunks of ``step`` rows of ``x`` (whole chunks only)."""
+    n = x.shape[0] // step
+    chunks = mx.reshape(x[: n * step], (n, step) + tuple(x.shape[1:]), stream=s)
+    return mx.cumsum(chunks, axis=1, stream=s)[:, -1]
+
+
 def _cascade(x, s):
-    """aten's ``multi_row_sum`` over axis 0 (at most :data:`MAX_CASCADE` rows): running sums of
-    chunks of 16 rows, added in turn; the last partial chunk's running sum is added to them."""
+    """aten's ``multi_row_sum`` over axis 0: running sums of chunks of ``step`` rows (16; more
+    past 2**19 rows) go into a running sum that is flushed into a third accumulator every
+    ``step`` chunks, itself flushed into a fourth every ``step`` flushes. At the end the running
+    sum of the rows past the last whole chunk gets the second, third and fourth added in turn."""
     n = x.shape[0]
-    full = n // CHUNK
-    total = None
-    if full:
-        chunks = mx.reshape(x[: full * CHUNK], (full, CHUNK) + tuple(x.shape[1:]), stream=s)
-        total = _running(mx.cumsum(chunks, axis=1, stream=s)[:, -1], s)
-    if n % CHUNK:
-        tail = _running(x[full * CHUNK:], s)
-        return tail if total is None else mx.add(tail, total, stream=s)
-    return total
+    step = 1 << max(4, ((n - 1).bit_length() if n > 2 else 1) // 4)
+    out = _running(x[n - n % step:], s) if n % step else None
+    level = x
+    for depth in range(3):
+        if level.shape[0] < step:
+            break
+        level = _chunk_sums(level, step, s)  # chunk sums, then group sums, then supergroup sums
+        m = level.shape[0]
+        rest = level[m - m % step:] if depth < 2 else level  # what this accumulator holds at the end
+        if rest.shape[0]:
+            acc = _running(rest, s)
+            out = acc if out is None else mx.add(out, acc, stream=s)
+    return out
 
 
 def _interleaved(x, s):
     """aten's ``row_sum`` over axis 0: rows round-robin into 4 cascaded sums, leftover rows into
-    the first, then the 4 added in order. ``None`` past :data:`MAX_CASCADE` rows of 4."""
+    the first, then the 4 added in order."""
     n = x.shape[0]
     groups = n // 4
-    if groups > MAX_CASCADE:
-        return None
     rest = tuple(x.shape[1:])
     if groups:
         parts = _cascade(mx.reshape(x[: groups * 4], (groups, 4) + rest, stream=s), s)
@@ -117,7 +127,7 @@ def column_sums(x, s):
     rows, cols = x.shape
     if cols == 1:  # torch sees one contiguous run
         return row_sums(mx.reshape(x, (1, rows), stream=s), s)
-    if rows > MAX_CASCADE:
+    if x.size >= GRAIN:  # torch may split the columns between threads, which regroups them
         return None
     block = 4 * LANES if cols >= LANES else 4  # columns summed together with the cascade
     cascaded = cols // block * block
@@ -131,6 +141,8 @@ def column_sums(x, s):
 
 def total(x, s):
     """torch's float32 sum of all of ``x`` (read as one contiguous run), or ``None``."""
+    if x.size >= GRAIN:  # torch may sum per thread and add the threads' sums
+        return None
     out = row_sums(mx.reshape(x, (1, x.size), stream=s), s)
     return None if out is None else mx.reshape(out, (), stream=s)
 
@@ -148,7 +160,7 @@ def over_axes(x, axes, s):
     for a in axes:
         inner *= x.shape[a]
     outer = x.size // inner if inner else 0
-    if not x.size:
+    if not x.size or (outer == 1 and x.size >= GRAIN):  # one output: torch may split it between threads
         return None
     if axes == list(range(nd - len(axes), nd)):
         out = row_sums(mx.reshape(x, (outer, inner), stream=s), s)
