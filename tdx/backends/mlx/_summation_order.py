@@ -99,7 +99,8 @@ def row_sums(x, s):
         s: a CPU stream.
 
     Returns:
-        The ``(rows,)`` sums, or ``None`` where the order is not reproduced.
+        The ``(rows,)`` sums (a single row of :data:`GRAIN` or more elements is the caller's to
+        refuse: torch may split it between threads).
     """
     n = x.shape[1]
     if n < LANES:
@@ -107,8 +108,6 @@ def row_sums(x, s):
     vectors = n // LANES
     body = mx.reshape(x[:, : vectors * LANES], (x.shape[0], vectors, LANES), stream=s)
     lanes = _interleaved(mx.transpose(body, (1, 0, 2), stream=s), s)  # (rows, LANES)
-    if lanes is None:
-        return None
     tail = x[:, vectors * LANES:]
     seq = mx.concatenate([tail, lanes], axis=1, stream=s) if tail.shape[1] else lanes
     return mx.cumsum(seq, axis=1, stream=s)[:, -1]
@@ -125,10 +124,10 @@ def column_sums(x, s):
         The ``(cols,)`` sums, or ``None`` where the order is not reproduced.
     """
     rows, cols = x.shape
+    if x.size >= GRAIN:  # torch may split the work between threads, which regroups the additions
+        return None
     if cols == 1:  # torch sees one contiguous run
         return row_sums(mx.reshape(x, (1, rows), stream=s), s)
-    if x.size >= GRAIN:  # torch may split the columns between threads, which regroups them
-        return None
     block = 4 * LANES if cols >= LANES else 4  # columns summed together with the cascade
     cascaded = cols // block * block
     parts = []
@@ -137,14 +136,6 @@ def column_sums(x, s):
     if cascaded < cols:
         parts.append(_interleaved(x[:, cascaded:], s))
     return parts[0] if len(parts) == 1 else mx.concatenate(parts, stream=s)
-
-
-def total(x, s):
-    """torch's float32 sum of all of ``x`` (read as one contiguous run), or ``None``."""
-    if x.size >= GRAIN:  # torch may sum per thread and add the threads' sums
-        return None
-    out = row_sums(mx.reshape(x, (1, x.size), stream=s), s)
-    return None if out is None else mx.reshape(out, (), stream=s)
 
 
 def over_axes(x, axes, s):
