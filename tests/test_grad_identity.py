@@ -154,18 +154,20 @@ def _mlp(mod, device, steps=50):
 
 def test_manual_sgd_loop_matches_torch(device):
     """The textbook loop (``p.sub_(lr * p.grad)`` under no_grad, ``p.grad.zero_()``): 50 steps of an MLP give
-    torch's losses and weights to 1e-6 relative. Weights compare with an absolute floor of 1e-6 of their
-    largest magnitude: the biases start at zero, where a relative error means nothing. On MLX every
-    elementwise op of the loop rounds as torch's CPU kernels; what differs is summation order: torch's
-    MKL sgemm accumulates with fused multiply-adds where MLX's CPU gemm rounds each product (emulating
-    the fused chain reproduces torch's ``x @ w1`` bit for bit), and torch's vectorized sum kernel adds in
-    another order than MLX's (the mean, the bias gradient). Measured on mlx:cpu after 50 steps: losses
-    3.1e-7 relative, weights 2.1e-7 of their scale (element-wise 9.7e-6 on a near-zero bias)."""
+    torch's losses and weights to 1e-6 relative. Weights compare with an absolute floor of 5e-7 of their
+    largest magnitude: the biases start at zero, where a relative error means nothing; element-wise they
+    agree to 1e-5. On MLX every elementwise op of the loop rounds as torch's CPU kernels, and on x86-64
+    the mean and the bias gradient add in torch's order (tests/test_summation_order.py). What differs:
+    torch's MKL sgemm accumulates ``x @ w1`` (k=4) with fused multiply-adds where MLX's CPU gemm rounds
+    each product, and torch's SLEEF tanh is not correctly rounded in ~1 element of 2000 (MLX's is).
+    Measured on mlx:cpu after 50 steps: losses 2.9e-7 relative, weights 1.7e-7 of their scale,
+    element-wise 7.1e-6 on a near-zero bias (MLX's own order of additions: 3.1e-7, 2.1e-7, 9.7e-6)."""
     lx, px = _mlp(tdx, device)
     lt, pt = _mlp(torch, None)
     np.testing.assert_allclose(lx, lt, rtol=1e-6, atol=0)
     for a, b in zip(px, pt):
-        assert_close(a.detach(), b.detach(), rtol=1e-6, atol=1e-6 * float(b.detach().abs().max()))
+        assert_close(a.detach(), b.detach(), rtol=1e-6, atol=5e-7 * float(b.detach().abs().max()))
+        assert_close(a.detach(), b.detach(), rtol=1e-5, atol=0)
 
 
 def _other(device):

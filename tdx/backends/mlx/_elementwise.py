@@ -24,6 +24,7 @@ from ..._errors import (
 from ...autograd.tape import differentiating
 from . import _float64 as mlx_f64
 from . import _cpu_rounding as cpu_rounding
+from . import _summation_order as summation
 from ._indexing import on_stream, scalar_name
 from ._rules import _FLOATS, _INTS, _SCALARS, _SIGNED, _clamp_exact, _is_bool, _is_bool_operand, _tie_splitting, _where_exact
 
@@ -184,8 +185,16 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
         return mx.where(minus_one, mx.ones_like(b, stream=self.s), b, stream=self.s), minus_one
 
     # binary arithmetic ----------------------------------------------------------------
+    def _bias_grad(self, a, b):
+        """Whether ``a + b`` is replayed for its derivative with a broadcast float32 operand, whose
+        gradient torch sums in its own order (:func:`._summation_order.broadcast_add`)."""
+        return (differentiating() and summation.ENABLED and self.caps.float64 and type(a) is mx.array
+                and type(b) is mx.array and a.shape != b.shape and a.dtype == b.dtype == mx.float32)
+
     def add(self, a, b):
         a, b, _ = self._pair(a, b)
+        if self._bias_grad(a, b):
+            return summation.broadcast_add(a, b, False, self.s)
         return mx.add(a, b, stream=self.s)
 
     def sub(self, a, b):
@@ -194,6 +203,8 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
                                "If you are trying to invert a mask, use the `~` or `logical_not()` "
                                "operator instead.")
         a, b, _ = self._pair(a, b)
+        if self._bias_grad(a, b):
+            return summation.broadcast_add(a, b, True, self.s)
         return mx.subtract(a, b, stream=self.s)
 
     def mul(self, a, b):
@@ -263,6 +274,10 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
                 raise OpDtypeError("\"addmm\" not implemented for 'Bool'")
             out = np.matmul(np.array(a), np.array(b))
             return mx.array(out).astype(a.dtype, stream=self.s)
+        if a.ndim == 1 and b.ndim == 1 and a.dtype == mx.float32 and summation.ENABLED and self.caps.float64:
+            out = summation.dot(a, b, self.s)  # torch's (MKL's) order of additions
+            if out is not None:
+                return out
         return mx.matmul(a, b, stream=self.s)
 
     def _compare(self, fn, a, b):

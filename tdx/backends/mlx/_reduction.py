@@ -16,6 +16,7 @@ from ..._errors import OpDtypeError, TdxIndexError, TdxRuntimeError, TdxTypeErro
 from ...autograd.tape import differentiating
 from ..base import norm_dim
 from . import _float64 as mlx_f64
+from . import _summation_order as summation
 from ._indexing import on_stream, scalar_name
 from ._memory import check_alloc
 from ._rules import _HALF, _INTS, _axes, _dims, _kw, _out_shape, _reduced_shape
@@ -198,8 +199,21 @@ class MLXReductionOps(MLXReductionOpsStreamed):
             return mx.full(_reduced_shape(x.shape, kw["axis"], keepdim), identity, x.dtype, stream=self.s)
         return fn(x, **kw, stream=self.s)
 
+    def _float32_sum(self, x, dim, keepdim):
+        """torch's float32 sum in torch's order of additions (:mod:`._summation_order`) on a CPU
+        stream, or ``None`` where that order is not reproduced (MLX's own sum then)."""
+        if x.dtype != mx.float32 or not x.ndim or not x.size or not (summation.ENABLED and self.caps.float64):
+            return None
+        axes = _dims(dim, x.ndim)
+        out = summation.over_axes(x, range(x.ndim) if axes is None else axes, self.s)
+        if out is None or keepdim:
+            return out
+        return mx.reshape(out, _reduced_shape(x.shape, axes, False), stream=self.s)
+
     def sum(self, x, dim=None, keepdim=False, dtype=None):
-        return self._reduce(mx.sum, 0, self._acc(x, dtype), dim, keepdim)
+        x = self._acc(x, dtype)
+        out = self._float32_sum(x, dim, keepdim)
+        return self._reduce(mx.sum, 0, x, dim, keepdim) if out is None else out
 
     def prod(self, x, dim=None, keepdim=False, dtype=None):
         if dim is not None and not isinstance(dim, int):
@@ -220,7 +234,9 @@ class MLXReductionOps(MLXReductionOpsStreamed):
         if x.size == 0:  # MLX's mean of an empty array may never return; torch gives NaN
             return self._empty_nan(x, dim, keepdim)
         # torch divides the sum by the count; MLX's mean multiplies by 1/count (another rounding)
-        total = mx.sum(x, **_kw(x, dim, keepdim), stream=self.s)
+        total = self._float32_sum(x, dim, keepdim)
+        if total is None:
+            total = mx.sum(x, **_kw(x, dim, keepdim), stream=self.s)
         return mx.divide(total, x.size // max(total.size, 1), stream=self.s)
 
     def var(self, x, dim=None, correction=1, keepdim=False):

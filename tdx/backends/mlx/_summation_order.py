@@ -1,0 +1,214 @@
+"""float32 sums on MLX's CPU added in the order torch's x86 CPU kernels add them, so that small
+reductions (a loss's ``mean``, a bias's gradient, an optimizer's inner products) give torch's
+float32 result bit for bit instead of one ulp away.
+
+Why: a float32 sum's last bit depends on the order of its additions. MLX's CPU kernel adds in
+another order than torch's, so a program that sums (every loss does) drifts from torch by an ulp
+per reduction, and iterative methods grow that ulp (L-BFGS: about 1.3x per function evaluation).
+The orders reproduced here, measured against torch 2.13 on x86-64:
+
+* ``torch.sum`` and ``mean`` (aten's ``cascade_sum``, compiled for AVX2 even where AVX512 runs:
+  8 float lanes): a contiguous run is read as vectors of 8; the vectors go round-robin to 4
+  accumulators (``row_sum``'s ILP factor), each a running sum cut into chunks of 16 whose sums
+  are added in turn (``multi_row_sum``'s cascade); the 4 accumulators are added in order, the
+  scalar tail is summed from zero and the 8 lanes are added to it one by one. A reduction over
+  the first dim of a matrix (a bias gradient) runs down the columns: 4 (or 32, with 8 or more
+  columns) columns at once with the cascade, the rest with the 4-way interleave.
+* ``torch.dot`` (MKL's ``sdot``): 16 running sums, element ``i`` into sum ``i % 16`` (4
+  accumulators of 4 lanes), added as ``((s[l] + s[l+4]) + s[l+8]) + s[l+12]`` for each lane
+  ``l``, then ``(l0 + l2) + (l1 + l3)``; the products are rounded (no fused multiply-add). A
+  length of 12 modulo 16 adds its last 4 products into the first accumulator again. Measured for
+  lengths divisible by 4 up to 8000 (other tails are added in an order not reproduced).
+
+Each helper answers ``None`` where its order is not reproduced (larger reductions, other
+layouts): the caller keeps MLX's own sum. Must never import torch or the facade; used only by
+the MLX executor, on CPU streams of x86-64 machines (elsewhere torch's kernels add in other
+orders: see :data:`ENABLED`).
+"""
+
+from __future__ import annotations
+
+import platform
+
+import mlx.core as mx
+
+ENABLED = platform.machine().lower() in ("x86_64", "amd64")  # torch's AVX2 kernels and MKL's sdot
+LANES = 8  # floats per vector in torch's AVX2 sum kernel
+GRAIN = 32768  # aten's GRAIN_SIZE: larger reductions may be split between threads (another order)
+MAX_DOT = 8000  # MKL's sdot order measured up to 8000 elements (8192 and more: another order)
+
+
+def _running(x, s):
+    """Left-to-right sum of ``x`` over axis 0 (MLX's CPU scan adds sequentially)."""
+    if x.shape[0] == 1:
+        return x[0]
+    return mx.cumsum(x, axis=0, stream=s)[-1]
+
+
+def _chunk_sums(x, step, s):
+    """Running sums of consecutive chunks of ``step`` rows of ``x`` (whole chunks only)."""
+    n = x.shape[0] // step
+    chunks = mx.reshape(x[: n * step], (n, step) + tuple(x.shape[1:]), stream=s)
+    return mx.cumsum(chunks, axis=1, stream=s)[:, -1]
+
+
+def _cascade(x, s):
+    """aten's ``multi_row_sum`` over axis 0: running sums of chunks of ``step`` rows (16; more
+    past 2**19 rows) go into a running sum that is flushed into a third accumulator every
+    ``step`` chunks, itself flushed into a fourth every ``step`` flushes. At the end the running
+    sum of the rows past the last whole chunk gets the second, third and fourth added in turn."""
+    n = x.shape[0]
+    step = 1 << max(4, ((n - 1).bit_length() if n > 2 else 1) // 4)
+    out = _running(x[n - n % step:], s) if n % step else None
+    level = x
+    for depth in range(3):
+        if level.shape[0] < step:
+            break
+        level = _chunk_sums(level, step, s)  # chunk sums, then group sums, then supergroup sums
+        m = level.shape[0]
+        rest = level[m - m % step:] if depth < 2 else level  # what this accumulator holds at the end
+        if rest.shape[0]:
+            acc = _running(rest, s)
+            out = acc if out is None else mx.add(out, acc, stream=s)
+    return out
+
+
+def _interleaved(x, s):
+    """aten's ``row_sum`` over axis 0: rows round-robin into 4 cascaded sums, leftover rows into
+    the first, then the 4 added in order."""
+    n = x.shape[0]
+    groups = n // 4
+    rest = tuple(x.shape[1:])
+    if groups:
+        parts = _cascade(mx.reshape(x[: groups * 4], (groups, 4) + rest, stream=s), s)
+    else:
+        parts = mx.zeros((4,) + rest, x.dtype, stream=s)
+    first = parts[0]
+    for i in range(groups * 4, n):
+        first = mx.add(first, x[i], stream=s)
+    for k in range(1, 4):
+        first = mx.add(first, parts[k], stream=s)
+    return first
+
+
+def row_sums(x, s):
+    """torch's float32 sum of each row of the 2-D ``x`` (its contiguous inner reduction).
+
+    Args:
+        x: a float32 array of shape ``(rows, n)``.
+        s: a CPU stream.
+
+    Returns:
+        The ``(rows,)`` sums (a single row of :data:`GRAIN` or more elements is the caller's to
+        refuse: torch may split it between threads).
+    """
+    n = x.shape[1]
+    if n < LANES:
+        return _interleaved(mx.transpose(x, stream=s), s)
+    vectors = n // LANES
+    body = mx.reshape(x[:, : vectors * LANES], (x.shape[0], vectors, LANES), stream=s)
+    lanes = _interleaved(mx.transpose(body, (1, 0, 2), stream=s), s)  # (rows, LANES)
+    tail = x[:, vectors * LANES:]
+    seq = mx.concatenate([tail, lanes], axis=1, stream=s) if tail.shape[1] else lanes
+    return mx.cumsum(seq, axis=1, stream=s)[:, -1]
+
+
+def column_sums(x, s):
+    """torch's float32 sum over the rows of the 2-D contiguous ``x`` (its outer reduction).
+
+    Args:
+        x: a float32 array of shape ``(rows, cols)``.
+        s: a CPU stream.
+
+    Returns:
+        The ``(cols,)`` sums, or ``None`` where the order is not reproduced.
+    """
+    rows, cols = x.shape
+    if x.size >= GRAIN:  # torch may split the work between threads, which regroups the additions
+        return None
+    if cols == 1:  # torch sees one contiguous run
+        return row_sums(mx.reshape(x, (1, rows), stream=s), s)
+    block = 4 * LANES if cols >= LANES else 4  # columns summed together with the cascade
+    cascaded = cols // block * block
+    parts = []
+    if cascaded:
+        parts.append(_cascade(x[:, :cascaded], s))
+    if cascaded < cols:
+        parts.append(_interleaved(x[:, cascaded:], s))
+    return parts[0] if len(parts) == 1 else mx.concatenate(parts, stream=s)
+
+
+def over_axes(x, axes, s):
+    """torch's float32 sum of ``x`` over ``axes`` (kept as size-1 dims), or ``None``.
+
+    Reproduced: every axis; trailing axes (a sum per leading index); leading axes (a sum per
+    trailing index, as a bias gradient). Other layouts answer ``None``.
+    """
+    nd = x.ndim
+    axes = sorted(a % nd for a in axes)
+    kept = tuple(1 if a in axes else d for a, d in enumerate(x.shape))
+    inner = 1
+    for a in axes:
+        inner *= x.shape[a]
+    outer = x.size // inner if inner else 0
+    if not x.size or (outer == 1 and x.size >= GRAIN):  # one output: torch may split it between threads
+        return None
+    if axes == list(range(nd - len(axes), nd)):
+        out = row_sums(mx.reshape(x, (outer, inner), stream=s), s)
+    elif axes == list(range(len(axes))):
+        out = column_sums(mx.reshape(x, (inner, outer), stream=s), s)
+    else:
+        return None
+    return None if out is None else mx.reshape(out, kept, stream=s)
+
+
+def dot(a, b, s):
+    """MKL's float32 ``sdot`` of the 1-D ``a`` and ``b``, or ``None`` where its order is not
+    reproduced (lengths not divisible by 4, or past :data:`MAX_DOT`)."""
+    n = a.shape[0]
+    if n == 0 or n % 4 or n > MAX_DOT:
+        return None
+    products = mx.multiply(a, b, stream=s)
+    last = None
+    if n % 16 == 12:  # MKL adds the last 4 products into the first accumulator again
+        products, last = products[: n - 4], products[n - 4:]
+    pad = -products.shape[0] % 16
+    if pad:
+        products = mx.concatenate([products, mx.zeros((pad,), products.dtype, stream=s)], stream=s)
+    sums = _running(mx.reshape(products, (-1, 16), stream=s), s)
+    first = sums[0:4] if last is None else mx.add(sums[0:4], last, stream=s)
+    lanes = mx.add(mx.add(mx.add(first, sums[4:8], stream=s), sums[8:12], stream=s), sums[12:16], stream=s)
+    return mx.add(mx.add(lanes[0], lanes[2], stream=s), mx.add(lanes[1], lanes[3], stream=s), stream=s)
+
+
+def _sum_to(g, shape, s):
+    """torch's ``sum_to``: ``g`` summed over its leading dims and the dims that ``shape`` has as 1
+    (one sum, torch's order where reproduced), viewed as ``shape``."""
+    if tuple(g.shape) == tuple(shape):
+        return g
+    lead = g.ndim - len(shape)
+    axes = list(range(lead)) + [lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1]
+    out = over_axes(g, axes, s) if axes and g.size else None
+    if out is None:
+        out = mx.sum(g, axis=axes, keepdims=True, stream=s) if axes else g
+    return mx.reshape(out, tuple(shape), stream=s)
+
+
+def broadcast_add(a, b, subtract, s):
+    """``a + b`` (``a - b`` when ``subtract``) of float32 arrays of different shapes, whose
+    derivative sums the broadcast dims as torch's autograd does (``sum_to``, in torch's order):
+    a bias's gradient then equals torch's bit for bit. Used only while a backward pass replays
+    the op (the value is MLX's ``add``/``subtract`` either way)."""
+    op = mx.subtract if subtract else mx.add
+
+    @mx.custom_function
+    def fn(x, y):
+        return op(x, y, stream=s)
+
+    @fn.vjp
+    def fn_vjp(primals, cotangent, output):
+        g = cotangent[0] if isinstance(cotangent, (list, tuple)) else cotangent
+        gy = mx.negative(g, stream=s) if subtract else g
+        return _sum_to(g, primals[0].shape, s), _sum_to(gy, primals[1].shape, s)
+
+    return fn(a, b)

@@ -1,0 +1,111 @@
+"""float32 reductions that add in torch's order, so their last bit is torch's: ``sum`` and ``mean``
+(over everything, trailing dims, leading dims), ``dot``, and the gradient of a broadcast ``+``/``-``
+(a bias's gradient: torch's ``sum_to``). On the torch executor these are torch's own kernels; on
+MLX's CPU (x86-64) the order is reproduced (``tdx/backends/mlx/_summation_order.py``). Sizes
+cover the vector tail, the 4-way interleave and the 16-chunk cascade of aten's sum kernel and
+MKL's sdot tails; elsewhere (other machines, larger reductions) MLX's own order is kept and the
+results only agree to an ulp, so those cases skip."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import tdx
+
+RNG = np.random.default_rng(11)
+
+
+def _exact(device):
+    if device.startswith("mlx"):
+        from tdx.backends.mlx import _summation_order
+
+        if not _summation_order.ENABLED:
+            pytest.skip("torch's order of additions is reproduced on x86-64 only")
+
+
+def _bits(x):
+    return x.detach().numpy(force=True) if isinstance(x, tdx.Tensor) else x.detach().numpy()
+
+
+def _data(shape):
+    # magnitudes spread over 2**-6..2**6: every order of additions rounds differently
+    return (RNG.standard_normal(shape) * np.exp2(RNG.integers(-6, 7, shape))).astype(np.float32)
+
+
+@pytest.mark.parametrize("n", [1, 3, 7, 8, 9, 16, 17, 48, 64, 100, 257, 1023, 4000])
+def test_sum_and_mean_of_everything(device, n):
+    _exact(device)
+    a = _data(n)
+    x, t = tdx.tensor(a, device=device), torch.tensor(a)
+    assert np.array_equal(_bits(x.sum()), _bits(t.sum()))
+    assert np.array_equal(_bits(x.mean()), _bits(t.mean()))
+    m = _data((n, 3))  # a matrix reads as one contiguous run
+    assert np.array_equal(_bits(tdx.tensor(m, device=device).mean()), _bits(torch.tensor(m).mean()))
+
+
+@pytest.mark.parametrize("shape", [(16, 8), (16, 3), (32, 16), (32, 1), (20, 70), (100, 5), (7, 33), (256, 20)])
+def test_sum_over_first_and_last_dims(device, shape):
+    _exact(device)
+    a = _data(shape)
+    x, t = tdx.tensor(a, device=device), torch.tensor(a)
+    for dim in (0, 1, -1, (0, 1)):
+        for keepdim in (False, True):
+            assert np.array_equal(_bits(x.sum(dim, keepdim)), _bits(t.sum(dim, keepdim))), (dim, keepdim)
+    assert np.array_equal(_bits(x.mean(0)), _bits(t.mean(0)))
+    b = _data((2,) + shape)  # leading dims together (a batch of rows), trailing dims together
+    xb, tb = tdx.tensor(b, device=device), torch.tensor(b)
+    assert np.array_equal(_bits(xb.sum((0, 1))), _bits(tb.sum((0, 1))))
+    assert np.array_equal(_bits(xb.sum((1, 2))), _bits(tb.sum((1, 2))))
+
+
+@pytest.mark.parametrize("n", [4, 8, 12, 16, 28, 44, 64, 100, 1000, 4092])
+def test_dot(device, n):
+    _exact(device)
+    a, b = _data(n), _data(n)
+    assert np.array_equal(_bits(tdx.tensor(a, device=device).dot(tdx.tensor(b, device=device))),
+                          _bits(torch.tensor(a).dot(torch.tensor(b))))
+
+
+@pytest.mark.parametrize("rows,cols", [(16, 8), (32, 16), (40, 3), (64, 40)])
+def test_bias_gradient_sums_as_torch(device, rows, cols):
+    """``h + b`` and ``h - b`` with a broadcast ``b`` (1-D, and as a ``(1, cols)`` row): ``b``'s
+    gradient is the cotangent summed over the rows, in torch's order."""
+    _exact(device)
+    h, b, w = _data((rows, cols)), _data(cols), _data((rows, cols))
+    for shape in ((cols,), (1, cols)):
+        for op in ("add", "sub"):
+            xb = tdx.tensor(b.reshape(shape), device=device, requires_grad=True)
+            tb = torch.tensor(b.reshape(shape), requires_grad=True)
+            xh = tdx.tensor(h, device=device, requires_grad=True)
+            th = torch.tensor(h, requires_grad=True)
+            (getattr(xh, op)(xb) * tdx.tensor(w, device=device)).sum().backward()
+            (getattr(th, op)(tb) * torch.tensor(w)).sum().backward()
+            assert np.array_equal(_bits(xb.grad), _bits(tb.grad)), (shape, op)
+            assert np.array_equal(_bits(xh.grad), _bits(th.grad)), (shape, op)
+    # the broadcast operand first, and a 3-D batch summed over two leading dims
+    x3, t3 = _data((2, rows, cols)), None
+    xb = tdx.tensor(b, device=device, requires_grad=True)
+    tb = torch.tensor(b, requires_grad=True)
+    (xb + tdx.tensor(x3, device=device)).square().sum().backward()
+    t3 = torch.tensor(x3)
+    (tb + t3).square().sum().backward()
+    assert np.array_equal(_bits(xb.grad), _bits(tb.grad))
+
+
+def test_mlp_first_evaluation_is_torch_bit_for_bit(device):
+    """One forward and backward of a tanh MLP with a mean loss: loss and every gradient equal
+    torch's bit for bit (the mean, the bias gradient; the products' sums are short enough that
+    MLX's matmul adds as torch's here)."""
+    _exact(device)
+    x, y = _data((16, 4)), _data((16, 3))
+    w1, b1, w2 = _data((4, 8)) * 0.1, _data(8) * 0.1, _data((8, 3)) * 0.1
+    grads = []
+    for lib, kw in ((tdx, {"device": device}), (torch, {})):
+        p = [lib.tensor(v, requires_grad=True, **kw) for v in (w1, b1, w2)]
+        loss = ((lib.tensor(x, **kw) @ p[0] + p[1]).tanh() @ p[2] - lib.tensor(y, **kw)).square().mean()
+        loss.backward()
+        grads.append([_bits(loss)] + [_bits(q.grad) for q in p])
+    for got, expect in zip(*grads):
+        assert np.array_equal(got, expect)
