@@ -9,10 +9,11 @@ sees the same batches):
   under ``mx.compile``), ``tdx F mlx``, ``tdx nn mlx`` and ``tdx compiled mlx``
   (``tdx.compile`` of the functional step).
 
-Contenders run interleaved in one process (one step each, round robin, so machine load
-hits all alike); the table gives medians over the timed steps and the ratio tdx / native, in
-wall time and in this process's CPU time (all its threads; steadier than wall time on a
-machine other processes load).
+Contenders run interleaved in one process (one step each per round, odd rounds in reverse
+order, so machine load hits all alike); the table gives medians over the timed steps and the
+ratio tdx / native as the median over rounds of the two steps' ratio (paired: a slow spell of
+the machine slows both sides of a ratio), in wall time and in this process's CPU time (all its
+threads; steadier than wall time on a machine other processes load).
 Peak RSS is measured for each contender in its own subprocess, above the interpreter's RSS
 at start (imports included). Losses of every contender are checked against ``torch F``'s.
 The table is printed and written to ``bench/out/train.md``, the plot to
@@ -35,6 +36,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+BLOCKS = [["torch F", "tdx F"], ["torch nn", "tdx nn"], ["mlx", "tdx F mlx", "tdx nn mlx"],
+          ["mlx compiled", "tdx compiled mlx"]]  # run together in each round (see run_interleaved)
 PAIRS = [  # (tdx contender, native contender it is compared with)
     ("tdx F", "torch F"), ("tdx nn", "torch nn"), ("tdx F mlx", "mlx"), ("tdx nn mlx", "mlx"),
     ("tdx compiled mlx", "mlx compiled"),
@@ -85,26 +88,58 @@ def _mlx_sync(tensors) -> None:
     mx.eval([t.native for t in tensors])
 
 
-def run_interleaved(names, cfg, steps: int, warmup: int):
-    """Median seconds per step and the loss trajectory of each contender."""
+def run_interleaved(names, cfg, steps: int, warmup: int, per_turn: int = 2):
+    """Seconds (wall, CPU) of every timed step of each contender, and each one's loss trajectory.
+
+    One round gives every contender one turn, in blocks of the contenders compared with each other
+    (:data:`BLOCKS`); odd rounds run each block in reverse order, so that a tdx contender runs as
+    often first in its block as its native one. A turn is ``per_turn`` consecutive steps on
+    consecutive batches, of which only the last is timed: the first ones bring the contender's
+    code and data back into the caches after the other contenders' work, as in a training loop
+    that runs alone (a step timed cold right after another framework's step measures the cache
+    misses, which hit the contender with more Python code harder). Every contender sees the same
+    batches in the same order, so all loss trajectories are comparable.
+    """
     import gpt
 
-    init, data = gpt.init_params(cfg), gpt.batches(cfg, warmup + steps)
+    init, data = gpt.init_params(cfg), gpt.batches(cfg, (warmup + steps) * per_turn)
     fns = {n: make(n, cfg, init) for n in names}
     times = {n: [] for n in names}
     cpu = {n: [] for n in names}
     losses = {n: [] for n in names}
-    for s, (idx, tgt) in enumerate(data):
-        for n, fn in fns.items():
+    order = [n for block in BLOCKS for n in block if n in fns]
+    order += [n for n in names if n not in order]  # (a contender of no block runs last)
+    for s in range(warmup + steps):
+        turn = data[s * per_turn:(s + 1) * per_turn]
+        for n in _round(order, s):
+            for idx, tgt in turn[:-1]:
+                losses[n].append(fns[n](idx, tgt))
+            idx, tgt = turn[-1]
             t0, c0 = time.perf_counter(), time.process_time()
-            loss = fn(idx, tgt)
+            loss = fns[n](idx, tgt)
             dt, dc = time.perf_counter() - t0, time.process_time() - c0
             losses[n].append(loss)
             if s >= warmup:
                 times[n].append(dt)
                 cpu[n].append(dc)
-    return ({n: statistics.median(t) for n, t in times.items()}, {n: statistics.median(t) for n, t in cpu.items()},
-            losses)
+    return times, cpu, losses
+
+
+def _round(order: list, s: int) -> list:
+    """Round ``s``'s order: ``order`` with each block reversed on odd rounds."""
+    if s % 2 == 0:
+        return order
+    out = []
+    for block in BLOCKS:
+        out += [n for n in block[::-1] if n in order]
+    return out + [n for n in order if n not in out]
+
+
+def paired_ratio(mine: list, theirs: list) -> float:
+    """The median over rounds of ``mine[i] / theirs[i]``: each ratio compares two steps run next to
+    each other, so a slow spell of the machine (here, phases of ~1.7x lasting several seconds)
+    slows both sides of most ratios alike, where a ratio of two medians would take it at face value."""
+    return statistics.median(a / b for a, b in zip(mine, theirs))
 
 
 def child_rss(name: str, cfg_name: str, steps: int) -> None:
@@ -145,6 +180,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--only", nargs="+", help="run only these contenders")
     ap.add_argument("--no-rss", action="store_true")
+    ap.add_argument("--per-turn", type=int, default=2, help="steps per turn, the last one timed")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -154,15 +190,18 @@ def main() -> None:
 
     import gpt
 
-    names = available(args.only or ["torch F", "tdx F", "torch nn", "tdx nn", "mlx", "mlx compiled", "tdx F mlx",
-                                    "tdx nn mlx", "tdx compiled mlx"])
-    lines = [f"GPT training step, medians of {args.steps} interleaved steps after {args.warmup} warm-up "
-             f"(torch threads = 1); RSS: peak above interpreter start, own subprocess, {args.rss_steps} steps", ""]
+    names = available(args.only or ["torch F", "tdx F", "torch nn", "tdx nn", "mlx", "tdx F mlx", "tdx nn mlx",
+                                    "mlx compiled", "tdx compiled mlx"])
+    lines = [f"GPT training step, medians of {args.steps} interleaved turns after {args.warmup} warm-up "
+             f"(a turn: {args.per_turn} steps, the last timed; torch threads = 1); 'vs native': median of the per-round ratios; RSS: peak above interpreter "
+             f"start, own subprocess, {args.rss_steps} steps", ""]
     plot = {}
     ok = True
     for cfg_name in args.configs:
         cfg = gpt.CONFIGS[cfg_name]
-        med, cpu, losses = run_interleaved(names, cfg, args.steps, args.warmup)
+        times, cpus, losses = run_interleaved(names, cfg, args.steps, args.warmup, args.per_turn)
+        med = {n: statistics.median(t) for n, t in times.items()}
+        cpu = {n: statistics.median(t) for n, t in cpus.items()}
         rss = {} if args.no_rss else {n: measure_rss(n, cfg_name, args.rss_steps) for n in names}
         ref = losses[names[0]]
         lines.append(f"config {cfg_name}: {cfg}")
@@ -172,8 +211,8 @@ def main() -> None:
         natives = dict(PAIRS)
         for n in names:
             nat = natives.get(n)
-            ratio = f"{med[n] / med[nat]:.2f}" if nat in med else ""
-            cpu_ratio = f"{cpu[n] / cpu[nat]:.2f}" if nat in cpu else ""
+            ratio = f"{paired_ratio(times[n], times[nat]):.2f}" if nat in med else ""
+            cpu_ratio = f"{paired_ratio(cpus[n], cpus[nat]):.2f}" if nat in cpu else ""
             r = f"{rss[n]:.0f}" if n in rss else ""
             rr = f"{rss[n] / rss[nat]:.2f}" if n in rss and nat in rss and rss[nat] > 0 else ""
             diff = max(abs(a - b) / abs(b) for a, b in zip(losses[n], ref))

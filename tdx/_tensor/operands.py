@@ -252,9 +252,39 @@ def _write(t, out, op: str):
     return t.copy_(out)
 
 
+def _same_executor_natives(t, args, kwargs):
+    """(args, kwargs) with each Tensor replaced by its native array, or None when a Tensor lives on
+    another executor than ``t`` or sits inside a container (the composite then checks and raises)."""
+    out = []
+    for a in args:
+        if a.__class__ is TM.Tensor:
+            if a._ex is not t._ex:
+                return None
+            a = a._n
+        elif isinstance(a, (list, tuple, dict)):
+            return None
+        out.append(a)
+    kw = {}
+    for k, v in kwargs.items():
+        if v.__class__ is TM.Tensor:
+            if v._ex is not t._ex:
+                return None
+            v = v._n
+        elif isinstance(v, (list, tuple, dict)):
+            return None
+        kw[k] = v
+    return out, kw
+
+
 def _inplace(name: str):
     """The in-place method ``name_`` of the composite ``name``: computed out of place, then written."""
     def method(self, *args, **kwargs):
+        if self._ex.caps.mutable:  # the native array's own in-place kernel: one pass, no temporary
+            natives = _same_executor_natives(self, args, kwargs)
+            kernel = getattr(self._n, name + "_", None)
+            if natives is not None and kernel is not None:
+                kernel(*natives[0], **natives[1])
+                return self
         # a clone keeps the values torch's autograd saved for the backward from being overwritten
         src = self.clone() if self._ex.caps.native_autograd and _requires_grad(self) else self
         return _write(self, getattr(src, name)(*args, **kwargs), name + "_")
