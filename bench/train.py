@@ -26,6 +26,7 @@ Run: ``.venv/bin/python bench/train.py [--configs S M] [--steps 20] [--quick]``
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -104,6 +105,8 @@ def run_interleaved(names, cfg, steps: int, warmup: int, per_turn: int = 2):
 
     init, data = gpt.init_params(cfg), gpt.batches(cfg, (warmup + steps) * per_turn)
     fns = {n: make(n, cfg, init) for n in names}
+    gc.collect()
+    gc.freeze()  # the contenders' models and states: not rescanned by the collections each step triggers
     times = {n: [] for n in names}
     cpu = {n: [] for n in names}
     losses = {n: [] for n in names}

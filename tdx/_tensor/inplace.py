@@ -43,10 +43,10 @@ def _inplace(name: str):
         if tensor_only and args and args[0].__class__ is not TM.Tensor:
             raise TdxTypeError(f"{native}(): argument 'other' (position 1) must be Tensor, not "
                                f"{type(args[0]).__name__}")
-        if ex.caps.mutable:
-            args = [_unwrap(self, a, native) for a in args]
-            kwargs = {k: _unwrap(self, v, native) for k, v in kwargs.items()}
-            getattr(self._n, native)(*args, **kwargs)
+        if ex.mutable:
+            if kwargs:
+                kwargs = {k: _unwrap(self, v, native) for k, v in kwargs.items()}
+            getattr(self._n, native)(*[_unwrap(self, a, native) for a in args], **kwargs)
             return self
         return self._rebind(getattr(self, name)(*args, **kwargs)._n, native)
 

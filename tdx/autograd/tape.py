@@ -660,9 +660,15 @@ def set_grad(t, value) -> None:
         TdxTypeError: ``value`` is neither a Tensor nor None.
         TdxRuntimeError: its size, dtype or device differs from ``t``'s.
     """
+    ex = t._ex
+    if value is None and ex.caps.native_autograd:  # the hot ``p.grad = None`` of training loops
+        t._n.grad = None
+        m = getattr(t, "_ag", None)
+        if m is not None:
+            m.grad = None
+        return
     from .._errors import TdxTypeError
 
-    ex = t._ex
     if value is not None:
         if not isinstance(value, _tensor_class()):
             raise TdxTypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
