@@ -63,6 +63,8 @@ def test_capabilities_not_names(device):
     caps = ex.caps
     assert {"float32", "int64", "bool"} <= caps.dtypes
     assert caps.float64 == ("float64" in caps.dtypes)
+    # the hot path's plain attributes agree with the capabilities they stand for
+    assert ex.mutable == caps.mutable and ex.taped == (not caps.native_autograd)
     x = tdx.zeros(2, device=device)
     if not caps.float64:
         with pytest.raises(tdx.DtypeError):

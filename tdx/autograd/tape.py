@@ -166,14 +166,15 @@ def wants(*args, **kwargs) -> bool:
     Tensor = _CLASS[0] or _tensor_class()
     for a in (*args, *kwargs.values()) if kwargs else args:
         if a.__class__ is Tensor:
-            m = getattr(a, "_ag", None)
-            if m is not None and m.requires_grad and not a._ex.caps.native_autograd:
-                return True
+            if a._ex.taped:
+                m = getattr(a, "_ag", None)
+                if m is not None and m.requires_grad:
+                    return True
         elif isinstance(a, (list, tuple)):
             for x in a:
-                if x.__class__ is Tensor:
+                if x.__class__ is Tensor and x._ex.taped:
                     m = getattr(x, "_ag", None)
-                    if m is not None and m.requires_grad and not x._ex.caps.native_autograd:
+                    if m is not None and m.requires_grad:
                         return True
     return False
 

@@ -122,6 +122,7 @@ class Executor:
     name = "?"
     caps = Capabilities(dtypes=frozenset())
     mutable = True  # same as caps.mutable; a plain attribute for the hot path
+    taped = True  # same as not caps.native_autograd (tdx's tape records its ops); a plain attribute
     update_kernels = False  # has addcmul/addcdiv/lerp on natives (torch: backends/_torch/nn.py, mlx: _elementwise.py)
 
     def __init__(self, device):

@@ -53,6 +53,7 @@ class TorchExecutor(TorchNNOps, TorchAdaptedOps, TorchKernelOps, TorchNamespaceO
 
     name = "torch"
     mutable = True
+    taped = False
 
     def __init__(self, device):
         self.caps = Capabilities(

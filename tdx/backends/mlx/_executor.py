@@ -53,6 +53,7 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
 
     name = "mlx"
     mutable = False
+    taped = True
 
     def __init__(self, device):
         gpu = device.kind == "gpu"
