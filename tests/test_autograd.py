@@ -96,6 +96,11 @@ def test_leaf_rules_and_modes(device):
     x = tdx.tensor(A, device=device, requires_grad=True)
     y = x * 2
     assert x.is_leaf and not y.is_leaf and y.requires_grad and y.grad_fn is not None
+    # torch names its nodes MulBackward0, ...; tdx's tape MulBackward: the name is a method on both
+    want = torch.tensor(A, requires_grad=True).mul(2).grad_fn.name()
+    for out in (y, x * 3):  # the second product's name comes from the name cache
+        assert out.grad_fn.name().rstrip("0") == want.rstrip("0") == "MulBackward"
+        assert out.grad_fn.name() in repr(out.grad_fn) or device == "cpu"
     with pytest.raises(RuntimeError, match="leaf Variable"):
         x += 1
     with tdx.no_grad():
@@ -296,3 +301,88 @@ def test_dropout_gradient_is_its_mask(device):
     if device == "cpu":
         torch.manual_seed(7)
         assert np.array_equal(kept, torch.nn.functional.dropout(torch.ones(n), p).numpy() != 0)
+
+
+def test_tensor_passed_by_keyword_gets_its_gradient(device):
+    """An input given as a keyword next to other keywords (``other=y, alpha=2``) is differentiated."""
+    x = tdx.tensor(A, device=device, requires_grad=True)
+    y = tdx.tensor(A, device=device, requires_grad=True)
+    tx, ty = torch.tensor(A, requires_grad=True), torch.tensor(A, requires_grad=True)
+    (tdx.add(x, other=y, alpha=2.5) * x.addcmul(x, tensor2=y, value=0.5)).sum().backward()
+    (torch.add(tx, other=ty, alpha=2.5) * tx.addcmul(tx, tensor2=ty, value=0.5)).sum().backward()
+    assert_close(x.grad, tx.grad)
+    assert_close(y.grad, ty.grad)
+    c, tc = tdx.tensor(A, device=device), torch.tensor(A)  # a list by keyword, one member without grad
+    (tdx.cat(tensors=[y, c], dim=0) ** 2).sum().backward()
+    (torch.cat(tensors=[ty, tc], dim=0) ** 2).sum().backward()
+    assert_close(y.grad, ty.grad)
+
+
+def test_hooks_retained_grads_and_post_accumulate_hooks(device):
+    """A non-leaf hook that returns a new gradient, a leaf hook, a retained non-leaf grad summed over two
+    backward passes, and post-accumulate hooks on leaves: as torch's."""
+    def run(lib, **kw):
+        x = lib.tensor(A, requires_grad=True, **kw)
+        fired = []
+        h = x * 2
+        h.retain_grad()
+        h.register_hook(lambda g: g * 3)
+        x.register_hook(lambda g: g + 1)
+        x.register_post_accumulate_grad_hook(lambda p: fired.append(p.grad.sum().item()))
+        loss = (h * h).sum()
+        loss.backward(retain_graph=True)
+        loss.backward()
+        return x.grad, h.grad, fired
+
+    gx, gh, fired = run(tdx, device=device)
+    tx, th, tfired = run(torch)
+    assert_close(gx, tx)
+    assert_close(gh, th)
+    np.testing.assert_allclose(fired, tfired, rtol=1e-6)
+    with pytest.raises(RuntimeError, match="size"):  # a hook may not change the gradient's shape
+        x = tdx.tensor(A, device=device, requires_grad=True)
+        h = x * 2
+        h.register_hook(lambda g: g[0])
+        h.sum().backward()
+
+
+def test_inplace_write_through_view_of_history_free_root(device):
+    """``v = root[1:3]; v.add_(w * 2)``: the root shows the write and its gradient reaches ``w``."""
+    def run(lib, **kw):
+        root = lib.zeros(4, **kw)
+        w = lib.ones(2, requires_grad=True, **kw)
+        v = root[1:3]
+        v.add_(w * 2)
+        (root * lib.arange(4.0, **kw)).sum().backward()
+        return root.detach(), w.grad
+
+    r, g = run(tdx, device=device)
+    tr, tg = run(torch)
+    assert_close(r, tr)
+    assert_close(g, tg)
+
+
+def test_view_of_multi_view_function_after_base_write(device):
+    """One of several views (``split``) used after its base was written in place: torch's error."""
+    x = tdx.tensor(A, device=device, requires_grad=True)
+    b = x * 1
+    a1, _ = b.split(2)
+    b.mul_(2)
+    with pytest.raises(RuntimeError, match="its base or another view of its base has been modified inplace"):
+        (a1 * 1).sum().backward()
+
+
+def test_inplace_write_through_view_of_dropped_root(device):
+    """A view whose root was never named (``zeros(4)[1:3]``) written with a gradient input, then viewed
+    again: the new view sees the write, and the gradient reaches ``w``."""
+    def run(lib, **kw):
+        w = lib.ones(2, requires_grad=True, **kw)
+        v = lib.zeros(4, **kw)[1:3]
+        v.add_(w * 2)
+        u = v[1:]
+        again = v.view(2, 1)
+        (u * 3).sum().backward(retain_graph=True)
+        return v.detach(), u.detach(), again.detach(), w.grad
+
+    for got, want in zip(run(tdx, device=device), run(torch)):
+        assert_close(got, want)

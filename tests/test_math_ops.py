@@ -722,5 +722,5 @@ def test_composites_record_one_tape_node(device):
     x = tdx.tensor([[0.5, 1.5], [2.0, -1.0]], device=device).requires_grad_()
     for out, name in ((x.addcmul(x, x), "AddcmulBackward"), (tdx.hstack([x, x]), "HstackBackward"),
                       (x.cummax(0).values, "CummaxBackward"), (tdx.lerp(x, x * 2, 0.3), "LerpBackward")):
-        assert out.grad_fn.name_() == name
+        assert out.grad_fn.name() == name
         assert [m.node for m in out.grad_fn.metas] == [None] * len(out.grad_fn.metas) or name == "LerpBackward"

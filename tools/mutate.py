@@ -41,7 +41,9 @@ ROOT = Path(__file__).resolve().parents[1]
 # module -> the pytest arguments of the tests that cover it (the MLX executor's modules and the
 # tape only run on mlx:cpu, so the subsets select that device)
 MODULES = {
-    "tdx/autograd/tape.py": ["tests/test_autograd.py", "tests/test_grad_identity.py", "-k", "mlx or across_executors"],
+    "tdx/autograd/tape.py": ["tests/test_autograd.py", "tests/test_grad_identity.py", "tests/test_autograd_api.py",
+                             "tests/test_reduce_shape.py::test_norm_orders_gradient_at_zero", "-k",
+                             "mlx or across_executors"],
     "tdx/_tensor/views.py": ["tests/test_views.py", "-k", "mlx"],
     "tdx/config.py": ["tests/test_config.py", "-k", "precedence or merges or nearest or bad_values or bad_env or typo"
                       " or documented or name_what or edge_values or env_device_auto or no_file or config_env"

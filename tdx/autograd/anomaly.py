@@ -49,7 +49,7 @@ def check_grads(node, grads) -> None:
             continue
         n = g._n if hasattr(g, "_n") else g
         if mx.issubdtype(n.dtype, mx.inexact) and bool(mx.any(mx.isnan(n)).item()):
-            raise TdxRuntimeError(f"Function '{node.name}' returned nan values in its {i}th output.")
+            raise TdxRuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
 
 
 class detect_anomaly:  # noqa: N801 - torch's name

@@ -269,7 +269,7 @@ def _apply_torch(cls, ex, args, kwargs):
 class FunctionNode:
     """One application of a Function on the tape: its backward is the user's."""
 
-    __slots__ = ("fn", "ctx", "inputs", "metas", "natives", "where", "n_args", "n_out", "name", "outs",
+    __slots__ = ("fn", "ctx", "inputs", "metas", "natives", "where", "n_args", "n_out", "_label", "outs",
                  "__weakref__")
 
     def __init__(self, cls, ctx, inputs, where, n_args, outs):
@@ -278,13 +278,14 @@ class FunctionNode:
         self.natives = [t._n for t in inputs]
         self.outs = [(o._n.shape, o._n.dtype, o._ex) if _is_tensor(o) else None for o in outs]
         self.n_out = len(outs)
-        self.name = cls.__name__ + "Backward"
+        self._label = cls.__name__ + "Backward"
 
     def __repr__(self) -> str:
-        return f"<{self.name} node>"
+        return f"<{self._label} node>"
 
-    def name_(self) -> str:
-        return self.name
+    def name(self) -> str:
+        """The node's name, as torch's ``grad_fn.name()`` (e.g. ``MulBackward``)."""
+        return self._label
 
     def backward_of(self, slots, create_graph):
         """The gradients of the node's inputs from the cotangents ``slots`` (None: no gradient)."""
@@ -307,7 +308,7 @@ class FunctionNode:
         res = _user_backward(cls)(ctx, *grads)
         res = res if isinstance(res, tuple) else (res,)
         if len(res) < self.n_args or any(r is not None for r in res[self.n_args:]):
-            raise TdxRuntimeError(f"function {self.name} returned an incorrect number of gradients (expected "
+            raise TdxRuntimeError(f"function {self._label} returned an incorrect number of gradients (expected "
                                   f"{self.n_args}, got {len(res)})")
         out = [None] * len(self.inputs)
         for pos, k in self.where:
@@ -315,18 +316,18 @@ class FunctionNode:
             if g is None:
                 continue
             if not _is_tensor(g):
-                raise TdxRuntimeError(f"function {self.name} returned a gradient different than None at position "
+                raise TdxRuntimeError(f"function {self._label} returned a gradient different than None at position "
                                       f"{pos + 1}, but the corresponding forward input was not a Variable")
             t = self.inputs[k]
             if tuple(g.shape) != tuple(t.shape) and _expandable(tuple(t.shape), tuple(g.shape)):
                 g = _sum_to(g, tuple(t.shape))  # torch sums a broadcast gradient back to the input's shape
             if tuple(g.shape) != tuple(t.shape):
-                raise TdxRuntimeError(f"Function {self.name} returned an invalid gradient at index {pos} - got "
+                raise TdxRuntimeError(f"Function {self._label} returned an invalid gradient at index {pos} - got "
                                       f"{list(g.shape)} but expected shape compatible with {list(t.shape)}")
             if g._ex is not t._ex:
                 from .._errors import mismatch
 
-                raise mismatch(self.name, t._ex.device, g._ex.device)
+                raise mismatch(self._label, t._ex.device, g._ex.device)
             g = g if create_graph else g._n
             out[k] = g if out[k] is None else out[k] + g
         return out

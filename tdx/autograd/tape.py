@@ -20,7 +20,7 @@ import threading
 from .._errors import NATIVE_ERRORS, TdxRuntimeError, UnsupportedOpError
 from .grad_mode import _local as _grad_local, is_grad_enabled
 
-ACTIVE = [False]  # set once any tape tensor requires grad; never reset (cheap to check)
+ACTIVE = [False]  # set once a tape tensor requires grad; never reset  # mutate: equivalent (speed only: gates wants())
 _local = threading.local()
 
 
@@ -46,7 +46,7 @@ class Node:
     later gives the same Tensor object a new version, and this node must keep the old one.
     """
 
-    __slots__ = ("fn", "args", "kwargs", "inputs", "metas", "natives", "n_out", "name", "plan", "__weakref__")
+    __slots__ = ("fn", "args", "kwargs", "inputs", "metas", "natives", "n_out", "_label", "plan", "__weakref__")
 
     def __init__(self, fn, args, kwargs, inputs, n_out):
         self.fn, self.args, self.kwargs, self.inputs, self.n_out = fn, args, kwargs, inputs, n_out
@@ -56,14 +56,15 @@ class Node:
         name = _NAMES.get(fn_name)
         if name is None:
             name = _NAMES[fn_name] = fn_name.strip("_").capitalize() + "Backward"
-        self.name = name
+        self._label = name
         self.plan = _plan(args, kwargs, inputs)
 
     def __repr__(self) -> str:
-        return f"<{self.name} node>"
+        return f"<{self._label} node>"
 
-    def name_(self) -> str:
-        return self.name
+    def name(self) -> str:
+        """The node's name, as torch's ``grad_fn.name()`` (e.g. ``MulBackward``)."""
+        return self._label
 
     def outputs_like(self):
         """Arrays shaped and typed as the outputs (zero cotangents for unused outputs are built from them)."""
@@ -417,7 +418,7 @@ def run_backward(roots, grad_roots, retain_graph=False, inputs=None, create_grap
 
 def current_pass() -> tuple:
     """``(retain_graph, accumulating into every leaf's .grad)`` of the backward pass now running."""
-    return getattr(_local, "pass_", None) or (False, False)
+    return getattr(_local, "pass_", None) or (False, False)  # mutate: equivalent (read only inside a pass)
 
 
 def _propagate(roots, grad_roots, retain_graph, inputs, create_graph, accumulate):

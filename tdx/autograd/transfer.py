@@ -19,20 +19,21 @@ from . import tape as _tape
 class CrossNode:
     """The tape node of a tensor moved from a torch executor: backward continues in torch's engine."""
 
-    __slots__ = ("fn", "src", "dst", "metas", "natives", "inputs", "n_out", "name", "__weakref__")
+    __slots__ = ("fn", "src", "dst", "metas", "natives", "inputs", "n_out", "_label", "__weakref__")
 
     def __init__(self, src_native, src_ex, dst_ex):
         self.fn = "to"  # not None: the graph is alive
         self.src, self.dst = (src_native, src_ex), dst_ex
         self.metas = self.natives = self.inputs = ()
         self.n_out = 1
-        self.name = "ToCopyBackward"
+        self._label = "ToCopyBackward"
 
     def __repr__(self) -> str:
-        return f"<{self.name} node>"
+        return f"<{self._label} node>"
 
-    def name_(self) -> str:
-        return self.name
+    def name(self) -> str:
+        """The node's name, as torch's ``grad_fn.name()`` (e.g. ``MulBackward``)."""
+        return self._label
 
     def backward_of(self, slots, create_graph):
         """Give the cotangent to torch's engine at the source (only when accumulating into ``.grad``)."""
