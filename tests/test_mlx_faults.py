@@ -368,6 +368,8 @@ def _interrupted_write_check(device, write, grad):
     for k, when in enumerate(whens):
         leaf, views = _family(tdx, device, grad)
         _interrupt(write, views, when)
+        probe = tdx.ones(1, device=device, requires_grad=True) * 2  # recording resumes after any interrupt
+        assert probe.grad_fn is not None, (k, total, "an interrupt left the tape's recording off")
         state = [v.tolist() for v in views]
         assert state in (before, after), (k, total, state)
         outcomes.append(state == after)

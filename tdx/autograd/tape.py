@@ -16,6 +16,7 @@ touch executors that record natively (torch).
 from __future__ import annotations
 
 import threading
+import weakref
 
 from .._errors import NATIVE_ERRORS, TdxRuntimeError, UnsupportedOpError
 from .grad_mode import _local as _grad_local, is_grad_enabled
@@ -147,8 +148,21 @@ def meta(t):
     return getattr(t, "_ag", None)
 
 
+class _Suspension:
+    """The mark of one running recorded op: alive exactly as long as that op's frame."""
+
+    __slots__ = ("__weakref__",)
+
+
 def _suspended() -> bool:
-    return getattr(_local, "suspended", False)
+    """Whether a recorded op is running in this thread (its ops are not recorded again).
+
+    The thread holds a weak reference to the running op's mark, not a flag: were a KeyboardInterrupt
+    to land inside the ``finally`` that restores the previous state, the mark dies with the unwound
+    frame and recording resumes by itself, instead of staying off for the thread's life.
+    """
+    ref = getattr(_local, "suspended", None)
+    return ref is not None and ref() is not None
 
 
 def _tensors(args, kwargs):
@@ -181,7 +195,7 @@ def wants(*args, **kwargs) -> bool:
 
 def _recording() -> bool:
     """Whether this thread records: grad mode on and no recorded op running."""
-    return not getattr(_local, "suspended", False) and getattr(_grad_local, "enabled", True)
+    return not _suspended() and getattr(_grad_local, "enabled", True)
 
 
 def _differentiable(t) -> bool:
@@ -190,9 +204,10 @@ def _differentiable(t) -> bool:
 
 
 def _run_suspended(fn, args, kwargs):
-    prev = _suspended()
-    try:  # set inside the try: a KeyboardInterrupt right after it must still restore the flag
-        _local.suspended = True
+    prev = getattr(_local, "suspended", None)
+    mark = _Suspension()  # (see _suspended: held by this frame only)
+    try:  # set inside the try: a KeyboardInterrupt right after it must still restore the state
+        _local.suspended = weakref.ref(mark)
         return fn(*args, **kwargs)
     finally:
         _local.suspended = prev
