@@ -252,27 +252,24 @@ def _write(t, out, op: str):
     return t.copy_(out)
 
 
+_NOT_NATIVE = object()
+
+
+def _native_of(t, v):
+    """``v`` as the kernel takes it: a Tensor of ``t``'s executor as its native array, anything but a
+    container as it is; :data:`_NOT_NATIVE` for a Tensor of another executor or a container."""
+    if v.__class__ is TM.Tensor:
+        return v._n if v._ex is t._ex else _NOT_NATIVE
+    return _NOT_NATIVE if isinstance(v, (list, tuple, dict)) else v
+
+
 def _same_executor_natives(t, args, kwargs):
     """(args, kwargs) with each Tensor replaced by its native array, or None when a Tensor lives on
     another executor than ``t`` or sits inside a container (the composite then checks and raises)."""
-    out = []
-    for a in args:
-        if a.__class__ is TM.Tensor:
-            if a._ex is not t._ex:
-                return None
-            a = a._n
-        elif isinstance(a, (list, tuple, dict)):
-            return None
-        out.append(a)
-    kw = {}
-    for k, v in kwargs.items():
-        if v.__class__ is TM.Tensor:
-            if v._ex is not t._ex:
-                return None
-            v = v._n
-        elif isinstance(v, (list, tuple, dict)):
-            return None
-        kw[k] = v
+    out = [_native_of(t, a) for a in args]
+    kw = {k: _native_of(t, v) for k, v in kwargs.items()}
+    if any(a is _NOT_NATIVE for a in out) or any(v is _NOT_NATIVE for v in kw.values()):
+        return None
     return out, kw
 
 
