@@ -150,6 +150,8 @@ def _executor(name: str) -> Executor:
     if ex is None:
         provider = _by_type[as_device(name).type]
         ex = _executors[name] = provider.executor(name)
+        # the hot path's plain attributes, made to agree with the capabilities they stand for
+        ex.mutable, ex.taped = ex.caps.mutable, not ex.caps.native_autograd
         from ._seeding import on_new_executor
 
         on_new_executor(ex)
