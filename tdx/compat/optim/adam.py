@@ -24,6 +24,27 @@ from .optimizer import Optimizer, OptimizerRuntimeError, advance_step, scalar, s
 __all__ = ["Adam", "AdamW", "Adamax", "NAdam", "RAdam"]
 
 
+_MOMENTS = ("exp_avg", "exp_avg_sq")
+_AMSGRAD_MOMENTS = _MOMENTS + ("max_exp_avg_sq",)
+
+
+def _begin_step(p, grad, state, maximize, moments, counter=None):
+    """The start every optimizer of this family makes on one parameter: its state created on the first
+    step in torch's layout and key order (``step``, NAdam's ``counter`` at 1, then the zero ``moments``),
+    the gradient negated under ``maximize``, and the step counter advanced.
+
+    Returns:
+        ``(grad, step)``: the gradient to use and the new step count (a Python float).
+    """
+    if len(state) == 0:
+        state["step"] = step_tensor(0.0, p)
+        if counter is not None:
+            state[counter] = step_tensor(1.0, p)
+        for name in moments:
+            state[name] = tdx.zeros_like(p)
+    return (-grad if maximize else grad), advance_step(state["step"])
+
+
 def _check_common(lr, eps, betas, weight_decay):
     if isinstance(lr, tdx.Tensor) and lr.numel() != 1:
         raise tdx.TdxValueError("Tensor lr must be 1-element")
@@ -77,16 +98,8 @@ class Adam(Optimizer):
         amsgrad, maximize = group["amsgrad"], group["maximize"]
         decoupled = group["decoupled_weight_decay"]
         for p, grad, state in self._grads(group):
-            if len(state) == 0:
-                state["step"] = step_tensor(0.0, p)
-                state["exp_avg"] = tdx.zeros_like(p)
-                state["exp_avg_sq"] = tdx.zeros_like(p)
-                if amsgrad:
-                    state["max_exp_avg_sq"] = tdx.zeros_like(p)
-            if maximize:
-                grad = -grad
-            exp_avg, exp_avg_sq, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
-            step = advance_step(step_t)
+            grad, step = _begin_step(p, grad, state, maximize, _AMSGRAD_MOMENTS if amsgrad else _MOMENTS)
+            exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
             bias_correction1 = 1 - beta1 ** step
             bias_correction2 = 1 - beta2 ** step
             fused = not group["differentiable"] and K.adam_update_(
@@ -156,14 +169,8 @@ class Adamax(Optimizer):
         beta1, beta2 = group["betas"]
         lr, eps, wd = scalar(group["lr"]), group["eps"], group["weight_decay"]
         for p, grad, state in self._grads(group):
-            if len(state) == 0:
-                state["step"] = step_tensor(0.0, p)
-                state["exp_avg"] = tdx.zeros_like(p)
-                state["exp_inf"] = tdx.zeros_like(p)
-            if group["maximize"]:
-                grad = -grad
-            exp_avg, exp_inf, step_t = state["exp_avg"], state["exp_inf"], state["step"]
-            step = advance_step(step_t)
+            grad, step = _begin_step(p, grad, state, group["maximize"], ("exp_avg", "exp_inf"))
+            exp_avg, exp_inf = state["exp_avg"], state["exp_inf"]
             if wd != 0:
                 grad = grad.add(p, alpha=wd)
             K.lerp_(exp_avg, grad, 1 - beta1)
@@ -205,16 +212,8 @@ class NAdam(Optimizer):
         lr, eps, wd = scalar(group["lr"]), group["eps"], group["weight_decay"]
         momentum_decay = group["momentum_decay"]
         for p, grad, state in self._grads(group):
-            if len(state) == 0:
-                state["step"] = step_tensor(0.0, p)
-                state["mu_product"] = step_tensor(1.0, p)
-                state["exp_avg"] = tdx.zeros_like(p)
-                state["exp_avg_sq"] = tdx.zeros_like(p)
-            if group["maximize"]:
-                grad = -grad
-            exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-            mu_product, step_t = state["mu_product"], state["step"]
-            step = advance_step(step_t)
+            grad, step = _begin_step(p, grad, state, group["maximize"], _MOMENTS, counter="mu_product")
+            exp_avg, exp_avg_sq, mu_product = state["exp_avg"], state["exp_avg_sq"], state["mu_product"]
             bias_correction2 = 1 - beta2 ** step
             if wd != 0:
                 if group["decoupled_weight_decay"]:
@@ -260,14 +259,8 @@ class RAdam(Optimizer):
         beta1, beta2 = group["betas"]
         lr, eps, wd = scalar(group["lr"]), group["eps"], group["weight_decay"]
         for p, grad, state in self._grads(group):
-            if len(state) == 0:
-                state["step"] = step_tensor(0.0, p)
-                state["exp_avg"] = tdx.zeros_like(p)
-                state["exp_avg_sq"] = tdx.zeros_like(p)
-            if group["maximize"]:
-                grad = -grad
-            exp_avg, exp_avg_sq, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
-            step = advance_step(step_t)
+            grad, step = _begin_step(p, grad, state, group["maximize"], _MOMENTS)
+            exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
             if wd != 0:
                 if group["decoupled_weight_decay"]:
                     p.mul_(1 - lr * wd)
