@@ -1,6 +1,7 @@
 """What a tensor is and how it relates to others: ``is_neg``, ``is_nonzero``, ``is_same_size``,
 ``is_signed``, ``is_inference``, ``is_distributed``, ``get_device``, ``dim_order``, ``as_subclass``,
-``module_load``, ``record_stream``, the strided answers of ``to_dense``/``dense_dim``/``sparse_dim``, and their ``torch.*`` forms where torch has them.
+``module_load``, ``record_stream``, the strided answers of ``to_dense``/``dense_dim``/``sparse_dim``
+(their ``torch.*`` forms are :mod:`.namespace`'s forwarders).
 
 tdx keeps no lazy negation bit and no inference-mode tensors on MLX, so there those answer
 False; on a torch executor they are torch's answers. This module must never import a framework.
@@ -10,10 +11,9 @@ from __future__ import annotations
 
 from .._errors import TdxRuntimeError, TdxTypeError, UnsupportedOpError
 from .tensor import Tensor
-from .wrapping import attach, exporter, need_tensor
+from .wrapping import attach, need_tensor
 
-__all__: list = []
-_export = exporter(__all__)
+__all__: list = []  # methods only: the torch.* forms are namespace.py's forwarders
 
 
 class _IdentityMethods:
@@ -142,37 +142,3 @@ class _IdentityMethods:
 
 attach(_IdentityMethods)
 
-
-@_export
-def is_neg(input) -> bool:  # noqa: A002
-    return need_tensor(input, "is_neg").is_neg()
-
-
-@_export
-def is_nonzero(input) -> bool:  # noqa: A002
-    return need_tensor(input, "is_nonzero").is_nonzero()
-
-
-@_export
-def is_same_size(input, other) -> bool:  # noqa: A002
-    return need_tensor(input, "is_same_size").is_same_size(other)
-
-
-@_export
-def is_signed(input) -> bool:  # noqa: A002
-    return need_tensor(input, "is_signed").is_signed()
-
-
-@_export
-def is_inference(input) -> bool:  # noqa: A002
-    return need_tensor(input, "is_inference").is_inference()
-
-
-@_export
-def is_distributed(input) -> bool:  # noqa: A002
-    return need_tensor(input, "is_distributed").is_distributed()
-
-
-@_export
-def get_device(input) -> int:  # noqa: A002
-    return need_tensor(input, "get_device").get_device()

@@ -241,7 +241,8 @@ _FORWARDED = ("addmm", "addmv", "addr", "baddbmm", "addbmm", "addcmul", "addcdiv
               "deg2rad", "rad2deg", "logit", "nan_to_num", "nansum", "nanmean", "count_nonzero", "aminmax",
               "cummax", "cummin", "logcumsumexp", "dot", "mv", "inner", "kron", "isclose", "allclose", "equal",
               "diff", "broadcast_to", "clamp_min", "clamp_max", "fliplr", "flipud", "rot90", "msort", "argwhere",
-              "take")
+              "take", "is_neg", "is_nonzero", "is_same_size", "is_signed", "is_inference", "is_distributed",
+              "get_device")
 
 for _name in _FORWARDED:
     globals()[_name] = _export(_forward(_name))
@@ -260,7 +261,7 @@ for _name in _FORWARDED_METHODS:
 
 # the functions with a logic of their own, from their op families
 for _family in (elementwise, shape, indexing, linalg, random, creation, statistics, search, index_updates, products, special_functions, complex_views, copies,
-                convolution, decompositions, float_bits, native_norms, identity, view_copies, sequences, fake_quant):
+                convolution, decompositions, float_bits, native_norms, view_copies, sequences, fake_quant):
     for _name in _family.__all__:
         globals()[_name] = getattr(_family, _name)
         if _name not in __all__:
