@@ -52,32 +52,43 @@ def tanh(stream):
     return fn
 
 
-_KERNELS: dict = {}  # stream -> the compiled (or, without a JIT toolchain, the plain) kernel
+_KERNELS: dict = {}  # key -> the compiled (or, without a JIT toolchain, the plain) kernel
+
+
+def compiled(key, build):
+    """The kernel cached under ``key``; on the first call ``build()`` gives ``(fn, probe_args)`` and the
+    kernel is ``mx.compile(fn)`` where MLX can compile kernels on this machine (its CPU compiler needs a
+    C++ toolchain at run time; ``fn(*probe_args)`` is compiled to find out), else ``fn`` itself (equal
+    results, unfused). Called while an outer trace runs (``mx.compile``, ``vmap``), it returns ``fn``
+    uncached and probes on a later call."""
+    kernel = _KERNELS.get(key)
+    if kernel is not None:
+        return kernel
+    fn, probe_args = build()
+    kernel = mx.compile(fn)
+    try:
+        mx.eval(kernel(*probe_args))
+    except (RuntimeError, ValueError) as err:
+        if "transformation" in str(err):
+            return fn
+        kernel = fn
+    _KERNELS[key] = kernel
+    return kernel
+
+
+def fma(a, b, c, s):
+    """``a * b + c`` of float32 values through float64 (where the product is exact), rounded once to
+    float32: a fused multiply-add but for rare double-rounding ties."""
+    product = mx.multiply(a.astype(mx.float64, stream=s), b.astype(mx.float64, stream=s), stream=s)
+    return mx.add(product, c.astype(mx.float64, stream=s), stream=s).astype(mx.float32, stream=s)
 
 
 def _multiply_add_kernel(stream):
-    """``a + b * c`` through float64 on ``stream``, rounded to float32, as one fused MLX kernel where
-    MLX can compile kernels on this machine (float64 arithmetic and casts are slow on MLX's CPU:
-    unfused, the op takes ~20x a float32 add), else the same ops unfused (equal results)."""
-    kernel = _KERNELS.get(stream)
-    if kernel is not None:
-        return kernel
-    s = stream
-
-    def fn(a, b, c):
-        product = mx.multiply(b.astype(mx.float64, stream=s), c.astype(mx.float64, stream=s), stream=s)
-        return mx.add(a.astype(mx.float64, stream=s), product, stream=s).astype(mx.float32, stream=s)
-
-    compiled = mx.compile(fn)
-    try:  # MLX's CPU compiler needs a C++ toolchain at run time; the probe compiles the common kernel
-        mx.eval(compiled(mx.ones(2, mx.float32), mx.ones(2, mx.float32), mx.array(0.5, mx.float64)))
-    except (RuntimeError, ValueError) as err:
-        if "transformation" in str(err):  # called while tracing (mx.compile, vmap): probe on a later call
-            return fn
-        _KERNELS[stream] = fn
-        return fn
-    _KERNELS[stream] = compiled
-    return compiled
+    """``a + b * c`` on ``stream`` as one fused kernel (float64 arithmetic and casts are slow on MLX's
+    CPU: unfused, the op takes ~20x a float32 add)."""
+    return compiled(("multiply_add", stream), lambda: (
+        lambda a, b, c: fma(b, c, a, stream),
+        (mx.ones(2, mx.float32), mx.ones(2, mx.float32), mx.array(0.5, mx.float64))))
 
 
 def multiply_add(a, b, c, stream):

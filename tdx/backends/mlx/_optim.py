@@ -4,7 +4,7 @@ parameter and its moments as a single compiled MLX function.
 ``tdx.optim``'s single-tensor Adam issues about eight tdx ops per parameter (decay, ``lerp_``,
 ``mul_``, ``addcmul_``, ``sqrt``, two divisions, ``addcdiv_``), each a Python call and, on MLX,
 a separate pass over memory. :meth:`MLXOptimOps.adam_update` computes the same arithmetic in
-one ``mx.compile``d function per stream and set of flags (the per-step numbers are passed as
+one ``mx.compile``d function per stream and set of flags (:func:`._cpu_rounding.compiled`) (the per-step numbers are passed as
 0-d float32 arrays, so a new step never traces again). Every rounding is the one torch's CPU
 kernels make, as tdx's composed ops on MLX make it: float32 products and sums rounded apart,
 ``lerp``, ``addcmul`` and ``add(alpha=)`` as fused multiply-adds (through float64, exact
@@ -17,13 +17,7 @@ from __future__ import annotations
 import mlx.core as mx
 import numpy as np
 
-_KERNELS: dict = {}  # (stream, flags) -> the compiled (or, without a JIT toolchain, plain) update
-
-
-def _fma(a, b, c, s):
-    """``a * b + c`` of float32 values rounded once (through float64, where the product is exact)."""
-    wide = mx.multiply(a.astype(mx.float64, stream=s), b.astype(mx.float64, stream=s), stream=s)
-    return mx.add(wide, c.astype(mx.float64, stream=s), stream=s).astype(mx.float32, stream=s)
+from ._cpu_rounding import compiled, fma
 
 
 def _update_fn(s, weight_decay: str, small_lerp: bool, amsgrad: bool):
@@ -33,10 +27,10 @@ def _update_fn(s, weight_decay: str, small_lerp: bool, amsgrad: bool):
         if weight_decay == "decoupled":
             p = mx.multiply(p, decay, stream=s)  # p.mul_(1 - lr * wd)
         elif weight_decay == "l2":
-            g = _fma(p, decay, g, s)  # grad.add(p, alpha=wd), one rounding
+            g = fma(p, decay, g, s)  # grad.add(p, alpha=wd), one rounding
         diff = mx.subtract(g, m, stream=s)  # m.lerp_(g, 1 - beta1), torch's two branches
-        m = _fma(lerp_w, diff, m if small_lerp else g, s)
-        v = _fma(mx.multiply(g, g_scale, stream=s), g, mx.multiply(v, beta2, stream=s), s)  # mul_, addcmul_
+        m = fma(lerp_w, diff, m if small_lerp else g, s)
+        v = fma(mx.multiply(g, g_scale, stream=s), g, mx.multiply(v, beta2, stream=s), s)  # mul_, addcmul_
         if amsgrad:
             vmax = mx.maximum(vmax, v, stream=s)
         denom = mx.add(mx.divide(mx.sqrt(vmax if amsgrad else v, stream=s), bc2_sqrt, stream=s), eps, stream=s)
@@ -47,21 +41,11 @@ def _update_fn(s, weight_decay: str, small_lerp: bool, amsgrad: bool):
 
 
 def _kernel(stream, flags):
-    key = (stream, flags)
-    kernel = _KERNELS.get(key)
-    if kernel is not None:
-        return kernel
-    fn = _update_fn(stream, *flags)
-    compiled = mx.compile(fn)
-    one, half = mx.ones(2, mx.float32), mx.array(0.5, mx.float32)
-    try:  # MLX's CPU compiler needs a C++ toolchain at run time: the probe compiles this shape
-        mx.eval(compiled(one, one, one, one, one, half, half, half, half, half, half, half))
-    except (RuntimeError, ValueError) as err:
-        if "transformation" in str(err):  # inside an outer trace (tdx.compile): compile on a later call
-            return fn
-        compiled = fn
-    _KERNELS[key] = compiled
-    return compiled
+    def build():
+        one, half = mx.ones(2, mx.float32), mx.array(0.5, mx.float32)
+        return _update_fn(stream, *flags), (one,) * 5 + (half,) * 7
+
+    return compiled(("adam", stream, flags), build)
 
 
 class MLXOptimOps:
