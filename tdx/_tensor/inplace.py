@@ -17,7 +17,7 @@ from .._errors import CastError, TdxTypeError
 from . import views as _views
 from . import wrapping as TM
 from .operands import _inplace as _composite_inplace
-from .wrapping import attach, exporter, operand, typed_errors
+from .wrapping import attach, exporter, native_inplace, operand, typed_errors
 
 __all__: list = []
 _export = exporter(__all__)
@@ -128,4 +128,8 @@ for _name in COMPOSITE_INPLACE:
 for _name, _fn in list(vars(InplaceMethods).items()):
     if callable(_fn) and not _name.startswith("_") and not getattr(_fn, "_typed", False):
         setattr(InplaceMethods, _name, typed_errors(_fn))
+# where torch's own in-place method applies the same rules, torch executors call it directly
+for _name in (*INPLACE, *COMPOSITE_INPLACE):
+    if _name not in _TENSOR_OTHER and _name not in ("abs", "absolute"):
+        setattr(InplaceMethods, _name + "_", native_inplace(_name + "_", getattr(InplaceMethods, _name + "_")))
 attach(InplaceMethods)

@@ -81,6 +81,52 @@ def typed_errors(fn):
     return method
 
 
+def native_inplace(native: str, checked):
+    """The in-place method ``native`` (``"mul_"``), short-circuited where torch checks it itself.
+
+    On an executor whose arrays are mutable and that records its own autograd (torch), an op whose
+    operands are numbers, strings, None or Tensors of the same executor is the native array's own
+    ``native`` method, called once with the operands' natives (torch then applies its cast,
+    broadcast, overlap and autograd rules). Anything else (MLX, a Tensor of another device, a
+    container, a Tensor passed by keyword) is ``checked``: the full path with tdx's own checks.
+    """
+    @functools.wraps(checked)
+    def method(self, *args, **kwargs):
+        ex = self._ex
+        if ex.mutable and not ex.taped:
+            kernel = getattr(self._n, native, None)
+            natives = []
+            for a in args:
+                c = a.__class__
+                if c is Tensor:
+                    if a._ex is not ex:
+                        break
+                    a = a._n
+                elif c is list or c is tuple or c is dict:
+                    break
+                natives.append(a)
+            else:
+                if kernel is not None and (not kwargs or _plain(kwargs)):
+                    try:
+                        kernel(*natives, **kwargs)
+                    except NATIVE_ERRORS as err:
+                        raise ex.native_error(err) from None
+                    return self
+        return checked(self, *args, **kwargs)
+
+    method._typed = True
+    return method
+
+
+def _plain(kwargs: dict) -> bool:
+    """Whether no keyword argument is a Tensor or a container (those take the checked path)."""
+    for v in kwargs.values():
+        c = v.__class__
+        if c is Tensor or c is list or c is tuple or c is dict:
+            return False
+    return True
+
+
 def _applied_to_clone(inplace_method):
     """The out-of-place form of an in-place method: apply it to a clone and return the clone."""
 

@@ -43,8 +43,8 @@ class TorchNNOps:
         """
         if name not in NN_KERNELS:
             raise UnsupportedOpError(f"nn_functional: {name!r} is not a routed kernel; known: {sorted(NN_KERNELS)}")
-        if kwargs.get("dtype") is not None and not isinstance(kwargs["dtype"], torch.dtype):  # a tdx dtype
-            kwargs = {**kwargs, "dtype": self.native_dtype(kwargs["dtype"])}
+        if kwargs and kwargs.get("dtype") is not None and not isinstance(kwargs["dtype"], torch.dtype):
+            kwargs = {**kwargs, "dtype": self.native_dtype(kwargs["dtype"])}  # a tdx dtype
         return getattr(_F, name)(*args, **kwargs)
 
     @staticmethod

@@ -22,21 +22,28 @@ __all__ = ["native", "fast", "NOT_NATIVE", "fused_linear", "conv_nd", "has_conv"
 NOT_NATIVE = object()
 """What :func:`native` returns when the tensors' executor has no ``nn_functional`` kernel."""
 
-
-def _tensors(args, kwargs):
-    for a in (*args, *kwargs.values()):
-        if isinstance(a, tdx.Tensor):
-            yield a
-        elif isinstance(a, (list, tuple)):
-            yield from (x for x in a if isinstance(x, tdx.Tensor))
+_Tensor = tdx.Tensor
 
 
-def _unwrap(a):
-    if isinstance(a, tdx.Tensor):
-        return a._n
-    if isinstance(a, (list, tuple)) and any(isinstance(x, tdx.Tensor) for x in a):
-        return type(a)(_unwrap(x) for x in a)
-    return a
+_MIXED = object()  # an argument list holding tensors of two executors
+
+
+def _unwrap(a, ex):
+    """``(native, executor)`` for one argument: a Tensor (or a list/tuple of them) as natives, with the
+    executor seen so far (``ex``) or :data:`_MIXED` when a Tensor lives on another one."""
+    if isinstance(a, _Tensor):
+        if ex is None or a._ex is ex:
+            return a._n, a._ex
+        return a, _MIXED
+    if (a.__class__ is list or a.__class__ is tuple) and any(isinstance(x, _Tensor) for x in a):
+        out = []
+        for x in a:
+            x, ex = _unwrap(x, ex)
+            if ex is _MIXED:
+                return a, _MIXED
+            out.append(x)
+        return type(a)(out), ex
+    return a, ex
 
 
 def native(name: str, *args, **kwargs):
@@ -44,22 +51,36 @@ def native(name: str, *args, **kwargs):
 
     Runs only when every tensor argument lives on one executor that has ``nn_functional``;
     tensors on several executors fall through to the composed path (which raises torch's
-    mixed-device error).
+    mixed-device error). One pass over the arguments: this is the per-call path of every routed
+    function on torch executors.
 
     Raises:
         TdxError: the kernel's error, translated to the TdxError of the same builtin kind.
     """
-    ts = list(_tensors(args, kwargs))
-    if not ts:
-        return NOT_NATIVE
-    ex = ts[0]._ex
-    if not hasattr(ex, "nn_functional") or any(t._ex is not ex for t in ts):
+    ex = None
+    nargs = []
+    for a in args:
+        a, ex = _unwrap(a, ex)
+        if ex is _MIXED:
+            return NOT_NATIVE
+        nargs.append(a)
+    if kwargs:
+        nkw = {}
+        for k, v in kwargs.items():
+            v, ex = _unwrap(v, ex)
+            if ex is _MIXED:
+                return NOT_NATIVE
+            nkw[k] = v
+    else:
+        nkw = kwargs
+    call = getattr(ex, "nn_functional", None)
+    if call is None:
         return NOT_NATIVE
     try:
-        out = ex.nn_functional(name, tuple(_unwrap(a) for a in args), {k: _unwrap(v) for k, v in kwargs.items()})
+        out = call(name, nargs, nkw)
     except NATIVE_ERRORS as err:
         raise ex.native_error(err) from None
-    if isinstance(out, tuple):
+    if out.__class__ is tuple:
         return tuple(wrap(o, ex) for o in out)
     return wrap(out, ex)
 
@@ -69,8 +90,7 @@ def fast(name: str, *args, **kwargs):
     kernel refuses them, :data:`NOT_NATIVE` (the caller's composed path then raises tdx's own typed
     error for the same input)."""
     x = args[0] if args else None
-    ex = getattr(x, "_ex", None)
-    if ex is None or not hasattr(ex, "nn_functional"):
+    if not isinstance(x, _Tensor) or not hasattr(x._ex, "nn_functional"):
         return NOT_NATIVE
     try:
         return native(name, *args, **kwargs)
