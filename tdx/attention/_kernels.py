@@ -154,9 +154,15 @@ _NATIVE = {_B.FLASH_ATTENTION: "_torch", _B.EFFICIENT_ATTENTION: "_torch", _B.CU
 
 
 def _run_native(p, backend):
-    import importlib
+    module = _native_modules.get(backend)
+    if module is None:
+        import importlib
 
-    return importlib.import_module(f"{__package__}.{_NATIVE[backend]}").run(p, backend)
+        module = _native_modules[backend] = importlib.import_module(f"{__package__}.{_NATIVE[backend]}")
+    return module.run(p, backend)
+
+
+_native_modules: dict = {}  # backend -> its run module, imported on first use
 
 
 def _run_math(p, backend):
@@ -357,17 +363,29 @@ def _defers_bridge(p, exclude) -> bool:
 def legal(p, exclude=()) -> tuple:
     """The backends whose rules pass for ``p``, cheapest first, as ``(backend, cost)`` pairs (cached
     per input signature; rules and costs do not depend on which kernels are enabled)."""
-    from ..compat.compiler import is_compiling
+    return _legal(p, exclude)[0]
 
-    key = (p.signature(), exclude, is_compiling())  # a traced step refuses the bridge
+
+def _legal(p, exclude) -> tuple:
+    """``(rows, backends cheapest first, their set)`` for :func:`legal` and :func:`choose` (one cache entry)."""
+    key = (p.signature(), exclude, _tracing())  # a traced step refuses the bridge
     hit = _legal_cache.get(key)
     if hit is None:
         rows = [(b, estimate(b, p)) for b in _state.ALL if b not in exclude and KERNELS[b].refusal(p) is None]
         rows.sort(key=lambda r: r[1])
         if len(_legal_cache) >= _CACHE_MAX:
             _legal_cache.clear()
-        hit = _legal_cache[key] = tuple(rows)
+        by_cost = tuple(b for b, _ in rows)
+        hit = _legal_cache[key] = (tuple(rows), by_cost, frozenset(by_cost))
     return hit
+
+
+def _tracing() -> bool:
+    from ..compat.compiler import is_compiling
+
+    global _tracing
+    _tracing = is_compiling
+    return is_compiling()
 
 
 def _first(candidates, ok, allowed):
@@ -399,9 +417,7 @@ def choose(p, exclude=(), en=None):
     named = en.backends if en is not None else listed or ()
     deferred = _defers_bridge(p, exclude) and _B.BRIDGE not in named
     for full in ((False, True) if deferred else (True,)):
-        rows = legal(p, exclude + (_B.BRIDGE,) if not full else exclude)
-        ok = {b for b, _ in rows}
-        by_cost = [b for b, _ in rows]
+        _, by_cost, ok = _legal(p, exclude + (_B.BRIDGE,) if not full else exclude)
         if en is not None:
             members = set(en.backends)
             chosen = _first(en.backends if en.priority else by_cost, ok, members.__contains__)

@@ -109,10 +109,16 @@ def require_torch(what: str):
 
 def torch_backend(torch, name: str):
     """torch's ``torch.backends.<name>`` module (some are not imported by ``import torch``)."""
-    mod = getattr(torch.backends, name, None)
-    if isinstance(mod, types.ModuleType):
-        return mod
-    return importlib.import_module(f"torch.backends.{name}")
+    mod = _backend_modules.get((torch, name))
+    if mod is None:
+        mod = getattr(torch.backends, name, None)
+        if not isinstance(mod, types.ModuleType):
+            mod = importlib.import_module(f"torch.backends.{name}")
+        _backend_modules[torch, name] = mod
+    return mod
+
+
+_backend_modules: dict = {}  # (torch, name) -> torch.backends.<name>, looked up once
 
 
 def mlx_core():
