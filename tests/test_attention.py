@@ -13,6 +13,7 @@ threads, asyncio tasks, priority), the global switches, the config's priority, `
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import os
 import subprocess
@@ -585,6 +586,65 @@ def test_config_priority(device, tmp_path, monkeypatch):
     finally:
         monkeypatch.undo()
         tdx.config.reload()
+
+
+@contextlib.contextmanager
+def _switched_off(enable):
+    """A global switch (``enable_flash_sdp``) off for a ``with`` block."""
+    enable(False)
+    try:
+        yield
+    finally:
+        enable(True)
+
+
+def test_repeated_calls_follow_every_change_of_state(device, tmp_path, monkeypatch):
+    """A call repeated with the same shapes (a cached plan) still runs the kernel the state in force
+    picks: after a global switch turns its kernel off, inside ``sdpa_kernel`` blocks, under a config
+    priority, and back. Every run matches torch."""
+    from tdx.attention import _kernels
+
+    ran = []
+    real = _kernels.pick
+    monkeypatch.setattr(_kernels, "pick", lambda *a, **k: ran.append(real(*a, **k)) or ran[-1])
+    q, k, v, _, _ = _case("plain")
+    want = _oracle(q, k, v, is_causal=True)
+    t = [_tdx(a, device, "float32") for a in (q, k, v)]
+
+    def run(expected=None):
+        ran.clear()
+        got = _host(F.scaled_dot_product_attention(*t, is_causal=True))
+        assert _rel(got, want) < 1e-5
+        assert ran[0] is (expected or A.explain(*t, is_causal=True).kernel)
+        return ran[0]
+
+    auto = run()
+    assert run() is auto  # the planned call picks what the full path picked
+    with sdpa_kernel([SDPBackend.CHUNKED, SDPBackend.MATH], set_priority=True):
+        run(SDPBackend.CHUNKED)
+    with sdpa_kernel([SDPBackend.MATH, SDPBackend.CHUNKED], set_priority=True):
+        run(SDPBackend.MATH)
+    assert run() is auto
+    if auto is SDPBackend.FLASH_ATTENTION:
+        off = _switched_off(pytest.importorskip("tdx.backends.cuda").enable_flash_sdp)
+    elif auto is SDPBackend.MLX_FUSED:
+        off = pytest.importorskip("tdx.backends.mlx").flags(fused_sdpa=False)
+    else:
+        off = None
+    if off is not None:
+        with off:
+            assert run() is not auto
+        assert run() is auto
+    (tmp_path / "tdx.toml").write_text('[attention]\npriority = ["chunked", "math"]\n')
+    here = os.getcwd()
+    os.chdir(tmp_path)
+    tdx.config.reload()
+    try:
+        run(SDPBackend.CHUNKED)
+    finally:
+        os.chdir(here)
+        tdx.config.reload()
+    assert run() is auto
 
 
 # --- explain, can_use, warnings ------------------------------------------------------------------

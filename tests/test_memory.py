@@ -262,13 +262,13 @@ def test_attention_in_training_takes_the_fused_mlx_kernel(monkeypatch):
     from tdx.attention import SDPBackend, _kernels, explain, sdpa_kernel
 
     chosen = []
-    real = _kernels.choose
+    real = _kernels.pick  # every choice, planned or worked out in full, is picked here
 
-    def spy(p, *a, **k):
-        chosen.append(real(p, *a, **k))
+    def spy(*a, **k):
+        chosen.append(real(*a, **k))
         return chosen[-1]
 
-    monkeypatch.setattr(_kernels, "choose", spy)
+    monkeypatch.setattr(_kernels, "pick", spy)
     _kernels.clear_cache()
     q = tdx.zeros(2, 3, 8, 4, device="mlx:cpu", requires_grad=True)
     assert explain(q, q, q, is_causal=True).kernel is SDPBackend.MLX_FUSED

@@ -19,7 +19,7 @@ import warnings
 
 from .._tensor.wrapping import wrap as _wrap
 from ..autograd import tape as _tape
-from . import _kernels, _state
+from . import _kernels, _plan, _state
 from ._errors import (AttentionDtypeError, AttentionShapeError, AttentionValueError, NoKernelError,
                       SDPAError)
 from ._params import prepare as _prepare, restore as _restore
@@ -58,8 +58,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         AttentionShapeError, AttentionDtypeError, AttentionValueError, SDPAError: bad inputs.
         NoKernelError: no enabled kernel can run the inputs (the message lists the reasons).
     """
-    p = _prepare(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
-    backend = _kernels.choose(p)
+    p, backend = _plan.resolve(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     if _tape.ACTIVE[0] and _tape.wants(query, key, value, attn_mask):
         # recorded on tdx's tape: the backward pass re-executes this call under the executor's vjp,
         # so the kernel and the dropout seed are fixed now and travel with the recorded arguments
@@ -72,7 +71,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
 def _attend(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, backend, seed):
     """One call with its kernel and dropout seed given (what tdx's tape records and re-executes)."""
-    p = _prepare(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    p = _plan.params(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     p.seed = seed
     return _wrap(_restore(p, _kernels.KERNELS[backend].run(p, backend)), p.ex)
 

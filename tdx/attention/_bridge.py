@@ -64,11 +64,7 @@ def _moved(p, ex, arrays=None):
     """
     from ..interop import transfer
     from ._ops import ops_for
-    from ._params import Params
-
-    n = Params()
-    for name in Params.__slots__:
-        setattr(n, name, getattr(p, name))
+    n = p.copy()
     n.ex, n.ops = ex, ops_for(ex)
     if arrays is None:
         arrays = [transfer(x, p.ex, ex) for x in (p.q, p.k, p.v)]

@@ -368,7 +368,7 @@ def legal(p, exclude=()) -> tuple:
 
 def _legal(p, exclude) -> tuple:
     """``(rows, backends cheapest first, their set)`` for :func:`legal` and :func:`choose` (one cache entry)."""
-    key = (p.signature(), exclude, _tracing())  # a traced step refuses the bridge
+    key = (p.signature(), exclude, is_tracing())  # a traced step refuses the bridge
     hit = _legal_cache.get(key)
     if hit is None:
         rows = [(b, estimate(b, p)) for b in _state.ALL if b not in exclude and KERNELS[b].refusal(p) is None]
@@ -380,18 +380,65 @@ def _legal(p, exclude) -> tuple:
     return hit
 
 
-def _tracing() -> bool:
-    from ..compat.compiler import is_compiling
+def is_tracing() -> bool:
+    """Whether this thread is tracing a step for ``tdx.compile`` (which refuses the bridge)."""
+    fn = _is_compiling[0]
+    if fn is None:
+        from ..compat.compiler import is_compiling as fn
 
-    global _tracing
-    _tracing = is_compiling
-    return is_compiling()
+        _is_compiling[0] = fn
+    return fn()
 
 
-def _first(candidates, ok, allowed):
-    for b in candidates:
-        if b in ok and allowed(b):
-            return b
+_is_compiling = [None]  # tdx.compat.compiler.is_compiling, imported on first use
+
+
+def passes(p, exclude=(), en=None) -> tuple:
+    """What the choice for ``p`` depends on besides the switches: ``(orders, allowed)``.
+
+    ``orders`` are the backend orders tried in turn, each holding only backends whose rules pass
+    for ``p``. A lazy executor's training call looks without the bridge first; the order with it
+    is a :class:`_Later`, worked out only if the first finds nothing (checking the bridge imports
+    the peer's framework and evaluates the inputs). ``allowed`` is the test a backend must pass:
+    membership in the ``sdpa_kernel`` block (or ``en``), else its global switch, read at pick time.
+    """
+    if en is None:
+        override = _state.current_override()
+        if override is not None:
+            en = _state.Enabled(override.backends, override.priority, {})
+    listed = _state.config_priority() if en is None else None
+    base = (en.backends if en.priority else None) if en is not None else listed or None
+    named = en.backends if en is not None else listed or ()
+    allowed = frozenset(en.backends).__contains__ if en is not None else _state.switch
+    if _defers_bridge(p, exclude) and _B.BRIDGE not in named:
+        return (_order(p, exclude + (_B.BRIDGE,), base), _Later(exclude, base)), allowed
+    return (_order(p, exclude, base),), allowed
+
+
+class _Later:
+    """An order of :func:`passes` worked out at pick time: the legal backends for ``exclude``, in
+    ``base``'s order (None: cheapest first)."""
+
+    __slots__ = ("exclude", "base")
+
+    def __init__(self, exclude: tuple, base):
+        self.exclude, self.base = exclude, base
+
+
+def _order(p, exclude, base) -> tuple:
+    _, by_cost, ok = _legal(p, exclude)
+    return by_cost if base is None else tuple(b for b in base if b in ok)
+
+
+def pick(orders, allowed, p=None):
+    """The first backend of the first order that ``allowed`` lets run, or None (``p``: the call's
+    params, to work out a :class:`_Later` order)."""
+    for order in orders:
+        if order.__class__ is _Later:
+            order = _order(p, order.exclude, order.base)
+        for b in order:
+            if allowed(b):
+                return b
     return None
 
 
@@ -408,40 +455,34 @@ def choose(p, exclude=(), en=None):
         NoKernelError: no kernel is both enabled and able to run the inputs; the message lists
             every kernel with the reason it was refused.
     """
-    given = en
-    if en is None:
-        override = _state.current_override()
-        if override is not None:
-            en = _state.Enabled(override.backends, override.priority, {})
-    listed = _state.config_priority() if en is None else None
-    named = en.backends if en is not None else listed or ()
-    deferred = _defers_bridge(p, exclude) and _B.BRIDGE not in named
-    for full in ((False, True) if deferred else (True,)):
-        _, by_cost, ok = _legal(p, exclude + (_B.BRIDGE,) if not full else exclude)
-        if en is not None:
-            members = set(en.backends)
-            chosen = _first(en.backends if en.priority else by_cost, ok, members.__contains__)
-        else:
-            chosen = _first(listed or by_cost, ok, _state.switch)
-        if chosen is not None:
-            break
+    orders, allowed = passes(p, exclude, en)
+    return chosen_or_raise(p, pick(orders, allowed, p), exclude, en)
+
+
+def chosen_or_raise(p, chosen, exclude=(), en=None):
+    """``chosen`` (from :func:`pick`), after raising when it is None and warning when it is the unfused
+    math kernel and ``WARN_FOR_UNFUSED_KERNELS`` is set."""
     if chosen is None:
-        verdicts, _ = evaluate(p, given if given is not None else _state.enabled(), exclude)
+        verdicts, _ = evaluate(p, en if en is not None else _state.enabled(), exclude)
         lines = "\n".join(f"  {v.backend.name}: {v.reason}" for v in verdicts)
         raise NoKernelError(f"No available kernel for scaled_dot_product_attention ({p.describe()}); every "
                             f"kernel is disabled or cannot run these inputs:\n{lines}",
                             {v.backend: v.reason for v in verdicts})
     if chosen is _B.MATH and _warn_unfused():
-        verdicts, _ = evaluate(p, given, exclude)
+        verdicts, _ = evaluate(p, en, exclude)
         refused = "; ".join(f"{v.backend.name}: {v.reason}" for v in verdicts if v.backend in FUSED)
         warnings.warn(f"scaled_dot_product_attention runs the unfused math kernel on {p.ex.device}: {refused}",
-                      UserWarning, stacklevel=4)
+                      UserWarning, stacklevel=5)
     return chosen
 
 
 def clear_cache() -> None:
-    """Forget cached legality and costs (after changing :data:`RATES` or a capability)."""
+    """Forget cached legality and costs, and the plans built on them (after changing :data:`RATES` or a
+    capability)."""
+    from . import _plan
+
     _legal_cache.clear()
+    _plan.clear()
 
 
 def _warn_unfused() -> bool:

@@ -43,9 +43,13 @@ class Params:
         out_shape: the shape of the result torch would return.
     """
 
-    __slots__ = ("ex", "ops", "q", "k", "v", "mask", "mask_kind", "dropout_p", "is_causal", "scale",
-                 "enable_gqa", "B", "Hq", "Hk", "Tq", "Tk", "E", "Ev", "groups", "dtype", "requires_grad",
-                 "mask_requires_grad", "out_shape", "mask_shape", "mask_dtype", "seed")
+    # a plain instance dict (no __slots__): :meth:`copy` is then one dict copy, on every cached call
+
+    def copy(self) -> "Params":
+        """A shallow copy (the same arrays), to rebind some fields without touching this one."""
+        c = object.__new__(Params)
+        c.__dict__.update(self.__dict__)
+        return c
 
     def signature(self) -> tuple:
         """What a kernel's legality and cost may depend on (the key of the choice cache)."""

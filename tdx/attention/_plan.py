@@ -1,0 +1,99 @@
+"""The per-signature plan of an attention call: checked shapes and kernel candidates, reused.
+
+An attention call is checked and canonicalized (:mod:`._params`) and its kernel chosen
+(:mod:`._kernels`); both depend only on the inputs' executor, shapes, dtypes and gradient needs,
+the call's flags, the ``sdpa_kernel`` block in force, the config's priority and whether a step is
+being traced. :func:`resolve` keys on exactly those, so a repeated call (every layer of every
+training step) copies the cached canonical parameters, puts in its own arrays and re-reads only
+the switches of the candidates it tries. Calls with a mask or dropout, and inputs that are not
+already rank-4 ``(B, H, T, E)`` tensors of one executor, take the full path every time.
+
+This module must never import a framework and never decides anything itself: a cached plan is
+the full path's answer, and a switch turned off since falls back to the full path.
+"""
+
+from __future__ import annotations
+
+from . import _kernels, _state
+from ._params import prepare
+
+__all__ = ["resolve", "params", "clear"]
+
+_plans: dict = {}
+_MAX = 1024
+
+
+def _key(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
+    """The plan's key, or None for a call the plan does not cover (the full path checks it)."""
+    if attn_mask is not None or dropout_p.__class__ is not float or dropout_p != 0.0:
+        return None
+    if is_causal.__class__ is not bool or enable_gqa.__class__ is not bool or not (
+            scale is None or scale.__class__ is float):
+        return None
+    cls = query.__class__
+    if key.__class__ is not cls or value.__class__ is not cls or cls is not (_Tensor[0] or _tensor_class()):
+        return None
+    ex = query._ex
+    if key._ex is not ex or value._ex is not ex:
+        return None
+    qn, kn, vn = query._n, key._n, value._n
+    if ex.taped:
+        grads = tuple(m is not None and m.requires_grad for m in (query._ag, key._ag, value._ag))
+    else:
+        grads = (qn.requires_grad, kn.requires_grad, vn.requires_grad)
+    return (ex, tuple(qn.shape), tuple(kn.shape), tuple(vn.shape), qn.dtype, kn.dtype, vn.dtype, grads, is_causal,
+            scale, enable_gqa, _state.current_override(), _state.config_priority(), _kernels.is_tracing())
+
+
+def resolve(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """``(params, backend)`` for one call: checked canonical parameters and the kernel to run.
+
+    Raises:
+        The errors of :func:`._params.prepare` and :func:`._kernels.choose`.
+    """
+    k = _key(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    plan = None if k is None else _plans.get(k)
+    if plan is not None:
+        template, orders, allowed = plan
+        p = template.copy()
+        p.q, p.k, p.v = query._n, key._n, value._n
+        chosen = _kernels.pick(orders, allowed, p)
+        if chosen is not None and chosen is not _state.SDPBackend.MATH:  # math may warn: the full path decides
+            return p, chosen
+    p = prepare(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    orders, allowed = _kernels.passes(p)
+    chosen = _kernels.chosen_or_raise(p, _kernels.pick(orders, allowed, p))
+    if k is not None and p.q is query._n and p.k is key._n and p.v is value._n:  # canonical as given
+        if len(_plans) >= _MAX:
+            _plans.clear()
+        template = p.copy()
+        template.q = template.k = template.v = None  # the plan keeps no arrays alive
+        _plans[k] = (template, orders, allowed)
+    return p, chosen
+
+
+def params(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """The checked canonical parameters of one call, without choosing a kernel (a recorded call replays
+    with the kernel it ran)."""
+    k = _key(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    plan = None if k is None else _plans.get(k)
+    if plan is None:
+        return prepare(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    p = plan[0].copy()
+    p.q, p.k, p.v = query._n, key._n, value._n
+    return p
+
+
+def clear() -> None:
+    """Forget every plan (after a change to kernel rules or costs)."""
+    _plans.clear()
+
+
+def _tensor_class():
+    from .._tensor.tensor import Tensor
+
+    _Tensor[0] = Tensor
+    return Tensor
+
+
+_Tensor = [None]
