@@ -70,6 +70,11 @@ def _views_of(root):
     return entry[1] if entry is not None and entry[0]() is root else None
 
 
+def has_views(t) -> bool:
+    """Whether some view of ``t`` (a root) may be alive (dead ones are swept lazily)."""
+    return bool(_views_of(t))
+
+
 def family(root) -> list:
     """The live views of ``root``."""
     views = _views_of(root)

@@ -82,18 +82,27 @@ def typed_errors(fn):
 
 
 def native_inplace(native: str, checked):
-    """The in-place method ``native`` (``"mul_"``), short-circuited where torch checks it itself.
+    """The in-place method ``native`` (``"mul_"``), short-circuited where nothing needs tdx's checks.
 
-    On an executor whose arrays are mutable and that records its own autograd (torch), an op whose
-    operands are numbers, strings, None or Tensors of the same executor is the native array's own
-    ``native`` method, called once with the operands' natives (torch then applies its cast,
-    broadcast, overlap and autograd rules). Anything else (MLX, a Tensor of another device, a
+    - On an executor whose arrays are mutable and that records its own autograd (torch), an op
+      whose operands are numbers, strings, None or Tensors of the same executor is the native
+      array's own ``native`` method, called once with the operands' natives (torch then applies its
+      cast, broadcast, overlap and autograd rules).
+    - On an executor whose arrays are immutable (MLX), a write that is not recorded into a tensor
+      that is no view and has none is the out-of-place op's result, taken as the tensor's array when
+      it has the tensor's dtype and shape (nothing can overlap, and no view needs the new value).
+
+    Anything else (a recorded write, a view, a result to cast, a Tensor of another device, a
     container, a Tensor passed by keyword) is ``checked``: the full path with tdx's own checks.
     """
+    name = native[:-1]
+
     @functools.wraps(checked)
     def method(self, *args, **kwargs):
         ex = self._ex
-        if ex.mutable and not ex.taped:
+        if ex.mutable:
+            if ex.taped:
+                return checked(self, *args, **kwargs)
             kernel = getattr(self._n, native, None)
             natives = []
             for a in args:
@@ -112,6 +121,13 @@ def native_inplace(native: str, checked):
                     except NATIVE_ERRORS as err:
                         raise ex.native_error(err) from None
                     return self
+        elif self._view is None and not _views.has_views(self) and not (
+                _TAPE[0] and _tape.wants(self, *args, **kwargs)):
+            mine = self._n
+            out = getattr(self, name)(*args, **kwargs)._n
+            if out.dtype == mine.dtype and out.shape == mine.shape:
+                self._n = out
+                return self
         return checked(self, *args, **kwargs)
 
     method._typed = True
