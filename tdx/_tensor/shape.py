@@ -69,11 +69,19 @@ class ShapeMethods:
             raise TdxTypeError("reshape() missing 1 required positional argument: 'shape'") from None
         return out if ex.mutable else _reshaped(out, self, must_view=False)
 
+    @inline_typed
     def view(self, *shape):
-        if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list)) and not hasattr(shape[0], "__len__"):
-            raise TdxTypeError(f"view(): expected a shape, got {shape[0]!r} (view(dtype) is not supported)")
+        if not shape or shape[0].__class__ is not int:
+            if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list)) and not hasattr(shape[0], "__len__"):
+                raise TdxTypeError(f"view(): expected a shape, got {shape[0]!r} (view(dtype) is not supported)")
+            shape = shape_args(shape, "view")
+        if _TAPE[0] and _tape.wants(self):
+            return _tape.call(ShapeMethods.view, self, *shape)
         ex = self._ex
-        out = wrap(ex.view(self._n, shape_args(shape, "view")), ex)
+        try:
+            out = wrap(ex.view(self._n, shape), ex)
+        except NATIVE_ERRORS as err:
+            raise ex.native_error(err) from None
         return out if ex.mutable else _reshaped(out, self, must_view=True)
 
     def reshape_as(self, other):
@@ -166,9 +174,8 @@ class ShapeMethods:
 
     def split(self, split_size_or_sections, dim=0):
         """Pieces of ``split_size`` along ``dim`` (the last one smaller), or of the listed sizes."""
-        from ..backends.base import norm_dim
-
-        n = self.shape[norm_dim(dim, self._n.ndim)] if self._n.ndim else 0
+        ex, native = self._ex, self._n
+        n = ex.shape(native)[norm_dim(dim, native.ndim)] if native.ndim else 0
         if isinstance(split_size_or_sections, int):
             step = split_size_or_sections
             if step <= 0:
@@ -176,11 +183,9 @@ class ShapeMethods:
             sizes = [step] * (n // step) + ([n % step] if n % step or n == 0 else [])
         else:
             sizes = [int(s) for s in split_size_or_sections]
-        pieces = tuple(wrap(p, self._ex) for p in self._ex.split(self._n, sizes, dim))
-        if not self._ex.mutable:
-            from ..backends.base import norm_dim
-
-            d, starts = norm_dim(dim, self._n.ndim), [0]
+        pieces = tuple(wrap(p, ex) for p in ex.split(native, sizes, dim))
+        if not ex.mutable:
+            d, starts = norm_dim(dim, native.ndim), [0]
             for size in sizes:
                 starts.append(starts[-1] + size)
             _views.link_pieces(pieces, self, [(slice(None),) * d + (slice(a, b),) for a, b in
