@@ -58,6 +58,29 @@ def test_mixing_executors_raises_torch_style_error():
         assert "Expected all tensors to be on the same device" in str(info.value)
 
 
+@pytest.mark.parametrize("first", ["cpu", "mlx:cpu"])
+def test_mixing_executors_in_nn_and_inplace_ops_raises_torch_style_error(first):
+    """Functions routed to an executor's own kernels (nn.functional) and in-place ops take their short
+    paths only for tensors of one executor; a tensor of another, in any position, is torch's error."""
+    other = "mlx:cpu" if first == "cpu" else "cpu"
+    for d in (first, other):
+        if d not in {r.device for r in backends.available() if r.available}:
+            pytest.skip(f"{d} is not available")
+    F = tdx.nn.functional
+    a, b = tdx.ones(3, 4, device=first), tdx.ones(3, 4, device=other)
+    wa, wb = tdx.ones(5, 4, device=first), tdx.ones(5, 4, device=other)
+    idx = tdx.tensor([0, 1], device=first)
+    for fn in (lambda: F.linear(a, wb), lambda: F.linear(a, wa, tdx.zeros(5, device=other)),
+               lambda: F.layer_norm(a, (4,), tdx.ones(4, device=other)), lambda: F.gelu(a) + b,
+               lambda: F.cross_entropy(a, tdx.tensor([0, 1, 2], device=other)),
+               lambda: F.embedding(idx, wb), lambda: a.add_(b), lambda: a.mul_(b), lambda: a.add_(b, alpha=2),
+               lambda: a.addcmul_(a, b, value=0.5), lambda: a.addcdiv_(b, a), lambda: a.lerp_(b, 0.5)):
+        with pytest.raises(tdx.DeviceMismatchError) as info:
+            fn()
+        assert "Expected all tensors to be on the same device" in str(info.value)
+    assert float(a.sum()) == 12.0  # nothing was written
+
+
 def test_capabilities_not_names(device):
     ex = backends.get(device)
     caps = ex.caps

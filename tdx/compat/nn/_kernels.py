@@ -14,7 +14,7 @@ Like :mod:`._native_rnn`, this module touches tensor internals (``Tensor._n``, `
 from __future__ import annotations
 
 import tdx
-from ..._errors import NATIVE_ERRORS
+from ..._errors import NATIVE_ERRORS, mismatch
 from ..._tensor.wrapping import typed_function, wrap
 
 __all__ = ["native", "fast", "NOT_NATIVE", "fused_linear", "conv_nd", "has_conv", "rows_cross_entropy", "has_rows_cross_entropy"]
@@ -184,6 +184,8 @@ def has_rows_cross_entropy(x) -> bool:
 
 def _rows_cross_entropy(x, t, ignore_index, reduction):
     ex = x._ex
+    if t._ex is not ex:
+        raise mismatch("cross_entropy", ex.device, t._ex.device)
     return wrap(ex.cross_entropy_rows(x._n, t._n, ignore_index, reduction), ex)
 
 
