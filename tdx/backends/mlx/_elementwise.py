@@ -275,7 +275,7 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
             out = np.matmul(np.array(a), np.array(b))
             return mx.array(out).astype(a.dtype, stream=self.s)
         if a.ndim == 1 and b.ndim == 1 and a.dtype == mx.float32 and summation.ENABLED and self.caps.float64:
-            out = summation.dot(a, b, self.s)  # torch's (MKL's) order of additions
+            out = summation.dotted(a, b, self.s)  # torch's (MKL's) order of additions
             if out is not None:
                 return out
         return mx.matmul(a, b, stream=self.s)

@@ -205,7 +205,7 @@ class MLXReductionOps(MLXReductionOpsStreamed):
         if x.dtype != mx.float32 or not x.ndim or not x.size or not (summation.ENABLED and self.caps.float64):
             return None
         axes = _dims(dim, x.ndim)
-        out = summation.over_axes(x, range(x.ndim) if axes is None else axes, self.s)
+        out = summation.summed(x, range(x.ndim) if axes is None else axes, self.s)
         if out is None or keepdim:
             return out
         return mx.reshape(out, _reduced_shape(x.shape, axes, False), stream=self.s)

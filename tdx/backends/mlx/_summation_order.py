@@ -32,6 +32,8 @@ import platform
 
 import mlx.core as mx
 
+from ._cpu_rounding import compiled
+
 ENABLED = platform.machine().lower() in ("x86_64", "amd64")  # torch's AVX2 kernels and MKL's sdot
 LANES = 8  # floats per vector in torch's AVX2 sum kernel
 GRAIN = 32768  # aten's GRAIN_SIZE: larger reductions may be split between threads (another order)
@@ -212,3 +214,40 @@ def broadcast_add(a, b, subtract, s):
         return _sum_to(g, primals[0].shape, s), _sum_to(gy, primals[1].shape, s)
 
     return fn(a, b)
+
+
+# --- one compiled kernel per shape ------------------------------------------------------------------
+# The orders above are graphs of 10 to 30 small MLX ops, which cost more to build in Python than to
+# run. The first call of a shape builds its graph directly (and learns whether the order is
+# reproduced: that depends on the shape only); from the second on, a kernel compiled once for the
+# shape (:func:`._cpu_rounding.compiled`, probed on zeros, never on the caller's arrays) runs it.
+
+_SEEN: dict = {}  # key -> whether the order is reproduced for it
+
+
+def summed(x, axes, s):
+    """:func:`over_axes`, compiled per (shape, axes, stream) once a shape repeats."""
+    axes = tuple(sorted(a % x.ndim for a in axes))
+    key = ("sum", tuple(x.shape), axes, str(s))
+    known = _SEEN.get(key)
+    if known is None:
+        out = over_axes(x, axes, s)
+        _SEEN[key] = out is not None
+        return out
+    if not known:
+        return None
+    return compiled(key, lambda: ((lambda a: over_axes(a, axes, s)), (mx.zeros(x.shape, x.dtype),)))(x)
+
+
+def dotted(a, b, s):
+    """:func:`dot`, compiled per (length, stream) once a length repeats."""
+    key = ("dot", a.shape[0], str(s))
+    known = _SEEN.get(key)
+    if known is None:
+        out = dot(a, b, s)
+        _SEEN[key] = out is not None
+        return out
+    if not known:
+        return None
+    zeros = (lambda: (mx.zeros(a.shape, a.dtype), mx.zeros(b.shape, b.dtype)))
+    return compiled(key, lambda: ((lambda u, v: dot(u, v, s)), zeros()))(a, b)
