@@ -9,10 +9,10 @@ sees the same batches):
   under ``mx.compile``), ``tdx F mlx``, ``tdx nn mlx`` and ``tdx compiled mlx``
   (``tdx.compile`` of the functional step).
 
-Contenders run interleaved in one process (one step each per round, odd rounds in reverse
-order, so machine load hits all alike); the table gives medians over the timed steps and the
-ratio tdx / native as the median over rounds of the two steps' ratio (paired: a slow spell of
-the machine slows both sides of a ratio), in wall time and in this process's CPU time (all its
+Contenders run interleaved in one process (turns in blocks of compared contenders, in alternating
+order, so machine load hits all alike; the cpu contenders take several turns a round); the table
+gives medians over the timed steps and the ratio tdx / native as the median of the ratios of
+paired turns (adjacent: a slow spell of the machine slows both sides of a ratio), in wall time and in this process's CPU time (all its
 threads; steadier than wall time on a machine other processes load).
 Peak RSS is measured for each contender in its own subprocess, above the interpreter's RSS
 at start (imports included). Losses of every contender are checked against ``torch F``'s.
@@ -89,32 +89,36 @@ def _mlx_sync(tensors) -> None:
     mx.eval([t.native for t in tensors])
 
 
-def run_interleaved(names, cfg, steps: int, warmup: int, per_turn: int = 2):
+def run_interleaved(names, cfg, steps: int, warmup: int, per_turn: int = 2, cpu_turns: int = 1):
     """Seconds (wall, CPU) of every timed step of each contender, and each one's loss trajectory.
 
-    One round gives every contender one turn, in blocks of the contenders compared with each other
-    (:data:`BLOCKS`); odd rounds run each block in reverse order, so that a tdx contender runs as
-    often first in its block as its native one. A turn is ``per_turn`` consecutive steps on
-    consecutive batches, of which only the last is timed: the first ones bring the contender's
-    code and data back into the caches after the other contenders' work, as in a training loop
-    that runs alone (a step timed cold right after another framework's step measures the cache
-    misses, which hit the contender with more Python code harder). Every contender sees the same
-    batches in the same order, so all loss trajectories are comparable.
+    One round gives every contender a turn, in blocks of the contenders compared with each other
+    (:data:`BLOCKS`); the cpu blocks, whose steps are ~12x shorter than MLX's here, take
+    ``cpu_turns`` turns a round (more pairs for their noisier ratios, at little cost). Each block
+    runs its turns in alternating order (the reverse on odd rounds and repeats), so that a tdx
+    contender runs as often first in its block as its native one. A turn is ``per_turn``
+    consecutive steps on consecutive batches, of which only the last is timed: the first ones bring
+    the contender's code and data back into the caches after the other contenders' work, as in a
+    training loop that runs alone (a step timed cold right after another framework's step measures
+    the cache misses, which hit the contender with more Python code harder). Every contender sees
+    the same batches in the same order (a contender with more turns goes further along them), so
+    the loss trajectories agree over their common length.
     """
     import gpt
 
-    init, data = gpt.init_params(cfg), gpt.batches(cfg, (warmup + steps) * per_turn)
+    turns = {n: _turns(n, cpu_turns) for n in names}
+    init, data = gpt.init_params(cfg), gpt.batches(cfg, (warmup + steps) * per_turn * max(turns.values()))
     fns = {n: make(n, cfg, init) for n in names}
     gc.collect()
     gc.freeze()  # the contenders' models and states: not rescanned by the collections each step triggers
     times = {n: [] for n in names}
     cpu = {n: [] for n in names}
     losses = {n: [] for n in names}
-    order = [n for block in BLOCKS for n in block if n in fns]
-    order += [n for n in names if n not in order]  # (a contender of no block runs last)
+    done = {n: 0 for n in names}  # turns taken: the index of a contender's next batches
     for s in range(warmup + steps):
-        turn = data[s * per_turn:(s + 1) * per_turn]
-        for n in _round(order, s):
+        for n in _round(names, s, cpu_turns):
+            turn = data[done[n] * per_turn:(done[n] + 1) * per_turn]
+            done[n] += 1
             for idx, tgt in turn[:-1]:
                 losses[n].append(fns[n](idx, tgt))
             idx, tgt = turn[-1]
@@ -128,19 +132,25 @@ def run_interleaved(names, cfg, steps: int, warmup: int, per_turn: int = 2):
     return times, cpu, losses
 
 
-def _round(order: list, s: int) -> list:
-    """Round ``s``'s order: ``order`` with each block reversed on odd rounds."""
-    if s % 2 == 0:
-        return order
+def _turns(name: str, cpu_turns: int) -> int:
+    """Turns a round for contender ``name``: ``cpu_turns`` on cpu, one on MLX."""
+    return 1 if "mlx" in name else cpu_turns
+
+
+def _round(names: list, s: int, cpu_turns: int = 1) -> list:
+    """Round ``s``'s turns: block by block, each block's turns in its order on even (round + repeat),
+    reversed on odd; contenders of no block last."""
     out = []
     for block in BLOCKS:
-        out += [n for n in block[::-1] if n in order]
-    return out + [n for n in order if n not in out]
+        present = [n for n in block if n in names]
+        for r in range(max((_turns(n, cpu_turns) for n in present), default=0)):
+            out += present if (s + r) % 2 == 0 else present[::-1]
+    return out + [n for n in names if not any(n in block for block in BLOCKS)]
 
 
 def paired_ratio(mine: list, theirs: list) -> float:
-    """The median over rounds of ``mine[i] / theirs[i]``: each ratio compares two steps run next to
-    each other, so a slow spell of the machine (here, phases of ~1.7x lasting several seconds)
+    """The median of ``mine[i] / theirs[i]`` over paired turns: each ratio compares two steps run next
+    to each other, so a slow spell of the machine (here, phases of ~1.7x lasting several seconds)
     slows both sides of most ratios alike, where a ratio of two medians would take it at face value."""
     return statistics.median(a / b for a, b in zip(mine, theirs))
 
@@ -184,6 +194,7 @@ def main() -> None:
     ap.add_argument("--only", nargs="+", help="run only these contenders")
     ap.add_argument("--no-rss", action="store_true")
     ap.add_argument("--per-turn", type=int, default=2, help="steps per turn, the last one timed")
+    ap.add_argument("--cpu-turns", type=int, default=4, help="turns a round for the cpu contenders")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -195,14 +206,15 @@ def main() -> None:
 
     names = available(args.only or ["torch F", "tdx F", "torch nn", "tdx nn", "mlx", "tdx F mlx", "tdx nn mlx",
                                     "mlx compiled", "tdx compiled mlx"])
-    lines = [f"GPT training step, medians of {args.steps} interleaved turns after {args.warmup} warm-up "
-             f"(a turn: {args.per_turn} steps, the last timed; torch threads = 1); 'vs native': median of the per-round ratios; RSS: peak above interpreter "
-             f"start, own subprocess, {args.rss_steps} steps", ""]
+    lines = [f"GPT training step, {args.steps} interleaved rounds after {args.warmup} warm-up (a round: one turn "
+             f"of each mlx contender, {args.cpu_turns} of each cpu one; a turn: {args.per_turn} steps, the last "
+             f"timed; torch threads = 1); ms/step: median of the timed steps; 'vs native': median of the paired "
+             f"turns' ratios; RSS: peak above interpreter start, own subprocess, {args.rss_steps} steps", ""]
     plot = {}
     ok = True
     for cfg_name in args.configs:
         cfg = gpt.CONFIGS[cfg_name]
-        times, cpus, losses = run_interleaved(names, cfg, args.steps, args.warmup, args.per_turn)
+        times, cpus, losses = run_interleaved(names, cfg, args.steps, args.warmup, args.per_turn, args.cpu_turns)
         med = {n: statistics.median(t) for n, t in times.items()}
         cpu = {n: statistics.median(t) for n, t in cpus.items()}
         rss = {} if args.no_rss else {n: measure_rss(n, cfg_name, args.rss_steps) for n in names}
