@@ -74,7 +74,8 @@ def test_mixing_executors_in_nn_and_inplace_ops_raises_torch_style_error(first):
                lambda: F.layer_norm(a, (4,), tdx.ones(4, device=other)), lambda: F.gelu(a) + b,
                lambda: F.cross_entropy(a, tdx.tensor([0, 1, 2], device=other)),
                lambda: F.embedding(idx, wb), lambda: a.add_(b), lambda: a.mul_(b), lambda: a.add_(b, alpha=2),
-               lambda: a.addcmul_(a, b, value=0.5), lambda: a.addcdiv_(b, a), lambda: a.lerp_(b, 0.5)):
+               lambda: a.addcmul_(a, b, value=0.5), lambda: a.addcdiv_(b, a), lambda: a.lerp_(b, 0.5),
+               lambda: a.add_(tdx.nn.Parameter(b)), lambda: a.mul_(other=tdx.nn.Parameter(b))):
         with pytest.raises(tdx.DeviceMismatchError) as info:
             fn()
         assert "Expected all tensors to be on the same device" in str(info.value)

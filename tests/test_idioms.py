@@ -101,6 +101,24 @@ def test_param_data_writes(device):
         assert_close(p.grad, q.grad, rtol=RTOL, atol=ATOL)
 
 
+def test_inplace_ops_take_parameters_as_operands(device):
+    """In-place ops whose operands are Parameters (``h.add_(self.bias)``, ``buf.mul_(p)``, the operand
+    by keyword too), and writes into a Parameter from them under ``no_grad``, follow torch."""
+    nets = {m: mlp(m, device) for m in (tdx, torch)}
+    out = {}
+    for m, net in nets.items():
+        w, b = net[0].weight, net[0].bias
+        with m.no_grad():
+            h = m.zeros_like(w)
+            h.add_(w).mul_(w).add_(b.unsqueeze(1), alpha=0.5)
+            h.addcmul_(w, w, value=0.25).addcdiv_(w, w.abs() + 1, value=-2.0).lerp_(w, 0.3)
+            h.sub_(other=w).clamp_(min=-0.5, max=0.5)
+            w.mul_(h).add_(w, alpha=-0.1)
+        out[m] = h
+    assert_close(out[tdx], out[torch], rtol=RTOL, atol=ATOL)
+    same_params(nets[tdx], nets[torch], "after in-place writes")
+
+
 def test_no_grad_parameter_update(device):
     """``with no_grad(): p -= lr * p.grad`` (the manual SGD step) follows torch and keeps leaves."""
     nets = {m: mlp(m, device) for m in (tdx, torch)}

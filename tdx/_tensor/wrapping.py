@@ -107,7 +107,7 @@ def native_inplace(native: str, checked):
             natives = []
             for a in args:
                 c = a.__class__
-                if c is Tensor:
+                if c is Tensor or isinstance(a, Tensor):  # (a Parameter too)
                     if a._ex is not ex:
                         break
                     a = a._n
@@ -137,8 +137,7 @@ def native_inplace(native: str, checked):
 def _plain(kwargs: dict) -> bool:
     """Whether no keyword argument is a Tensor or a container (those take the checked path)."""
     for v in kwargs.values():
-        c = v.__class__
-        if c is Tensor or c is list or c is tuple or c is dict:
+        if isinstance(v, (Tensor, list, tuple, dict)):
             return False
     return True
 
