@@ -472,8 +472,17 @@ def chosen_or_raise(p, chosen, exclude=(), en=None):
         verdicts, _ = evaluate(p, en, exclude)
         refused = "; ".join(f"{v.backend.name}: {v.reason}" for v in verdicts if v.backend in FUSED)
         warnings.warn(f"scaled_dot_product_attention runs the unfused math kernel on {p.ex.device}: {refused}",
-                      UserWarning, stacklevel=5)
+                      UserWarning, stacklevel=_user_level())
     return chosen
+
+
+def _user_level() -> int:
+    """The ``stacklevel`` of the innermost frame outside tdx, seen from the function that called this
+    one: a warning then points at the user's line, however deep inside tdx it is raised."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_globals.get("__name__", "").partition(".")[0] == "tdx":
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def clear_cache() -> None:
