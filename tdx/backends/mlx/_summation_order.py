@@ -225,29 +225,25 @@ def broadcast_add(a, b, subtract, s):
 _SEEN: dict = {}  # key -> whether the order is reproduced for it
 
 
-def summed(x, axes, s):
-    """:func:`over_axes`, compiled per (shape, axes, stream) once a shape repeats."""
-    axes = tuple(sorted(a % x.ndim for a in axes))
-    key = ("sum", tuple(x.shape), axes, str(s))
+def _per_shape(key, order, args):
+    """``order(*args)``: built directly the first time ``key`` is seen, then by its compiled kernel;
+    None where the order is not reproduced for ``key``."""
     known = _SEEN.get(key)
     if known is None:
-        out = over_axes(x, axes, s)
+        out = order(*args)
         _SEEN[key] = out is not None
         return out
     if not known:
         return None
-    return compiled(key, lambda: ((lambda a: over_axes(a, axes, s)), (mx.zeros(x.shape, x.dtype),)))(x)
+    return compiled(key, lambda: (order, tuple(mx.zeros(a.shape, a.dtype) for a in args)))(*args)
+
+
+def summed(x, axes, s):
+    """:func:`over_axes`, compiled per (shape, axes, stream) once a shape repeats."""
+    axes = tuple(sorted(a % x.ndim for a in axes))
+    return _per_shape(("sum", tuple(x.shape), axes, str(s)), lambda a: over_axes(a, axes, s), (x,))
 
 
 def dotted(a, b, s):
     """:func:`dot`, compiled per (length, stream) once a length repeats."""
-    key = ("dot", a.shape[0], str(s))
-    known = _SEEN.get(key)
-    if known is None:
-        out = dot(a, b, s)
-        _SEEN[key] = out is not None
-        return out
-    if not known:
-        return None
-    zeros = (lambda: (mx.zeros(a.shape, a.dtype), mx.zeros(b.shape, b.dtype)))
-    return compiled(key, lambda: ((lambda u, v: dot(u, v, s)), zeros()))(a, b)
+    return _per_shape(("dot", a.shape[0], str(s)), lambda u, v: dot(u, v, s), (a, b))
