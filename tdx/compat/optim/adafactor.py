@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import tdx
 
-from . import kernels as K
 from .optimizer import Optimizer, scalar, step_tensor
 
 __all__ = ["Adafactor"]
@@ -92,14 +91,14 @@ class Adafactor(Optimizer):
             if grad.dim() > 1:
                 row_var, col_var = state["row_var"], state["col_var"]
                 row_mean = tdx.norm(grad, dim=-1, keepdim=True).square_().div_(grad.size(-1))
-                K.lerp_(row_var, row_mean, one_minus_beta2_t)
+                row_var.lerp_(row_mean, one_minus_beta2_t)
                 col_mean = tdx.norm(grad, dim=-2, keepdim=True).square_().div_(grad.size(-2))
-                K.lerp_(col_var, col_mean, one_minus_beta2_t)
+                col_var.lerp_(col_mean, one_minus_beta2_t)
                 var_estimate = row_var @ col_var
                 var_estimate.div_(row_var.mean(dim=-2, keepdim=True).clamp_(min=eps1))
             else:
                 variance = state["variance"]
-                K.lerp_(variance, grad * grad, one_minus_beta2_t)
+                variance.lerp_(grad * grad, one_minus_beta2_t)
                 var_estimate = variance.clone()
             update = var_estimate.clamp_(min=eps1 * eps1).rsqrt_()
             update.mul_(grad)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import tdx
 
-from . import kernels as K
 from .optimizer import Optimizer, OptimizerRuntimeError, advance_step, refuse_complex, scalar, step_tensor
 
 __all__ = ["Adagrad", "Adadelta", "RMSprop", "Rprop", "ASGD"]
@@ -78,9 +77,9 @@ class Adagrad(Optimizer):
             if wd != 0:
                 grad = grad.add(p, alpha=wd)
             clr = lr / (1 + (step - 1) * lr_decay)
-            K.addcmul_(state_sum, grad, grad, value=1)
+            state_sum.addcmul_(grad, grad, value=1)
             std = state_sum.sqrt().add_(eps)
-            K.addcdiv_(p, grad, std, value=-clr)
+            p.addcdiv_(grad, std, value=-clr)
 
 
 class Adadelta(Optimizer):
@@ -121,11 +120,11 @@ class Adadelta(Optimizer):
             state["step"] += 1
             if wd != 0:
                 grad = grad.add(p, alpha=wd)
-            K.addcmul_(square_avg.mul_(rho), grad, grad, value=1 - rho)
+            square_avg.mul_(rho).addcmul_(grad, grad, value=1 - rho)
             std = square_avg.add(eps).sqrt_()
             delta = acc_delta.add(eps).sqrt_()
             delta.div_(std).mul_(grad)
-            K.addcmul_(acc_delta.mul_(rho), delta, delta, value=1 - rho)
+            acc_delta.mul_(rho).addcmul_(delta, delta, value=1 - rho)
             p.add_(delta, alpha=-lr)
 
 
@@ -177,20 +176,20 @@ class RMSprop(Optimizer):
             state["step"] += 1
             if wd != 0:
                 grad = grad.add(p, alpha=wd)
-            K.addcmul_(square_avg.mul_(alpha), grad, grad, value=1 - alpha)
+            square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
             if centered:
                 grad_avg = state["grad_avg"]
-                K.lerp_(grad_avg, grad, 1 - alpha)
-                avg = K.addcmul(square_avg, grad_avg, grad_avg, value=-1).sqrt_()
+                grad_avg.lerp_(grad, 1 - alpha)
+                avg = square_avg.addcmul(grad_avg, grad_avg, value=-1).sqrt_()
             else:
                 avg = square_avg.sqrt()
             avg = avg.add_(eps)
             if momentum > 0:
                 buf = state["momentum_buffer"]
-                K.addcdiv_(buf.mul_(momentum), grad, avg)
+                buf.mul_(momentum).addcdiv_(grad, avg)
                 p.add_(buf, alpha=-lr)
             else:
-                K.addcdiv_(p, grad, avg, value=-lr)
+                p.addcdiv_(grad, avg, value=-lr)
 
 
 class Rprop(Optimizer):
@@ -231,7 +230,7 @@ class Rprop(Optimizer):
             sign = tdx.where(sign.eq(0), 1.0, sign)
             step_size.mul_(sign).clamp_(step_size_min, step_size_max)
             grad = tdx.where(sign.eq(etaminus), 0.0, grad)
-            K.addcmul_(p, grad.sign(), step_size, value=-1)
+            p.addcmul_(grad.sign(), step_size, value=-1)
             prev.copy_(grad)
 
 

@@ -113,8 +113,8 @@ class Adam(Optimizer):
                     p.mul_(1 - lr * wd)
                 else:
                     grad = grad.add(p, alpha=wd)
-            K.lerp_(exp_avg, grad, 1 - beta1)
-            K.addcmul_(exp_avg_sq.mul_(beta2), grad, grad, value=1 - beta2)
+            exp_avg.lerp_(grad, 1 - beta1)
+            exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
             step_size = lr / bias_correction1
             bias_correction2_sqrt = bias_correction2 ** 0.5
             if amsgrad:
@@ -123,7 +123,7 @@ class Adam(Optimizer):
                 denom = (max_sq.sqrt() / bias_correction2_sqrt).add_(eps)
             else:
                 denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
-            K.addcdiv_(p, exp_avg, denom, value=-step_size)
+            p.addcdiv_(exp_avg, denom, value=-step_size)
 
 
 class AdamW(Adam):
@@ -173,11 +173,11 @@ class Adamax(Optimizer):
             exp_avg, exp_inf = state["exp_avg"], state["exp_inf"]
             if wd != 0:
                 grad = grad.add(p, alpha=wd)
-            K.lerp_(exp_avg, grad, 1 - beta1)
+            exp_avg.lerp_(grad, 1 - beta1)
             exp_inf.copy_(tdx.maximum(exp_inf.mul_(beta2), grad.abs().add_(eps)))
             bias_correction = 1 - beta1 ** step
             clr = lr / bias_correction
-            K.addcdiv_(p, exp_avg, exp_inf, value=-clr)
+            p.addcdiv_(exp_avg, exp_inf, value=-clr)
 
 
 class NAdam(Optimizer):
@@ -223,14 +223,14 @@ class NAdam(Optimizer):
             mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
             mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
             mu_product *= mu
-            K.lerp_(exp_avg, grad, 1 - beta1)
-            K.addcmul_(exp_avg_sq.mul_(beta2), grad, grad, value=1 - beta2)
+            exp_avg.lerp_(grad, 1 - beta1)
+            exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
             denom = exp_avg_sq.div(bias_correction2).sqrt()
             mu_prod = mu_product.item()
             mu_product_next = mu_prod * mu_next
             denom.add_(eps)
-            K.addcdiv_(p, grad, denom, value=(-lr * (1.0 - mu) / (1.0 - mu_prod)))
-            K.addcdiv_(p, exp_avg, denom, value=(-lr * mu_next) / (1.0 - mu_product_next))
+            p.addcdiv_(grad, denom, value=(-lr * (1.0 - mu) / (1.0 - mu_prod)))
+            p.addcdiv_(exp_avg, denom, value=(-lr * mu_next) / (1.0 - mu_product_next))
 
 
 class RAdam(Optimizer):
@@ -266,8 +266,8 @@ class RAdam(Optimizer):
                     p.mul_(1 - lr * wd)
                 else:
                     grad = grad.add(p, alpha=wd)
-            K.lerp_(exp_avg, grad, 1 - beta1)
-            K.addcmul_(exp_avg_sq.mul_(beta2), grad, grad, value=1 - beta2)
+            exp_avg.lerp_(grad, 1 - beta1)
+            exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
             bias_correction1 = 1 - beta1 ** step
             bias_correction2 = 1 - beta2 ** step
             corrected = exp_avg / bias_correction1

@@ -1,91 +1,17 @@
-"""Fused in-place update kernels shared by the optimizers: ``lerp_``, ``addcmul_``, ``addcdiv_``.
+"""The optimizers' fused update kernel: one Adam/AdamW step of a parameter and its moments.
 
-torch's CPU kernels for ``lerp`` and ``addcmul`` round once (fused multiply-add); so do the
-executors' own ``lerp``/``addcmul`` with a number weight (MLX's CPU through float64), while
-tdx's portable composites round at every step, which would make an optimizer drift from
-``torch.optim`` by an ulp per step. On the torch executor these helpers call
-the wrapped torch tensor's own in-place method (``Tensor.native``, public API) on state and
-gradient tensors, which writes the same memory tdx sees; on other executors they use tdx's
-ops. This module must never import torch or mlx, and never moves data between devices.
+The element-wise updates (``lerp_``, ``addcmul_``, ``addcdiv_``) are the tensors' own in-place
+methods: they round as torch's CPU kernels do (one fused multiply-add for ``lerp`` and
+``addcmul``) on every executor, torch's own kernels on torch executors. What this module adds is
+:func:`adam_update_`, the whole Adam step in one executor call where the executor has one (MLX).
+This module must never import torch or mlx, and never moves data between devices.
 
 Used only on optimizer-owned state, inside ``tdx.no_grad()``.
 """
 
 from __future__ import annotations
 
-import tdx
-
-__all__ = ["lerp_", "lerp", "addcmul_", "addcmul", "addcdiv_", "adam_update_"]
-
-
-def _torch_native(t):
-    """The wrapped torch tensor of ``t`` when ``t`` lives on a torch executor, else None."""
-    return t.native if isinstance(t, tdx.Tensor) and t.executor.name == "torch" else None
-
-
-def lerp_(t: "tdx.Tensor", end: "tdx.Tensor", weight: float) -> "tdx.Tensor":
-    """In place ``t += weight * (end - t)`` with torch's rounding on torch executors.
-
-    Args:
-        t: the tensor updated in place.
-        end: the target tensor (same device).
-        weight: a Python number.
-
-    Returns:
-        ``t``.
-    """
-    native, end_native = _torch_native(t), _torch_native(end)
-    if native is not None and end_native is not None and not isinstance(weight, tdx.Tensor):
-        native.lerp_(end_native, weight)
-        return t
-    return t.lerp_(end, weight)
-
-
-def lerp(t: "tdx.Tensor", end: "tdx.Tensor", weight: float) -> "tdx.Tensor":
-    """Out-of-place :func:`lerp_` (on a clone of ``t``)."""
-    return lerp_(t.clone(), end, weight)
-
-
-def addcmul_(t: "tdx.Tensor", t1: "tdx.Tensor", t2: "tdx.Tensor", value: float = 1) -> "tdx.Tensor":
-    """In place ``t += value * t1 * t2`` with torch's rounding on torch executors.
-
-    Args:
-        t: the tensor updated in place.
-        t1, t2: the factors (same device).
-        value: a Python number.
-
-    Returns:
-        ``t``.
-    """
-    natives = [_torch_native(x) for x in (t, t1, t2)]
-    if all(n is not None for n in natives) and not isinstance(value, tdx.Tensor):
-        natives[0].addcmul_(natives[1], natives[2], value=value)
-        return t
-    return t.addcmul_(t1, t2, value=value)
-
-
-def addcmul(t: "tdx.Tensor", t1: "tdx.Tensor", t2: "tdx.Tensor", value: float = 1) -> "tdx.Tensor":
-    """Out-of-place :func:`addcmul_` (on a clone of ``t``)."""
-    return addcmul_(t.clone(), t1, t2, value=value)
-
-
-def addcdiv_(t: "tdx.Tensor", t1: "tdx.Tensor", t2: "tdx.Tensor", value: float = 1) -> "tdx.Tensor":
-    """In place ``t += value * t1 / t2``: one fused pass on torch executors (tdx's composite
-    takes four), tdx's op elsewhere.
-
-    Args:
-        t: the tensor updated in place.
-        t1, t2: numerator and denominator (same device).
-        value: a Python number.
-
-    Returns:
-        ``t``.
-    """
-    natives = [_torch_native(x) for x in (t, t1, t2)]
-    if all(n is not None for n in natives) and not isinstance(value, tdx.Tensor):
-        natives[0].addcdiv_(natives[1], natives[2], value=value)
-        return t
-    return t.addcdiv_(t1, t2, value=value)
+__all__ = ["adam_update_"]
 
 
 def adam_update_(p, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, weight_decay: str, wd: float, decay: float,
@@ -117,4 +43,3 @@ def adam_update_(p, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, weight_decay: 
         if t is not None:
             t._rebind(native, "adam")
     return True
-

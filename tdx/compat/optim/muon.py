@@ -9,7 +9,6 @@ import math
 
 import tdx
 
-from . import kernels as K
 from .optimizer import Optimizer, scalar
 
 __all__ = ["Muon"]
@@ -99,8 +98,8 @@ class Muon(Optimizer):
             if grad.ndim != 2:
                 raise tdx.TdxValueError(f"Param gradient must be a 2D matrix, got shape {tuple(grad.shape)}")
             buf = state["momentum_buffer"]
-            K.lerp_(buf, grad, 1 - momentum)
-            update = K.lerp(grad, buf, momentum) if group["nesterov"] else buf
+            buf.lerp_(grad, 1 - momentum)
+            update = grad.lerp(buf, momentum) if group["nesterov"] else buf
             update = _newton_schulz(update, group["ns_coefficients"], group["ns_steps"], group["eps"])
             adjusted_lr = _adjust_lr(lr, group["adjust_lr_fn"], p.shape)
             p.mul_(1 - lr * wd)

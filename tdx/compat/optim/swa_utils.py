@@ -18,7 +18,6 @@ from copy import deepcopy
 import tdx
 from tdx.nn import Module
 
-from . import kernels as K
 from .lr_scheduler.schedules import LRScheduler, _format_param
 
 __all__ = ["AveragedModel", "update_bn", "SWALR", "get_ema_multi_avg_fn", "get_swa_multi_avg_fn",
@@ -45,7 +44,7 @@ def get_ema_multi_avg_fn(decay=0.999):
         with tdx.no_grad():
             if ema_list[0].is_floating_point() or ema_list[0].is_complex():
                 for e, c in zip(ema_list, current_list):
-                    K.lerp_(e, c, 1 - decay)
+                    e.lerp_(c, 1 - decay)
             else:
                 for e, c in zip(ema_list, current_list):
                     e.copy_(e * decay + c * (1 - decay))
@@ -65,7 +64,7 @@ def get_swa_multi_avg_fn():
             if averaged_list[0].is_floating_point() or averaged_list[0].is_complex():
                 n = num_averaged.item() if isinstance(num_averaged, tdx.Tensor) else num_averaged
                 for a, c in zip(averaged_list, current_list):
-                    K.lerp_(a, c, 1 / (n + 1))
+                    a.lerp_(c, 1 / (n + 1))
             else:
                 for a, c in zip(averaged_list, current_list):
                     diff = c - a
