@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .. import _dtypes as D
 from .operands import _inplace, _not_implemented, _requires_grad, _result_type, _tensor
-from .wrapping import attach, exporter, inline_typed, need_tensor, typed_errors
+from .wrapping import attach, exporter, inline_typed, native_inplace, need_tensor, typed_errors
 
 __all__: list = []
 _export = exporter(__all__)
@@ -61,7 +61,7 @@ class FloatBitsMethods:
         return out.where(~(a.isnan() | b.isnan()), a + b)
 
 
-FloatBitsMethods.nextafter_ = typed_errors(_inplace("nextafter"))
+FloatBitsMethods.nextafter_ = native_inplace("nextafter_", typed_errors(_inplace("nextafter")))
 # composed of tdx ops, so its errors are typed already; not one tape node (MLX has no derivative of a bit view)
 FloatBitsMethods.nextafter = inline_typed(FloatBitsMethods.nextafter)
 attach(FloatBitsMethods)

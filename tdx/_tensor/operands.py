@@ -252,36 +252,10 @@ def _write(t, out, op: str):
     return t.copy_(out)
 
 
-_NOT_NATIVE = object()
-
-
-def _native_of(t, v):
-    """``v`` as the kernel takes it: a Tensor of ``t``'s executor as its native array, anything but a
-    container as it is; :data:`_NOT_NATIVE` for a Tensor of another executor or a container."""
-    if v.__class__ is TM.Tensor:
-        return v._n if v._ex is t._ex else _NOT_NATIVE
-    return _NOT_NATIVE if isinstance(v, (list, tuple, dict)) else v
-
-
-def _same_executor_natives(t, args, kwargs):
-    """(args, kwargs) with each Tensor replaced by its native array, or None when a Tensor lives on
-    another executor than ``t`` or sits inside a container (the composite then checks and raises)."""
-    out = [_native_of(t, a) for a in args]
-    kw = {k: _native_of(t, v) for k, v in kwargs.items()}
-    if any(a is _NOT_NATIVE for a in out) or any(v is _NOT_NATIVE for v in kw.values()):
-        return None
-    return out, kw
-
-
 def _inplace(name: str):
     """The in-place method ``name_`` of the composite ``name``: computed out of place, then written."""
     def method(self, *args, **kwargs):
-        if self._ex.caps.mutable:  # the native array's own in-place kernel: one pass, no temporary
-            natives = _same_executor_natives(self, args, kwargs)
-            kernel = getattr(self._n, name + "_", None)
-            if natives is not None and kernel is not None:
-                kernel(*natives[0], **natives[1])
-                return self
+        # (torch's own in-place kernel, where it applies, is taken before: wrapping.native_inplace)
         # a clone keeps the values torch's autograd saved for the backward from being overwritten
         src = self.clone() if self._ex.caps.native_autograd and _requires_grad(self) else self
         return _write(self, getattr(src, name)(*args, **kwargs), name + "_")

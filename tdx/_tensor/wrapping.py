@@ -85,15 +85,15 @@ def native_inplace(native: str, checked):
     """The in-place method ``native`` (``"mul_"``), short-circuited where nothing needs tdx's checks.
 
     - On an executor whose arrays are mutable and that records its own autograd (torch), an op
-      whose operands are numbers, strings, None or Tensors of the same executor is the native
-      array's own ``native`` method, called once with the operands' natives (torch then applies its
-      cast, broadcast, overlap and autograd rules).
+      whose operands (by position or keyword) are numbers, strings, None or Tensors of the same
+      executor is the native array's own ``native`` method, called once with the operands' natives
+      (torch then applies its cast, broadcast, overlap and autograd rules).
     - On an executor whose arrays are immutable (MLX), a write that is not recorded into a tensor
       that is no view and has none is the out-of-place op's result, taken as the tensor's array when
       it has the tensor's dtype and shape (nothing can overlap, and no view needs the new value).
 
     Anything else (a recorded write, a view, a result to cast, a Tensor of another device, a
-    container, a Tensor passed by keyword) is ``checked``: the full path with tdx's own checks.
+    container) is ``checked``: the full path with tdx's own checks.
     """
     name = native[:-1]
 
@@ -106,18 +106,15 @@ def native_inplace(native: str, checked):
             kernel = getattr(self._n, native, None)
             natives = []
             for a in args:
-                c = a.__class__
-                if c is Tensor or isinstance(a, Tensor):  # (a Parameter too)
-                    if a._ex is not ex:
-                        break
-                    a = a._n
-                elif c is list or c is tuple or c is dict:
+                a = _native_operand(ex, a)
+                if a is _OTHER:
                     break
                 natives.append(a)
             else:
-                if kernel is not None and (not kwargs or _plain(kwargs)):
+                nkw = {k: _native_operand(ex, v) for k, v in kwargs.items()} if kwargs else kwargs
+                if kernel is not None and (not nkw or all(v is not _OTHER for v in nkw.values())):
                     try:
-                        kernel(*natives, **kwargs)
+                        kernel(*natives, **nkw)
                     except NATIVE_ERRORS as err:
                         raise ex.native_error(err) from None
                     return self
@@ -134,12 +131,17 @@ def native_inplace(native: str, checked):
     return method
 
 
-def _plain(kwargs: dict) -> bool:
-    """Whether no keyword argument is a Tensor or a container (those take the checked path)."""
-    for v in kwargs.values():
-        if isinstance(v, (Tensor, list, tuple, dict)):
-            return False
-    return True
+_OTHER = object()  # an operand the native kernel cannot take as it is
+
+
+def _native_operand(ex, a):
+    """``a`` as executor ``ex``'s kernel takes it: a Tensor of ``ex`` (a Parameter too) as its native
+    array, a number, string or None as it is; :data:`_OTHER` for a Tensor of another executor or a
+    container (the checked path then raises or handles it)."""
+    c = a.__class__
+    if c is Tensor or isinstance(a, Tensor):
+        return a._n if a._ex is ex else _OTHER
+    return _OTHER if c is list or c is tuple or c is dict else a
 
 
 def _applied_to_clone(inplace_method):
