@@ -135,11 +135,11 @@ _OTHER = object()  # an operand the native kernel cannot take as it is
 
 
 def _native_operand(ex, a):
-    """``a`` as executor ``ex``'s kernel takes it: a Tensor of ``ex`` (a Parameter too) as its native
-    array, a number, string or None as it is; :data:`_OTHER` for a Tensor of another executor or a
-    container (the checked path then raises or handles it)."""
+    """``a`` as executor ``ex``'s kernel takes it: a Tensor of ``ex`` as its native array (Parameters and
+    Buffers report ``Tensor`` as their ``__class__``), a number, string or None as it is; :data:`_OTHER`
+    for a Tensor of another executor or a container (the checked path then raises or handles it)."""
     c = a.__class__
-    if c is Tensor or isinstance(a, Tensor):
+    if c is Tensor:
         return a._n if a._ex is ex else _OTHER
     return _OTHER if c is list or c is tuple or c is dict else a
 
