@@ -305,7 +305,7 @@ def _auto() -> Executor:
         if row is not None and row.available:
             return _executor(name)
     raise DeviceUnavailableError(f"default_device 'auto': none of {', '.join(order)} is available; "
-                                 "install tdx[torch] or tdx[mlx]")
+                                 "install tdx-runtime[torch] or tdx-runtime[mlx]")
 
 
 def get_default_device():

@@ -52,7 +52,7 @@ def _need(what: str):
     cuda = _torch_cuda()
     if cuda is None:
         raise BackendUnavailableError(f"{what} needs CUDA, which is not available: torch cannot be "
-                                      "imported in this process (pip install 'tdx[torch]')")
+                                      "imported in this process (pip install 'tdx-runtime[torch]')")
     return cuda
 
 
@@ -369,7 +369,7 @@ class _Unavailable:
 
     def __init__(self, *args, **kwargs):
         raise BackendUnavailableError(f"{type(self).__name__} needs CUDA, which is not available: "
-                                      "torch cannot be imported in this process (pip install 'tdx[torch]')")
+                                      "torch cannot be imported in this process (pip install 'tdx-runtime[torch]')")
 
 
 _STANDINS = {name: type(name, (_Unavailable,), {"__module__": __name__}) for name in _CLASSES}
