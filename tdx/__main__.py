@@ -55,6 +55,12 @@ def info(verbose: bool = False) -> int:
 
     def default():
         print(f"default device: {backends.get_default_device()}")
+        stream = config.current()["random.stream"]
+        torch_ok = any(r.device == "cpu" and r.available and r.provider == "torch" for r in backends.available())
+        why = ("torch's CPU generator draws every executor's numbers" if stream == "torch" and torch_ok else
+               "torch is not installed: MLX draws from its own generator" if stream == "torch" else
+               "MLX draws from its own generator (other numbers than torch's)")
+        print(f"random stream: {stream} ({why})")
 
     def effective():
         print("\neffective config (value  <- source):")
