@@ -1,0 +1,95 @@
+"""Processes started while the torch alias is on inherit it, and the device pin, from their parent.
+
+A child started with the ``fork`` start method is a copy of its parent and keeps both as they are.
+A child started with ``spawn`` or ``forkserver`` (DataLoader workers, ``multiprocessing``,
+``tdx.multiprocessing``) is a fresh interpreter that first imports the parent's ``__main__`` script
+again (as ``__mp_main__``): without help its ``import torch`` would get real torch, and the tensors
+it makes would be torch's. While the alias is active, :func:`install` wraps
+``multiprocessing.util.spawnv_passfds`` (the one call through which ``spawn``'s children and the
+``forkserver`` server are started) so that the child's ``-c`` command first runs :func:`adopt`: it
+activates the alias and pins the parent's device (with the parent's pin source, and its "already
+warned" flag, so a child does not repeat the parent's warning), before the child re-imports the
+script. A forkserver server started this way hands both to every child it forks. Other programs
+started through ``spawnv_passfds`` (the resource tracker) are left as they are.
+
+Limits: a forkserver server started before the alias was turned on keeps serving children without
+it. This module must never import a framework, and never changes a child that is not one of
+multiprocessing's ``spawn``/``forkserver`` Python children.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+__all__ = ["install", "uninstall", "adopt", "child_command"]
+
+# the -c programs multiprocessing runs in a spawned child / a forkserver server
+_CHILD_PROGRAMS = ("from multiprocessing.spawn import spawn_main", "from multiprocessing.forkserver import main")
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the folder holding tdx/
+_state = {"original": None}
+_lock = threading.Lock()
+
+
+def child_command(code: str) -> str:
+    """``code`` (a child's ``-c`` program) preceded by the adoption of the alias and of the current pin."""
+    from .. import backends
+
+    pinned = backends.pinned()
+    device = source = None
+    warned = False
+    if pinned is not None:
+        device, source = str(pinned[0].device), pinned[1]
+        warned = bool(backends._state.get("pin_warned"))
+    prefix = (f"import sys; sys.path.append({_ROOT!r}) if {_ROOT!r} not in sys.path else None; "
+              f"import tdx.compat.inherit as _tdx_inherit; _tdx_inherit.adopt({device!r}, {source!r}, {warned!r}); "
+              "del _tdx_inherit; ")
+    return prefix + code
+
+
+def _spawnv_passfds(path, args, passfds):
+    args = list(args)
+    try:
+        i = args.index("-c")
+    except ValueError:
+        i = -1
+    if 0 <= i < len(args) - 1 and args[i + 1].startswith(_CHILD_PROGRAMS):
+        args[i + 1] = child_command(args[i + 1])
+    return _state["original"](path, args, passfds)
+
+
+def install() -> None:
+    """Make multiprocessing's spawned children adopt the alias and the pin (idempotent)."""
+    from multiprocessing import util
+
+    with _lock:
+        if _state["original"] is None:
+            _state["original"] = util.spawnv_passfds
+            util.spawnv_passfds = _spawnv_passfds
+
+
+def uninstall() -> None:
+    """Undo :func:`install`: children start as Python starts them."""
+    from multiprocessing import util
+
+    with _lock:
+        if _state["original"] is not None:
+            util.spawnv_passfds = _state["original"]
+            _state["original"] = None
+
+
+def adopt(device, source, warned: bool) -> None:
+    """In a freshly started child: turn the alias on and pin ``device`` as the parent had it.
+
+    Args:
+        device: the parent's pinned device (a string), or None when it had no pin.
+        source: where the parent's pin came from (named in the pin's warning).
+        warned: whether the parent already warned about a remapped device.
+    """
+    from .. import backends
+    from . import torch_alias
+
+    if device is not None:
+        backends.pin(device, f"{source} (inherited from the parent process)")
+        backends._state["pin_warned"] = warned
+    torch_alias.activate()
