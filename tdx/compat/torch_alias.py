@@ -30,7 +30,7 @@ from .._errors import NotProvidedError
 from . import inherit
 from .alias import AliasFinder
 
-__all__ = ["torch_alias", "activate", "deactivate", "is_active", "NotProvidedError"]
+__all__ = ["torch_alias", "activate", "deactivate", "is_active", "real_imports", "NotProvidedError"]
 
 _INTERNAL = {"tdx", "torch"}       # module roots whose imports always get the real modules
 _tls = threading.local()           # depth: >0 while tdx/torch is importing something new
@@ -148,6 +148,21 @@ def deactivate() -> None:
             importlib.import_module = _state["import_module"]
             _dtypes._state["prefix"] = _state["prefix"]
             inherit.uninstall()
+
+
+@contextlib.contextmanager
+def real_imports():
+    """Within the block, imports made on this thread get the real modules, as tdx's own do.
+
+    For tdx code that pickles or unpickles torch's objects by reference (``torch.storage...``):
+    pickle imports the named module from the calling frame, which may be the program's.
+    """
+    depth = getattr(_tls, "depth", 0)
+    _tls.depth = depth + 1
+    try:
+        yield
+    finally:
+        _tls.depth = depth
 
 
 def is_active() -> bool:
