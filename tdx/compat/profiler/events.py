@@ -28,6 +28,8 @@ class FunctionEvent:
     def __init__(self, id, name, thread, start_us, end_us, input_shapes=None, cpu_memory_usage=0,
                  self_cpu_time_total=0.0, stack=None, is_user_annotation=False):
         self.id = id
+        self.trace_name = name  # the name in the Chrome trace (ProfilerStep#N there)
+        name = "ProfilerStep*" if name.startswith("ProfilerStep#") else name  # torch's wildcard
         self.name = name
         self.key = name
         self.thread = thread
@@ -123,7 +125,7 @@ class EventList(list):
         """The events averaged per name (and per input shapes / the top ``group_by_stack_n`` frames)."""
         groups: dict = {}
         for ev in self:
-            name = "ProfilerStep*" if ev.key.startswith("ProfilerStep#") else ev.key  # torch's wildcard
+            name = ev.key
             key = (name, str(ev.input_shapes) if group_by_input_shape else None,
                    tuple(ev.stack[:group_by_stack_n]) if group_by_stack_n else None)
             avg = groups.get(key)
@@ -197,7 +199,7 @@ class EventList(list):
             if not isinstance(ev, FunctionEvent):
                 raise TdxValueError("export_chrome_trace(): the list holds averaged events (key_averages()); "
                                     "export the profile's own events instead")
-            item = {"ph": "X", "cat": "user_annotation" if ev.is_user_annotation else "cpu_op", "name": ev.name,
+            item = {"ph": "X", "cat": "user_annotation" if ev.is_user_annotation else "cpu_op", "name": ev.trace_name,
                     "pid": pid, "tid": ev.thread, "ts": ev.start_us, "dur": ev.cpu_time_total,
                     "args": {"Input Dims": ev.input_shapes} if ev.input_shapes else {}}
             events.append(item)

@@ -12,7 +12,7 @@ executor (MLX) the result is computed inside the call while profiling (``Executo
 an event times the op's real work, not the building of a graph.
 
 On the torch executors, torch's own profiler runs alongside (when torch's executor is in use as
-the window starts): its ``aten::*`` events are folded in (:func:`torch_events`), placed on the same
+the window starts, or serves the default device): its ``aten::*`` events are folded in (:func:`torch_events`), placed on the same
 clock, so ``tdx::add`` has ``aten::add`` as its child. Must never import a framework at module
 level.
 """
@@ -184,7 +184,12 @@ def _targets():
 
 
 def _torch_in_use() -> bool:
-    return "tdx.backends._torch.executor" in sys.modules
+    """Whether torch's executor serves this program: already loaded, or the default device's."""
+    if "tdx.backends._torch.executor" in sys.modules:
+        return True
+    from ... import backends
+
+    return backends.default_executor().name == "torch"
 
 
 def start(record_shapes=False, profile_memory=False, with_stack=False, fold_torch=True) -> Recorder:
