@@ -9,11 +9,14 @@ it makes would be torch's. While the alias is active, :func:`install` wraps
 ``forkserver`` server are started) so that the child's ``-c`` command first runs :func:`adopt`: it
 activates the alias and pins the parent's device (with the parent's pin source, and its "already
 warned" flag, so a child does not repeat the parent's warning), before the child re-imports the
-script. A forkserver server started this way hands both to every child it forks. Other programs
-started through ``spawnv_passfds`` (the resource tracker) are left as they are.
+script. A forkserver server started this way imports the script under the alias. Every child also
+gets, in the preparation data its parent sends it (``multiprocessing.spawn.get_preparation_data``,
+unpickled before the child re-imports the script), the parent's pin as it is at the child's start:
+so a forkserver server started earlier, under another pin, still gives each child its parent's.
+Other programs started through ``spawnv_passfds`` (the resource tracker) are left as they are.
 
-Limits: a forkserver server started before the alias was turned on keeps serving children without
-it. This module must never import a framework, and never changes a child that is not one of
+Limits: a forkserver server started before the alias was turned on imported the script without it.
+This module must never import a framework, and never changes a child that is not one of
 multiprocessing's ``spawn``/``forkserver`` Python children.
 """
 
@@ -27,24 +30,44 @@ __all__ = ["install", "uninstall", "adopt", "child_command"]
 # the -c programs multiprocessing runs in a spawned child / a forkserver server
 _CHILD_PROGRAMS = ("from multiprocessing.spawn import spawn_main", "from multiprocessing.forkserver import main")
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the folder holding tdx/
-_state = {"original": None}
+_state = {"original": None, "preparation": None}
 _lock = threading.Lock()
+_INHERITED = " (inherited from the parent process)"
+
+
+def _current() -> tuple:
+    """``(device, source, warned)`` of the current pin (``(None, None, False)`` without one)."""
+    from .. import backends
+
+    pinned = backends.pinned()
+    if pinned is None:
+        return None, None, False
+    return str(pinned[0].device), pinned[1], bool(backends._state.get("pin_warned"))
 
 
 def child_command(code: str) -> str:
     """``code`` (a child's ``-c`` program) preceded by the adoption of the alias and of the current pin."""
-    from .. import backends
-
-    pinned = backends.pinned()
-    device = source = None
-    warned = False
-    if pinned is not None:
-        device, source = str(pinned[0].device), pinned[1]
-        warned = bool(backends._state.get("pin_warned"))
+    device, source, warned = _current()
     prefix = (f"import sys; sys.path.append({_ROOT!r}) if {_ROOT!r} not in sys.path else None; "
               f"import tdx.compat.inherit as _tdx_inherit; _tdx_inherit.adopt({device!r}, {source!r}, {warned!r}); "
               "del _tdx_inherit; ")
     return prefix + code
+
+
+class _Adoption:
+    """A value in a child's preparation data whose unpickling adopts the parent's alias and pin."""
+
+    def __init__(self, state: tuple):
+        self.state = state
+
+    def __reduce__(self):
+        return adopt, self.state
+
+
+def _preparation_data(name):
+    data = _state["preparation"](name)
+    data["tdx_inherit"] = _Adoption(_current())
+    return data
 
 
 def _spawnv_passfds(path, args, passfds):
@@ -60,22 +83,25 @@ def _spawnv_passfds(path, args, passfds):
 
 def install() -> None:
     """Make multiprocessing's spawned children adopt the alias and the pin (idempotent)."""
-    from multiprocessing import util
+    from multiprocessing import spawn, util
 
     with _lock:
         if _state["original"] is None:
             _state["original"] = util.spawnv_passfds
             util.spawnv_passfds = _spawnv_passfds
+            _state["preparation"] = spawn.get_preparation_data
+            spawn.get_preparation_data = _preparation_data
 
 
 def uninstall() -> None:
     """Undo :func:`install`: children start as Python starts them."""
-    from multiprocessing import util
+    from multiprocessing import spawn, util
 
     with _lock:
         if _state["original"] is not None:
             util.spawnv_passfds = _state["original"]
-            _state["original"] = None
+            spawn.get_preparation_data = _state["preparation"]
+            _state["original"] = _state["preparation"] = None
 
 
 def adopt(device, source, warned: bool) -> None:
@@ -90,6 +116,9 @@ def adopt(device, source, warned: bool) -> None:
     from . import torch_alias
 
     if device is not None:
-        backends.pin(device, f"{source} (inherited from the parent process)")
+        if not source.endswith(_INHERITED):
+            source += _INHERITED
+        backends.pin(device, source)
         backends._state["pin_warned"] = warned
-    torch_alias.activate()
+    if not torch_alias.is_active():
+        torch_alias.activate()
