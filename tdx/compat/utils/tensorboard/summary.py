@@ -56,10 +56,12 @@ def histogram(tag: str, values, bins, max_bins=None) -> Summary:
         new_limits[:-1] = limits[:-1:subsampling]
         new_limits[-1] = limits[-1]
         limits = new_limits
+    # keep the buckets from the one before the first non-empty bucket to the last non-empty one (torch's
+    # trimming: TensorBoard draws the rise from zero); bucket_limit holds each kept bucket's right edge
     nonzero = np.nonzero(counts)[0]
     first, last = int(nonzero[0]), int(nonzero[-1])
-    counts = counts[first:last + 1]
-    edges = limits[first + 1:last + 2]  # TensorBoard's bucket_limit: each bucket's right edge
+    counts = counts[first - 1:last + 1] if first > 0 else np.concatenate([[0], counts[:last + 1]])
+    edges = limits[first:last + 2]
     proto = HistogramProto(min=float(values.min()), max=float(values.max()), num=int(values.size),
                            sum=float(values.sum()), sum_squares=float(values.dot(values)),
                            bucket_limit=edges.tolist(), bucket=counts.astype(np.float64).tolist())
@@ -156,10 +158,7 @@ def hparams(hparam_dict: dict, metric_dict: dict, hparam_domain_discrete=None) -
         if value is None:
             continue
         info = HParamInfo(name=key)
-        if isinstance(value, bool):
-            ssi.hparams[key].bool_value = value
-            info.type = DataType.Value("DATA_TYPE_BOOL")
-        elif isinstance(value, (int, float)):
+        if isinstance(value, (int, float)):  # bool included, as torch records it: a number
             ssi.hparams[key].number_value = value
             info.type = DataType.Value("DATA_TYPE_FLOAT64")
         elif isinstance(value, str):
