@@ -62,6 +62,13 @@ def test_children_inherit_the_alias_and_the_pin(device, method):
         got = q.get(timeout=120)
         p.join(30)
     assert got == ("tdx", device)
+    if method == "forkserver":  # the server started under a pin; a child whose parent has none keeps none
+        with torch_alias():
+            p = ctx.Process(target=_report, args=(q,))
+            p.start()
+            got = q.get(timeout=120)
+            p.join(30)
+        assert got == ("tdx", str(tdx.get_default_device()))
 
 
 def _raise(rank, t):

@@ -108,14 +108,17 @@ def adopt(device, source, warned: bool) -> None:
     """In a freshly started child: turn the alias on and pin ``device`` as the parent had it.
 
     Args:
-        device: the parent's pinned device (a string), or None when it had no pin.
+        device: the parent's pinned device (a string), or None when it had no pin (then none is kept).
         source: where the parent's pin came from (named in the pin's warning).
         warned: whether the parent already warned about a remapped device.
     """
     from .. import backends
     from . import torch_alias
 
-    if device is not None:
+    if device is None:
+        if backends.pinned() is not None:  # a forkserver server's pin that this child's parent does not have
+            backends.unpin()
+    else:
         if not source.endswith(_INHERITED):
             source += _INHERITED
         backends.pin(device, source)
