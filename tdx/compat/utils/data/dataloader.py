@@ -5,7 +5,9 @@ from the loader's generator (the global cpu generator when None), as torch does,
 same ``tdx.manual_seed`` the shuffled order equals torch's. With ``num_workers > 0`` worker
 processes (``multiprocessing``) fetch and collate whole batches and send them back pickled;
 up to ``prefetch_factor * num_workers`` batches are in flight; results come back in sampler
-order unless ``in_order=False``.
+order unless ``in_order=False``. While it waits for a batch the main process checks its workers every
+0.1 s: a worker that exited (with any code, 0 included) or was killed by a signal is named, with its
+pid and exit code or signal, in torch's words (torch notices through SIGCHLD; tdx polls).
 
 Start method: the ``multiprocessing_context`` given, else ``spawn`` once an MLX device has
 been used in this process (tdx's MLX executor is loaded: a forked child would inherit MLX's
