@@ -263,6 +263,11 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
     def synchronize(self) -> None:
         mx.synchronize(self.s)
 
+    @staticmethod
+    def evaluate(natives) -> None:
+        """Compute ``natives`` now (MLX builds lazily; the profiler times the work itself)."""
+        mx.eval(*natives)
+
     def native_error(self, err: BaseException):
         """MLX raises ValueError for shape and broadcast problems where torch raises RuntimeError."""
         if isinstance(err, ValueError) and not isinstance(err, TdxError):
