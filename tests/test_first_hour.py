@@ -105,3 +105,20 @@ def test_package_metadata():
     assert meta["name"] == "tdx-runtime"
     assert meta["license"] == "MIT" and meta["license-files"] == ["LICENSE"]
     assert all("tdx-runtime[" in dep for dep in meta["optional-dependencies"]["all"])
+
+
+def test_pin_warning_names_the_programs_own_request(tmp_path):
+    if not any(r.available for r in tdx.backends.available() if r.device == "mlx:cpu"):
+        pytest.skip("mlx:cpu is not available here")
+    prog = tmp_path / "prog.py"
+    prog.write_text("import torch\nfrom torch.utils.data import DataLoader, TensorDataset, random_split\n"
+                    "ds = TensorDataset(torch.arange(8.).reshape(4, 2))\n"
+                    "parts = random_split(ds, [2, 2])\n"
+                    "for (b,) in DataLoader(ds, batch_size=2, shuffle=True):\n"
+                    "    print(b.device)\n"
+                    "x = torch.zeros(2, device='cuda')\n")
+    run = _run([sys.executable, "-m", "tdx", "run", "--device", "mlx:cpu", str(prog)], cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["mlx:cpu", "mlx:cpu"]
+    warned = [line for line in run.stderr.splitlines() if "runs on the pinned device" in line]
+    assert len(warned) == 1 and "device 'cuda'" in warned[0] and "prog.py:7" in warned[0], run.stderr

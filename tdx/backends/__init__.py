@@ -274,9 +274,20 @@ def pinned():
     return None if ex is None else (ex, _state["pin_source"])
 
 
+class _Host(str):
+    """The host device ``"cpu"`` as tdx itself asks for it (batches collated, samplers' draws): under a
+    pin it lands on the pinned device like any request, without the warning meant for the program's
+    own device requests."""
+
+    __slots__ = ()
+
+
+HOST = _Host("cpu")
+
+
 def _pinned_get(dev) -> Executor:
     ex = _state["pin"]
-    if not _state["pin_warned"]:
+    if not _state["pin_warned"] and type(dev) is not _Host:
         parsed = as_device(dev)
         if parsed.type != ex.device.type:
             _state["pin_warned"] = True
