@@ -17,7 +17,8 @@ from ._tensor.creation import (arange, as_tensor, asarray, empty, empty_like, ey
 from ._device import device
 from ._dtypes import (bfloat16, complex64, complex128, dtype, float16, float32, float64,
                       get_default_dtype, int8, int16, int32, int64, promote_types, set_default_dtype,
-                      uint8)
+                      uint8, uint16, uint32, uint64, float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz,
+                      float8_e8m0fnu, float4_e2m1fn_x2)
 from ._errors import (BackendNotFoundError, CastError, ConfigError, DeviceMismatchError,
                       DeviceUnavailableError, DtypeError, DtypeMismatchError, InvalidDeviceError, NotProvidedError,
                       OpDtypeError, PrecisionWarning, ShapeError, TdxError, TdxIndexError, TdxTypeError, TdxValueError,
@@ -61,8 +62,10 @@ bool = _dtypes.bool_  # noqa: A001 - torch's name
 
 # torch's namespaces live in tdx.compat; ``import tdx.nn`` gives the very module tdx.compat.nn
 _NAMESPACES = ("cuda", "mps", "mlx", "nn", "optim", "utils", "linalg", "fft", "special", "masked", "signal",
-               "distributed", "distributions", "amp", "accelerator", "serialization", "compiler")
-_aliases = _alias.install(_alias.AliasFinder({f"tdx.{n}": f"tdx.compat.{n}" for n in _NAMESPACES}))
+               "distributed", "distributions", "amp", "accelerator", "serialization", "compiler", "version", "_dynamo")
+# torch.nn.attention is tdx.attention (reached as tdx.nn.attention too)
+_aliases = _alias.install(_alias.AliasFinder({**{f"tdx.{n}": f"tdx.compat.{n}" for n in _NAMESPACES},
+                                              "tdx.compat.nn.attention": "tdx.attention"}))
 _WINDOWS = ("bartlett_window", "blackman_window", "hamming_window", "hann_window", "kaiser_window")
 _LAZY = {"interop": "tdx.interop", "testing": "tdx.testing", "attention": "tdx.attention"}
 

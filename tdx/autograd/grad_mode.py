@@ -47,13 +47,25 @@ class _GradMode:
         return wrapper
 
 
-class no_grad(_GradMode):  # noqa: N801 - torch's name
+class _BareDecorator(_GradMode):
+    """A switch that also decorates without parentheses (``@no_grad`` as ``@no_grad()``), as torch's."""
+
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+    def __init__(self, orig_func=None):
+        pass
+
+
+class no_grad(_BareDecorator):  # noqa: N801 - torch's name
     """Disable gradient recording inside the block."""
 
     _mode = False
 
 
-class enable_grad(_GradMode):  # noqa: N801 - torch's name
+class enable_grad(_BareDecorator):  # noqa: N801 - torch's name
     """Enable gradient recording inside the block."""
 
     _mode = True

@@ -25,9 +25,12 @@ __all__ = ["is_available", "is_initialized", "init", "device_count", "current_de
            "get_rng_state", "set_rng_state", "empty_cache", "memory_allocated", "max_memory_allocated",
            "memory_reserved", "max_memory_reserved", "reset_peak_memory_stats", "reset_max_memory_allocated",
            "memory_stats", "mem_get_info", "is_bf16_supported", "is_tf32_supported", "Stream", "Event",
-           "StreamContext", "stream", "current_stream", "default_stream", "BackendUnavailableError"]
+           "StreamContext", "stream", "current_stream", "default_stream", "BackendUnavailableError", "CUDAGraph",
+           "graph", "is_current_stream_capturing", "graph_pool_handle"]
 
-_CLASSES = ("Stream", "Event", "StreamContext")
+# torch.cuda's own classes, handed out as they are: tdx's cuda tensors run torch's kernels, so a
+# CUDA graph captures them as it captures torch's
+_CLASSES = ("Stream", "Event", "StreamContext", "CUDAGraph", "graph", "graph_pool_handle")
 
 
 def _pinned_elsewhere():
@@ -362,6 +365,12 @@ def default_stream(device=None):
         BackendUnavailableError: no CUDA.
     """
     return _need("default_stream()").default_stream(_arg(device))
+
+
+def is_current_stream_capturing() -> bool:
+    """Whether a CUDA graph is being captured on the current stream (False without CUDA)."""
+    cuda = _torch_cuda()
+    return False if cuda is None else cuda.is_current_stream_capturing()
 
 
 class _Unavailable:

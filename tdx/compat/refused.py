@@ -78,6 +78,35 @@ _TENSOR_GROUPS = {
 }
 
 
+_DTENSOR = ("distributed tensors", "tdx has no sharded tensor type, device mesh or FSDP wrapper; each tdx tensor "
+            "lives whole on one executor", "replicate the model on each process and use tdx.distributed's "
+            "collectives (all_reduce of the gradients), or keep the model on one process")
+
+_FLEX = ("flex attention", "tdx has no block-sparse attention compiler; its attention is "
+         "scaled_dot_product_attention with each executor's own kernels", "tdx.nn.functional.scaled_dot_product_attention "
+         "with a boolean or additive attn_mask")
+
+# torch namespaces other than torch.* itself: module path -> {reason: names}
+_NAMESPACE_GROUPS = {
+    "torch.distributed.tensor": {_DTENSOR: "DTensor DeviceMesh distribute_tensor distribute_module "
+                                           "init_device_mesh zeros ones empty full rand randn"},
+    "torch.distributed.tensor.placement_types": {_DTENSOR: "DTensorSpec TensorMeta"},
+    "torch.distributed.tensor._utils": {_DTENSOR: "compute_local_shape_and_global_offset compute_global_tensor_info"},
+    "torch.nn.attention.flex_attention": {_FLEX: "BlockMask flex_attention create_block_mask create_mask "
+                                                  "AuxOutput AuxRequest FlexKernelOptions"},
+    "torch.distributed.device_mesh": {_DTENSOR: "DeviceMesh init_device_mesh"},
+    "torch.distributed.fsdp": {_DTENSOR: "FullyShardedDataParallel FSDPModule fully_shard CPUOffloadPolicy "
+                                         "MixedPrecisionPolicy OffloadPolicy ShardingStrategy BackwardPrefetch "
+                                         "CPUOffload MixedPrecision StateDictType FullStateDictConfig "
+                                         "ShardedStateDictConfig register_fsdp_forward_method"},
+    "torch.distributed._composable.fsdp": {_DTENSOR: "fully_shard FSDPModule CPUOffloadPolicy MixedPrecisionPolicy "
+                                                     "OffloadPolicy"},
+    "torch.distributed._functional_collectives": {_DTENSOR: "all_to_all_single_autograd all_to_all_single "
+                                                            "all_reduce all_gather_tensor reduce_scatter_tensor "
+                                                            "wait_tensor AsyncCollectiveTensor"},
+}
+
+
 def _table(groups: dict) -> dict:
     return {name: why for why, names in groups.items() for name in names.split()}
 
@@ -115,16 +144,26 @@ class _RefusedClass:
         raise UnsupportedOpError(cls._text)
 
 
-def _refused_class(name: str, why: tuple):
-    text = message("torch", name, why)
+def _refused_class(name: str, why: tuple, owner: str = "torch"):
+    text = message(owner, name, why)
+    module = "tdx" + owner[len("torch"):]
     return type(name, (_RefusedClass,), {"__slots__": (), "__tdx_refused__": why, "_text": text,
-                                         "__doc__": f"Refused: {text}", "__module__": "tdx"})
+                                         "__doc__": f"Refused: {text}", "__module__": module})
 
 
 def torch_names() -> dict:
     """``{name: refusing callable}`` for :data:`TORCH`: a class for a capitalised name, else a function."""
     return {name: _refused_class(name, why) if name[0].isupper() else _refused_function("torch", name, why)
             for name, why in TORCH.items()}
+
+
+def namespace_names(path: str) -> dict:
+    """``{name: refusing callable}`` for the torch module ``path`` (``"torch.distributed.tensor"``).
+
+    A capitalised name is a class (``isinstance`` answers False, making one raises), any other a function.
+    """
+    return {name: _refused_class(name, why, path) if name[0].isupper() else _refused_function(path, name, why)
+            for name, why in _table(_NAMESPACE_GROUPS.get(path, {})).items()}
 
 
 def tensor_methods() -> dict:
