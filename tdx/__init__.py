@@ -8,6 +8,7 @@ first time a tensor lives on one of their devices.
 from __future__ import annotations
 
 import importlib as _importlib
+import math as _math
 
 from . import _dtypes, backends, config, return_types
 from .compat import alias as _alias
@@ -61,8 +62,11 @@ cfloat, cdouble = complex64, complex128
 bool = _dtypes.bool_  # noqa: A001 - torch's name
 
 # torch's namespaces live in tdx.compat; ``import tdx.nn`` gives the very module tdx.compat.nn
+inf = _math.inf  # torch.inf and torch.nan, the constants torch's Python code (distributions) reads
+nan = _math.nan
 _NAMESPACES = ("cuda", "mps", "mlx", "nn", "optim", "utils", "linalg", "fft", "special", "masked", "signal",
-               "distributed", "distributions", "amp", "accelerator", "serialization", "compiler", "version", "_dynamo")
+               "distributed", "distributions", "amp", "accelerator", "serialization", "compiler", "fx", "types",
+               "overrides", "jit", "_C", "version", "_dynamo")
 # torch.nn.attention is tdx.attention (reached as tdx.nn.attention too)
 _aliases = _alias.install(_alias.AliasFinder({**{f"tdx.{n}": f"tdx.compat.{n}" for n in _NAMESPACES},
                                               "tdx.compat.nn.attention": "tdx.attention"}))

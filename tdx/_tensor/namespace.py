@@ -261,7 +261,7 @@ for _name in _FORWARDED_METHODS:
 
 # the functions with a logic of their own, from their op families
 for _family in (elementwise, shape, indexing, linalg, random, creation, statistics, search, index_updates, products, special_functions, complex_views, copies,
-                convolution, decompositions, float_bits, native_norms, view_copies, sequences, fake_quant):
+                convolution, decompositions, float_bits, native_norms, view_copies, sequences, fake_quant, reduction):
     for _name in _family.__all__:
         globals()[_name] = getattr(_family, _name)
         if _name not in __all__:
