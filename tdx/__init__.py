@@ -66,7 +66,7 @@ inf = _math.inf  # torch.inf and torch.nan, the constants torch's Python code (d
 nan = _math.nan
 _NAMESPACES = ("cuda", "mps", "mlx", "nn", "optim", "utils", "linalg", "fft", "special", "masked", "signal",
                "distributed", "distributions", "amp", "accelerator", "serialization", "compiler", "fx", "types",
-               "overrides", "jit", "_C", "version", "_dynamo")
+               "overrides", "jit", "_C", "version", "_dynamo", "library")
 # torch.nn.attention is tdx.attention (reached as tdx.nn.attention too)
 _aliases = _alias.install(_alias.AliasFinder({**{f"tdx.{n}": f"tdx.compat.{n}" for n in _NAMESPACES},
                                               "tdx.compat.nn.attention": "tdx.attention"}))
@@ -84,7 +84,7 @@ _FUNCTIONAL = frozenset(("pixel_shuffle", "pixel_unshuffle", "pdist", "cosine_si
 
 # torch.* functions whose home is a tdx.compat module, loaded on first use: name -> module
 _FUNCTIONS_ELSEWHERE = {"save": "tdx.compat.serialization", "load": "tdx.compat.serialization",
-                        "compile": "tdx.compat.compiler",
+                        "compile": "tdx.compat.compiler", "ops": "tdx.compat.library",
                         **dict.fromkeys(_WINDOWS, "tdx.compat.signal.windows.periodic"),
                         **dict.fromkeys(_FUNCTIONAL, "tdx.compat.nn.functional")}
 

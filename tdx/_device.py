@@ -1,7 +1,8 @@
 """``tdx.device``: parsing and printing of device names.
 
 Accepted forms: ``cpu``, ``cuda``, ``cuda:N``, ``mps``, ``mps:0``, ``mlx`` (MLX's default
-device), ``mlx:gpu``, ``mlx:cpu``, an int N (``cuda:N``), or another ``tdx.device``.
+device), ``mlx:gpu``, ``mlx:cpu``, ``meta`` (torch's data-less device: shapes and dtypes only), an
+int N (``cuda:N``), or another ``tdx.device``.
 Which executor a device runs on, availability and translation live in
 ``tdx.backends``; this module only parses, never imports a framework.
 """
@@ -12,9 +13,9 @@ import threading
 
 from ._errors import InvalidDeviceError
 
-_TYPES = ("cpu", "cuda", "mps", "mlx")
+_TYPES = ("cpu", "cuda", "mps", "mlx", "meta")
 _MLX_KINDS = ("gpu", "cpu")
-_ACCEPTED = "'cpu', 'cuda', 'cuda:N', 'mps', 'mlx', 'mlx:gpu', 'mlx:cpu'"
+_ACCEPTED = "'cpu', 'cuda', 'cuda:N', 'mps', 'mlx', 'mlx:gpu', 'mlx:cpu', 'meta'"
 _ctx = threading.local()
 
 
@@ -63,7 +64,7 @@ class device:
                                          "use 'mlx:gpu' or 'mlx:cpu'")
             if not isinstance(index, int) or isinstance(index, bool) or index < 0:
                 raise InvalidDeviceError(f"Device index must be a non-negative int, got {index!r}")
-            if name == "cpu":
+            if name in ("cpu", "meta"):
                 index = None  # torch keeps cpu:0 as 'cpu' in practice
         self.type, self.index, self.kind = name, index, kind
         if kind is not None:

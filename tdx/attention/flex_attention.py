@@ -16,6 +16,8 @@ __all__ = ["BlockMask", "flex_attention", "AuxOutput", "AuxRequest", "FlexKernel
 
 globals().update(namespace_names("torch.nn.attention.flex_attention"))
 
+_DEFAULT_SPARSE_BLOCK_SIZE = 128  # torch's block size, which libraries read as a default
+
 
 def noop_mask(batch, head, token_q, token_kv):
     """The mask function that keeps every position (a 0-d True tensor on ``batch``'s device)."""

@@ -158,6 +158,13 @@ def _executor(name: str) -> Executor:
     return ex
 
 
+def _unpinned(name: str) -> Executor:
+    """The executor of the available device ``name`` itself, bypassing pins and translation (tdx's own use)."""
+    with _lock:
+        _load()
+        return _executor(_canonical(as_device(name))[0])
+
+
 def _translate(requested, why: str) -> Executor:
     cfg = _config.current()
     if cfg["strict"]:
@@ -205,7 +212,7 @@ def get(dev=None) -> Executor:
     """
     if dev is None:
         return default_executor()
-    if _state["pin"] is not None:
+    if _state["pin"] is not None and not _is_meta(dev):  # meta holds no data: a pin has nothing to move
         return _pinned_get(dev)
     ex = _resolved.get(dev)
     if ex is not None:
@@ -223,6 +230,10 @@ def get(dev=None) -> Executor:
                 ex = _translate(parsed, row.reason if row is not None else "no provider for this device type")
         _resolved[dev] = ex
         return ex
+
+
+def _is_meta(dev) -> bool:
+    return dev == "meta" or (type(dev) is not str and getattr(dev, "type", None) == "meta")
 
 
 def pin(dev, source: str) -> Executor:

@@ -20,20 +20,20 @@ def _installed(module: str) -> bool:
 
 
 class TorchProvider(Provider):
-    """torch on cpu, cuda:N and mps."""
+    """torch on cpu, cuda:N and mps, and torch's data-less ``meta`` device (shapes and dtypes only)."""
 
     name = "torch"
     framework = "torch"
-    device_types = ("cpu", "cuda", "mps")
+    device_types = ("cpu", "cuda", "mps", "meta")
     module = "tdx.backends._torch.executor"
 
     def statuses(self) -> list:
         if not _installed("torch"):
             why = "not installed: pip install 'tdx[torch]'"
-            return [DeviceStatus(d, False, why, self.name) for d in ("cpu", "cuda", "mps")]
+            return [DeviceStatus(d, False, why, self.name) for d in ("cpu", "cuda", "mps", "meta")]
         import torch
 
-        rows = [DeviceStatus("cpu", True, "", self.name)]
+        rows = [DeviceStatus("cpu", True, "", self.name), DeviceStatus("meta", True, "", self.name)]
         n = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if n:
             rows += [DeviceStatus(f"cuda:{i}", True, "", self.name) for i in range(n)]

@@ -86,8 +86,14 @@ _FLEX = ("flex attention", "tdx has no block-sparse attention compiler; its atte
          "scaled_dot_product_attention with each executor's own kernels", "tdx.nn.functional.scaled_dot_product_attention "
          "with a boolean or additive attn_mask")
 
+_ALL_TO_ALL = ("all-to-all collectives", "tdx.distributed's engines offer all_reduce, broadcast, all_gather, "
+               "reduce_scatter, gather, scatter and point-to-point; no all-to-all exchange",
+               "all_gather then index the rows each rank needs")
+
 # torch namespaces other than torch.* itself: module path -> {reason: names}
 _NAMESPACE_GROUPS = {
+    "torch.distributed": {_ALL_TO_ALL: "all_to_all all_to_all_single", _DTENSOR: "get_process_group_ranks "
+                                                                                 "get_global_rank get_group_rank"},
     "torch.distributed.tensor": {_DTENSOR: "DTensor DeviceMesh distribute_tensor distribute_module "
                                            "init_device_mesh zeros ones empty full rand randn"},
     "torch.distributed.tensor.placement_types": {_DTENSOR: "DTensorSpec TensorMeta"},
@@ -101,6 +107,13 @@ _NAMESPACE_GROUPS = {
                                          "ShardedStateDictConfig register_fsdp_forward_method"},
     "torch.distributed._composable.fsdp": {_DTENSOR: "fully_shard FSDPModule CPUOffloadPolicy MixedPrecisionPolicy "
                                                      "OffloadPolicy"},
+    "torch.distributed.checkpoint": {_DTENSOR: "save load async_save FileSystemReader FileSystemWriter "
+                                               "DefaultSavePlanner DefaultLoadPlanner"},
+    "torch.distributed.checkpoint.hf_storage": {_DTENSOR: "HuggingFaceStorageReader HuggingFaceStorageWriter"},
+    "torch.distributed.checkpoint.state_dict": {_DTENSOR: "StateDictOptions get_model_state_dict "
+                                                          "set_model_state_dict get_optimizer_state_dict "
+                                                          "set_optimizer_state_dict get_state_dict set_state_dict"},
+    "torch.distributed.checkpoint.default_planner": {_DTENSOR: "DefaultSavePlanner DefaultLoadPlanner"},
     "torch.distributed._functional_collectives": {_DTENSOR: "all_to_all_single_autograd all_to_all_single "
                                                             "all_reduce all_gather_tensor reduce_scatter_tensor "
                                                             "wait_tensor AsyncCollectiveTensor"},

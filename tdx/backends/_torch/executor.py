@@ -63,7 +63,7 @@ class TorchExecutor(TorchNNOps, TorchAdaptedOps, TorchKernelOps, TorchNamespaceO
             mutable=True,
             dlpack_zero_copy_import=device.type == "cpu",
             dlpack_zero_copy_export=True,
-            asynchronous=device.type != "cpu",
+            asynchronous=device.type not in ("cpu", "meta"),
             sdpa_kernels=(("flash", "efficient", "cudnn", "math") if device.type == "cuda"
                           else ("flash", "math") if device.type == "cpu" else ("math",)),
         )

@@ -1,4 +1,4 @@
-"""``tdx.utils`` (torch.utils): the data-loading namespace ``tdx.utils.data``.
+"""``tdx.utils`` (torch.utils): the data-loading namespace ``tdx.utils.data``; ``checkpoint`` and ``_pytree`` on import.
 
 Importing this package must never import torch or MLX.
 """
