@@ -11,7 +11,7 @@ import importlib as _importlib
 import math as _math
 
 from . import _dtypes, backends, config, return_types
-from .compat import alias as _alias
+from .compat import alias as _alias, integrations as _integrations
 from ._tensor.creation import (arange, as_tensor, asarray, empty, empty_like, eye, from_numpy, full, full_like, linspace,
                                ones, ones_like, rand, rand_like, randint, randint_like, randn, randn_like,
                                tensor, zeros, zeros_like)
@@ -70,6 +70,7 @@ _NAMESPACES = ("cuda", "mps", "mlx", "nn", "optim", "utils", "linalg", "fft", "s
 # torch.nn.attention is tdx.attention (reached as tdx.nn.attention too)
 _aliases = _alias.install(_alias.AliasFinder({**{f"tdx.{n}": f"tdx.compat.{n}" for n in _NAMESPACES},
                                               "tdx.compat.nn.attention": "tdx.attention"}))
+_integrations.install()  # einops, safetensors: attached when (and if) the library is imported
 _WINDOWS = ("bartlett_window", "blackman_window", "hamming_window", "hann_window", "kaiser_window")
 _LAZY = {"interop": "tdx.interop", "testing": "tdx.testing", "attention": "tdx.attention"}
 

@@ -157,6 +157,20 @@ class Tensor:
     def is_mlx(self) -> bool:
         return self._ex.device.type == "mlx"
 
+    @property
+    def is_meta(self) -> bool:
+        return self._ex.device.type == "meta"
+
+    @property
+    def layout(self):
+        """``tdx.strided``: every tdx tensor is dense and strided."""
+        from .formats import strided
+
+        return strided
+
+    # every tdx tensor is dense, unquantized and not nested (tdx.compat.refused says why)
+    is_sparse = is_sparse_csr = is_quantized = is_nested = is_mkldnn = False
+
     def size(self, dim=None):
         shape = self._ex.shape(self._n)
         if dim is None:
