@@ -17,6 +17,8 @@ _TYPES = ("cpu", "cuda", "mps", "mlx", "meta")
 _MLX_KINDS = ("gpu", "cpu")
 _ACCEPTED = "'cpu', 'cuda', 'cuda:N', 'mps', 'mlx', 'mlx:gpu', 'mlx:cpu', 'meta'"
 _ctx = threading.local()
+# the device a pin (``python -m tdx run --device``) puts every tensor on; tdx.backends sets it
+_pin = {"device": None}
 
 
 class device:
@@ -28,6 +30,10 @@ class device:
         kind: for ``mlx`` devices ``"gpu"``, ``"cpu"`` or ``None`` (MLX's default), else ``None``.
 
     Used as a context manager it sets the default device of the current thread, as torch's does.
+
+    Under a device pin (``python -m tdx run --device mlx:cpu``) a ``cpu`` request lands on the pinned
+    device, so the pinned device compares (and hashes) equal to ``device("cpu")``: code that asks
+    ``t.device == torch.device("cpu")`` of a tensor it created on the default device gets torch's answer.
     """
 
     __slots__ = ("type", "index", "kind", "_str")
@@ -90,10 +96,16 @@ class device:
                 other = device(other)
             except InvalidDeviceError:
                 return False
-        return isinstance(other, device) and self._str == other._str
+        if not isinstance(other, device):
+            return False
+        if self._str == other._str:
+            return True
+        pin = _pin["device"]
+        return pin is not None and {self._str, other._str} == {pin._str, "cpu"}
 
     def __hash__(self) -> int:
-        return hash(self._str)
+        pin = _pin["device"]
+        return hash("cpu" if pin is not None and self._str == pin._str else self._str)
 
     def __reduce__(self):
         return (device, (self._str,))

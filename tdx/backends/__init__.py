@@ -16,7 +16,7 @@ import threading
 import warnings
 
 from .. import config as _config
-from .._device import as_device, context_device
+from .._device import _pin as _device_state, as_device, context_device
 from .._errors import BackendNotFoundError, DeviceUnavailableError, TdxValueError
 from .base import Capabilities, DeviceStatus, Executor, Provider
 
@@ -252,9 +252,10 @@ def pin(dev, source: str) -> Executor:
         InvalidDeviceError: ``dev`` does not parse.
     """
     with _lock:
-        _state["pin"] = None
+        _state["pin"] = _device_state["device"] = None
         ex = get(dev)
         _state.update(pin=ex, pin_source=source, pin_warned=False, default=None)
+        _device_state["device"] = ex.device
         return ex
 
 
@@ -262,6 +263,7 @@ def unpin() -> None:
     """Undo :func:`pin`: devices resolve as the config says again."""
     with _lock:
         _state.update(pin=None, pin_source=None, pin_warned=False, default=None)
+        _device_state["device"] = None
 
 
 def pinned():
