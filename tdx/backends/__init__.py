@@ -133,6 +133,8 @@ def _canonical(dev) -> tuple:
     provider = _by_type.get(dev.type)
     if provider is None:
         return str(dev), None
+    if dev.type == "meta":
+        return "meta", provider.meta_status()
     if dev.type == "cuda":
         rows = [r for r in available() if r.device.split(":")[0] == "cuda"]
         if not any(r.available for r in rows):  # no CUDA at all: its one row says why

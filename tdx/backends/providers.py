@@ -30,10 +30,10 @@ class TorchProvider(Provider):
     def statuses(self) -> list:
         if not _installed("torch"):
             why = "not installed: pip install 'tdx[torch]'"
-            return [DeviceStatus(d, False, why, self.name) for d in ("cpu", "cuda", "mps", "meta")]
+            return [DeviceStatus(d, False, why, self.name) for d in ("cpu", "cuda", "mps")]
         import torch
 
-        rows = [DeviceStatus("cpu", True, "", self.name), DeviceStatus("meta", True, "", self.name)]
+        rows = [DeviceStatus("cpu", True, "", self.name)]
         n = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if n:
             rows += [DeviceStatus(f"cuda:{i}", True, "", self.name) for i in range(n)]
@@ -51,6 +51,11 @@ class TorchProvider(Provider):
         else:
             rows.append(DeviceStatus("mps", False, "no driver: MPS needs macOS 12.3+ on Apple silicon", self.name))
         return rows
+
+    def meta_status(self) -> DeviceStatus:
+        """``meta`` holds no data, so it is not listed among the devices; it is there wherever torch is."""
+        ok = _installed("torch")
+        return DeviceStatus("meta", ok, "" if ok else "not installed: pip install 'tdx[torch]'", self.name)
 
     def canonical(self, dev) -> str:
         if dev.type == "cuda" and dev.index is None:
