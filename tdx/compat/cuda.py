@@ -370,7 +370,7 @@ def default_stream(device=None):
 def is_current_stream_capturing() -> bool:
     """Whether a CUDA graph is being captured on the current stream (False without CUDA)."""
     cuda = _torch_cuda()
-    return False if cuda is None else cuda.is_current_stream_capturing()
+    return False if cuda is None or not cuda.is_available() else cuda.is_current_stream_capturing()
 
 
 class _Unavailable:
