@@ -20,7 +20,7 @@ from ._dtypes import (bfloat16, complex64, complex128, dtype, float16, float32, 
                       uint8)
 from ._errors import (BackendNotFoundError, CastError, ConfigError, DeviceMismatchError,
                       DeviceUnavailableError, DtypeError, DtypeMismatchError, InvalidDeviceError, NotProvidedError,
-                      OpDtypeError, PrecisionWarning, ShapeError, TdxError, TdxIndexError, TdxTypeError, TdxValueError,
+                      NotProvidedAttributeError, OpDtypeError, PrecisionWarning, ShapeError, TdxError, TdxIndexError, TdxTypeError, TdxValueError,
                       UnsupportedOpError)
 from ._tensor.namespace import *  # noqa: F401,F403 - the torch namespace functions
 from ._tensor.namespace import __all__ as _namespace_all
@@ -36,7 +36,7 @@ from .autograd.grad_mode import is_inference_mode_enabled
 from .backends import get_default_device, set_default_device
 from ._errors import AcceleratorError, FatalError, JITException, OutOfMemoryError
 from .compat import autocast_state as _autocast_state, control_flow as _control_flow, nn_forms as _nn_forms
-from .compat import refused as _refused, runtime as _runtime, symbolic as _symbolic
+from .compat import refused as _refused, runtime as _runtime, symbolic as _symbolic, torch_paths as _torch_paths
 
 # torch's top-level settings, control flow, symbolic helpers and ATen-signature nn forms; then the names
 # tdx refuses (tdx.compat.refused: each raises UnsupportedOpError saying why)
@@ -63,6 +63,9 @@ bool = _dtypes.bool_  # noqa: A001 - torch's name
 _NAMESPACES = ("cuda", "mps", "mlx", "nn", "optim", "utils", "linalg", "fft", "special", "masked", "signal",
                "distributed", "distributions", "amp", "accelerator", "serialization", "compiler")
 _aliases = _alias.install(_alias.AliasFinder({f"tdx.{n}": f"tdx.compat.{n}" for n in _NAMESPACES}))
+# every torch module path imports under tdx (a generated module where tdx has no real one), and a name a tdx
+# module lacks is a NotProvidedAttributeError naming its torch path
+_torch_paths.install()
 _WINDOWS = ("bartlett_window", "blackman_window", "hamming_window", "hann_window", "kaiser_window")
 _LAZY = {"interop": "tdx.interop", "testing": "tdx.testing", "attention": "tdx.attention"}
 

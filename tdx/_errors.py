@@ -134,3 +134,9 @@ class FatalError(TdxError):
 
 class JITException(TdxError):
     """An exception raised from TorchScript code (``torch.jit.JITException``); tdx never raises it."""
+
+
+class NotProvidedAttributeError(TdxError, AttributeError):
+    """A name looked up on a tdx module that tdx does not provide at that torch path (``torch.nn.foo``):
+    ``hasattr`` answers False and ``getattr(module, name, default)`` returns the default, as for any
+    missing attribute."""

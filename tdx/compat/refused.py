@@ -29,6 +29,37 @@ _SYNC_BN = ("SyncBatchNorm's kernels", "tdx has no distributed batch-norm kernel
 _FIRST_CLASS_DIMS = ("first-class dimensions", "functorch.dim's Dim objects do not exist in tdx",
                      "index with ordinary indices; einsum or permute for named-dimension arithmetic")
 _NESTED = ("nested tensors", "tdx has no nested (jagged) layout", "pad explicitly (tdx.nn.utils.rnn.pad_sequence)")
+_ONNX = ("ONNX export", "tdx has no exporter: ONNX export records torch's own dispatcher graph, which tdx's "
+         "executors do not build", "export with real torch (tdx's state_dict loads into torch.nn modules)")
+_EXPORT = ("torch.export", "tdx runs eagerly and builds no ExportedProgram graph", "export with real torch "
+           "(tdx's state_dict loads into torch.nn modules); run the model as plain Python under tdx")
+_COMPILER = ("torch's compiler stack", "Dynamo, Inductor, AOTAutograd, the ATen references and decompositions "
+             "work on torch's dispatcher and FX graphs, which tdx does not build", "run eagerly "
+             "(tdx.compile is the compilation hook)")
+_PACKAGE = ("torch.package archives", "tdx has no torch.package importer or exporter",
+            "save state_dicts with tdx.save and import the model's code normally")
+_CPP = ("C++/CUDA extensions", "tdx builds no C++ or HIP extension against torch's ABI",
+        "write the op with tdx ops (or call it through real torch on a torch executor)")
+_ELSEWHERE = ("a torch module tdx has not built", "tdx provides this path so programs importing it run, but its "
+              "names are not built yet", "use the tdx names that are built (python -m tdx catalog lists them)")
+
+# whole torch modules whose names all refuse (the longest listed prefix of a module path decides); a torch
+# module tdx has no real module for and that is listed under no prefix refuses as _ELSEWHERE
+_MODULE_GROUPS = {
+    _JIT: "torch.jit.frontend torch.jit.mobile torch.jit.quantized torch.jit.supported_ops torch.jit.annotations "
+          "torch.jit.unsupported_tensor_ops torch.jit.generate_bytecode torch.jit.backend_config",
+    _QUANT: "torch.ao torch.quantization torch.nn.quantized torch.nn.quantizable torch.nn.qat torch.nn.intrinsic "
+            "torch.backends.quantized",
+    _SPARSE: "torch.sparse",
+    _NESTED: "torch.nested",
+    _ONNX: "torch.onnx",
+    _EXPORT: "torch.export torch._export",
+    _COMPILER: "torch._dynamo torch._inductor torch._decomp torch._refs torch._prims torch._prims_common "
+               "torch._higher_order_ops torch._lazy torch._library torch._logging torch._numpy torch._functorch "
+               "torch._subclasses torch._guards torch._ops torch.fx.experimental torch.fx.passes torch.compiler",
+    _PACKAGE: "torch.package",
+    _CPP: "torch.utils.cpp_extension torch.utils.hipify",
+}
 
 _TORCH_GROUPS = {
     _JIT: "AliasDb AnyType Argument ArgumentSpec AwaitType Block BoolType BufferDict CallStack Capsule ClassType "
@@ -83,6 +114,7 @@ def _table(groups: dict) -> dict:
 
 
 TORCH = _table(_TORCH_GROUPS)  # torch.* name -> (feature, reason, instead)
+MODULES = _table(_MODULE_GROUPS)  # torch module path prefix -> (feature, reason, instead)
 TENSOR = _table(_TENSOR_GROUPS)  # torch.Tensor method -> (feature, reason, instead)
 
 
@@ -115,10 +147,56 @@ class _RefusedClass:
         raise UnsupportedOpError(cls._text)
 
 
-def _refused_class(name: str, why: tuple):
-    text = message("torch", name, why)
+def _refused_class(name: str, why: tuple, owner: str = "torch", module: str = "tdx"):
+    text = message(owner, name, why)
     return type(name, (_RefusedClass,), {"__slots__": (), "__tdx_refused__": why, "_text": text,
-                                         "__doc__": f"Refused: {text}", "__module__": "tdx"})
+                                         "__doc__": f"Refused: {text}", "__module__": module})
+
+
+class _RefusedValue:
+    """A refused torch value that is neither a class nor a function: it prints, and any use raises."""
+
+    __slots__ = ("_text", "__tdx_refused__")
+
+    def __init__(self, text: str, why: tuple):
+        object.__setattr__(self, "_text", text)
+        object.__setattr__(self, "__tdx_refused__", why)
+
+    def __repr__(self) -> str:
+        return f"<refused: {self._text}>"
+
+    def _refuse(self, *args, **kwargs):
+        raise UnsupportedOpError(self._text)
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        self._refuse()
+
+    __call__ = __bool__ = __iter__ = __len__ = __getitem__ = __int__ = __float__ = __index__ = _refuse
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __lt__ = __gt__ = _refuse
+
+
+def module_reason(path: str) -> tuple:
+    """Why the names of torch module ``path`` refuse: its group in :data:`MODULES` (longest prefix), else
+    ``_ELSEWHERE``."""
+    parts = path.split(".")
+    for end in range(len(parts), 0, -1):
+        why = MODULES.get(".".join(parts[:end]))
+        if why is not None:
+            return why
+    return _ELSEWHERE
+
+
+def module_name(path: str, name: str, kind: str, module: str):
+    """The refusal standing for ``path.name`` (``kind``: ``c`` class, ``f`` function, ``v`` value) in the
+    generated tdx module named ``module``."""
+    why = module_reason(path)
+    if kind == "c":
+        return _refused_class(name, why, owner=path, module=module)
+    if kind == "f":
+        return _refused_function(path, name, why)
+    return _RefusedValue(message(path, name, why), why)
 
 
 def torch_names() -> dict:
