@@ -15,7 +15,8 @@ names. Three pieces use it:
   is imported (``tdx.cuda.amp``), a name torch re-exports from elsewhere resolves to tdx's object there
   (``torch.nn.modules.activation.MultiheadAttention`` is ``tdx.nn.MultiheadAttention``), and anything
   else raises :class:`tdx.NotProvidedAttributeError` (an ``AttributeError``, so ``hasattr`` answers
-  False) naming the torch path.
+  False) naming the torch path. A real module that sets ``__tdx_partial__ = True`` has its missing
+  torch names refuse at use like a generated module's.
 - :func:`torch_path`/:func:`tdx_path`, the mapping between the two spellings.
 
 This module must never import a framework, and never makes an import fail that would succeed without it.
@@ -124,7 +125,8 @@ def resolve(module: types.ModuleType, name: str):
     else:
         code = table.get(path, {}).get("names", {}).get(name)
         value = _home(code, name) if code is not None else None
-        if value is None and code is not None and isinstance(module, GeneratedModule):
+        if value is None and code is not None and (isinstance(module, GeneratedModule)
+                                                    or module.__dict__.get("__tdx_partial__")):
             from . import refused
 
             value = refused.module_name(path, name, code[0], module.__name__)
