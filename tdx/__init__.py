@@ -64,7 +64,7 @@ newaxis = None  # torch's alias of None for indexing
 
 # torch's namespaces live in tdx.compat; ``import tdx.nn`` gives the very module tdx.compat.nn
 _NAMESPACES = ("cuda", "mps", "mlx", "nn", "optim", "utils", "linalg", "fft", "special", "masked", "signal",
-               "distributed", "distributions", "amp", "accelerator", "serialization", "compiler")
+               "distributed", "distributions", "amp", "accelerator", "serialization", "compiler", "jit", "futures")
 _aliases = _alias.install(_alias.AliasFinder({f"tdx.{n}": f"tdx.compat.{n}" for n in _NAMESPACES}))
 # every torch module path imports under tdx (a generated module where tdx has no real one), and a name a tdx
 # module lacks is a NotProvidedAttributeError naming its torch path

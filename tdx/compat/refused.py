@@ -12,7 +12,7 @@ never appear here that tdx can implement with torch's meaning.
 
 from __future__ import annotations
 
-from .._errors import UnsupportedOpError
+from .._errors import UnsupportedAttributeError, UnsupportedOpError
 
 _JIT = ("TorchScript", "tdx runs Python eagerly and has no TorchScript compiler, IR or type system",
         "run the model as plain Python (tdx.compile is the compilation hook)")
@@ -46,7 +46,7 @@ _ELSEWHERE = ("a torch module tdx has not built", "tdx provides this path so pro
 # whole torch modules whose names all refuse (the longest listed prefix of a module path decides); a torch
 # module tdx has no real module for and that is listed under no prefix refuses as _ELSEWHERE
 _MODULE_GROUPS = {
-    _JIT: "torch.jit.frontend torch.jit.mobile torch.jit.quantized torch.jit.supported_ops torch.jit.annotations "
+    _JIT: "torch.jit torch.jit.frontend torch.jit.mobile torch.jit.quantized torch.jit.supported_ops torch.jit.annotations "
           "torch.jit.unsupported_tensor_ops torch.jit.generate_bytecode torch.jit.backend_config",
     _QUANT: "torch.ao torch.quantization torch.nn.quantized torch.nn.quantizable torch.nn.qat torch.nn.intrinsic "
             "torch.backends.quantized",
@@ -115,6 +115,9 @@ def _table(groups: dict) -> dict:
 
 TORCH = _table(_TORCH_GROUPS)  # torch.* name -> (feature, reason, instead)
 MODULES = _table(_MODULE_GROUPS)  # torch module path prefix -> (feature, reason, instead)
+# attributes of scripted/traced modules and functions that only TorchScript's compiler can produce
+SCRIPTED = _table({_JIT: "graph inlined_graph code code_with_constants save save_to_buffer graph_for "
+                         "_save_for_lite_interpreter"})
 TENSOR = _table(_TENSOR_GROUPS)  # torch.Tensor method -> (feature, reason, instead)
 
 
@@ -175,6 +178,12 @@ class _RefusedValue:
 
     __call__ = __bool__ = __iter__ = __len__ = __getitem__ = __int__ = __float__ = __index__ = _refuse
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __lt__ = __gt__ = _refuse
+
+
+def refuse(owner: str, name: str, why: tuple, attribute: bool = False):
+    """Raise the refusal of ``owner.name`` (an :class:`UnsupportedAttributeError`, which ``hasattr`` takes as
+    absent, when ``attribute``)."""
+    raise (UnsupportedAttributeError if attribute else UnsupportedOpError)(message(owner, name, why))
 
 
 def module_reason(path: str) -> tuple:
