@@ -40,8 +40,10 @@ _PACKAGE = ("torch.package archives", "tdx has no torch.package importer or expo
             "save state_dicts with tdx.save and import the model's code normally")
 _CPP = ("C++/CUDA extensions", "tdx builds no C++ or HIP extension against torch's ABI",
         "write the op with tdx ops (or call it through real torch on a torch executor)")
-_ELSEWHERE = ("a torch module tdx has not built", "tdx provides this path so programs importing it run, but its "
-              "names are not built yet", "use the tdx names that are built (python -m tdx catalog lists them)")
+_ELSEWHERE = ("a torch name tdx has not built", "tdx provides its module path so programs importing it run, but "
+              "this name is not built yet", "use the tdx names that are built (python -m tdx catalog lists them)")
+_ABSENT_DEVICE = ("an absent accelerator", "tdx has no executor for this accelerator, so its streams, events, "
+                  "graphs and allocators do not exist", "check is_available() (False) and use another device")
 
 # whole torch modules whose names all refuse (the longest listed prefix of a module path decides); a torch
 # module tdx has no real module for and that is listed under no prefix refuses as _ELSEWHERE
@@ -59,6 +61,7 @@ _MODULE_GROUPS = {
                "torch._subclasses torch._guards torch._ops torch.fx.experimental torch.fx.passes torch.compiler",
     _PACKAGE: "torch.package",
     _CPP: "torch.utils.cpp_extension torch.utils.hipify",
+    _ABSENT_DEVICE: "torch.xpu torch.mtia",
 }
 
 _TORCH_GROUPS = {
