@@ -42,6 +42,7 @@ _CPP = ("C++/CUDA extensions", "tdx builds no C++ or HIP extension against torch
         "write the op with tdx ops (or call it through real torch on a torch executor)")
 _ELSEWHERE = ("a torch name tdx has not built", "tdx provides its module path so programs importing it run, but "
               "this name is not built yet", "use the tdx names that are built (python -m tdx catalog lists them)")
+NOT_BUILT = _ELSEWHERE  # the reason of placeholders: names tdx provides so imports run, not built yet
 _ABSENT_DEVICE = ("an absent accelerator", "tdx has no executor for this accelerator, so its streams, events, "
                   "graphs and allocators do not exist", "check is_available() (False) and use another device")
 

@@ -125,9 +125,9 @@ def resolve(module: types.ModuleType, name: str):
     else:
         code = table.get(path, {}).get("names", {}).get(name)
         value = _home(code, name) if code is not None else None
-        if value is None and code is not None and (isinstance(module, GeneratedModule)
-                                                    or module.__dict__.get("__tdx_partial__")):
-            from . import refused
+        refuses = code is not None and (isinstance(module, GeneratedModule) or module.__dict__.get("__tdx_partial__"))
+        if refuses and (value is None or getattr(value, "__tdx_refused__", None)):
+            from . import refused  # a refusal named by the path asked for (not by torch's canonical home)
 
             value = refused.module_name(path, name, code[0], module.__name__)
         if value is None:

@@ -33,6 +33,7 @@ __all__ = ["ReduceOp", "Backend", "Work", "group", "GroupMember", "DistError", "
            "reduce_scatter_tensor", "reduce", "send", "recv", "isend", "irecv", "gather", "scatter",
            "all_gather_object", "broadcast_object_list", "is_torchelastic_launched", "is_gloo_available",
            "is_nccl_available", "is_mpi_available"]
+__tdx_partial__ = True  # torch's other names of this module refuse at use (tdx.compat.torch_paths)
 
 _state = {"engine": None}
 _TORCH_BACKENDS = ("gloo", "nccl")
