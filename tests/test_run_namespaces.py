@@ -23,6 +23,6 @@ def test_namespace_program_runs_unmodified(name, device, tmp_path_factory):
         assert done.stdout == expected
     else:  # other random streams: the same lines with other numbers
         def shape(text):
-            return [" ".join(_NUMBERS.sub("#", _DEVICE.sub("", line)).split()) for line in text.splitlines()]
+            return ["".join(_NUMBERS.sub("#", _DEVICE.sub("", line)).split()) for line in text.splitlines()]
 
         assert shape(done.stdout) == shape(expected)
