@@ -22,7 +22,7 @@ from ._dtypes import (bfloat16, complex64, complex128, dtype, float16, float32, 
                       float8_e8m0fnu, float4_e2m1fn_x2)
 from ._errors import (BackendNotFoundError, CastError, ConfigError, DeviceMismatchError,
                       DeviceUnavailableError, DtypeError, DtypeMismatchError, InvalidDeviceError, NotProvidedError,
-                      OpDtypeError, PrecisionWarning, ShapeError, TdxError, TdxIndexError, TdxTypeError, TdxValueError,
+                      NotProvidedAttributeError, OpDtypeError, PrecisionWarning, ShapeError, TdxError, TdxIndexError, TdxTypeError, TdxValueError,
                       UnsupportedOpError)
 from ._tensor.namespace import *  # noqa: F401,F403 - the torch namespace functions
 from ._tensor.namespace import __all__ as _namespace_all
@@ -38,7 +38,7 @@ from .autograd.grad_mode import is_inference_mode_enabled
 from .backends import get_default_device, set_default_device
 from ._errors import AcceleratorError, FatalError, JITException, OutOfMemoryError
 from .compat import autocast_state as _autocast_state, control_flow as _control_flow, nn_forms as _nn_forms
-from .compat import refused as _refused, runtime as _runtime, symbolic as _symbolic
+from .compat import refused as _refused, runtime as _runtime, symbolic as _symbolic, torch_paths as _torch_paths
 
 # torch's top-level settings, control flow, symbolic helpers and ATen-signature nn forms; then the names
 # tdx refuses (tdx.compat.refused: each raises UnsupportedOpError saying why)
@@ -60,16 +60,17 @@ half, float, double = float16, float32, float64  # noqa: A001 - torch's names
 short, int, long = int16, int32, int64  # noqa: A001 - torch's names
 cfloat, cdouble = complex64, complex128
 bool = _dtypes.bool_  # noqa: A001 - torch's name
+pi, e, inf, nan = _math.pi, _math.e, _math.inf, _math.nan  # torch's constants (math's)
+newaxis = None  # torch's alias of None for indexing
 
 # torch's namespaces live in tdx.compat; ``import tdx.nn`` gives the very module tdx.compat.nn
-inf = _math.inf  # torch.inf and torch.nan, the constants torch's Python code (distributions) reads
-nan = _math.nan
 _NAMESPACES = ("cuda", "mps", "mlx", "nn", "optim", "utils", "linalg", "fft", "special", "masked", "signal",
-               "distributed", "distributions", "amp", "accelerator", "serialization", "compiler", "fx", "types",
-               "overrides", "jit", "_C", "version", "_dynamo", "library")
-# torch.nn.attention is tdx.attention (reached as tdx.nn.attention too)
-_aliases = _alias.install(_alias.AliasFinder({**{f"tdx.{n}": f"tdx.compat.{n}" for n in _NAMESPACES},
-                                              "tdx.compat.nn.attention": "tdx.attention"}))
+               "distributed", "distributions", "amp", "accelerator", "serialization", "compiler", "fx", "jit", "futures",
+               "xpu", "mtia", "hub", "library", "onnx", "overrides", "types", "storage", "_C", "version", "_dynamo")
+_aliases = _alias.install(_alias.AliasFinder({f"tdx.{n}": f"tdx.compat.{n}" for n in _NAMESPACES}))
+# every torch module path imports under tdx (a generated module where tdx has no real one), and a name a tdx
+# module lacks is a NotProvidedAttributeError naming its torch path
+_torch_paths.install()
 _integrations.install()  # einops, safetensors: attached when (and if) the library is imported
 _WINDOWS = ("bartlett_window", "blackman_window", "hamming_window", "hann_window", "kaiser_window")
 _LAZY = {"interop": "tdx.interop", "testing": "tdx.testing", "attention": "tdx.attention"}

@@ -1,6 +1,7 @@
 """``tdx.cuda``: torch.cuda's device-management functions, under torch's names.
 
-With torch installed, every call is torch.cuda's (torch is imported on the first call). Without
+With torch installed, every call is torch.cuda's (torch is imported on the first call); torch.cuda's
+functions this module does not define are forwarded to torch.cuda as they are. Without
 torch, the module answers as torch does on a machine without CUDA: ``is_available()`` is False,
 ``device_count()`` is 0, memory counters are 0, seeding is a no-op, and calls that need a
 device raise :class:`BackendUnavailableError` (both ``RuntimeError`` and ``AssertionError``,
@@ -384,11 +385,43 @@ class _Unavailable:
 _STANDINS = {name: type(name, (_Unavailable,), {"__module__": __name__}) for name in _CLASSES}
 
 
+def _forwarder(name: str):
+    """torch.cuda's function ``name`` (one this module does not define) called with tdx tensors as natives and
+    torch tensors in the result as tdx tensors; None when torch.cuda has no such function."""
+    from .torch_paths import data
+
+    code = data()["torch.cuda"]["names"].get(name)
+    if code is None or code != "f":
+        return None
+
+    def forward(*args, **kwargs):
+        import tdx
+
+        fn = getattr(_need(f"torch.cuda.{name}()"), name)
+        native = [a._n if isinstance(a, tdx.Tensor) else _arg(a) for a in args]
+        out = fn(*native, **{k: (v._n if isinstance(v, tdx.Tensor) else _arg(v)) for k, v in kwargs.items()})
+        torch_tensor = type(_flags.torch_module().tensor(0))
+        if isinstance(out, torch_tensor):
+            return tdx.as_tensor(out)
+        if isinstance(out, list) and out and all(isinstance(o, torch_tensor) for o in out):
+            return [tdx.as_tensor(o) for o in out]
+        return out
+
+    forward.__name__ = forward.__qualname__ = name
+    forward.__doc__ = f"torch.cuda.{name}, called through torch (tdx's CUDA tensors are torch's)."
+    return forward
+
+
 def __getattr__(name: str):
-    # Stream, Event and StreamContext are torch.cuda's own classes (torch is imported to fetch them).
+    # Stream, Event and StreamContext are torch.cuda's own classes (torch is imported to fetch them); torch.cuda's
+    # other functions are forwarded to torch.cuda (raising BackendUnavailableError without torch)
     if name in _CLASSES:
         cuda = _torch_cuda()
         return _STANDINS[name] if cuda is None else getattr(cuda, name)
+    fn = _forwarder(name) if not name.startswith("_") else None
+    if fn is not None:
+        globals()[name] = fn
+        return fn
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -135,7 +135,10 @@ def run_package(namespace: dict, torch_package: str) -> None:
         raise NotProvidedError(f"{what} runs the installed torch's {init}, which does not exist: install torch 2.13")
     package = namespace["__name__"]
     if not any(isinstance(f, TorchSourceFinder) and f.package == package for f in sys.meta_path):
-        sys.meta_path.append(TorchSourceFinder(package, directory))
+        from .torch_paths import GENERATED  # the catch-all for absent paths must stay after torch's files
+
+        at = sys.meta_path.index(GENERATED) if GENERATED in sys.meta_path else len(sys.meta_path)
+        sys.meta_path.insert(at, TorchSourceFinder(package, directory))
     namespace["__path__"] = []
     namespace["__file__"] = init
     _execute(init, namespace)
