@@ -113,6 +113,19 @@ class TorchExecutor(TorchNNOps, TorchAdaptedOps, TorchKernelOps, TorchNamespaceO
     def manual_seed(self, seed: int) -> None:
         torch.manual_seed(seed)
 
+    def default_rng_state(self):
+        if self.device.type in ("cuda", "mps"):
+            return getattr(torch, self.device.type).get_rng_state(*(() if self.device.type == "mps" else (self.tdev,)))
+        return torch.get_rng_state()
+
+    def set_default_rng_state(self, state) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.set_rng_state(state, self.tdev)
+        elif self.device.type == "mps":
+            torch.mps.set_rng_state(state)
+        else:
+            torch.set_rng_state(state)
+
     # conversion -----------------------------------------------------------------------
     @staticmethod
     def shape(x):

@@ -224,6 +224,15 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
     def manual_seed(self, seed: int) -> None:
         mx.random.seed(seed)
 
+    @staticmethod
+    def default_rng_state():
+        hi, lo = mx.random.state[0].tolist()  # the global key's two words
+        return (hi << 32) | lo
+
+    @staticmethod
+    def set_default_rng_state(state) -> None:
+        mx.random.seed(state)  # MLX's seed(s) sets the global key to the words of s
+
     # conversion -----------------------------------------------------------------------
     @staticmethod
     def shape(x):
