@@ -3,8 +3,9 @@
 :func:`checkpoint` runs the block once while recording, finds the leaves it reads (its tensor
 inputs and the parameters it closes over), and replaces its recorded ops by one custom-Function
 node whose inputs are those tensors. The block's intermediates are then held by nothing (MLX
-frees them once the outputs are evaluated); the node's backward re-runs the block with the random
-state of the first run and differentiates that fresh recording. ``torch.utils.checkpoint`` on tape
+frees them once the outputs are evaluated, which happens at the block's end); the node's backward
+re-runs the block with the random state of the first run, differentiates that fresh recording and
+evaluates the gradients, so one block's recomputation is alive at a time. ``torch.utils.checkpoint`` on tape
 executors is this; on torch executors it is torch's own. Must never import a framework, and never
 touch executors that record natively.
 """
@@ -102,6 +103,8 @@ def checkpoint(function, args, kwargs, *, reentrant: bool, preserve_rng_state: b
     closure = _closure_leaves([flat_out[i] for i in taped], own)
     metas = [_meta(flat_out[i]) for i in taped]
     firsts = [flat_out[i].detach() for i in taped]
+    if ex is not None:  # computed now, the block's intermediates are freed now (on lazy executors)
+        ex.materialize(*[t._n for t in firsts])
     grad_in = [t for t in flat_in if _is_tensor(t) and t.requires_grad]
 
     class _Block(Function):
@@ -137,6 +140,8 @@ def checkpoint(function, args, kwargs, *, reentrant: bool, preserve_rng_state: b
 
             res = grad([o for o, _ in pairs], wrt, [g for _, g in pairs], retain_graph=True,
                        create_graph=create_graph, allow_unused=True) if pairs and wrt else (None,) * len(wrt)
+            if ex is not None:  # this block's recomputation is freed before the next block's
+                ex.materialize(*[g._n for g in res if g is not None])
             return tuple(res)
 
     results = _Block.apply(*grad_in, *closure)

@@ -270,6 +270,16 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
     def synchronize(self) -> None:
         mx.synchronize(self.s)
 
+    @staticmethod
+    def materialize(*natives) -> None:
+        """Evaluate ``natives`` now, unless a function transform (``mx.vmap``, ``mx.compile``) is
+        tracing them, where MLX forbids evaluation and they are computed with the traced graph."""
+        try:
+            mx.eval(*natives)
+        except ValueError as err:
+            if "Attempting to eval" not in str(err):
+                raise
+
     def native_error(self, err: BaseException):
         """MLX raises ValueError for shape and broadcast problems where torch raises RuntimeError."""
         if isinstance(err, ValueError) and not isinstance(err, TdxError):
