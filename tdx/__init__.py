@@ -77,7 +77,7 @@ _FUNCTIONAL = frozenset(("pixel_shuffle", "pixel_unshuffle", "pdist", "cosine_si
 
 # torch.* functions whose home is a tdx.compat module, loaded on first use: name -> module
 _FUNCTIONS_ELSEWHERE = {"save": "tdx.compat.serialization", "load": "tdx.compat.serialization",
-                        "compile": "tdx.compat.compiler",
+                        "compile": "tdx.compat.compiler", "vmap": "tdx.compat.func",
                         **dict.fromkeys(_WINDOWS, "tdx.compat.signal.windows.periodic"),
                         **dict.fromkeys(_FUNCTIONAL, "tdx.compat.nn.functional")}
 

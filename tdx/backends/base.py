@@ -203,8 +203,9 @@ class Executor:
         return None
 
     def default_rng_state(self):
-        """An opaque snapshot of the state random calls without ``generator=`` draw from on this
-        device (what ``torch.utils.checkpoint`` and ``vmap(randomness=...)`` save and restore).
+        """A snapshot of the state random calls without ``generator=`` draw from on this device
+        (what ``torch.utils.checkpoint`` and ``vmap(randomness=...)`` save and restore), comparable
+        with ``==``: two snapshots are equal when no draw happened between them.
 
         Raises:
             UnsupportedOpError: the executor cannot snapshot its default random state.

@@ -114,17 +114,19 @@ class TorchExecutor(TorchNNOps, TorchAdaptedOps, TorchKernelOps, TorchNamespaceO
         torch.manual_seed(seed)
 
     def default_rng_state(self):
-        if self.device.type in ("cuda", "mps"):
-            return getattr(torch, self.device.type).get_rng_state(*(() if self.device.type == "mps" else (self.tdev,)))
-        return torch.get_rng_state()
+        kind = self.device.type
+        state = (torch.cuda.get_rng_state(self.tdev) if kind == "cuda" else torch.mps.get_rng_state() if kind == "mps"
+                 else torch.get_rng_state())
+        return bytes(state.numpy())  # bytes compare by value: a snapshot tells whether a draw happened since
 
     def set_default_rng_state(self, state) -> None:
+        t = torch.frombuffer(bytearray(state), dtype=torch.uint8)
         if self.device.type == "cuda":
-            torch.cuda.set_rng_state(state, self.tdev)
+            torch.cuda.set_rng_state(t, self.tdev)
         elif self.device.type == "mps":
-            torch.mps.set_rng_state(state)
+            torch.mps.set_rng_state(t)
         else:
-            torch.set_rng_state(state)
+            torch.set_rng_state(t)
 
     # conversion -----------------------------------------------------------------------
     @staticmethod

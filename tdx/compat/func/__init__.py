@@ -4,7 +4,9 @@
 ``linearize``, ``functional_call``, ``stack_module_state``, ``functionalize``. Arguments are
 checked here first (:mod:`._checks`, torch's messages as tdx's typed errors), then the transform
 runs where the tensors live: on executors with native autograd (torch) it is torch's own
-``torch.func`` over the natives (:mod:`._native`); on tape executors (MLX) it is composed on
+``torch.func`` over the natives (:mod:`._native`), and ``vmap`` of a function that reads values
+(which torch's vmap refuses, and some tdx composites do to check arguments) maps slice by slice
+(:mod:`._slices`); on tape executors (MLX) it is composed on
 tdx's autograd, with ``mx.vmap``/``mx.jvp`` where the function fits MLX's tracing
 (:mod:`._tape`, :mod:`._jacobians`). Must never import a framework at module level.
 """
@@ -18,6 +20,9 @@ from ._module_state import functional_call, stack_module_state
 
 __all__ = ["vmap", "grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "linearize",
            "functional_call", "stack_module_state", "functionalize", "replace_all_batch_norm_modules_"]
+
+
+_VALUE_READ = "vmap: It looks like you're either (1) calling .item()"  # torch's error for a read of values
 
 
 def _on_native_autograd(ex) -> bool:
@@ -52,10 +57,18 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         leaves, spec = flatten(args)
         ex = next(a for a, d in zip(leaves, dims) if d is not None)._ex
         if _on_native_autograd(ex):
+            from ..._errors import TdxRuntimeError
             from ._native import transform
 
-            return transform("vmap", func, ex, args, kwargs, {"in_dims": in_dims, "out_dims": out_dims,
-                                                              "randomness": randomness, "chunk_size": chunk_size})
+            try:
+                return transform("vmap", func, ex, args, kwargs, {"in_dims": in_dims, "out_dims": out_dims,
+                                                                  "randomness": randomness, "chunk_size": chunk_size})
+            except TdxRuntimeError as err:
+                if not str(err).startswith(_VALUE_READ):
+                    raise
+            from ._slices import vmap_by_slices  # the function reads values (a tdx composite's checks)
+
+            return vmap_by_slices(func, dims, size, leaves, spec, kwargs, out_dims, randomness, ex)
         from ._tape import vmap_call
 
         return vmap_call(func, dims, size, leaves, spec, kwargs, out_dims, randomness, ex)

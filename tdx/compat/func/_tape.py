@@ -7,8 +7,8 @@ nested in another, or MAML's inner step) keeps its history and the gradients are
 ``create_graph``, so outer transforms differentiate through them. ``jvp`` is ``mx.jvp`` over the
 function's natives when nothing in it records on the tape, else the double-vjp trick. ``vmap`` is
 ``mx.vmap`` over the natives when the function fits MLX's tracing (no read of an array's values,
-no output on the tape, ``randomness`` not ``"different"``) and otherwise maps the function over
-the batch one slice at a time and stacks: the same values, slower. Must never import a framework
+no output on the tape, ``randomness`` not ``"different"``) and otherwise
+:func:`._slices.vmap_by_slices`: the same values, slower. Must never import a framework
 at module level, and never change the arguments it is given.
 """
 
@@ -16,12 +16,10 @@ from __future__ import annotations
 
 from ..._errors import NATIVE_ERRORS, TdxRuntimeError, TdxValueError, translate
 from ._checks import fn_name
-from ._trees import broadcast_prefix, describe, flatten, tree_map, unflatten
+from ._slices import RANDOM_ERROR, check_output, out_dims_per_leaf
+from ._trees import describe, flatten, tree_map, unflatten
 
 __all__ = ["vmap_call", "grad_and_value_call", "vjp_call", "jvp_call"]
-
-_RANDOM_ERROR = ("vmap: called random operation while in randomness error mode. Please either use the 'same' or "
-                 "'different' randomness flags on vmap or perform the randomness operation out of vmap")
 
 
 class _NoFit(Exception):
@@ -34,64 +32,15 @@ def _is_tensor(x) -> bool:
     return isinstance(x, Tensor)
 
 
-def _out_dims(func, out_dims, out):
-    """One out_dim per leaf of ``out`` (TdxValueError when the structures differ)."""
-    if not isinstance(out_dims, (tuple, list, dict)):
-        return [out_dims] * flatten(out)[1].num_leaves
-    per = broadcast_prefix(out_dims, out, lambda v: not isinstance(v, (tuple, list, dict)))
-    if per is None and isinstance(out_dims, tuple) and len(out_dims) == 1 and not isinstance(out, (tuple, list)):
-        per = broadcast_prefix(out_dims[0], out, lambda v: not isinstance(v, (tuple, list, dict)))
-    if per is None:
-        raise TdxValueError(f"vmap({fn_name(func)}, ..., out_dims={out_dims})(<inputs>): out_dims is not compatible "
-                            f"with the structure of `outputs`. out_dims has structure {describe(flatten(out_dims)[1])}"
-                            f" but outputs has structure {describe(flatten(out)[1])}.")
-    return per
-
-
-def _check_output(func, o, d):
-    if not _is_tensor(o) and d is not None:
-        raise TdxValueError(f"vmap({fn_name(func)}, ...): `{fn_name(func)}` must only return Tensors, got type "
-                            f"{type(o)}. Did you mean to set out_dims= to None for output?")
-    if d is not None and not -(o.dim() + 1) <= d <= o.dim():
-        from ..._errors import TdxIndexError
-
-        raise TdxIndexError(f"Dimension out of range (expected to be in range of [{-(o.dim() + 1)}, {o.dim()}], but "
-                            f"got {d})")
-
-
 def vmap_call(func, dims, size, leaves, spec, kwargs, out_dims, randomness, ex):
     """``vmap(func)`` applied to the flattened arguments ``leaves`` mapped along ``dims`` (checked)."""
     if randomness != "different" and getattr(ex, "taped", False):
         out = _mlx_vmap(func, dims, leaves, spec, kwargs, out_dims, randomness, ex)
         if out is not None:
             return out[0]
-    return _loop_vmap(func, dims, size, leaves, spec, kwargs, out_dims, randomness, ex)
+    from ._slices import vmap_by_slices
 
-
-def _loop_vmap(func, dims, size, leaves, spec, kwargs, out_dims, randomness, ex):
-    from ..._tensor.shape import stack
-
-    if size == 0:
-        raise TdxValueError(f"vmap({fn_name(func)}): the mapped dimension has size 0; tdx maps a function over at "
-                            "least one slice on this executor")
-    rng0 = ex.default_rng_state()
-    results = []
-    for b in range(size):
-        if randomness == "same" and b:
-            ex.set_default_rng_state(rng0)
-        sliced = [a if d is None else a.select(d, b) for a, d in zip(leaves, dims)]
-        results.append(func(*unflatten(sliced, spec), **kwargs))
-        if b == 0 and randomness == "error" and ex.default_rng_state() != rng0:
-            ex.set_default_rng_state(rng0)
-            raise TdxRuntimeError(_RANDOM_ERROR)
-    first, ospec = flatten(results[0])
-    per = _out_dims(func, out_dims, results[0])
-    flat = [flatten(r)[0] for r in results]
-    out = []
-    for i, (o, d) in enumerate(zip(first, per)):
-        _check_output(func, o, d)
-        out.append(o if d is None else stack([f[i] for f in flat], dim=d))
-    return unflatten(out, ospec)
+    return vmap_by_slices(func, dims, size, leaves, spec, kwargs, out_dims, randomness, ex)
 
 
 def _mlx_vmap(func, dims, leaves, spec, kwargs, out_dims, randomness, ex):
@@ -132,11 +81,11 @@ def _mlx_vmap(func, dims, leaves, spec, kwargs, out_dims, randomness, ex):
         raise translate(err) from None
     if randomness == "error" and ex.default_rng_state() != rng0:
         ex.set_default_rng_state(rng0)
-        raise TdxRuntimeError(_RANDOM_ERROR)
-    per = _out_dims(func, out_dims, found["out"])
+        raise TdxRuntimeError(RANDOM_ERROR)
+    per = out_dims_per_leaf(func, out_dims, found["out"])
     outs = []
     for n, d, o in zip(res, per, flatten(found["out"])[0]):
-        _check_output(func, o, d)
+        check_output(func, o, d)
         t = wrap(n, ex)
         outs.append(t if d in (0, -(o.dim() + 1)) else t.movedim(0, d))
     return (unflatten(outs, found["spec"]),)
