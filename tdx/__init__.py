@@ -66,7 +66,8 @@ newaxis = None  # torch's alias of None for indexing
 # torch's namespaces live in tdx.compat; ``import tdx.nn`` gives the very module tdx.compat.nn
 _NAMESPACES = ("cuda", "mps", "mlx", "nn", "optim", "utils", "linalg", "fft", "special", "masked", "signal",
                "distributed", "distributions", "amp", "accelerator", "serialization", "compiler", "fx", "jit", "futures",
-               "xpu", "mtia", "hub", "library", "onnx", "overrides", "types", "storage", "_C", "version", "_dynamo")
+               "xpu", "mtia", "hub", "library", "onnx", "overrides", "types", "storage", "_C", "version", "_dynamo",
+               "func")
 _aliases = _alias.install(_alias.AliasFinder({f"tdx.{n}": f"tdx.compat.{n}" for n in _NAMESPACES}))
 # every torch module path imports under tdx (a generated module where tdx has no real one), and a name a tdx
 # module lacks is a NotProvidedAttributeError naming its torch path
@@ -86,7 +87,7 @@ _FUNCTIONAL = frozenset(("pixel_shuffle", "pixel_unshuffle", "pdist", "cosine_si
 
 # torch.* functions whose home is a tdx.compat module, loaded on first use: name -> module
 _FUNCTIONS_ELSEWHERE = {"save": "tdx.compat.serialization", "load": "tdx.compat.serialization",
-                        "compile": "tdx.compat.compiler", "ops": "tdx.compat.library",
+                        "compile": "tdx.compat.compiler", "ops": "tdx.compat.library", "vmap": "tdx.compat.func",
                         **dict.fromkeys(_WINDOWS, "tdx.compat.signal.windows.periodic"),
                         **dict.fromkeys(_FUNCTIONAL, "tdx.compat.nn.functional")}
 

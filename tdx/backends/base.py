@@ -196,3 +196,26 @@ class Executor:
             UnsupportedOpError: the executor cannot restore generator states.
         """
         raise self.unsupported("Generator.set_state")
+
+    def materialize(self, *natives) -> None:
+        """Compute ``natives`` now, where the executor computes lazily (so that what only they
+        needed can be freed); a no-op on executors that compute eagerly."""
+        return None
+
+    def default_rng_state(self):
+        """A snapshot of the state random calls without ``generator=`` draw from on this device
+        (what ``torch.utils.checkpoint`` and ``vmap(randomness=...)`` save and restore), comparable
+        with ``==``: two snapshots are equal when no draw happened between them.
+
+        Raises:
+            UnsupportedOpError: the executor cannot snapshot its default random state.
+        """
+        raise self.unsupported("saving the default random state")
+
+    def set_default_rng_state(self, state) -> None:
+        """Restore a snapshot made by :meth:`default_rng_state` of this executor.
+
+        Raises:
+            UnsupportedOpError: the executor cannot restore its default random state.
+        """
+        raise self.unsupported("restoring the default random state")
