@@ -105,3 +105,32 @@ def test_losses_are_torch_kernels(device, case):
             assert_close(got, want.detach(), rtol=rtol, atol=atol, msg=f"{case} seed {seed}")
             for g, wg in zip(got_g, want_g):
                 assert_close(g, wg, rtol=rtol, atol=atol, msg=f"{case} seed {seed} grad")
+
+
+ACTIVATIONS = {"elu": {"alpha": 0.7}, "selu": {}, "celu": {"alpha": 0.7}, "silu": {}, "mish": {}, "hardswish": {},
+               "logsigmoid": {}, "softplus": {"beta": 2.0}, "glu": {"dim": 1}, "relu": {}, "gelu": {"approximate": "tanh"},
+               "leaky_relu": {"negative_slope": 0.2}, "hardtanh": {}, "hardsigmoid": {}, "tanhshrink": {},
+               "softsign": {}, "softshrink": {}, "softmin": {"dim": 1}, "log_softmax": {"dim": 1},
+               "normalize": {}, "group_norm": {"num_groups": 3}, "layer_norm": {"normalized_shape": (8,)},
+               "rms_norm": {"normalized_shape": (8,)}, "local_response_norm": {"size": 3}, "pdist": {}}
+
+
+@pytest.mark.parametrize("name", sorted(ACTIVATIONS))
+def test_routed_entries_are_torch_kernels(device, name):
+    for seed in SEEDS:
+        arr = np.random.default_rng(seed).standard_normal((7, 6, 8) if name != "pdist" else (9, 5)).astype(np.float32)
+        got, (gg,) = _run(tdx, device, name, [arr * 3], ACTIVATIONS[name], [0])
+        want, (wg,) = _run(torch, None, name, [arr * 3], ACTIVATIONS[name], [0])
+        if device == "cpu":
+            assert np.array_equal(got.detach().numpy(), want.detach().numpy()), (name, seed)
+            assert np.array_equal(gg.numpy(), wg.numpy()), (name, seed, "grad")
+        else:
+            rtol, atol = tolerance(tdx.float32, "reduction")
+            assert_close(got, want.detach(), rtol=rtol, atol=atol)
+            assert_close(gg, wg, rtol=rtol, atol=atol)
+
+
+def test_inplace_activation_returns_its_input(device):
+    x = tdx.tensor([-1.0, 0.5, 2.0], device=device)
+    assert tdx.nn.functional.elu(x, 1.0, True) is x
+    assert_close(x, torch.nn.functional.elu(torch.tensor([-1.0, 0.5, 2.0])))

@@ -31,7 +31,9 @@ NN_KERNELS = frozenset((
     "nll_loss", "multi_margin_loss", "multilabel_margin_loss", "multilabel_soft_margin_loss", "soft_margin_loss",
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "ctc_loss", "poisson_nll_loss",
     "gaussian_nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "hinge_embedding_loss",
-    "margin_ranking_loss", "cosine_embedding_loss", "triplet_margin_loss"))
+    "margin_ranking_loss", "cosine_embedding_loss", "triplet_margin_loss",
+    # activations and norms tdx composes elsewhere
+    "elu", "selu", "celu", "silu", "mish", "hardswish", "logsigmoid", "softplus", "glu", "group_norm", "rms_norm", "pdist"))
 
 
 class TorchNNOps:

@@ -14,6 +14,7 @@ Like :mod:`._native_rnn`, this module touches tensor internals (``Tensor._n``, `
 from __future__ import annotations
 
 import functools
+import inspect
 
 import tdx
 from ..._errors import NATIVE_ERRORS, mismatch
@@ -103,13 +104,18 @@ def fast(name: str, *args, **kwargs):
 def torch_kernel(fn):
     """Decorate a composed ``nn.functional`` function so that, on an executor with ``nn_functional``
     (torch), torch's own kernel of the same name runs first (its values, gradients and reductions bit for
-    bit); elsewhere, and where the kernel refuses the arguments, the composed function runs (and raises
-    tdx's typed error for bad input). The cost off torch executors is one ``isinstance`` and one ``hasattr``.
+    bit); elsewhere, where the kernel refuses the arguments, and for an ``inplace=True`` call (which must
+    return its input), the composed function runs (and raises tdx's typed error for bad input). The cost
+    off torch executors is one ``isinstance`` and one ``hasattr``.
     """
     name = fn.__name__
+    params = list(inspect.signature(fn).parameters)
+    at = params.index("inplace") if "inplace" in params else None
 
     @functools.wraps(fn)
     def routed(*args, **kwargs):
+        if at is not None and (kwargs.get("inplace") or (len(args) > at and args[at])):
+            return fn(*args, **kwargs)
         done = fast(name, *args, **kwargs)
         return fn(*args, **kwargs) if done is NOT_NATIVE else done
 
