@@ -8,6 +8,7 @@ first time a tensor lives on one of their devices.
 from __future__ import annotations
 
 import importlib as _importlib
+import sys as _sys
 
 from . import _dtypes, backends, config, return_types
 from .compat import alias as _alias
@@ -46,6 +47,8 @@ globals().update(_refused.torch_names())
 for _n, _f in _refused.tensor_methods().items():
     if not hasattr(Tensor, _n):  # a built method always wins over a refusal
         setattr(Tensor, _n, _f)
+from .compat import autocast_policy as _autocast_policy
+_autocast_policy.install(_sys.modules[__name__], Tensor)  # autocast's per-op policy (one check while it is off)
 from ._tensor.legacy import LEGACY_TENSORS as _LEGACY_TENSORS, set_default_tensor_type
 from ._tensor.storage import LEGACY_STORAGES as _LEGACY_STORAGES, Storage, StorageBase, TypedStorage, UntypedStorage
 from ._tensor.storage import is_storage
@@ -60,7 +63,7 @@ cfloat, cdouble = complex64, complex128
 bool = _dtypes.bool_  # noqa: A001 - torch's name
 
 # torch's namespaces live in tdx.compat; ``import tdx.nn`` gives the very module tdx.compat.nn
-_NAMESPACES = ("cuda", "mps", "mlx", "nn", "optim", "utils", "linalg", "fft", "special", "masked", "signal",
+_NAMESPACES = ("cuda", "cpu", "mps", "mlx", "nn", "optim", "utils", "linalg", "fft", "special", "masked", "signal",
                "distributed", "distributions", "amp", "accelerator", "serialization", "compiler")
 _aliases = _alias.install(_alias.AliasFinder({f"tdx.{n}": f"tdx.compat.{n}" for n in _NAMESPACES}))
 _WINDOWS = ("bartlett_window", "blackman_window", "hamming_window", "hann_window", "kaiser_window")
