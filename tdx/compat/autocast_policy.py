@@ -23,8 +23,9 @@ region it finds the executor of the first tensor argument, and:
   lower-precision casts of leaf tensors that require grad while ``cache_enabled`` (weights cast once
   per region, dropped when the outermost region exits).
 
-Ops given an explicit ``dtype=`` or ``out=`` are not eligible, as torch's. This module must never
-import a framework.
+Ops given an explicit ``dtype=`` or ``out=`` are not eligible, as torch's; on a taped executor, ops run inside
+an op the tape records as one node (or inside a backward replay) are not cast, so a replay recomputes exactly
+the forward. This module must never import a framework.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import functools
 import threading
 
 from .. import _dtypes as D
+from ..autograd import tape as _tape
 
 __all__ = ["TABLES", "ON", "install", "install_module", "policy_of", "clear_cache"]
 
@@ -164,6 +166,10 @@ def _apply(home, name, fn, args, kwargs):
     ex = t._ex
     if ex.native_autocast:
         return _torch_own(home, name, fn, ex, args, kwargs, Tensor)
+    if ex.taped and (_tape._suspended() or _tape.differentiating()):
+        # inside an op the tape records as one node, or its backward replay: the outermost op was cast (or
+        # not) already, and the replay must recompute exactly what the forward computed
+        return fn(*args, **kwargs)
     region = _region_for(ex)
     if region is None:
         return fn(*args, **kwargs)

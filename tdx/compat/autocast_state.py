@@ -32,6 +32,7 @@ _TORCH_TYPES = ("cpu", "cuda", "mps", "xpu")  # mirrored into torch's own autoca
 _DEVICE_TYPES = ("cpu", "cuda", "mps", "mlx", "xpu", "ipu", "xla", "hpu", "mtia", "maia", "privateuseone")
 _DEFAULT_DTYPE = {"cuda": "float16", "mps": "float16", "mlx": "float16", "xpu": "bfloat16"}
 _local = threading.local()
+_on_lock = threading.Lock()
 
 
 def _torch():
@@ -72,7 +73,8 @@ def set_autocast_enabled(device_type, enabled=None) -> None:
     if table.get(kind, False) != enabled:
         from . import autocast_policy
 
-        autocast_policy.ON[0] += 1 if enabled else -1
+        with _on_lock:  # threads enter and leave regions at once: the count must not lose an update
+            autocast_policy.ON[0] += 1 if enabled else -1
     table[kind] = enabled
     torch = _torch()
     if torch is not None and kind in _TORCH_TYPES:
