@@ -17,6 +17,27 @@ from ..autocast_state import autocast, covers, get_autocast_dtype, is_autocast_a
 __all__ = ["autocast", "custom_fwd", "custom_bwd", "is_autocast_available"]
 
 
+def device_spelling(device_type: str, module: str, default_dtype):
+    """torch's deprecated ``torch.<device_type>.amp.autocast(enabled, dtype, cache_enabled)`` class: the region
+    of ``autocast(device_type, ...)``, warning torch's ``FutureWarning`` when made.
+
+    Args:
+        device_type: ``"cuda"`` or ``"cpu"``.
+        module: the module the class is named in.
+        default_dtype: a callable giving the dtype when none is passed.
+    """
+    import warnings
+
+    def __init__(self, enabled=True, dtype=None, cache_enabled=True):
+        warnings.warn(f"`torch.{device_type}.amp.autocast(args...)` is deprecated. Please use "
+                      f"`torch.amp.autocast('{device_type}', args...)` instead.", FutureWarning, stacklevel=2)
+        autocast.__init__(self, device_type, dtype=default_dtype() if dtype is None else dtype, enabled=enabled,
+                          cache_enabled=cache_enabled)
+
+    doc = f"``torch.{device_type}.amp.autocast(args...)``: deprecated for ``torch.amp.autocast('{device_type}', ...)``."
+    return type("autocast", (autocast,), {"__init__": __init__, "__doc__": doc, "__module__": module})
+
+
 def _cast(value, device_type: str, dtype):
     """``value`` with its floating (not float64) tensors on ``device_type`` cast to ``dtype``, through lists,
     tuples and dicts (as torch's ``_cast``)."""

@@ -322,6 +322,26 @@ class GradScaler:
         self.__dict__.update(state)
 
 
+def device_spelling(device: str, module: str):
+    """torch's deprecated ``torch.<device>.amp.GradScaler(init_scale, ...)`` class: ``GradScaler(device, ...)``,
+    warning torch's ``FutureWarning`` when made.
+
+    Args:
+        device: ``"cuda"`` or ``"cpu"``.
+        module: the module the class is named in.
+    """
+
+    def __init__(self, init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000,
+                 enabled=True):
+        warnings.warn(f"`torch.{device}.amp.GradScaler(args...)` is deprecated. Please use "
+                      f"`torch.amp.GradScaler('{device}', args...)` instead.", FutureWarning, stacklevel=2)
+        GradScaler.__init__(self, device, init_scale=init_scale, growth_factor=growth_factor,
+                            backoff_factor=backoff_factor, growth_interval=growth_interval, enabled=enabled)
+
+    doc = f"``torch.{device}.amp.GradScaler(args...)``: deprecated for ``torch.amp.GradScaler('{device}', ...)``."
+    return type("GradScaler", (GradScaler,), {"__init__": __init__, "__doc__": doc, "__module__": module})
+
+
 def _as_float32(value: float) -> float:
     """``value`` rounded to the nearest float32 (the scale is a float32, as torch's)."""
     import struct

@@ -12,32 +12,14 @@ from __future__ import annotations
 import functools
 import warnings
 
-from ..amp import GradScaler as _GradScaler, autocast as _autocast
+from ..amp import autocast_mode, grad_scaler
 from ..amp.autocast_mode import custom_bwd as _custom_bwd, custom_fwd as _custom_fwd
-from ..autocast_state import get_autocast_gpu_dtype as _gpu_dtype
+from ..autocast_state import get_autocast_gpu_dtype
 
 __all__ = ["autocast", "custom_fwd", "custom_bwd", "GradScaler"]
 
-
-class autocast(_autocast):  # noqa: N801 - torch's name
-    """``torch.cuda.amp.autocast(args...)``: deprecated for ``torch.amp.autocast("cuda", args...)``."""
-
-    def __init__(self, enabled=True, dtype=None, cache_enabled=True):
-        warnings.warn("`torch.cuda.amp.autocast(args...)` is deprecated. Please use "
-                      "`torch.amp.autocast('cuda', args...)` instead.", FutureWarning, stacklevel=2)
-        super().__init__("cuda", dtype=_gpu_dtype() if dtype is None else dtype, enabled=enabled,
-                         cache_enabled=cache_enabled)
-
-
-class GradScaler(_GradScaler):
-    """``torch.cuda.amp.GradScaler(args...)``: deprecated for ``torch.amp.GradScaler("cuda", args...)``."""
-
-    def __init__(self, init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000,
-                 enabled=True):
-        warnings.warn("`torch.cuda.amp.GradScaler(args...)` is deprecated. Please use "
-                      "`torch.amp.GradScaler('cuda', args...)` instead.", FutureWarning, stacklevel=2)
-        super().__init__("cuda", init_scale=init_scale, growth_factor=growth_factor,
-                         backoff_factor=backoff_factor, growth_interval=growth_interval, enabled=enabled)
+autocast = autocast_mode.device_spelling("cuda", __name__, get_autocast_gpu_dtype)
+GradScaler = grad_scaler.device_spelling("cuda", __name__)
 
 
 def custom_fwd(fwd=None, *, cast_inputs=None):
