@@ -9,9 +9,12 @@ tdx entry points: ``TABLES[table][policy]`` names the ``Tensor`` methods, ``tdx.
 ``tdx.nn.functional`` / ``tdx.linalg`` / ``tdx.fft`` functions of each policy. A region named ``"cpu"``
 uses the ``"cpu"`` table; every other device type (``cuda``, ``mps``, ``mlx``...) the ``"cuda"`` one.
 
-How ops consult it: :func:`install` wraps each listed entry once, at import. The wrapper's only work
-while no autocast region is on anywhere is one read of :data:`ON` (a one-element list); inside a
-region it finds the executor of the first tensor argument, and:
+How ops consult it: the listed functions of ``tdx.nn.functional``, ``tdx.linalg`` and ``tdx.fft`` are
+wrapped once, at import (:func:`install_module`); the listed ``Tensor`` methods and ``tdx.*`` functions,
+the hot paths, are wrapped only while some region is on (:func:`activate`, called when the first region of
+the process opens and the last one closes), so they cost nothing while autocast is off. A wrapper's only
+work while no region is on anywhere is one read of :data:`ON` (a one-element list); inside a region it
+finds the executor of the first tensor argument, and:
 
 - on an executor with ``native_autocast`` (torch), inside a region for its device type, runs torch's own
   function of that name on the natives (``namespace_call``): :mod:`.autocast_state` has turned torch's
@@ -36,7 +39,7 @@ import threading
 from .. import _dtypes as D
 from ..autograd import tape as _tape
 
-__all__ = ["TABLES", "ON", "install", "install_module", "policy_of", "clear_cache"]
+__all__ = ["TABLES", "ON", "install", "install_module", "activate", "policy_of", "clear_cache"]
 
 ON = [0]
 """How many (thread, device type) autocast regions are enabled now, process-wide: the wrapper's one check."""
@@ -262,10 +265,23 @@ def install_module(module) -> None:
             setattr(module, name, _wrap(home, name, fn))
 
 
+_SWAPPED: list = []  # (owner, name, original, wrapped): the entries wrapped only while a region is on
+
+
 def install(tdx_module, tensor_class) -> None:
-    """Wrap the listed ``Tensor`` methods and ``tdx.*`` functions (called once by ``import tdx``)."""
-    for name in _ALL:
-        fn = tensor_class.__dict__.get(name)
-        if fn is not None and callable(fn):
-            setattr(tensor_class, name, _wrap("Tensor", name, fn))
-    install_module(tdx_module)
+    """Prepare the wrappers of the listed ``Tensor`` methods and ``tdx.*`` functions (called once by
+    ``import tdx``); :func:`activate` puts them in place while any region is on."""
+    for owner, home in ((tensor_class, "Tensor"), (tdx_module, "torch")):
+        for name in _ALL:
+            fn = owner.__dict__.get(name)
+            if fn is not None and callable(fn) and not isinstance(fn, type):
+                _SWAPPED.append((owner, name, fn, _wrap(home, name, fn)))
+
+
+def activate(on: bool) -> None:
+    """Put the wrappers of ``Tensor``'s methods and ``tdx.*``'s functions in place (``on``), or the originals
+    back (the first region of the process opens, the last one closes): those hot paths cost nothing while
+    autocast is off. The functions of ``tdx.nn.functional``, ``tdx.linalg`` and ``tdx.fft`` keep their
+    wrappers for good, so a name bound by ``from torch.nn.functional import ...`` is cast too."""
+    for owner, name, fn, wrapped in _SWAPPED:
+        setattr(owner, name, wrapped if on else fn)

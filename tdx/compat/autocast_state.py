@@ -74,7 +74,10 @@ def set_autocast_enabled(device_type, enabled=None) -> None:
         from . import autocast_policy
 
         with _on_lock:  # threads enter and leave regions at once: the count must not lose an update
+            before = autocast_policy.ON[0]
             autocast_policy.ON[0] += 1 if enabled else -1
+            if (before == 0) != (autocast_policy.ON[0] == 0):
+                autocast_policy.activate(autocast_policy.ON[0] > 0)
     table[kind] = enabled
     torch = _torch()
     if torch is not None and kind in _TORCH_TYPES:
