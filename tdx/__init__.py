@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib as _importlib
 import math as _math
+import sys as _sys
 
 from . import _dtypes, backends, config, return_types
 from .compat import alias as _alias, integrations as _integrations
@@ -48,6 +49,8 @@ globals().update(_refused.torch_names())
 for _n, _f in _refused.tensor_methods().items():
     if not hasattr(Tensor, _n):  # a built method always wins over a refusal
         setattr(Tensor, _n, _f)
+from .compat import autocast_policy as _autocast_policy
+_autocast_policy.install(_sys.modules[__name__], Tensor)  # autocast's per-op policy (one check while it is off)
 from ._tensor.legacy import LEGACY_TENSORS as _LEGACY_TENSORS, set_default_tensor_type
 from ._tensor.storage import LEGACY_STORAGES as _LEGACY_STORAGES, Storage, StorageBase, TypedStorage, UntypedStorage
 from ._tensor.storage import is_storage
@@ -64,7 +67,7 @@ pi, e, inf, nan = _math.pi, _math.e, _math.inf, _math.nan  # torch's constants (
 newaxis = None  # torch's alias of None for indexing
 
 # torch's namespaces live in tdx.compat; ``import tdx.nn`` gives the very module tdx.compat.nn
-_NAMESPACES = ("cuda", "mps", "mlx", "nn", "optim", "utils", "linalg", "fft", "special", "masked", "signal",
+_NAMESPACES = ("cuda", "cpu", "mps", "mlx", "nn", "optim", "utils", "linalg", "fft", "special", "masked", "signal",
                "distributed", "distributions", "amp", "accelerator", "serialization", "compiler", "fx", "jit", "futures",
                "xpu", "mtia", "hub", "library", "onnx", "overrides", "types", "storage", "_C", "version", "_dynamo",
                "func")

@@ -16,9 +16,9 @@ is CUDA), ``current_device()`` 0, ``synchronize()`` waits for DEV, and ``get_dev
 
 import contextlib as _contextlib
 
-from .._device import device as _tdx_device
-from ..backends import _flags
-from ..backends._flags import BackendUnavailableError
+from ..._device import device as _tdx_device
+from ...backends import _flags
+from ...backends._flags import BackendUnavailableError
 
 __all__ = ["is_available", "is_initialized", "init", "device_count", "current_device", "set_device",
            "device", "get_device_name", "get_device_properties", "get_device_capability", "get_arch_list",
@@ -36,7 +36,7 @@ _CLASSES = ("Stream", "Event", "StreamContext", "CUDAGraph", "graph", "graph_poo
 
 def _pinned_elsewhere():
     """The pinned executor when a pin is active and it is not a CUDA device, else None."""
-    from .. import backends
+    from ... import backends
 
     pin = backends.pinned()
     return None if pin is None or pin[0].device.type == "cuda" else pin[0]
@@ -418,6 +418,10 @@ def __getattr__(name: str):
     if name in _CLASSES:
         cuda = _torch_cuda()
         return _STANDINS[name] if cuda is None else getattr(cuda, name)
+    if name == "amp":  # torch.cuda.amp, loaded on first use
+        import importlib
+
+        return importlib.import_module(f"{__name__}.amp")
     fn = _forwarder(name) if not name.startswith("_") else None
     if fn is not None:
         globals()[name] = fn
@@ -426,4 +430,4 @@ def __getattr__(name: str):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_CLASSES))
+    return sorted(set(globals()) | set(_CLASSES) | {"amp"})
