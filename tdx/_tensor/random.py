@@ -15,7 +15,7 @@ import math
 
 from .. import _dtypes as D
 from .. import backends
-from .._errors import TdxRuntimeError, TdxTypeError, TdxValueError, mismatch
+from .._errors import TdxRuntimeError, TdxTypeError, TdxValueError, UnsupportedOpError, mismatch
 from . import views as _views
 from .generator import native as _native_generator
 from .tensor import Tensor
@@ -185,3 +185,74 @@ def dropout(input, p=0.5, training=True, *, generator=None):  # noqa: A002 - tor
 
 
 dropout = typed_function(dropout)
+
+
+# the samplers torch.distributions draws from ----------------------------------------------------
+def _sampler_operand(x, op: str, arg: str = "input"):
+    """``x``'s native after torch's checks for a sampler: a floating tensor; on a taped executor
+    (MLX), draws are not differentiable, so a tensor that requires grad is refused, not given a
+    silently wrong gradient."""
+    need_tensor(x, op, arg)
+    if not x.dtype.is_floating_point:
+        raise TdxRuntimeError(f"\"{op}\" not implemented for '{str(x.dtype).replace('torch.', '').capitalize()}'"
+                              f" ({arg} must be a floating tensor)")
+    if x._ex.taped and x.requires_grad and _tape_wants(x):
+        raise UnsupportedOpError(
+            f"{op}: a gradient through these draws is not supported on {x.device} (its draws come from a "
+            f"rejection sampler without torch's reparameterization gradient); detach {arg}, or use a torch "
+            f"device for rsample gradients of Gamma, Beta, Dirichlet, Chi2 and StudentT")
+    return x._n
+
+
+def _tape_wants(x) -> bool:
+    from ..autograd import tape
+
+    return tape.wants(x)
+
+
+@_export
+def _standard_gamma(input, generator=None):  # noqa: A002 - torch's name
+    """``torch._standard_gamma``: Gamma(input, 1) draws, differentiable w.r.t. ``input`` where the
+    executor's draws are (torch executors)."""
+    ex = input._ex if isinstance(input, Tensor) else None
+    native = _sampler_operand(input, "_standard_gamma")
+    return wrap(ex.standard_gamma(native, _native_generator(generator, ex)), ex)
+
+
+@_export
+def _sample_dirichlet(input, generator=None):  # noqa: A002 - torch's name
+    """``torch._sample_dirichlet``: Dirichlet(input) draws over the last dim."""
+    ex = input._ex if isinstance(input, Tensor) else None
+    native = _sampler_operand(input, "_sample_dirichlet")
+    return wrap(ex.sample_dirichlet(native, _native_generator(generator, ex)), ex)
+
+
+@_export
+def poisson(input, generator=None):  # noqa: A002 - torch's name
+    """``torch.poisson``: Poisson draws of rate ``input`` (non-negative), in its dtype."""
+    ex = input._ex if isinstance(input, Tensor) else None
+    native = _sampler_operand(input, "poisson")
+    return wrap(ex.poisson(native, _native_generator(generator, ex)), ex)
+
+
+@_export
+def binomial(count, prob, generator=None):
+    """``torch.binomial``: Binomial(count, prob) draws, in ``prob``'s dtype (same shapes)."""
+    need_tensor(count, "binomial", "count")
+    ex = prob._ex if isinstance(prob, Tensor) else None
+    native = _sampler_operand(prob, "binomial", "prob")
+    if count._ex is not ex:
+        raise mismatch("binomial", count._ex.device, ex.device)
+    if tuple(count.shape) != tuple(prob.shape):
+        raise TdxRuntimeError(f"binomial: count of shape {list(count.shape)} and prob of shape "
+                              f"{list(prob.shape)} must have the same shape")
+    return wrap(ex.binomial(count._n, native, _native_generator(generator, ex)), ex)
+
+
+@_export
+def _dirichlet_grad(x, alpha, total):
+    """``torch._dirichlet_grad``: d x / d alpha of Beta draws ``x`` (the Dirichlet rsample gradient)."""
+    for name, t in (("x", x), ("alpha", alpha), ("total", total)):
+        need_tensor(t, "_dirichlet_grad", name)
+    ex = x._ex
+    return wrap(ex.dirichlet_grad(x._n, alpha._n, total._n), ex)

@@ -190,6 +190,26 @@ class TorchAdaptedOps:
         return torch.bernoulli(x, p, generator=generator)
 
     @staticmethod
+    def standard_gamma(x, generator=None):
+        return torch._standard_gamma(x, generator=generator)
+
+    @staticmethod
+    def sample_dirichlet(x, generator=None):
+        return torch._sample_dirichlet(x, generator=generator)
+
+    @staticmethod
+    def poisson(x, generator=None):
+        return torch.poisson(x, generator=generator)
+
+    @staticmethod
+    def binomial(count, prob, generator=None):
+        return torch.binomial(count, prob, generator=generator)
+
+    @staticmethod
+    def dirichlet_grad(x, alpha, total):
+        return torch._dirichlet_grad(x, alpha, total)
+
+    @staticmethod
     def bernoulli_(x, p=0.5, generator=None):
         return x.bernoulli_(p, generator=generator)
 
