@@ -67,20 +67,19 @@ class RandomMethods:
         _views.assign(self, ex.normal_(self._n, float(mean), float(std), _native_generator(generator, ex)))
         return self
 
-    def _draws(self, generator):
-        """Uniform draws in (0, 1) shaped like self, in self's float dtype."""
-        u = self.detach().clone().uniform_(0.0, 1.0, generator=generator)
-        return u.clamp(min=1e-12 if self.dtype.itemsize > 4 else 1e-7)
-
     def exponential_(self, lambd=1.0, *, generator=None):
-        """Fill with draws from the exponential distribution of rate ``lambd``."""
+        """Fill with draws from the exponential distribution of rate ``lambd`` (torch's CPU stream on cpu)."""
         if lambd <= 0:
             raise TdxRuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
-        return self.copy_(-(self._draws(generator).neg().log1p()) / lambd)
+        ex = self._ex
+        _views.assign(self, ex.exponential_(self._n, float(lambd), _native_generator(generator, ex)))
+        return self
 
     def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
-        """Fill with draws from the Cauchy distribution."""
-        return self.copy_(((self._draws(generator) - 0.5) * math.pi).tan() * sigma + median)
+        """Fill with draws from the Cauchy distribution of ``median`` and scale ``sigma``."""
+        ex = self._ex
+        _views.assign(self, ex.cauchy_(self._n, float(median), float(sigma), _native_generator(generator, ex)))
+        return self
 
     def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
         """Fill with draws whose logarithm is normal with ``mean`` and ``std``."""
@@ -92,8 +91,9 @@ class RandomMethods:
         """Fill with the number of Bernoulli(``p``) trials up to the first success (1, 2, ...)."""
         if not 0 < p < 1:
             raise TdxRuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
-        u = self.to(self.dtype if self.dtype.is_floating_point else D.float64)._draws(generator)
-        return self.copy_((u.log() / math.log1p(-p)).ceil())
+        ex = self._ex
+        _views.assign(self, ex.geometric_(self._n, float(p), _native_generator(generator, ex)))
+        return self
 
     def uniform_(self, *args, generator=None, **kwargs):
         """Fill self with uniform draws from ``[from, to)`` (defaults 0 and 1)."""

@@ -190,6 +190,18 @@ class TorchAdaptedOps:
         return torch.bernoulli(x, p, generator=generator)
 
     @staticmethod
+    def exponential_(x, lambd=1.0, generator=None):
+        return x.exponential_(lambd, generator=generator)
+
+    @staticmethod
+    def cauchy_(x, median=0.0, sigma=1.0, generator=None):
+        return x.cauchy_(median, sigma, generator=generator)
+
+    @staticmethod
+    def geometric_(x, p, generator=None):
+        return x.geometric_(p, generator=generator)
+
+    @staticmethod
     def standard_gamma(x, generator=None):
         return torch._standard_gamma(x, generator=generator)
 

@@ -12,6 +12,8 @@ Binomial: counting geometric waiting times of the rarer outcome. Draws are compu
 
 from __future__ import annotations
 
+import math
+
 import mlx.core as mx
 
 from ..._errors import TdxRuntimeError
@@ -60,6 +62,29 @@ class MLXSamplingOps:
             if bool(mx.all(done).item()):
                 return out
         raise TdxRuntimeError("_standard_gamma: the rejection sampler did not converge")
+
+    def _open_draws(self, x, generator):
+        """Uniform draws in (0, 1) shaped like ``x`` in its work dtype (53 random bits for float64)."""
+        if x.dtype == mx.float64:
+            return mx.maximum(self.uniform64(x.shape, generator), 1e-300)
+        return self._uniform_open(x.shape, mx.float32, generator)
+
+    def exponential_(self, x, lambd=1.0, generator=None):
+        """Exponential(lambd) draws shaped like ``x``, in its (floating) dtype."""
+        self._float_only(x, "exponential_cpu")
+        return (-mx.log1p(-self._open_draws(x, generator)) / lambd).astype(x.dtype, stream=self.s)
+
+    def cauchy_(self, x, median=0.0, sigma=1.0, generator=None):
+        """Cauchy(median, sigma) draws shaped like ``x``, in its (floating) dtype."""
+        self._float_only(x, "cauchy_cpu")
+        u = self._open_draws(x, generator)
+        return (mx.tan((u - 0.5) * 3.141592653589793) * sigma + median).astype(x.dtype, stream=self.s)
+
+    def geometric_(self, x, p, generator=None):
+        """Geometric(p) draws (trials up to the first success: 1, 2, ...) shaped like ``x``, in its dtype."""
+        work = x if x.dtype in (mx.float32, mx.float64) else mx.zeros(x.shape, mx.float32)
+        u = self._open_draws(work, generator)
+        return mx.ceil(mx.log(u) / math.log1p(-p)).astype(x.dtype, stream=self.s)
 
     def standard_gamma(self, x, generator=None):
         """Gamma(x, 1) draws, x's dtype; 0 where x is 0, nan where x is negative or nan."""
