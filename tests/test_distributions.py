@@ -367,3 +367,20 @@ def test_torch_rules_the_distributions_rely_on(device):
         assert bool((e > 0).all()) and abs(e.mean().item() - 0.5) < 0.05
         g = tdx.empty(4000, device=device).geometric_(0.25)
         assert bool((g >= 1).all()) and abs(g.mean().item() - 4.0) < 0.3
+
+
+def test_without_torch_installed_the_namespace_names_what_to_install(monkeypatch):
+    """Where the torch package is absent, the namespaces built on its source raise NotProvidedError
+    (an ImportError and a TdxError) saying to install torch."""
+    import importlib.machinery
+
+    from tdx.compat import torch_source
+
+    real = importlib.machinery.PathFinder.find_spec
+    monkeypatch.setattr(importlib.machinery.PathFinder, "find_spec",
+                        classmethod(lambda cls, name, path=None, target=None:
+                                    None if name == "torch" else real(name, path, target)))
+    with pytest.raises(ImportError) as info:
+        torch_source.torch_package_dir("torch.distributions")
+    assert isinstance(info.value, tdx.NotProvidedError)
+    assert "pip install torch" in str(info.value) and "torch.distributions" in str(info.value)

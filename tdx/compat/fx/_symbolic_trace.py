@@ -182,14 +182,54 @@ class Tracer(_fx.Tracer):
             self._collect_tensor_attrs(child, prefix + [key])
 
 
+_FORMS: dict = {}
+
+
+def _torch_form(fn):
+    """How torch's graph records a call of the torch function that tdx's ``fn`` stands for: a Python
+    function of torch's (``torch.nn.functional.relu``...) reaches ``__torch_function__`` with its
+    required parameters positional and the others, defaults filled, as keywords; a builtin as called.
+    Returns that Python function's signature, or None."""
+    if id(fn) not in _FORMS:
+        import importlib
+
+        form = None
+        path = torch_names()[id(fn)][1]
+        module_path, _, name = path.rpartition(".")
+        real = getattr(importlib.import_module(module_path), name, None)
+        from torch._jit_internal import boolean_dispatched
+
+        if real in boolean_dispatched:  # max_pool2d...: one of two functions, by a flag argument
+            real = boolean_dispatched[real]["if_false"]
+        if inspect.isfunction(real):
+            sig = inspect.signature(real)
+            kinds = {p.kind for p in sig.parameters.values()}
+            if not kinds & {inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD}:
+                form = sig
+        _FORMS[id(fn)] = form
+    return _FORMS[id(fn)]
+
+
 def _recording(fn):
-    """``fn``, recording a ``call_function`` node of target ``fn`` when called with a Proxy argument."""
+    """``fn``, recording a ``call_function`` node of target ``fn`` when called with a Proxy argument
+    (its arguments in the form torch's graph records them, see :func:`_torch_form`)."""
     @functools.wraps(fn)
     def wrapped(*args, **kwargs):
         proxy = _torch_trace._find_proxy(args, kwargs)
-        if proxy is not None:
-            return proxy.tracer.create_proxy("call_function", fn, args, kwargs)
-        return fn(*args, **kwargs)
+        if proxy is None:
+            return fn(*args, **kwargs)
+        form = _torch_form(fn)
+        if form is not None:
+            try:
+                bound = form.bind(*args, **kwargs)
+            except TypeError:
+                bound = None
+            if bound is not None:
+                bound.apply_defaults()
+                params = form.parameters
+                args = tuple(v for k, v in bound.arguments.items() if params[k].default is inspect.Parameter.empty)
+                kwargs = {k: v for k, v in bound.arguments.items() if params[k].default is not inspect.Parameter.empty}
+        return proxy.tracer.create_proxy("call_function", fn, args, kwargs)
 
     return wrapped
 
