@@ -1,12 +1,14 @@
 """``torch.jit`` (minimal, eager): the queries and decorators torch's Python code calls when it is
 not being scripted. tdx never scripts or traces, so ``is_scripting``/``is_tracing`` answer False
 and ``script_if_tracing``/``ignore``/``unused`` return the function unchanged, as torch's do in
-eager code. This module must never import a framework.
+eager code; ``fork``/``wait`` are tdx's eager futures. This module must never import a framework.
 """
 
 from __future__ import annotations
 
-__all__ = ["is_scripting", "is_tracing", "script_if_tracing", "ignore", "unused"]
+from .control_flow import Future, fork, wait
+
+__all__ = ["is_scripting", "is_tracing", "script_if_tracing", "ignore", "unused", "fork", "wait", "Future"]
 
 
 def is_scripting() -> bool:
