@@ -384,3 +384,20 @@ def test_without_torch_installed_the_namespace_names_what_to_install(monkeypatch
         torch_source.torch_package_dir("torch.distributions")
     assert isinstance(info.value, tdx.NotProvidedError)
     assert "pip install torch" in str(info.value) and "torch.distributions" in str(info.value)
+
+
+def test_import_forms_under_the_alias(device):
+    """``import torch.distributions as dist``, ``from torch.distributions.normal import Normal`` and
+    ``from torch.distributions import constraints`` give tdx's classes under the torch alias."""
+    from tdx.compat.torch_alias import torch_alias
+
+    with torch_alias():
+        import torch.distributions as dist
+        from torch.distributions import Categorical, constraints, kl_divergence  # noqa: F401
+        from torch.distributions.normal import Normal
+
+    assert dist is D and Normal is D.Normal and Categorical is D.Categorical
+    m = Categorical(logits=tdx.zeros(4, device=device))
+    tdx.manual_seed(0)
+    a = m.sample((3,))
+    assert a.device == tdx.device(device) and str(a.dtype) == "tdx.int64" and bool(constraints.integer_interval(0, 3).check(a).all())

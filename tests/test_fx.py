@@ -233,3 +233,22 @@ def test_bad_inputs_are_typed(device):
 
     with pytest.raises(torch.fx.proxy.TraceError):
         fx.symbolic_trace(branchy)
+
+
+def test_torch_fx_import_forms_under_the_alias():
+    """The import lines fx programs write resolve under the torch alias to tdx's fx (torch's graph classes)."""
+    from tdx.compat.torch_alias import torch_alias
+
+    with torch_alias():
+        import torch as alias_torch
+        import torch.fx as alias_fx
+        from torch.fx import GraphModule, Interpreter, Transformer, symbolic_trace  # noqa: F401
+        from torch.fx.graph import Graph
+        from torch.fx.node import Argument, Node, map_arg  # noqa: F401
+        from torch.fx.passes.shape_prop import ShapeProp  # noqa: F401
+        from torch.fx.proxy import Proxy, TraceError  # noqa: F401
+        from torch.fx.subgraph_rewriter import replace_pattern  # noqa: F401
+
+    assert alias_torch is tdx and alias_fx is fx and GraphModule is fx.GraphModule
+    assert Graph is torch.fx.Graph and Node is torch.fx.Node and Proxy is torch.fx.Proxy
+    assert not hasattr(tdx.fx.node, "torch")

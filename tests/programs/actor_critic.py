@@ -1,7 +1,6 @@
 """Actor-critic on a small cart-pole, in the idiom of pytorch/examples' reinforcement_learning/actor_critic.py
-(the environment is written here: the classic cart-pole dynamics, deterministic and seeded; no gym)."""
+(the environment, cartpole.py beside it, is the classic cart-pole dynamics, deterministic and seeded; no gym)."""
 import argparse
-import math
 from collections import namedtuple
 
 import numpy as np
@@ -11,39 +10,14 @@ import torch.nn.functional as F
 import torch.optim as optim
 from torch.distributions import Categorical
 
+from cartpole import CartPole
+
 parser = argparse.ArgumentParser(description="PyTorch actor-critic example")
 parser.add_argument("--gamma", type=float, default=0.99, metavar="G", help="discount factor (default: 0.99)")
 parser.add_argument("--seed", type=int, default=543, metavar="N", help="random seed (default: 543)")
 parser.add_argument("--episodes", type=int, default=6, metavar="N", help="episodes to run (default: 6)")
 parser.add_argument("--log-interval", type=int, default=2, metavar="N", help="interval between training status logs")
 args = parser.parse_args()
-
-
-class CartPole:
-    """The classic cart-pole: push left (0) or right (1); reward 1 per step until the pole falls."""
-
-    def __init__(self, seed):
-        self.rng = np.random.RandomState(seed)
-        self.state = None
-        self.steps = 0
-
-    def reset(self):
-        self.state = self.rng.uniform(-0.05, 0.05, size=4)
-        self.steps = 0
-        return self.state.astype(np.float32)
-
-    def step(self, action):
-        x, x_dot, theta, theta_dot = self.state
-        force = 10.0 if action == 1 else -10.0
-        cos, sin = math.cos(theta), math.sin(theta)
-        temp = (force + 0.05 * theta_dot ** 2 * sin) / 1.1
-        theta_acc = (9.8 * sin - cos * temp) / (0.5 * (4.0 / 3.0 - 0.1 * cos ** 2 / 1.1))
-        x_acc = temp - 0.05 * theta_acc * cos / 1.1
-        self.state = np.array([x + 0.02 * x_dot, x_dot + 0.02 * x_acc, theta + 0.02 * theta_dot,
-                               theta_dot + 0.02 * theta_acc])
-        self.steps += 1
-        done = abs(self.state[0]) > 2.4 or abs(self.state[2]) > 12 * 2 * math.pi / 360 or self.steps >= 100
-        return self.state.astype(np.float32), 1.0, done
 
 
 env = CartPole(args.seed)
