@@ -189,18 +189,19 @@ dropout = typed_function(dropout)
 
 # the samplers torch.distributions draws from ----------------------------------------------------
 def _sampler_operand(x, op: str, arg: str = "input"):
-    """``x``'s native after torch's checks for a sampler: a floating tensor; on a taped executor
-    (MLX), draws are not differentiable, so a tensor that requires grad is refused, not given a
-    silently wrong gradient."""
+    """``x``'s native after torch's checks for a sampler: a floating tensor. On a taped executor (MLX)
+    Dirichlet draws have no gradient here, so a tensor that requires grad is refused for them, not
+    given a silently wrong one; Poisson and binomial draws are not differentiable (torch's gradient
+    is zero) and are not recorded."""
     need_tensor(x, op, arg)
     if not x.dtype.is_floating_point:
         raise TdxRuntimeError(f"\"{op}\" not implemented for '{str(x.dtype).replace('torch.', '').capitalize()}'"
                               f" ({arg} must be a floating tensor)")
-    if x._ex.taped and x.requires_grad and _tape_wants(x):
+    if op == "_sample_dirichlet" and x._ex.taped and x.requires_grad and _tape_wants(x):
         raise UnsupportedOpError(
-            f"{op}: a gradient through these draws is not supported on {x.device} (its draws come from a "
-            f"rejection sampler without torch's reparameterization gradient); detach {arg}, or use a torch "
-            f"device for rsample gradients of Gamma, Beta, Dirichlet, Chi2 and StudentT")
+            f"{op}: a gradient through Dirichlet draws is not supported on {x.device} (torch's "
+            f"_dirichlet_grad has no implementation there); detach {arg}, or use a torch device for "
+            f"rsample gradients of Beta and Dirichlet")
     return x._n
 
 
@@ -212,11 +213,71 @@ def _tape_wants(x) -> bool:
 
 @_export
 def _standard_gamma(input, generator=None):  # noqa: A002 - torch's name
-    """``torch._standard_gamma``: Gamma(input, 1) draws, differentiable w.r.t. ``input`` where the
-    executor's draws are (torch executors)."""
-    ex = input._ex if isinstance(input, Tensor) else None
+    """``torch._standard_gamma``: Gamma(input, 1) draws, differentiable w.r.t. ``input`` as torch's
+    (the implicit reparameterization gradient): natively on torch executors, through
+    :func:`_standard_gamma_grad` on taped ones."""
+    need_tensor(input, "_standard_gamma")
+    ex = input._ex
+    if ex.taped and input.requires_grad and _tape_wants(input):
+        return _gamma_function().apply(input, generator)
     native = _sampler_operand(input, "_standard_gamma")
     return wrap(ex.standard_gamma(native, _native_generator(generator, ex)), ex)
+
+
+@_export
+def _standard_gamma_grad(input, output):  # noqa: A002 - torch's name
+    """``torch._standard_gamma_grad``: d x / d alpha of standard gamma draws ``output`` of shapes
+    ``input``: ``-(dP(alpha, x)/d alpha) / p(x; alpha)`` with P the regularized lower incomplete
+    gamma, from its series ``P = sum_n x**(alpha+n) e**-x / Gamma(alpha+n+1)`` differentiated term by
+    term (computed in log space, in chunks of the series)."""
+    need_tensor(input, "_standard_gamma_grad")
+    need_tensor(output, "_standard_gamma_grad", "output")
+    a = input.detach()
+    x = output.detach().clamp(min=1e-30 if a.dtype.itemsize > 4 else 1e-37)
+    log_x = x.log()
+    log_pdf = (a - 1) * log_x - x - a.lgamma()
+    top = float(x.max().item()) if x.numel() else 0.0
+    terms = int(top + 12 * math.sqrt(top) + 30)
+    total = None
+    for start in range(0, terms, 32):
+        n = _arange_like(a, start, min(start + 32, terms)).reshape((-1,) + (1,) * a.ndim)
+        an = a + n + 1
+        part = (((a + n) * log_x - x - an.lgamma() - log_pdf).exp() * (log_x - an.digamma())).sum(0)
+        total = part if total is None else total + part
+    return -total
+
+
+def _arange_like(t, start: int, stop: int):
+    from .creation import arange
+
+    return arange(start, stop, dtype=t.dtype, device=t.device)
+
+
+_GAMMA: list = []
+
+
+def _gamma_function():
+    """The ``autograd.Function`` of gamma draws on taped executors (built once): the draws in forward,
+    :func:`_standard_gamma_grad` in backward."""
+    if _GAMMA:
+        return _GAMMA[0]
+    from ..autograd.function import Function
+
+    class StandardGamma(Function):
+        @staticmethod
+        def forward(ctx, alpha, generator):
+            ex = alpha._ex
+            out = wrap(ex.standard_gamma(alpha._n, _native_generator(generator, ex)), ex)
+            ctx.save_for_backward(alpha, out)
+            return out
+
+        @staticmethod
+        def backward(ctx, grad):
+            alpha, out = ctx.saved_tensors
+            return grad * _standard_gamma_grad(alpha, out), None
+
+    _GAMMA.append(StandardGamma)
+    return StandardGamma
 
 
 @_export
