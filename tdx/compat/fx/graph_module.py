@@ -4,8 +4,9 @@ fx ``Graph`` (torch's own ``Graph``/``Node`` classes, which know nothing of tens
 The module copies from its root the submodules, parameters and buffers that the graph's
 ``get_attr``/``call_module`` nodes name, so it holds tdx tensors and runs on every executor;
 ``recompile`` regenerates ``forward`` from the graph with :class:`TdxCodeGen`, which writes each
-tdx function as the torch name it stands for (``torch.relu``, ``torch.nn.functional.linear``) and
-binds ``torch`` to tdx in the code's globals, so ``.code`` reads as torch's.
+tdx function by the name torch's fx gives the torch function it stands for (``torch.relu``,
+``torch._C._nn.linear``) and binds ``torch`` in the code's globals to :class:`TorchPaths`, which
+resolves those names to tdx's objects, so ``.code`` reads as torch's.
 
 This module must never put a real torch tensor or module into a GraphModule; it imports torch's
 ``torch.fx`` (pure graph machinery) only when first used through :mod:`tdx.fx`.
@@ -24,7 +25,7 @@ from ..._errors import TdxTypeError
 from ..nn.modules.module import Module
 from ..nn.parameter import Parameter
 
-__all__ = ["GraphModule", "TdxCodeGen", "torch_names"]
+__all__ = ["GraphModule", "TdxCodeGen", "TorchPaths", "torch_names"]
 
 _NAMESPACES = (("torch", "tdx"), ("torch.nn.functional", "tdx.nn.functional"), ("torch.special", "tdx.special"),
                ("torch.linalg", "tdx.linalg"), ("torch.fft", "tdx.fft"))
@@ -33,26 +34,77 @@ _COUNTER = itertools.count()
 
 
 def torch_names() -> dict:
-    """``{id(tdx object): (object, "torch.<path>")}`` for the public functions and the Tensor class of
-    tdx's torch namespaces (built once)."""
+    """``{id(tdx object): (object, name)}`` for the public functions and the Tensor class of tdx's torch
+    namespaces, ``name`` being how torch's own fx code names the torch object they stand for
+    (``torch.relu``, ``torch.nn.functional.relu``, ``torch._C._nn.gelu``...). Built once."""
     if not _NAMES:
         import importlib
 
+        from torch.fx.node import _get_qualified_name
+
         for torch_path, tdx_path in _NAMESPACES:
             module = importlib.import_module(tdx_path)
+            real_module = importlib.import_module(torch_path)
             for name in getattr(module, "__all__", None) or dir(module):
                 if name.startswith("_"):
                     continue
                 value = getattr(module, name, None)
                 if callable(value) and not isinstance(value, type) and id(value) not in _NAMES:
-                    _NAMES[id(value)] = (value, f"{torch_path}.{name}")
+                    _NAMES[id(value)] = (value, _qualified(getattr(real_module, name, None), f"{torch_path}.{name}",
+                                                           _get_qualified_name))
         _NAMES[id(tdx.Tensor)] = (tdx.Tensor, "torch.Tensor")
         _NAMES[id(Parameter)] = (Parameter, "torch.nn.Parameter")
+        _PATHS.update({name: obj for obj, name in _NAMES.values()})
     return _NAMES
 
 
+def _qualified(real, path: str, qualify) -> str:
+    """torch's fx name of ``real`` (the torch object at ``path``), or ``path`` where it has none."""
+    if real is None or isinstance(real, type):
+        return path
+    try:
+        name = qualify(real)
+    except (AttributeError, RuntimeError, TypeError):
+        return path
+    return name if name.startswith("torch.") else path
+
+
+_PATHS: dict = {}
+
+
+class TorchPaths:
+    """The ``torch`` of generated code: ``torch.<dotted path>`` is the tdx object that torch name stands
+    for (``torch._C._nn.gelu`` is tdx's ``gelu``), else the tdx attribute of the same path."""
+
+    __slots__ = ("_path",)
+
+    def __init__(self, path: str = "torch"):
+        self._path = path
+
+    def __getattr__(self, name: str):
+        full = f"{self._path}.{name}"
+        found = _PATHS.get(full)
+        if found is not None:
+            return found
+        if any(key.startswith(full + ".") for key in _PATHS):
+            return TorchPaths(full)
+        import importlib
+
+        parts = full.split(".")[1:]
+        obj = tdx
+        for i, atom in enumerate(parts):
+            try:
+                obj = getattr(obj, atom)
+            except AttributeError:
+                obj = importlib.import_module(".".join(["tdx", *parts[:i + 1]]))
+        return obj
+
+    def __repr__(self) -> str:
+        return f"<tdx names for {self._path}>"
+
+
 class TdxCodeGen(CodeGen):
-    """torch's code generator, naming tdx's functions by their torch paths (``torch.relu(x)``)."""
+    """torch's code generator, naming tdx's functions as torch's fx names torch's (``torch.relu(x)``)."""
 
     def _gen_python_code(self, nodes, root_module, namespace, **kwargs):
         names = torch_names()
@@ -62,7 +114,7 @@ class TdxCodeGen(CodeGen):
                 if entry is not None and entry[0] is obj:
                     namespace.associate_name_with_obj(entry[1], obj)
         code = super()._gen_python_code(nodes, root_module, namespace, **kwargs)
-        code.globals.update(torch=tdx, tdx=tdx, device=tdx.device)
+        code.globals.update(torch=TorchPaths(), tdx=tdx, device=tdx.device)
         return code
 
 
