@@ -8,6 +8,10 @@ in the namespace of the tdx package that calls it, and installs a :class:`TorchS
 so that the package's submodules (``tdx.compat.distributions.normal``...) are torch's files
 executed under tdx names.
 
+Inside an executed file, ``raise ValueError(...)``/``raise TypeError(...)`` raise tdx's typed
+errors (:class:`tdx.TdxError` and the same builtin); a package run here must not rely on
+``except ValueError``/``except TypeError`` catching a plain builtin raised elsewhere.
+
 Inside an executed file, ``import torch`` binds ``tdx``, ``from torch.X import y`` reads
 ``tdx.X``, and relative imports stay inside the tdx package; nothing else changes. The files
 are located on ``sys.path`` by the path finder itself, so torch is never imported for it
@@ -27,7 +31,7 @@ import importlib.util
 import os
 import sys
 
-from .._errors import NotProvidedError
+from .._errors import NotProvidedError, TdxTypeError, TdxValueError
 
 __all__ = ["torch_package_dir", "run_package", "TorchSourceFinder"]
 
@@ -62,7 +66,9 @@ def _tdx_import(name, globals=None, locals=None, fromlist=(), level=0):  # noqa:
     return builtins.__import__(name, globals, locals, fromlist, level)
 
 
-_BUILTINS = dict(builtins.__dict__, __import__=_tdx_import)
+# torch's files raise ValueError/TypeError for bad arguments: there they are tdx's typed errors (the
+# same builtins, so ``except ValueError`` still catches them); the packages run here catch neither
+_BUILTINS = dict(builtins.__dict__, __import__=_tdx_import, ValueError=TdxValueError, TypeError=TdxTypeError)
 
 
 class _SourceLoader:

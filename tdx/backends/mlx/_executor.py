@@ -31,6 +31,7 @@ from ._nn import MLXNNOps
 from ._optim import MLXOptimOps
 from ._memory import check_alloc
 from ._random import MLXRandomOps
+from ._sampling import MLXSamplingOps
 from ._reduction import MLXReductionOps
 from ._scatter import MLXScatterOps
 from ._inverse_functions import MLXInverseFunctionOps
@@ -47,7 +48,7 @@ _NP_NAME = {d: d.name if d is not D.bool_ else "bool" for d in _TABLE}
 
 
 class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps, MLXLinalgOps, MLXIndexOps,
-                  MLXRandomOps, MLXNamespaceOps, MLXNNOps, MLXScatterOps, MLXInverseFunctionOps,
+                  MLXRandomOps, MLXSamplingOps, MLXNamespaceOps, MLXNNOps, MLXScatterOps, MLXInverseFunctionOps,
                   MLXComplexOps, MLXConvolutionOps, MLXOptimOps, Executor):
     """Runs tdx ops with MLX on its GPU or its CPU."""
 
