@@ -388,23 +388,24 @@ _STANDINS = {name: type(name, (_Unavailable,), {"__module__": __name__}) for nam
 def _forwarder(name: str):
     """torch.cuda's function ``name`` (one this module does not define) called with tdx tensors as natives and
     torch tensors in the result as tdx tensors; None when torch.cuda has no such function."""
-    from .torch_paths import data
+    from ..torch_paths import data
 
     code = data()["torch.cuda"]["names"].get(name)
     if code is None or code != "f":
         return None
 
     def forward(*args, **kwargs):
-        import tdx
+        from ..._tensor.creation import as_tensor
+        from ..._tensor.tensor import Tensor
 
         fn = getattr(_need(f"torch.cuda.{name}()"), name)
-        native = [a._n if isinstance(a, tdx.Tensor) else _arg(a) for a in args]
-        out = fn(*native, **{k: (v._n if isinstance(v, tdx.Tensor) else _arg(v)) for k, v in kwargs.items()})
+        native = [a._n if isinstance(a, Tensor) else _arg(a) for a in args]
+        out = fn(*native, **{k: (v._n if isinstance(v, Tensor) else _arg(v)) for k, v in kwargs.items()})
         torch_tensor = type(_flags.torch_module().tensor(0))
         if isinstance(out, torch_tensor):
-            return tdx.as_tensor(out)
+            return as_tensor(out)
         if isinstance(out, list) and out and all(isinstance(o, torch_tensor) for o in out):
-            return [tdx.as_tensor(o) for o in out]
+            return [as_tensor(o) for o in out]
         return out
 
     forward.__name__ = forward.__qualname__ = name
