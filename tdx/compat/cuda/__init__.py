@@ -214,7 +214,7 @@ def _seed_pinned(seed: int) -> bool:
     ex = _pinned_elsewhere()
     if ex is None:
         return False
-    from ..backends._seeding import _state
+    from ...backends._seeding import _state
 
     _state["seed"] = seed
     ex.manual_seed(seed)
@@ -246,7 +246,7 @@ def manual_seed_all(seed: int) -> None:
 def seed() -> None:
     """Seed the current CUDA device's generator randomly (no-op without torch); under a pin, the pinned
     device's."""
-    from .._tensor.generator import entropy_seed
+    from ..._tensor.generator import entropy_seed
 
     if _seed_pinned(entropy_seed()):
         return
@@ -267,7 +267,7 @@ def initial_seed() -> int:
         BackendUnavailableError: no CUDA.
     """
     if _pinned_elsewhere() is not None:
-        from ..backends._seeding import initial_seed as pinned_seed
+        from ...backends._seeding import initial_seed as pinned_seed
 
         return pinned_seed()
     return _need("initial_seed()").initial_seed()
@@ -281,7 +281,7 @@ def get_rng_state(device="cuda"):
         BackendUnavailableError: no CUDA.
     """
     if _pinned_elsewhere() is not None:
-        from .runtime import get_rng_state as pinned_state
+        from ..runtime import get_rng_state as pinned_state
 
         return pinned_state()
     return _need("get_rng_state()").get_rng_state(_arg(device))
@@ -294,7 +294,7 @@ def set_rng_state(new_state, device="cuda") -> None:
         BackendUnavailableError: no CUDA.
     """
     if _pinned_elsewhere() is not None:
-        from .runtime import set_rng_state as pinned_set
+        from ..runtime import set_rng_state as pinned_set
 
         pinned_set(new_state)
         return
