@@ -342,6 +342,14 @@ def test_samplers_moments(device):
     with pytest.raises(RuntimeError) as info:
         tdx.poisson(tdx.tensor([-1.0], device=device))
     assert isinstance(info.value, tdx.TdxError)
+    # torch's argument rules: count and prob broadcast; integer count or rate is refused, typed as torch's
+    assert tuple(tdx.binomial(tdx.tensor([10.0, 5.0], device=device), tdx.tensor(0.5, device=device)).shape) == (2,)
+    for call, kind in ((lambda: tdx.binomial(tdx.tensor([10, 5], device=device), tdx.tensor([0.5, 0.5], device=device)),
+                        ValueError),
+                       (lambda: tdx.poisson(tdx.tensor([1, 2], device=device)), NotImplementedError)):
+        with pytest.raises(kind) as info:
+            call()
+        assert isinstance(info.value, tdx.TdxError) and "Long" in str(info.value)
 
 
 def test_namespace_is_torchs_package_on_tdx():
