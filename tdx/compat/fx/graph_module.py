@@ -222,7 +222,7 @@ class GraphModule(Module):
         """The module as annotated Python source (``class <name>(torch.nn.Module): def forward...``)."""
         code = self.graph.python_code(root_module="self", verbose=True, include_stride=include_stride,
                                       include_device=include_device, colored=colored).src.lstrip("\n")
-        body = "\n".join("    " + line if line.strip() else line for line in code.split("\n"))
+        body = "\n".join("    " + line if line.strip() else "" for line in code.split("\n"))
         text = f"class {type(self).__name__}(torch.nn.Module):\n{body}"
         if print_output:
             print(text)
