@@ -371,6 +371,7 @@ def test_torch_rules_the_distributions_rely_on(device):
     x = tdx.tensor([1.0, 2.0, 3.0], device=device)
     c = tdx.tensor(2.0)
     for got, want in ((c * x, [2.0, 4.0, 6.0]), (x - c, [-1.0, 0.0, 1.0]), (c - x, [1.0, 0.0, -1.0]),
+                      (tdx.mul(c, x), [2.0, 4.0, 6.0]), (c.mul(x), [2.0, 4.0, 6.0]),
                       (tdx.isclose(x, c), [False, True, False])):
         assert got.device == x.device
         assert got.tolist() == want
