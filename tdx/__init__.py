@@ -64,8 +64,8 @@ bool = _dtypes.bool_  # noqa: A001 - torch's name
 inf = _math.inf  # torch.inf and torch.nan, the constants torch's Python code (distributions) reads
 nan = _math.nan
 _NAMESPACES = ("cuda", "mps", "mlx", "nn", "optim", "utils", "linalg", "fft", "special", "masked", "signal",
-               "distributed", "distributions", "amp", "accelerator", "serialization", "compiler", "fx", "types",
-               "overrides", "jit", "_C")
+               "distributed", "distributions", "amp", "accelerator", "serialization", "compiler", "random",
+               "multiprocessing", "profiler", "fx", "types", "overrides", "jit", "_C")
 _aliases = _alias.install(_alias.AliasFinder({f"tdx.{n}": f"tdx.compat.{n}" for n in _NAMESPACES}))
 _WINDOWS = ("bartlett_window", "blackman_window", "hamming_window", "hann_window", "kaiser_window")
 _LAZY = {"interop": "tdx.interop", "testing": "tdx.testing", "attention": "tdx.attention"}

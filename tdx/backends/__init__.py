@@ -158,6 +158,21 @@ def _executor(name: str) -> Executor:
     return ex
 
 
+def host_torch():
+    """The torch executor on cpu itself, never a pinned or translated one; None without torch.
+
+    Random streams and generator states live there: the torch random stream draws MLX's numbers
+    with it, and seeding applies to it as soon as it exists.
+    """
+    with _lock:
+        _load()
+        provider = _by_type.get("cpu")
+    if provider is None or provider.name != "torch":
+        return None
+    row = _status("cpu", provider)
+    return _executor("cpu") if row is not None and row.available else None
+
+
 def _translate(requested, why: str) -> Executor:
     cfg = _config.current()
     if cfg["strict"]:
@@ -305,7 +320,7 @@ def _auto() -> Executor:
         if row is not None and row.available:
             return _executor(name)
     raise DeviceUnavailableError(f"default_device 'auto': none of {', '.join(order)} is available; "
-                                 "install tdx[torch] or tdx[mlx]")
+                                 "install tdx-runtime[torch] or tdx-runtime[mlx]")
 
 
 def get_default_device():

@@ -161,6 +161,12 @@ class Executor:
         """The tdx dtype of native array ``x``."""
         return self._from_native[x.dtype]
 
+    def evaluate(self, natives) -> None:
+        """Wait until ``natives`` are computed (their lazy or queued work done); eager: nothing to do."""
+        synchronize = getattr(self, "synchronize", None)
+        if self.caps.asynchronous and synchronize is not None:
+            synchronize()
+
     def native_error(self, err: BaseException):
         """The TdxError to raise for an exception the framework raised (same builtin kind)."""
         return translate(err)

@@ -32,6 +32,7 @@ from ._optim import MLXOptimOps
 from ._memory import check_alloc
 from ._random import MLXRandomOps
 from ._sampling import MLXSamplingOps
+from ._torch_stream import torch_stream
 from ._reduction import MLXReductionOps
 from ._scatter import MLXScatterOps
 from ._inverse_functions import MLXInverseFunctionOps
@@ -47,6 +48,7 @@ _TABLE = {
 _NP_NAME = {d: d.name if d is not D.bool_ else "bool" for d in _TABLE}
 
 
+@torch_stream
 class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps, MLXLinalgOps, MLXIndexOps,
                   MLXRandomOps, MLXSamplingOps, MLXNamespaceOps, MLXNNOps, MLXScatterOps, MLXInverseFunctionOps,
                   MLXComplexOps, MLXConvolutionOps, MLXOptimOps, Executor):
@@ -261,6 +263,11 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
 
     def synchronize(self) -> None:
         mx.synchronize(self.s)
+
+    @staticmethod
+    def evaluate(natives) -> None:
+        """Compute ``natives`` now (MLX builds lazily; the profiler times the work itself)."""
+        mx.eval(*natives)
 
     def native_error(self, err: BaseException):
         """MLX raises ValueError for shape and broadcast problems where torch raises RuntimeError."""
