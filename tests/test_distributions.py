@@ -319,9 +319,11 @@ def test_expand_and_batch_shapes(device):
     _same(lambda: dx.log_prob(tdx.tensor(v, device=device)), lambda: dt.log_prob(torch.tensor(v)))
 
 
-def test_samplers_moments(device):
+@pytest.mark.parametrize("stream", ["torch", "native"])
+def test_samplers_moments(device, stream, monkeypatch):
     """torch.poisson/binomial/_standard_gamma/_sample_dirichlet draws have the right moments on every
-    executor (on torch executors they are torch's own kernels)."""
+    executor, from torch's stream (torch's own kernels) and from MLX's own (its rejection samplers)."""
+    monkeypatch.setenv("TDX_RANDOM_STREAM", stream)
     tdx.manual_seed(0)
     n = 4000
     rate = tdx.tensor([0.5, 4.0, 30.0], device=device).expand(n, 3).contiguous()
@@ -342,6 +344,14 @@ def test_samplers_moments(device):
     with pytest.raises(RuntimeError) as info:
         tdx.poisson(tdx.tensor([-1.0], device=device))
     assert isinstance(info.value, tdx.TdxError)
+    # torch's argument rules: count and prob broadcast; integer count or rate is refused, typed as torch's
+    assert tuple(tdx.binomial(tdx.tensor([10.0, 5.0], device=device), tdx.tensor(0.5, device=device)).shape) == (2,)
+    for call, kind in ((lambda: tdx.binomial(tdx.tensor([10, 5], device=device), tdx.tensor([0.5, 0.5], device=device)),
+                        ValueError),
+                       (lambda: tdx.poisson(tdx.tensor([1, 2], device=device)), NotImplementedError)):
+        with pytest.raises(kind) as info:
+            call()
+        assert isinstance(info.value, tdx.TdxError) and "Long" in str(info.value)
 
 
 def test_namespace_is_torchs_package_on_tdx():
@@ -363,6 +373,7 @@ def test_torch_rules_the_distributions_rely_on(device):
     x = tdx.tensor([1.0, 2.0, 3.0], device=device)
     c = tdx.tensor(2.0)
     for got, want in ((c * x, [2.0, 4.0, 6.0]), (x - c, [-1.0, 0.0, 1.0]), (c - x, [1.0, 0.0, -1.0]),
+                      (tdx.mul(c, x), [2.0, 4.0, 6.0]), (c.mul(x), [2.0, 4.0, 6.0]),
                       (tdx.isclose(x, c), [False, True, False])):
         assert got.device == x.device
         assert got.tolist() == want
@@ -370,18 +381,31 @@ def test_torch_rules_the_distributions_rely_on(device):
     with pytest.raises(RuntimeError) as info:  # a non-scalar CPU operand is still torch's mixed-device error
         _ = x + tdx.ones(3) if device != "cpu" else x + tdx.ones(3, device="mlx:cpu")
     assert isinstance(info.value, tdx.TdxError)
-    if device == "cpu":
-        for name, args in (("exponential_", (2.0,)), ("cauchy_", (0.5, 2.0)), ("geometric_", (0.3,))):
-            tdx.manual_seed(11)
-            got = getattr(tdx.empty(6), name)(*args)
-            torch.manual_seed(11)
-            assert_close(got, getattr(torch.empty(6), name)(*args), rtol=0, atol=0, msg=name)
-    else:
-        tdx.manual_seed(11)
-        e = tdx.empty(4000, device=device).exponential_(2.0)
-        assert bool((e > 0).all()) and abs(e.mean().item() - 0.5) < 0.05
-        g = tdx.empty(4000, device=device).geometric_(0.25)
-        assert bool((g >= 1).all()) and abs(g.mean().item() - 4.0) < 0.3
+    for name, args in (("exponential_", (2.0,)), ("cauchy_", (0.5, 2.0)), ("geometric_", (0.3,))):
+        tdx.manual_seed(11)  # torch's stream on every executor by default: torch's very numbers
+        got = getattr(tdx.empty(6, device=device), name)(*args)
+        torch.manual_seed(11)
+        assert_close(got, getattr(torch.empty(6), name)(*args), rtol=0, atol=0, msg=name)
+    for draw in (lambda L, dev: L.poisson(L.tensor([0.5, 4.0, 30.0], **dev)),
+                 lambda L, dev: L._standard_gamma(L.tensor([0.3, 2.0, 9.0], **dev)),
+                 lambda L, dev: L.binomial(L.tensor([10.0, 3.0, 50.0], **dev), L.tensor([0.2, 0.5, 0.9], **dev)),
+                 lambda L, dev: L._sample_dirichlet(L.tensor([0.5, 1.0, 4.0], **dev))):
+        tdx.manual_seed(12)
+        got = draw(tdx, {"device": device})
+        torch.manual_seed(12)
+        assert_close(got, draw(torch, {}), rtol=0, atol=0)
+
+
+def test_native_stream_fills(device, monkeypatch):
+    """exponential_/cauchy_/geometric_ from an executor's own stream have the right support and moments."""
+    monkeypatch.setenv("TDX_RANDOM_STREAM", "native")
+    tdx.manual_seed(11)
+    e = tdx.empty(4000, device=device).exponential_(2.0)
+    assert bool((e > 0).all()) and abs(e.mean().item() - 0.5) < 0.05
+    c = tdx.empty(4000, device=device).cauchy_(1.0, 0.5)
+    assert abs(c.median().item() - 1.0) < 0.05
+    g = tdx.empty(4000, device=device).geometric_(0.25)
+    assert bool((g >= 1).all()) and abs(g.mean().item() - 4.0) < 0.3
 
 
 def test_without_torch_installed_the_namespace_names_what_to_install(monkeypatch):

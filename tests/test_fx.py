@@ -251,3 +251,34 @@ def test_torch_fx_import_forms_under_the_alias():
     assert alias_torch is tdx and alias_fx is fx and GraphModule is fx.GraphModule
     assert Graph is torch.fx.Graph and Node is torch.fx.Node and Proxy is torch.fx.Proxy
     assert not hasattr(tdx.fx.node, "torch")
+
+
+def test_concrete_args_assert_and_deepcopy(device):
+    """concrete_args specializes a flag as torch's does (a torch._assert node guards it), a traced
+    torch._assert stays one node that raises AssertionError, and a deep copy computes the same."""
+    import copy
+
+    def build(lib):
+        class M(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = lib.nn.Linear(3, 2)
+
+            def forward(self, x, flag=True):
+                lib._assert(x.dim() == 2, "need 2-d")
+                if flag:
+                    return self.lin(x).relu()
+                return self.lin(x)
+
+        return M()
+
+    xm, tm = build(tdx), build(torch)
+    gm = fx.symbolic_trace(xm.to(device), concrete_args={"flag": False})
+    assert gm.code == torch.fx.symbolic_trace(tm, concrete_args={"flag": False}).code
+    x = tdx.randn(2, 3, device=device)
+    assert_close(gm(x, False), xm(x, False))
+    with pytest.raises(AssertionError, match="need 2-d"):
+        gm(tdx.randn(3, device=device), False)
+    twin = copy.deepcopy(gm)
+    assert twin.lin.weight is not gm.lin.weight
+    assert_close(twin(x, False), gm(x, False))

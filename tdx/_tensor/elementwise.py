@@ -34,7 +34,7 @@ from .operands import (
     _write,
 )
 from .tensor import Tensor
-from .wrapping import SCALARS, attach, cross, exporter, inline_typed, need_tensor, operand, typed_errors, wrap
+from .wrapping import SCALARS, attach, exporter, inline_typed, mixed_operands, need_tensor, operand, typed_errors, wrap
 
 __all__: list = []
 _export = exporter(__all__)
@@ -67,7 +67,7 @@ def _binary(name: str, torch_name: str):
             if other._ex is ex:
                 other = other._n
             else:
-                ex, mine, other = cross(torch_name, self, other)
+                ex, mine, other = mixed_operands(torch_name, self, other)
         elif other.__class__ not in SCALARS:
             other = operand(self, other, torch_name)
         try:

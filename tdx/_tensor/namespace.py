@@ -21,7 +21,7 @@ from . import float_bits, inplace_views, native_norms  # noqa: F401 - attach met
 from . import fake_quant, fills, identity, legacy, sequences, storage, view_copies  # noqa: F401 - attach methods
 from .elementwise import ALIASES, BINARY, UNARY
 from .tensor import Tensor
-from .wrapping import exporter, need_tensor, operand, wrap
+from .wrapping import exporter, mixed_operands, need_tensor, operand, wrap
 
 __all__: list = []
 _export = exporter(__all__)
@@ -39,7 +39,8 @@ def _unary_fn(name):
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
 
-    fn.__name__ = name
+    fn.__name__ = fn.__qualname__ = name
+    fn.__module__ = "tdx"  # a generated torch function, public as tdx.<name>
     fn.__doc__ = f"Elementwise ``{name}`` of ``input``, as ``torch.{name}``."
     return fn
 
@@ -54,6 +55,8 @@ def _binary_fn(name):
             need_tensor(other, name, "other")
             ex = other._ex
             a, b = input, other._n
+        elif other.__class__ is Tensor and other._ex is not input._ex:  # a 0-d CPU operand, or refused
+            ex, a, b = mixed_operands(name, input, other)
         else:
             ex = input._ex
             a, b = input._n, operand(input, other, name)
@@ -62,7 +65,8 @@ def _binary_fn(name):
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
 
-    fn.__name__ = name
+    fn.__name__ = fn.__qualname__ = name
+    fn.__module__ = "tdx"  # a generated torch function, public as tdx.<name>
     fn.__doc__ = f"``{name}`` of ``input`` and ``other`` with broadcasting and torch's promotion."
     return fn
 
@@ -116,7 +120,8 @@ def _method_fn(name, doc):
     def fn(input, *args, **kwargs):  # noqa: A002
         return getattr(need_tensor(input, name), name)(*args, **kwargs)
 
-    fn.__name__ = name
+    fn.__name__ = fn.__qualname__ = name
+    fn.__module__ = "tdx"  # a generated torch function, public as tdx.<name>
     fn.__doc__ = doc
     return fn
 
@@ -194,7 +199,8 @@ def _documented(name: str, doc: str):
     def fn(input, *args, **kwargs):  # noqa: A002 - torch's name
         return getattr(need_tensor(input, name), name)(*args, **kwargs)
 
-    fn.__name__ = name
+    fn.__name__ = fn.__qualname__ = name
+    fn.__module__ = "tdx"  # a generated torch function, public as tdx.<name>
     fn.__qualname__ = name
     fn.__doc__ = doc
     return fn

@@ -15,7 +15,7 @@ import math
 
 from .. import _dtypes as D
 from .. import backends
-from .._errors import TdxRuntimeError, TdxTypeError, TdxValueError, UnsupportedOpError, mismatch
+from .._errors import OpDtypeError, TdxRuntimeError, TdxTypeError, TdxValueError, UnsupportedOpError, mismatch
 from . import views as _views
 from .generator import native as _native_generator
 from .tensor import Tensor
@@ -195,8 +195,10 @@ def _sampler_operand(x, op: str, arg: str = "input"):
     is zero) and are not recorded."""
     need_tensor(x, op, arg)
     if not x.dtype.is_floating_point:
-        raise TdxRuntimeError(f"\"{op}\" not implemented for '{str(x.dtype).replace('torch.', '').capitalize()}'"
-                              f" ({arg} must be a floating tensor)")
+        from .operands import _TORCH_NAMES
+
+        raise OpDtypeError(f"\"{op}\" not implemented for '{_TORCH_NAMES.get(x.dtype.name, x.dtype.name)}' "
+                           f"({arg} must be a floating tensor)")
     if op == "_sample_dirichlet" and x._ex.taped and x.requires_grad and _tape_wants(x):
         raise UnsupportedOpError(
             f"{op}: a gradient through Dirichlet draws is not supported on {x.device} (torch's "
@@ -298,15 +300,17 @@ def poisson(input, generator=None):  # noqa: A002 - torch's name
 
 @_export
 def binomial(count, prob, generator=None):
-    """``torch.binomial``: Binomial(count, prob) draws, in ``prob``'s dtype (same shapes)."""
+    """``torch.binomial``: Binomial(count, prob) draws (floating ``count``; the two broadcast)."""
     need_tensor(count, "binomial", "count")
     ex = prob._ex if isinstance(prob, Tensor) else None
     native = _sampler_operand(prob, "binomial", "prob")
     if count._ex is not ex:
         raise mismatch("binomial", count._ex.device, ex.device)
-    if tuple(count.shape) != tuple(prob.shape):
-        raise TdxRuntimeError(f"binomial: count of shape {list(count.shape)} and prob of shape "
-                              f"{list(prob.shape)} must have the same shape")
+    if not count.dtype.is_floating_point:
+        from .operands import _TORCH_NAMES
+
+        raise TdxValueError(f"binomial only supports floating-point dtypes for count, got: "
+                            f"{_TORCH_NAMES.get(count.dtype.name, count.dtype.name)}")
     return wrap(ex.binomial(count._n, native, _native_generator(generator, ex)), ex)
 
 

@@ -20,8 +20,8 @@ from .._errors import NATIVE_ERRORS, TdxRuntimeError, TdxTypeError, UnsupportedO
 from ..autograd import tape as _tape
 from ..autograd.tape import ACTIVE as _TAPE
 from . import views as _views, wrapping
-from .wrapping import (SCALARS as _SCALARS, Size, cross as _cross, foreign as _foreign, inline_typed, scalar as _scalar, typed_errors,
-                       wrap)
+from .wrapping import (SCALARS as _SCALARS, Size, foreign as _foreign, inline_typed, mixed_operands as _mixed,
+                       scalar as _scalar, typed_errors, wrap)
 
 _new = object.__new__
 
@@ -44,7 +44,7 @@ def _binary(name: str, reverse: bool = False):
             if other._ex is ex:
                 other = other._n
             else:
-                ex, mine, other = _cross(name, self, other)
+                ex, mine, other = _mixed(name, self, other)
         elif other.__class__ not in _SCALARS:
             other = _scalar(other)
             if other is NotImplemented:

@@ -210,7 +210,7 @@ def foreign(op: str, ex, t):
     return t.to(ex.device)._n
 
 
-def cross(op: str, t, other) -> tuple:
+def mixed_operands(op: str, t, other) -> tuple:
     """``(executor, t's native, other's native)`` for a binary op of tensors on two executors: a 0-d
     CPU ``t`` goes to ``other``'s executor (torch's scalar operand, as in ``torch.tensor(0.7) * x_cuda``),
     else ``other`` comes to ``t``'s as :func:`foreign` allows."""

@@ -14,11 +14,21 @@ import threading
 
 from .._errors import TdxRuntimeError, TdxTypeError, TdxValueError, UnsupportedOpError
 
-__all__ = ["cond", "while_loop", "vmap", "fork", "wait", "Future"]
+__all__ = ["cond", "while_loop", "vmap", "fork", "wait", "Future", "_assert"]
 
 
 def _is_tensor(x) -> bool:
     return hasattr(x, "_n") and hasattr(x, "_ex")
+
+
+def _assert(condition, message) -> None:
+    """``torch._assert``: ``assert condition, message`` as a function, which ``torch.fx`` traces as one
+    node (a Python ``assert`` on a traced value cannot be).
+
+    Raises:
+        AssertionError: ``condition`` (a bool or a one-element tensor) is false, with ``message``.
+    """
+    assert bool(condition), message  # noqa: S101 - torch's function is an assert
 
 
 def _truth(pred, op: str) -> bool:

@@ -31,8 +31,8 @@ from ._nn import MLXNNOps
 from ._optim import MLXOptimOps
 from ._memory import check_alloc
 from ._random import MLXRandomOps
-from ._torch_stream import torch_stream
 from ._sampling import MLXSamplingOps
+from ._torch_stream import torch_stream
 from ._reduction import MLXReductionOps
 from ._scatter import MLXScatterOps
 from ._inverse_functions import MLXInverseFunctionOps

@@ -165,9 +165,7 @@ class MLXSamplingOps:
     def binomial(self, count, prob, generator=None):
         """Binomial(count, prob) draws (prob's dtype), counting geometric waiting times."""
         wd = self._work_dtype(prob)
-        n = mx.broadcast_to(count.astype(wd, stream=self.s), prob.shape)
-        p = prob.astype(wd, stream=self.s)
-        n, p = mx.broadcast_arrays(n, p)
+        n, p = mx.broadcast_arrays(count.astype(wd, stream=self.s), prob.astype(wd, stream=self.s))
         flip = p > 0.5
         q = mx.where(flip, 1.0 - p, p)
         log1mq = mx.log1p(-mx.where(q > 0, q, mx.zeros_like(q)))

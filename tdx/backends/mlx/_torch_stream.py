@@ -4,9 +4,9 @@
 this call draws from torch, else runs MLX's own (:mod:`._random`). While the stream in force is ``"torch"`` (the
 default: ``[random] stream`` in the config, ``TDX_RANDOM_STREAM``, see :func:`stream`), every draw
 of the MLX executor — ``rand``, ``randn``, ``randint``, ``randperm``, ``multinomial``,
-``bernoulli(_)``, ``normal_``, ``uniform_``, ``exponential_``, ``cauchy_``, ``geometric_``, the gamma,
-Dirichlet, Poisson and binomial samplers, and so dropout's masks, ``nn.init``, the data samplers and
-``torch.distributions`` —
+``bernoulli(_)``, ``normal_``, ``uniform_``, ``exponential_``, ``cauchy_``, ``geometric_``, the
+``torch.distributions`` samplers (``poisson``, ``binomial``, ``_standard_gamma``,
+``_sample_dirichlet``), and so dropout's masks, ``nn.init`` and the samplers —
 is made by the torch executor on the host with torch's CPU generator, exactly as the same call on
 ``cpu`` draws it, and copied into MLX. With no ``generator=``, the draw comes from torch's default
 CPU generator itself, so ``manual_seed``, ``get_rng_state``/``set_rng_state`` and ``fork_rng`` cover
@@ -95,12 +95,13 @@ _DRAWS = {
     "normal_": (3, lambda ex, h, x, mean, std, g: _back(ex, h.normal_(_like(ex, x), mean, std, g), ex.dtype(x))),
     "uniform_": (3, lambda ex, h, x, lo, hi, g: _back(ex, h.uniform_(_like(ex, x), lo, hi, g), ex.dtype(x))),
     "exponential_": (2, lambda ex, h, x, lambd, g: _back(ex, h.exponential_(_like(ex, x), lambd, g), ex.dtype(x))),
-    "cauchy_": (3, lambda ex, h, x, median, sigma, g: _back(ex, h.cauchy_(_like(ex, x), median, sigma, g), ex.dtype(x))),
+    "cauchy_": (3, lambda ex, h, x, median, sigma, g: _back(ex, h.cauchy_(_like(ex, x), median, sigma, g),
+                                                            ex.dtype(x))),
     "geometric_": (2, lambda ex, h, x, p, g: _back(ex, h.geometric_(_like(ex, x), p, g), ex.dtype(x))),
     "standard_gamma": (1, lambda ex, h, x, g: _back(ex, h.standard_gamma(_to_host(ex, x), g), ex.dtype(x))),
     "sample_dirichlet": (1, lambda ex, h, x, g: _back(ex, h.sample_dirichlet(_to_host(ex, x), g), ex.dtype(x))),
     "poisson": (1, lambda ex, h, x, g: _back(ex, h.poisson(_to_host(ex, x), g), ex.dtype(x))),
-    "binomial": (2, lambda ex, h, n, p, g: _back(ex, h.binomial(_to_host(ex, n), _to_host(ex, p), g), ex.dtype(n))),
+    "binomial": (2, lambda ex, h, n, p, g: _back(ex, h.binomial(_to_host(ex, n), _to_host(ex, p), g), ex.dtype(p))),
 }
 
 

@@ -171,7 +171,7 @@ class Tracer(_fx.Tracer):
             return
         visited.add(id(scope))
         for name, value in list(scope.items()):
-            if not name.startswith("_") and id(value) in self._tdx_function_ids:
+            if id(value) in self._tdx_function_ids:
                 patcher.patch(scope, name, _recording(value))
 
     def _collect_tensor_attrs(self, module, prefix: list) -> None:

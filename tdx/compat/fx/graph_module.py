@@ -29,6 +29,7 @@ __all__ = ["GraphModule", "TdxCodeGen", "TorchPaths", "torch_names"]
 
 _NAMESPACES = (("torch", "tdx"), ("torch.nn.functional", "tdx.nn.functional"), ("torch.special", "tdx.special"),
                ("torch.linalg", "tdx.linalg"), ("torch.fft", "tdx.fft"))
+_TRACED_PRIVATE = ("_assert",)  # torch's private functions that fx traces as calls
 _NAMES: dict = {}
 _COUNTER = itertools.count()
 
@@ -45,8 +46,8 @@ def torch_names() -> dict:
         for torch_path, tdx_path in _NAMESPACES:
             module = importlib.import_module(tdx_path)
             real_module = importlib.import_module(torch_path)
-            for name in getattr(module, "__all__", None) or dir(module):
-                if name.startswith("_"):
+            for name in [*(getattr(module, "__all__", None) or dir(module)), *_TRACED_PRIVATE]:
+                if name.startswith("_") and name not in _TRACED_PRIVATE:
                     continue
                 value = getattr(module, name, None)
                 if callable(value) and not isinstance(value, type) and id(value) not in _NAMES:
@@ -221,7 +222,7 @@ class GraphModule(Module):
         """The module as annotated Python source (``class <name>(torch.nn.Module): def forward...``)."""
         code = self.graph.python_code(root_module="self", verbose=True, include_stride=include_stride,
                                       include_device=include_device, colored=colored).src.lstrip("\n")
-        body = "\n".join("    " + line if line.strip() else line for line in code.split("\n"))
+        body = "\n".join("    " + line if line.strip() else "" for line in code.split("\n"))
         text = f"class {type(self).__name__}(torch.nn.Module):\n{body}"
         if print_output:
             print(text)
