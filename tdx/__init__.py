@@ -67,8 +67,6 @@ pi, e, inf, nan = _math.pi, _math.e, _math.inf, _math.nan  # torch's constants (
 newaxis = None  # torch's alias of None for indexing
 
 # torch's namespaces live in tdx.compat; ``import tdx.nn`` gives the very module tdx.compat.nn
-inf = _math.inf  # torch.inf and torch.nan, the constants torch's Python code (distributions) reads
-nan = _math.nan
 _NAMESPACES = ("cuda", "cpu", "mps", "mlx", "nn", "optim", "utils", "linalg", "fft", "special", "masked", "signal",
                "distributed", "distributions", "amp", "accelerator", "serialization", "compiler", "fx", "jit", "futures",
                "xpu", "mtia", "hub", "library", "onnx", "overrides", "types", "storage", "_C", "version", "_dynamo",
