@@ -75,6 +75,7 @@ def linear(input, weight, bias=None):  # noqa: A002 - torch's name
     return out + b.expand(tuple(out.shape))
 
 
+@_kernels.torch_kernel
 def bilinear(input1, input2, weight, bias=None):
     """``y[..., o] = sum_ij input1[..., i] * weight[o, i, j] * input2[..., j] + bias[o]``.
 
@@ -475,6 +476,7 @@ def dropout(input, p=0.5, training=True, inplace=False):  # noqa: A002 - torch's
     return write_inplace(x, compute) if inplace else compute(x)
 
 
+@_kernels.torch_kernel
 def alpha_dropout(input, p=0.5, training=False, inplace=False):  # noqa: A002 - torch's name
     """Dropout for SELU networks: dropped elements take SELU's negative saturation value, and the
     result is scaled and shifted to keep zero mean and unit variance.
