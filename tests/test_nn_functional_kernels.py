@@ -150,6 +150,8 @@ def _others(rng):
         "alpha_dropout": (lambda m, F, T: F.alpha_dropout(T(x2), 0.3, training=True), True),
         "rrelu": (lambda m, F, T: F.rrelu(T(x2), training=True), True),
         "gumbel_softmax": (lambda m, F, T: F.gumbel_softmax(T(x2), tau=0.5), True),
+        "embedding max_norm": (lambda m, F, T: F.embedding(T(np.array([[1, 4], [4, 0]])), T(x2 * 2), max_norm=1.0,
+                                                           norm_type=3.0), False),
     }
 
 

@@ -325,8 +325,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
         TdxValueError: ``padding_idx`` is out of range (torch raises AssertionError).
         UnsupportedOpError: ``sparse`` is true.
     """
-    if max_norm is None and not sparse and padding_idx is None:
-        done = _kernels.fast("embedding", input, weight, None, None, 2.0, scale_grad_by_freq, False)
+    if not sparse and padding_idx is None:  # torch's kernel (and its in-place renorm for max_norm)
+        done = _kernels.fast("embedding", input, weight, None, max_norm, norm_type, scale_grad_by_freq, False)
         if done is not _kernels.NOT_NATIVE:
             return done
     idx, w = need_tensor(input, "embedding"), need_tensor(weight, "embedding", "weight")
