@@ -19,9 +19,10 @@ import tdx
 pytest_plugins = ["pytester"]
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PROGRAMS = ROOT / "tests" / "programs"
-# program -> relative tolerance of its final loss on a device other than torch's cpu executor
-# (different random streams; 1e-6 for the float64 LSTM, whose data and initial weights are loaded)
-TOLERANCE = {"poly_regression": 0.05, "bigram": 0.05, "gpt": 0.05, "lstm_lbfgs": 1e-6}
+# program -> relative tolerance of every number it prints on a device other than torch's cpu executor:
+# the same seed draws torch's numbers on every executor (the torch random stream), so only the kernels'
+# roundings differ: float32 programs within 1e-4, the float64 LSTM within 1e-6
+TOLERANCE = {"poly_regression": 1e-4, "bigram": 1e-4, "gpt": 1e-4, "lstm_lbfgs": 1e-6}
 _ref: dict = {}
 
 
@@ -37,8 +38,9 @@ def _py(args, cwd, **env):
                           timeout=300)
 
 
-def _final(out: str) -> float:
-    return float(re.findall(r"final loss ([0-9.]+)", out)[-1])
+def _numbers(out: str) -> list:
+    """Every decimal number a program printed, in order (losses, step by step)."""
+    return [float(n) for n in re.findall(r"-?\d+\.\d+(?:e-?\d+)?", out)]
 
 
 def _reference(name: str, tmp_path_factory):
@@ -59,7 +61,8 @@ def test_program_runs_unmodified(name, device, tmp_path_factory):
     if device == "cpu":
         assert done.stdout == expected
     else:
-        assert _final(done.stdout) == pytest.approx(_final(expected), rel=TOLERANCE[name])
+        got, want = _numbers(done.stdout), _numbers(expected)
+        assert len(got) == len(want) and got == pytest.approx(want, rel=TOLERANCE[name]), (done.stdout, expected)
 
 
 def _script(tmp_path, body: str, name="prog.py") -> pathlib.Path:
@@ -88,7 +91,7 @@ def test_alias_resolves_every_torch_path_to_tdx(tmp_path):
         assert real is not tdx and type(x.native).__module__ == "torch" and real.__file__.endswith("__init__.py")
         print(repr(x.dtype), repr(x.shape), repr(torch.preserve_format))
         try:
-            import torch.distributions
+            import torch.no_such_module
         except ImportError as err:
             print("missing:", err.name, "|", err)
         try:
@@ -102,7 +105,7 @@ def test_alias_resolves_every_torch_path_to_tdx(tmp_path):
     assert done.returncode == 7, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == "torch.float32 torch.Size([2, 3]) torch.preserve_format"
-    assert lines[1].startswith("missing: torch.distributions | torch.distributions is not provided by tdx")
+    assert lines[1].startswith("missing: torch.no_such_module | torch.no_such_module is not provided by tdx")
     assert lines[2] == "missing: torch.no_such_name"
     assert lines[3] == f"{[str(script), 'a', 'b', str(script), str(tmp_path)]} __main__ True True"
 

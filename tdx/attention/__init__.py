@@ -44,7 +44,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         key: ``(..., Hk, Tk, E)``.
         value: ``(..., Hv, Tk, Ev)``.
         attn_mask: broadcastable to ``(..., Hq, Tq, Tk)``; bool (True takes part) or an additive
-            float mask (float32 or the query's dtype).
+            float mask (float32 or the query's dtype), or a ``tdx.nn.attention.bias.CausalBias``.
         dropout_p: probability of dropping an attention weight (applied as torch does, with the
             executor's random generator, so ``tdx.manual_seed`` makes it repeatable).
         is_causal: top-left causal mask (query ``i`` sees keys ``j <= i``); not with ``attn_mask``.
@@ -58,6 +58,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         AttentionShapeError, AttentionDtypeError, AttentionValueError, SDPAError: bad inputs.
         NoKernelError: no enabled kernel can run the inputs (the message lists the reasons).
     """
+    run_with = getattr(attn_mask, "__tdx_sdpa__", None)
+    if run_with is not None:  # a mask object that runs the call itself (torch.nn.attention.bias.CausalBias)
+        return run_with(query, key, value, dropout_p, is_causal, scale, enable_gqa)
     p, backend = _plan.resolve(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     if _tape.ACTIVE[0] and _tape.wants(query, key, value, attn_mask):
         # recorded on tdx's tape: the backward pass re-executes this call under the executor's vjp,
@@ -129,8 +132,8 @@ def explain(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, s
     Takes the same arguments as :func:`scaled_dot_product_attention` and runs nothing.
 
     Raises:
-        The input errors of :func:`scaled_dot_product_attention` (not ``NoKernelError``: an
-        explanation with ``kernel=None`` says why nothing can run).
+        SDPAError: the input errors of :func:`scaled_dot_product_attention` (not ``NoKernelError``:
+            an explanation with ``kernel=None`` says why nothing can run).
     """
     p = _prepare(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     en = _state.enabled()
@@ -147,7 +150,9 @@ class SDPAParams:
     """The inputs of one attention call, for the ``can_use_*`` checks (torch's ``SDPAParams``).
 
     Args:
-        query, key, value: ``tdx.Tensor`` inputs (torch tensors or MLX arrays are adopted).
+        query: ``tdx.Tensor`` input (torch tensors or MLX arrays are adopted).
+        key: as ``query``.
+        value: as ``query``.
         attn_mask: the mask or None.
         dropout: the dropout probability.
         is_causal: whether the attention is causal.

@@ -162,12 +162,39 @@ class Executor:
         """The tdx dtype of native array ``x``."""
         return self._from_native[x.dtype]
 
+    def evaluate(self, natives) -> None:
+        """Wait until ``natives`` are computed (their lazy or queued work done); eager: nothing to do."""
+        synchronize = getattr(self, "synchronize", None)
+        if self.caps.asynchronous and synchronize is not None:
+            synchronize()
+
     def native_error(self, err: BaseException):
         """The TdxError to raise for an exception the framework raised (same builtin kind)."""
         return translate(err)
 
     def unsupported(self, what: str):
         return UnsupportedOpError(f"{what} is not supported on {self.device} ({self.name} executor)")
+
+    # samplers of torch.distributions ---------------------------------------------------
+    def standard_gamma(self, x, generator=None):
+        """Gamma(x, 1) draws (``torch._standard_gamma``)."""
+        raise self.unsupported("_standard_gamma")
+
+    def sample_dirichlet(self, x, generator=None):
+        """Dirichlet(x) draws over the last dim (``torch._sample_dirichlet``)."""
+        raise self.unsupported("_sample_dirichlet")
+
+    def poisson(self, x, generator=None):
+        """Poisson(x) draws (``torch.poisson``)."""
+        raise self.unsupported("poisson")
+
+    def binomial(self, count, prob, generator=None):
+        """Binomial(count, prob) draws (``torch.binomial``)."""
+        raise self.unsupported("binomial")
+
+    def dirichlet_grad(self, x, alpha, total):
+        """The reparameterization gradient of Beta/Dirichlet draws (``torch._dirichlet_grad``)."""
+        raise self.unsupported("_dirichlet_grad")
 
     # complex views -----------------------------------------------------------------------
     @staticmethod
@@ -197,3 +224,26 @@ class Executor:
             UnsupportedOpError: the executor cannot restore generator states.
         """
         raise self.unsupported("Generator.set_state")
+
+    def materialize(self, *natives) -> None:
+        """Compute ``natives`` now, where the executor computes lazily (so that what only they
+        needed can be freed); a no-op on executors that compute eagerly."""
+        return None
+
+    def default_rng_state(self):
+        """A snapshot of the state random calls without ``generator=`` draw from on this device
+        (what ``torch.utils.checkpoint`` and ``vmap(randomness=...)`` save and restore), comparable
+        with ``==``: two snapshots are equal when no draw happened between them.
+
+        Raises:
+            UnsupportedOpError: the executor cannot snapshot its default random state.
+        """
+        raise self.unsupported("saving the default random state")
+
+    def set_default_rng_state(self, state) -> None:
+        """Restore a snapshot made by :meth:`default_rng_state` of this executor.
+
+        Raises:
+            UnsupportedOpError: the executor cannot restore its default random state.
+        """
+        raise self.unsupported("restoring the default random state")

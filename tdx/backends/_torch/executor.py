@@ -64,7 +64,7 @@ class TorchExecutor(TorchNNOps, TorchAdaptedOps, TorchKernelOps, TorchNamespaceO
             mutable=True,
             dlpack_zero_copy_import=device.type == "cpu",
             dlpack_zero_copy_export=True,
-            asynchronous=device.type != "cpu",
+            asynchronous=device.type not in ("cpu", "meta"),
             sdpa_kernels=(("flash", "efficient", "cudnn", "math") if device.type == "cuda"
                           else ("flash", "math") if device.type == "cpu" else ("math",)),
         )
@@ -113,6 +113,21 @@ class TorchExecutor(TorchNNOps, TorchAdaptedOps, TorchKernelOps, TorchNamespaceO
 
     def manual_seed(self, seed: int) -> None:
         torch.manual_seed(seed)
+
+    def default_rng_state(self):
+        kind = self.device.type
+        state = (torch.cuda.get_rng_state(self.tdev) if kind == "cuda" else torch.mps.get_rng_state() if kind == "mps"
+                 else torch.get_rng_state())
+        return bytes(state.numpy())  # bytes compare by value: a snapshot tells whether a draw happened since
+
+    def set_default_rng_state(self, state) -> None:
+        t = torch.frombuffer(bytearray(state), dtype=torch.uint8)
+        if self.device.type == "cuda":
+            torch.cuda.set_rng_state(t, self.tdev)
+        elif self.device.type == "mps":
+            torch.mps.set_rng_state(t)
+        else:
+            torch.set_rng_state(t)
 
     # conversion -----------------------------------------------------------------------
     @staticmethod

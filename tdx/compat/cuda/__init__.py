@@ -1,6 +1,7 @@
 """``tdx.cuda``: torch.cuda's device-management functions, under torch's names.
 
-With torch installed, every call is torch.cuda's (torch is imported on the first call). Without
+With torch installed, every call is torch.cuda's (torch is imported on the first call); torch.cuda's
+functions this module does not define are forwarded to torch.cuda as they are. Without
 torch, the module answers as torch does on a machine without CUDA: ``is_available()`` is False,
 ``device_count()`` is 0, memory counters are 0, seeding is a no-op, and calls that need a
 device raise :class:`BackendUnavailableError` (both ``RuntimeError`` and ``AssertionError``,
@@ -25,9 +26,12 @@ __all__ = ["is_available", "is_initialized", "init", "device_count", "current_de
            "get_rng_state", "set_rng_state", "empty_cache", "memory_allocated", "max_memory_allocated",
            "memory_reserved", "max_memory_reserved", "reset_peak_memory_stats", "reset_max_memory_allocated",
            "memory_stats", "mem_get_info", "is_bf16_supported", "is_tf32_supported", "Stream", "Event",
-           "StreamContext", "stream", "current_stream", "default_stream", "BackendUnavailableError"]
+           "StreamContext", "stream", "current_stream", "default_stream", "BackendUnavailableError", "CUDAGraph",
+           "graph", "is_current_stream_capturing", "graph_pool_handle"]
 
-_CLASSES = ("Stream", "Event", "StreamContext")
+# torch.cuda's own classes, handed out as they are: tdx's cuda tensors run torch's kernels, so a
+# CUDA graph captures them as it captures torch's
+_CLASSES = ("Stream", "Event", "StreamContext", "CUDAGraph", "graph", "graph_pool_handle")
 
 
 def _pinned_elsewhere():
@@ -52,7 +56,7 @@ def _need(what: str):
     cuda = _torch_cuda()
     if cuda is None:
         raise BackendUnavailableError(f"{what} needs CUDA, which is not available: torch cannot be "
-                                      "imported in this process (pip install 'tdx[torch]')")
+                                      "imported in this process (pip install 'tdx-runtime[torch]')")
     return cuda
 
 
@@ -204,58 +208,96 @@ def synchronize(device=None) -> None:
     _need("synchronize()").synchronize(_arg(device))
 
 
+def _seed_pinned(seed: int) -> bool:
+    """Under a pin to a device other than CUDA, seed the generator that device draws from (the one the
+    program's "cuda" tensors really use); False when no such pin is active."""
+    ex = _pinned_elsewhere()
+    if ex is None:
+        return False
+    from ..backends._seeding import _state
+
+    _state["seed"] = seed
+    ex.manual_seed(seed)
+    return True
+
+
 def manual_seed(seed: int) -> None:
-    """Seed the current CUDA device's generator (torch applies it lazily; no-op without torch)."""
+    """Seed the current CUDA device's generator (torch applies it lazily; no-op without torch).
+
+    Under a pin to another device, the pinned device's generator: the one the program's CUDA
+    tensors draw from there (with the torch random stream, torch's CPU generator).
+    """
+    if _seed_pinned(int(seed)):
+        return
     cuda = _torch_cuda()
     if cuda is not None:
         cuda.manual_seed(seed)
 
 
 def manual_seed_all(seed: int) -> None:
-    """Seed every CUDA device's generator (no-op without torch)."""
+    """Seed every CUDA device's generator (no-op without torch); under a pin, as :func:`manual_seed`."""
+    if _seed_pinned(int(seed)):
+        return
     cuda = _torch_cuda()
     if cuda is not None:
         cuda.manual_seed_all(seed)
 
 
 def seed() -> None:
-    """Seed the current CUDA device's generator randomly (no-op without torch)."""
+    """Seed the current CUDA device's generator randomly (no-op without torch); under a pin, the pinned
+    device's."""
+    from .._tensor.generator import entropy_seed
+
+    if _seed_pinned(entropy_seed()):
+        return
     cuda = _torch_cuda()
     if cuda is not None:
         cuda.seed()
 
 
 def seed_all() -> None:
-    """Seed every CUDA device's generator randomly (no-op without torch)."""
-    cuda = _torch_cuda()
-    if cuda is not None:
-        cuda.seed_all()
+    """Seed every CUDA device's generator randomly (no-op without torch); under a pin, as :func:`seed`."""
+    seed()
 
 
 def initial_seed() -> int:
-    """The current CUDA generator's initial seed.
+    """The current CUDA generator's initial seed (under a pin to another device, that device's).
 
     Raises:
         BackendUnavailableError: no CUDA.
     """
+    if _pinned_elsewhere() is not None:
+        from ..backends._seeding import initial_seed as pinned_seed
+
+        return pinned_seed()
     return _need("initial_seed()").initial_seed()
 
 
 def get_rng_state(device="cuda"):
-    """A CUDA device's generator state as a torch ByteTensor.
+    """A CUDA device's generator state as a uint8 tensor (under a pin to another device, the state of
+    the generator that device draws from).
 
     Raises:
         BackendUnavailableError: no CUDA.
     """
+    if _pinned_elsewhere() is not None:
+        from .runtime import get_rng_state as pinned_state
+
+        return pinned_state()
     return _need("get_rng_state()").get_rng_state(_arg(device))
 
 
 def set_rng_state(new_state, device="cuda") -> None:
-    """Restore a CUDA device's generator state.
+    """Restore a CUDA device's generator state (under a pin to another device, that device's).
 
     Raises:
         BackendUnavailableError: no CUDA.
     """
+    if _pinned_elsewhere() is not None:
+        from .runtime import set_rng_state as pinned_set
+
+        pinned_set(new_state)
+        return
     _need("set_rng_state()").set_rng_state(new_state, _arg(device))
 
 
@@ -364,19 +406,54 @@ def default_stream(device=None):
     return _need("default_stream()").default_stream(_arg(device))
 
 
+def is_current_stream_capturing() -> bool:
+    """Whether a CUDA graph is being captured on the current stream (False without CUDA)."""
+    cuda = _torch_cuda()
+    return False if cuda is None or not cuda.is_available() else cuda.is_current_stream_capturing()
+
+
 class _Unavailable:
     """Stand-in for torch.cuda's stream classes when torch cannot be imported."""
 
     def __init__(self, *args, **kwargs):
         raise BackendUnavailableError(f"{type(self).__name__} needs CUDA, which is not available: "
-                                      "torch cannot be imported in this process (pip install 'tdx[torch]')")
+                                      "torch cannot be imported in this process (pip install 'tdx-runtime[torch]')")
 
 
 _STANDINS = {name: type(name, (_Unavailable,), {"__module__": __name__}) for name in _CLASSES}
 
 
+def _forwarder(name: str):
+    """torch.cuda's function ``name`` (one this module does not define) called with tdx tensors as natives and
+    torch tensors in the result as tdx tensors; None when torch.cuda has no such function."""
+    from ..torch_paths import data
+
+    code = data()["torch.cuda"]["names"].get(name)
+    if code is None or code != "f":
+        return None
+
+    def forward(*args, **kwargs):
+        from ..._tensor.creation import as_tensor
+        from ..._tensor.tensor import Tensor
+
+        fn = getattr(_need(f"torch.cuda.{name}()"), name)
+        native = [a._n if isinstance(a, Tensor) else _arg(a) for a in args]
+        out = fn(*native, **{k: (v._n if isinstance(v, Tensor) else _arg(v)) for k, v in kwargs.items()})
+        torch_tensor = type(_flags.torch_module().tensor(0))
+        if isinstance(out, torch_tensor):
+            return as_tensor(out)
+        if isinstance(out, list) and out and all(isinstance(o, torch_tensor) for o in out):
+            return [as_tensor(o) for o in out]
+        return out
+
+    forward.__name__ = forward.__qualname__ = name
+    forward.__doc__ = f"torch.cuda.{name}, called through torch (tdx's CUDA tensors are torch's)."
+    return forward
+
+
 def __getattr__(name: str):
-    # Stream, Event and StreamContext are torch.cuda's own classes (torch is imported to fetch them).
+    # Stream, Event and StreamContext are torch.cuda's own classes (torch is imported to fetch them); torch.cuda's
+    # other functions are forwarded to torch.cuda (raising BackendUnavailableError without torch)
     if name in _CLASSES:
         cuda = _torch_cuda()
         return _STANDINS[name] if cuda is None else getattr(cuda, name)
@@ -384,6 +461,10 @@ def __getattr__(name: str):
         import importlib
 
         return importlib.import_module(f"{__name__}.amp")
+    fn = _forwarder(name) if not name.startswith("_") else None
+    if fn is not None:
+        globals()[name] = fn
+        return fn
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
