@@ -51,11 +51,11 @@ def test_amp_training_loop(device, tmp_path_factory):
     if device == "cpu":
         assert got == expected
         return
-    # MLX draws torch.randn from its own stream here, so the data differ: the scale sequence (no overflow in
-    # bfloat16) and a finite, decreasing loss are what must hold
+    # the same data and initial weights (torch's random stream on every executor), bfloat16 rounding apart
     assert _numbers(r"scale ([0-9.]+)", got) == _numbers(r"scale ([0-9.]+)", expected)
-    losses = _numbers(r"epoch \d+: loss ([0-9.]+)", got)
-    assert len(losses) == 6 and all(math.isfinite(v) for v in losses) and losses[-1] < losses[0]
+    losses = _numbers(r"loss ([0-9.]+)", got)
+    assert len(losses) == 8 and all(math.isfinite(v) for v in losses)
+    assert losses == pytest.approx(_numbers(r"loss ([0-9.]+)", expected), rel=5e-3)
 
 
 def test_nanogpt_train_and_sample(device, tmp_path_factory):
