@@ -23,6 +23,15 @@ from tdx.testing import assert_close, tolerance
 LOW = ["bfloat16", "float16"]
 
 
+def _cpu_oracle(device):
+    """Skip on accelerators: a ``"cpu"`` region (torch's CPU lists, the oracle here) covers only non-accelerator
+    devices; the accelerators' lists are checked by :func:`test_gpu_regions_use_the_gpu_table`."""
+    from tdx.compat.cuda import is_accelerator
+
+    if is_accelerator(tdx.device(device)):
+        pytest.skip(f"{device} is an accelerator: a 'cpu' region does not cover it (torch's CUDA lists apply there)")
+
+
 @contextlib.contextmanager
 def pinned(device):
     """Every tensor on ``device``, as ``python -m tdx run --device`` does."""
@@ -96,6 +105,7 @@ def _check(got, want, device, low, what=""):
 @pytest.mark.parametrize("low", LOW)
 @pytest.mark.parametrize("inputs", ["float32", "low"])
 def test_op_dtypes_and_values_follow_torch_cpu_policy(device, low, inputs):
+    _cpu_oracle(device)
     arrays = _arrays()
     cast = None if inputs == "float32" else low
     with torch.autocast("cpu", dtype=getattr(torch, low)):
@@ -111,6 +121,7 @@ def test_op_dtypes_and_values_follow_torch_cpu_policy(device, low, inputs):
 
 def test_the_linear_layer_in_a_bfloat16_region(device):
     """The idiom the silent defect hid: a Linear layer inside ``autocast("cpu", bfloat16)`` returns bfloat16."""
+    _cpu_oracle(device)
     torch.manual_seed(0)
     ref = torch.nn.Linear(8, 3)
     x = np.random.default_rng(1).standard_normal((5, 8)).astype(np.float32)
@@ -126,6 +137,7 @@ def test_the_linear_layer_in_a_bfloat16_region(device):
 
 
 def test_gradients_through_a_region(device):
+    _cpu_oracle(device)
     arrays = _arrays(3)
     grads = {}
     for m in (torch, tdx):
@@ -148,6 +160,7 @@ def test_gradients_through_a_region(device):
 
 
 def test_nested_disabled_and_decorated_regions(device):
+    _cpu_oracle(device)
     def run(m):
         seen = []
         a, b = m.ones(3, 3), m.ones(3, 3)
@@ -186,9 +199,11 @@ def test_cache_enabled(device, cache):
     assert tdx.is_autocast_cache_enabled()
 
 
-def test_mlx_regions_use_the_gpu_table(device):
-    """A region named by another device type than cpu (``cuda``, ``mps``, ``mlx``) takes torch's CUDA lists."""
-    if not device.startswith("mlx"):
+def test_gpu_regions_use_the_gpu_table(device):
+    """A region named by another device type than cpu (``cuda``, ``mps``, ``mlx``) takes torch's CUDA lists: torch's
+    own autocast on CUDA/MPS, tdx's table of them on MLX."""
+    kind = tdx.device(device).type
+    if kind == "cpu":
         with pytest.warns(UserWarning, match="CUDA is not available"):
             region = tdx.autocast("cuda")
         with region:
@@ -196,7 +211,7 @@ def test_mlx_regions_use_the_gpu_table(device):
         return
     a = tdx.ones(3, 4, device=device)
     b = tdx.ones(4, 3, device=device)
-    with tdx.autocast("mlx", dtype=tdx.float16):
+    with tdx.autocast(kind, dtype=tdx.float16):
         got = {"matmul": (a @ b).dtype, "mv": a.mv(b[:, 0]).dtype, "exp": a.to(tdx.float16).exp().dtype,
                "softmax": a.to(tdx.float16).softmax(-1).dtype, "sum": a.to(tdx.float16).sum().dtype,
                "layer_norm": tdx.nn.functional.layer_norm(a.to(tdx.float16), (4,)).dtype,
@@ -209,6 +224,7 @@ def test_mlx_regions_use_the_gpu_table(device):
 
 
 def test_custom_fwd_and_custom_bwd(device):
+    _cpu_oracle(device)
     def run(m):
         seen = {}
 

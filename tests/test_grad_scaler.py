@@ -114,3 +114,42 @@ def test_cuda_grad_scaler_without_cuda(device):
         assert not s.is_enabled()
         assert {w.category for w in caught} == {FutureWarning, UserWarning}
         assert m.cuda.amp.GradScaler(enabled=False).get_scale() == 1.0
+
+
+def _fp16_loop(m):
+    rng = np.random.default_rng(1)
+    net = m.nn.Sequential(m.nn.Linear(16, 16), m.nn.ReLU(), m.nn.Linear(16, 4))
+    with m.no_grad():
+        for p in net.parameters():
+            p.copy_(m.tensor(rng.uniform(-0.25, 0.25, size=tuple(p.shape)).astype(np.float32)))
+    opt = m.optim.Adam(net.parameters(), 1e-2)
+    scaler = m.amp.GradScaler("cpu", init_scale=2.0 ** 20, growth_interval=4)
+    x = m.tensor(rng.standard_normal((32, 16)).astype(np.float32))
+    y = m.tensor(rng.standard_normal((32, 4)).astype(np.float32))
+    seen = []
+    for _ in range(10):
+        with m.autocast("cpu", dtype=m.float16):
+            loss = m.nn.functional.mse_loss(net(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        opt.zero_grad()
+        seen.append((scaler.get_scale(), loss.item()))
+    return seen
+
+
+def test_float16_loop_overflows_back_off_and_train(device):
+    """float16 gradients overflow at a 2**20 scale: the first steps are skipped and the scale backs off, as
+    torch's; then the loop trains to torch's losses (bit for bit on cpu)."""
+    from test_amp import _cpu_oracle
+
+    _cpu_oracle(device)
+    want = _fp16_loop(torch)
+    with pinned(device):
+        got = _fp16_loop(tdx)
+    assert [s for s, _ in got] == [s for s, _ in want]
+    assert want[0][0] < 2.0 ** 20
+    if device == "cpu":
+        assert got == want
+    else:
+        assert [l for _, l in got] == pytest.approx([l for _, l in want], rel=2e-2)

@@ -134,3 +134,38 @@ def test_inplace_activation_returns_its_input(device):
     x = tdx.tensor([-1.0, 0.5, 2.0], device=device)
     assert tdx.nn.functional.elu(x, 1.0, True) is x
     assert_close(x, torch.nn.functional.elu(torch.tensor([-1.0, 0.5, 2.0])))
+
+
+def _others(rng):
+    img = rng.standard_normal((2, 3, 8, 8)).astype(np.float32)
+    x2, y2 = rng.standard_normal((5, 8)).astype(np.float32), rng.standard_normal((5, 8)).astype(np.float32)
+    theta = rng.standard_normal((2, 2, 3)).astype(np.float32) * 0.3
+    w = rng.standard_normal((4, 8, 8)).astype(np.float32)
+    seq, wt = rng.standard_normal((5, 2, 4)).astype(np.float32), rng.standard_normal((3, 4, 6)).astype(np.float32)
+    return {  # name -> (fn(m, F, T), draws random numbers)
+        "grid_sample": (lambda m, F, T: F.grid_sample(T(img), F.affine_grid(T(theta), (2, 3, 5, 5), align_corners=False),
+                                                      align_corners=False), False),
+        "bilinear": (lambda m, F, T: F.bilinear(T(x2), T(y2), T(w)), False),
+        "conv_tbc": (lambda m, F, T: F.conv_tbc(T(seq), T(wt), T(w[0, 0, :6])), False),
+        "alpha_dropout": (lambda m, F, T: F.alpha_dropout(T(x2), 0.3, training=True), True),
+        "rrelu": (lambda m, F, T: F.rrelu(T(x2), training=True), True),
+        "gumbel_softmax": (lambda m, F, T: F.gumbel_softmax(T(x2), tau=0.5), True),
+        "embedding max_norm": (lambda m, F, T: F.embedding(T(np.array([[1, 4], [4, 0]])), T(x2 * 2), max_norm=1.0,
+                                                           norm_type=3.0), False),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_others(np.random.default_rng(0))))
+def test_other_routed_entries(device, name):
+    for seed in SEEDS:
+        fn, random = _others(np.random.default_rng(seed))[name]
+        torch.manual_seed(seed)
+        want = fn(torch, torch.nn.functional, torch.tensor)
+        tdx.manual_seed(seed)
+        got = fn(tdx, tdx.nn.functional, lambda a: tdx.tensor(a, device=device))
+        assert tuple(got.shape) == tuple(want.shape) and got.dtype is tdx.float32
+        if device == "cpu":  # torch's kernel, and torch's random stream
+            assert np.array_equal(got.numpy(), want.numpy()), (name, seed)
+        elif not random:
+            rtol, atol = tolerance(tdx.float32, "reduction")
+            assert_close(got, want, rtol=rtol, atol=atol)

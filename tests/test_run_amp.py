@@ -51,11 +51,11 @@ def test_amp_training_loop(device, tmp_path_factory):
     if device == "cpu":
         assert got == expected
         return
-    # MLX draws torch.randn from its own stream here, so the data differ: the scale sequence (no overflow in
-    # bfloat16) and a finite, decreasing loss are what must hold
+    # the same data and initial weights (torch's random stream on every executor), bfloat16 rounding apart
     assert _numbers(r"scale ([0-9.]+)", got) == _numbers(r"scale ([0-9.]+)", expected)
-    losses = _numbers(r"epoch \d+: loss ([0-9.]+)", got)
-    assert len(losses) == 6 and all(math.isfinite(v) for v in losses) and losses[-1] < losses[0]
+    losses = _numbers(r"loss ([0-9.]+)", got)
+    assert len(losses) == 8 and all(math.isfinite(v) for v in losses)
+    assert losses == pytest.approx(_numbers(r"loss ([0-9.]+)", expected), rel=5e-3)
 
 
 def test_nanogpt_train_and_sample(device, tmp_path_factory):
@@ -71,3 +71,20 @@ def test_nanogpt_train_and_sample(device, tmp_path_factory):
     assert len(got) == len(want)
     assert got[-1] == pytest.approx(want[-1], rel=0.05)  # bfloat16 on both sides, the same batches
     assert "resumed from iteration 20" in sample_got and sample_got.count("---------------") == 2
+
+
+def test_amp_import_paths_under_the_alias(device, tmp_path):
+    script = tmp_path / "paths.py"
+    script.write_text(
+        "import torch.cuda.amp\n"
+        "import torch.cpu.amp as cpu_amp\n"
+        "from torch.amp import GradScaler, autocast, custom_bwd, custom_fwd\n"
+        "from torch.amp.grad_scaler import GradScaler as G2\n"
+        "from torch.cuda.amp import GradScaler as CudaScaler\n"
+        "import torch\n"
+        "print(torch.cuda.amp.GradScaler is CudaScaler, G2 is GradScaler, autocast is torch.autocast,\n"
+        "      issubclass(cpu_amp.autocast, autocast), torch.amp.is_autocast_available('cpu'))\n")
+    want = _py([str(script)], tmp_path)
+    got = _py(["-m", "tdx", "run", "--device", device, str(script)], tmp_path)
+    assert want.returncode == 0 and got.returncode == 0, got.stderr
+    assert got.stdout == want.stdout == "True True True True True\n"

@@ -26,7 +26,7 @@ __all__ = ["autocast", "is_autocast_enabled", "set_autocast_enabled", "get_autoc
            "get_autocast_ipu_dtype", "set_autocast_ipu_dtype", "is_autocast_xla_enabled", "set_autocast_xla_enabled",
            "get_autocast_xla_dtype", "set_autocast_xla_dtype", "is_autocast_cache_enabled",
            "set_autocast_cache_enabled", "clear_autocast_cache", "autocast_increment_nesting",
-           "autocast_decrement_nesting", "is_autocast_available"]
+           "autocast_decrement_nesting"]
 
 _TORCH_TYPES = ("cpu", "cuda", "mps", "xpu")  # mirrored into torch's own autocast state
 _DEVICE_TYPES = ("cpu", "cuda", "mps", "mlx", "xpu", "ipu", "xla", "hpu", "mtia", "maia", "privateuseone")

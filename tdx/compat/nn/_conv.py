@@ -288,6 +288,7 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     return _conv_transpose(3, input, weight, bias, stride, padding, output_padding, groups, dilation)
 
 
+@_kernels.torch_kernel
 def conv_tbc(input, weight, bias, pad=0):  # noqa: A002 - torch's name
     """1-D convolution in time-batch-channel layout: ``input`` ``(T, B, C_in)``, ``weight`` ``(k, C_in, C_out)``,
     ``bias`` ``(C_out,)``, ``pad`` zeros on both ends of time; the result is ``(T', B, C_out)``.

@@ -75,6 +75,7 @@ def linear(input, weight, bias=None):  # noqa: A002 - torch's name
     return out + b.expand(tuple(out.shape))
 
 
+@_kernels.torch_kernel
 def bilinear(input1, input2, weight, bias=None):
     """``y[..., o] = sum_ij input1[..., i] * weight[o, i, j] * input2[..., j] + bias[o]``.
 
@@ -324,8 +325,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
         TdxValueError: ``padding_idx`` is out of range (torch raises AssertionError).
         UnsupportedOpError: ``sparse`` is true.
     """
-    if max_norm is None and not sparse and padding_idx is None:
-        done = _kernels.fast("embedding", input, weight, None, None, 2.0, scale_grad_by_freq, False)
+    if not sparse and padding_idx is None:  # torch's kernel (and its in-place renorm for max_norm)
+        done = _kernels.fast("embedding", input, weight, None, max_norm, norm_type, scale_grad_by_freq, False)
         if done is not _kernels.NOT_NATIVE:
             return done
     idx, w = need_tensor(input, "embedding"), need_tensor(weight, "embedding", "weight")
@@ -475,6 +476,7 @@ def dropout(input, p=0.5, training=True, inplace=False):  # noqa: A002 - torch's
     return write_inplace(x, compute) if inplace else compute(x)
 
 
+@_kernels.torch_kernel
 def alpha_dropout(input, p=0.5, training=False, inplace=False):  # noqa: A002 - torch's name
     """Dropout for SELU networks: dropped elements take SELU's negative saturation value, and the
     result is scaled and shifted to keep zero mean and unit variance.

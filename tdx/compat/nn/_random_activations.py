@@ -32,6 +32,7 @@ def _uniform_like(x, low: float = 0.0, high: float = 1.0):
         return tdx.empty_like(x).uniform_(low, high)
 
 
+@_kernels.torch_kernel
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):  # noqa: A002 - torch's name
     """Leaky ReLU whose negative slope is drawn from ``U(lower, upper)`` per element while ``training``,
     and is ``(lower + upper) / 2`` otherwise.
@@ -60,6 +61,7 @@ def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):  # noqa: A002 -
     return rrelu(input, lower, upper, training, inplace=True)
 
 
+@_kernels.torch_kernel
 def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
     """A sample of the Gumbel-softmax distribution: ``softmax((logits + g) / tau)`` with Gumbel(0, 1) noise
     ``g``; ``hard`` returns the one-hot of the arg max with the soft sample's gradient (straight through).

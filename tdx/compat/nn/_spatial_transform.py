@@ -12,6 +12,7 @@ from __future__ import annotations
 import warnings
 
 import tdx
+from . import _kernels
 from ._activations import need_tensor
 from ..._errors import TdxRuntimeError
 
@@ -110,6 +111,7 @@ def _source(coord, size: int, padding_mode: str, align_corners: bool):
     return c
 
 
+@_kernels.torch_kernel
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):  # noqa: A002
     """Sample ``(N, C, H, W)`` input at the normalized ``(x, y)`` locations of an ``(N, Ho, Wo, 2)`` grid.
 
