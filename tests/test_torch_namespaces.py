@@ -436,3 +436,16 @@ def test_testing_make_tensor(device):
     assert set(np.asarray(i.cpu().tolist())) <= {1, 2}
     with pytest.raises(ValueError, match="low"):
         tdx.testing.make_tensor(2, dtype=tdx.float32, device=device, low=2, high=1)
+
+
+def test_catalog_section_measures_each_name_by_running(device):
+    from tdx import backends
+    from tdx._cli import module_catalog
+
+    results = module_catalog.run((device,), {r.device: r for r in backends.available()})
+    cells = {f"{path}.{name}": (status, res[device]) for path, rows in results.items()
+             for name, (status, res) in rows.items()}
+    assert not [k for k, (_, r) in cells.items() if r.startswith("failed") or r == "refusal broken"]
+    assert cells["torch.jit.script"] == ("built", "ok") and cells["torch.nn.attention.sdpa_kernel"] == ("built", "ok")
+    assert cells["torch.onnx.export"] == ("refused", "refused") and cells["torch.jit.load"][0] == "refused"
+    assert "## torch's other namespaces" in module_catalog.render(results, (device,))

@@ -10,10 +10,14 @@ never import a framework.
 from __future__ import annotations
 
 import threading
+import typing
 
 from ..._errors import TdxRuntimeError
 
 __all__ = ["Future", "collect_all", "wait_all"]
+
+T = typing.TypeVar("T")
+S = typing.TypeVar("S")
 
 
 class Future:
