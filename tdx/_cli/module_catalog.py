@@ -27,7 +27,8 @@ def _close(mine, ref) -> None:
     a = np.asarray(mine.detach().cpu().tolist() if hasattr(mine, "cpu") else mine, dtype=np.float64)
     b = np.asarray(ref.detach().tolist() if hasattr(ref, "detach") else ref, dtype=np.float64)
     if a.shape != b.shape or not np.allclose(a, b, rtol=1e-4, atol=1e-5, equal_nan=True):
-        raise AssertionError(f"differs from torch: max |diff| {np.nanmax(np.abs(a - b)) if a.shape == b.shape else a.shape}")
+        diff = np.nanmax(np.abs(a - b)) if a.shape == b.shape else f"shape {a.shape} vs {b.shape}"
+        raise AssertionError(f"differs from torch: max |diff| {diff}")
 
 
 def _qkv(tdx, torch, device, q_len=5):
