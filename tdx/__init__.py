@@ -8,6 +8,7 @@ first time a tensor lives on one of their devices.
 from __future__ import annotations
 
 import importlib as _importlib
+import math as _math
 
 from . import _dtypes, backends, config, return_types
 from .compat import alias as _alias
@@ -58,6 +59,8 @@ half, float, double = float16, float32, float64  # noqa: A001 - torch's names
 short, int, long = int16, int32, int64  # noqa: A001 - torch's names
 cfloat, cdouble = complex64, complex128
 bool = _dtypes.bool_  # noqa: A001 - torch's name
+pi, e, inf, nan = _math.pi, _math.e, _math.inf, _math.nan  # torch's constants (math's)
+newaxis = None  # torch's alias of None for indexing
 
 # torch's namespaces live in tdx.compat; ``import tdx.nn`` gives the very module tdx.compat.nn
 _NAMESPACES = ("cuda", "mps", "mlx", "nn", "optim", "utils", "linalg", "fft", "special", "masked", "signal",

@@ -1,6 +1,7 @@
 """``tdx.cuda``: torch.cuda's device-management functions, under torch's names.
 
-With torch installed, every call is torch.cuda's (torch is imported on the first call). Without
+With torch installed, every call is torch.cuda's (torch is imported on the first call); torch.cuda's
+functions this module does not define are forwarded to torch.cuda as they are. Without
 torch, the module answers as torch does on a machine without CUDA: ``is_available()`` is False,
 ``device_count()`` is 0, memory counters are 0, seeding is a no-op, and calls that need a
 device raise :class:`BackendUnavailableError` (both ``RuntimeError`` and ``AssertionError``,
@@ -52,7 +53,7 @@ def _need(what: str):
     cuda = _torch_cuda()
     if cuda is None:
         raise BackendUnavailableError(f"{what} needs CUDA, which is not available: torch cannot be "
-                                      "imported in this process (pip install 'tdx-runtime[torch]')")
+                                      "imported in this process (pip install 'tdx[torch]')")
     return cuda
 
 
@@ -204,96 +205,58 @@ def synchronize(device=None) -> None:
     _need("synchronize()").synchronize(_arg(device))
 
 
-def _seed_pinned(seed: int) -> bool:
-    """Under a pin to a device other than CUDA, seed the generator that device draws from (the one the
-    program's "cuda" tensors really use); False when no such pin is active."""
-    ex = _pinned_elsewhere()
-    if ex is None:
-        return False
-    from ..backends._seeding import _state
-
-    _state["seed"] = seed
-    ex.manual_seed(seed)
-    return True
-
-
 def manual_seed(seed: int) -> None:
-    """Seed the current CUDA device's generator (torch applies it lazily; no-op without torch).
-
-    Under a pin to another device, the pinned device's generator: the one the program's CUDA
-    tensors draw from there (with the torch random stream, torch's CPU generator).
-    """
-    if _seed_pinned(int(seed)):
-        return
+    """Seed the current CUDA device's generator (torch applies it lazily; no-op without torch)."""
     cuda = _torch_cuda()
     if cuda is not None:
         cuda.manual_seed(seed)
 
 
 def manual_seed_all(seed: int) -> None:
-    """Seed every CUDA device's generator (no-op without torch); under a pin, as :func:`manual_seed`."""
-    if _seed_pinned(int(seed)):
-        return
+    """Seed every CUDA device's generator (no-op without torch)."""
     cuda = _torch_cuda()
     if cuda is not None:
         cuda.manual_seed_all(seed)
 
 
 def seed() -> None:
-    """Seed the current CUDA device's generator randomly (no-op without torch); under a pin, the pinned
-    device's."""
-    from .._tensor.generator import entropy_seed
-
-    if _seed_pinned(entropy_seed()):
-        return
+    """Seed the current CUDA device's generator randomly (no-op without torch)."""
     cuda = _torch_cuda()
     if cuda is not None:
         cuda.seed()
 
 
 def seed_all() -> None:
-    """Seed every CUDA device's generator randomly (no-op without torch); under a pin, as :func:`seed`."""
-    seed()
+    """Seed every CUDA device's generator randomly (no-op without torch)."""
+    cuda = _torch_cuda()
+    if cuda is not None:
+        cuda.seed_all()
 
 
 def initial_seed() -> int:
-    """The current CUDA generator's initial seed (under a pin to another device, that device's).
+    """The current CUDA generator's initial seed.
 
     Raises:
         BackendUnavailableError: no CUDA.
     """
-    if _pinned_elsewhere() is not None:
-        from ..backends._seeding import initial_seed as pinned_seed
-
-        return pinned_seed()
     return _need("initial_seed()").initial_seed()
 
 
 def get_rng_state(device="cuda"):
-    """A CUDA device's generator state as a uint8 tensor (under a pin to another device, the state of
-    the generator that device draws from).
+    """A CUDA device's generator state as a torch ByteTensor.
 
     Raises:
         BackendUnavailableError: no CUDA.
     """
-    if _pinned_elsewhere() is not None:
-        from .runtime import get_rng_state as pinned_state
-
-        return pinned_state()
     return _need("get_rng_state()").get_rng_state(_arg(device))
 
 
 def set_rng_state(new_state, device="cuda") -> None:
-    """Restore a CUDA device's generator state (under a pin to another device, that device's).
+    """Restore a CUDA device's generator state.
 
     Raises:
         BackendUnavailableError: no CUDA.
     """
-    if _pinned_elsewhere() is not None:
-        from .runtime import set_rng_state as pinned_set
-
-        pinned_set(new_state)
-        return
     _need("set_rng_state()").set_rng_state(new_state, _arg(device))
 
 
@@ -407,28 +370,15 @@ class _Unavailable:
 
     def __init__(self, *args, **kwargs):
         raise BackendUnavailableError(f"{type(self).__name__} needs CUDA, which is not available: "
-                                      "torch cannot be imported in this process (pip install 'tdx-runtime[torch]')")
+                                      "torch cannot be imported in this process (pip install 'tdx[torch]')")
 
 
 _STANDINS = {name: type(name, (_Unavailable,), {"__module__": __name__}) for name in _CLASSES}
 
 
-def __getattr__(name: str):
-    # Stream, Event and StreamContext are torch.cuda's own classes (torch is imported to fetch them).
-    if name in _CLASSES:
-        cuda = _torch_cuda()
-        return _STANDINS[name] if cuda is None else getattr(cuda, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_CLASSES))
-
-
 def _forwarder(name: str):
     """torch.cuda's function ``name`` (one this module does not define) called with tdx tensors as natives and
-    torch tensors in the result as tdx tensors (with torch installed, tdx's CUDA tensors are torch's, so torch.cuda's
-    own function has torch's meaning); None when torch.cuda has no such function."""
+    torch tensors in the result as tdx tensors; None when torch.cuda has no such function."""
     from .torch_paths import data
 
     code = data()["torch.cuda"]["names"].get(name)
@@ -453,4 +403,18 @@ def _forwarder(name: str):
     return forward
 
 
-__tdx_fallback__ = _forwarder  # consulted by tdx.compat.torch_paths.resolve for names this module lacks
+def __getattr__(name: str):
+    # Stream, Event and StreamContext are torch.cuda's own classes (torch is imported to fetch them); torch.cuda's
+    # other functions are forwarded to torch.cuda (raising BackendUnavailableError without torch)
+    if name in _CLASSES:
+        cuda = _torch_cuda()
+        return _STANDINS[name] if cuda is None else getattr(cuda, name)
+    fn = _forwarder(name) if not name.startswith("_") else None
+    if fn is not None:
+        globals()[name] = fn
+        return fn
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_CLASSES))

@@ -12,7 +12,6 @@ This module must never import a framework when it is imported.
 from __future__ import annotations
 
 import importlib
-import math
 import os
 
 from .._errors import TdxRuntimeError, TdxTypeError
@@ -26,11 +25,7 @@ __all__ = ["get_num_threads", "set_num_threads", "get_num_interop_threads", "set
            "seed", "compiled_with_cxx11_abi", "get_device_module", "get_file_path",
            "prepare_multiprocessing_environment", "is_vulkan_available", "typename", "classproperty",
            "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_anomaly_enabled", "cudnn_is_acceptable",
-           "DisableTorchFunction", "DisableTorchFunctionSubclass", "thread_safe_generator", "pi", "e", "inf", "nan",
-           "newaxis"]
-
-pi, e, inf, nan = math.pi, math.e, math.inf, math.nan  # torch's constants (math's)
-newaxis = None  # torch's alias of None for indexing
+           "DisableTorchFunction", "DisableTorchFunctionSubclass", "thread_safe_generator"]
 
 
 def _positive_int(api: str):

@@ -17,8 +17,7 @@ names. Three pieces use it:
   (``torch.nn.modules.activation.MultiheadAttention`` is ``tdx.nn.MultiheadAttention``), and anything
   else raises :class:`tdx.NotProvidedAttributeError` (an ``AttributeError``, so ``hasattr`` answers
   False) naming the torch path. A real module that sets ``__tdx_partial__ = True`` has its missing
-  torch names refuse at use like a generated module's; one that sets ``__tdx_fallback__`` (a function of
-  the name, returning the object or None) answers them first (``tdx.cuda`` forwards to ``torch.cuda``).
+  torch names refuse at use like a generated module's.
 - :func:`torch_path`/:func:`tdx_path`, the mapping between the two spellings.
 
 This module must never import a framework, and never makes an import fail that would succeed without it.
@@ -133,9 +132,6 @@ def resolve(module: types.ModuleType, name: str):
     else:
         code = table.get(path, {}).get("names", {}).get(name)
         value = _home(code, name) if code is not None else None
-        fallback = module.__dict__.get("__tdx_fallback__")   # a module's own answer for torch's other names
-        if value is None and fallback is not None and not name.startswith("_"):
-            value = fallback(name)
         refuses = code is not None and (isinstance(module, GeneratedModule) or module.__dict__.get("__tdx_partial__"))
         if refuses and (value is None or getattr(value, "__tdx_refused__", None)):
             from . import refused  # a refusal named by the path asked for (not by torch's canonical home)

@@ -1,15 +1,18 @@
-"""``tdx.utils`` (torch.utils): the data-loading namespace ``tdx.utils.data``.
+"""``tdx.utils`` (torch.utils): the data-loading namespace ``tdx.utils.data``, ``hooks``, ``benchmark``,
+``_pytree`` (each reached on first use, as torch's submodules), ``set_module`` and ``get_cpp_backtrace``;
+torch's other ``torch.utils`` names (the privateuse1 backend hooks, ``swap_tensors``...) refuse at use.
 
 Importing this package must never import torch or MLX.
 """
 
-# torch.utils' small helpers (hooks, benchmark and _pytree are submodules, reached on first use); torch's other
-# torch.utils names (the privateuse1 backend hooks, swap_tensors...) refuse at use (tdx.compat.torch_paths)
-__tdx_partial__ = True
+from . import data
+
+__all__ = ["data", "set_module", "get_cpp_backtrace"]
+__tdx_partial__ = True  # torch's other torch.utils names refuse at use (tdx.compat.torch_paths)
 
 
 def set_module(obj, mod) -> None:
-    """Set ``obj.__module__`` to ``mod`` (torch.utils.set_module, for nicer printing)."""
+    """Set ``obj.__module__`` to ``mod`` (for nicer printing)."""
     if not isinstance(mod, str):
         from ..._errors import TdxTypeError
 
@@ -18,10 +21,5 @@ def set_module(obj, mod) -> None:
 
 
 def get_cpp_backtrace(frames_to_skip: int = 0, maximum_number_of_frames: int = 64) -> str:
-    """The C++ stack of the current thread (torch.utils.get_cpp_backtrace): tdx runs no C++ of its own, so ""."""
+    """The C++ stack of the current thread: tdx runs no C++ of its own, so the empty string."""
     return ""
-
-
-from . import data
-
-__all__ = ["data"]
