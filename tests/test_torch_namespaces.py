@@ -118,8 +118,9 @@ def test_flex_attention_gqa_masks_and_gradients(device):
     with pytest.raises(ValueError, match="enable_gqa"):
         xflex.flex_attention(_x(tq, device), _x(tk, device), _x(tv, device))
     both = xflex.and_masks(_causal, xflex.noop_mask)
+    ref_mask = tflex.create_block_mask(tflex.and_masks(_causal, tflex.noop_mask), 1, 1, 256, 256, device="cpu")
     assert xflex.create_block_mask(both, 1, 1, 256, 256, device=device).to_dense().tolist() == \
-        tflex.create_block_mask(tflex.and_masks(_causal, tflex.noop_mask), 1, 1, 256, 256, device="cpu").to_dense().tolist()
+        ref_mask.to_dense().tolist()
     assert_close(xflex.create_mask(xflex.or_masks(_causal, _blind), 1, 1, 4, 4, device),
                  tflex.create_mask(tflex.or_masks(_causal, _blind), 1, 1, 4, 4, "cpu"))
     # gradients: torch's flex_attention has no CPU backward, so the oracle is SDPA with the same additive bias
@@ -212,8 +213,9 @@ def test_jit_helpers_are_torchs_eager_ones(device):
     fut = tdx.jit.fork(lambda t: t * 2, _x(torch.ones(2), device))
     assert_close(tdx.jit.wait(fut), torch.jit.wait(torch.jit.fork(lambda t: t * 2, torch.ones(2))))
     assert tdx.jit.annotate(typing.List[int], []) == [] and tdx.jit.Final is typing.Final
-    for obj, typ in (([1, 2], typing.List[int]), ([1, "a"], typing.List[int]), ({"a": [1.0]}, typing.Dict[str, typing.List[float]]),
-                     ((1, "a"), typing.Tuple[int, str]), (None, typing.Optional[int])):
+    for obj, typ in (([1, 2], typing.List[int]), ([1, "a"], typing.List[int]),
+                     ({"a": [1.0]}, typing.Dict[str, typing.List[float]]), ((1, "a"), typing.Tuple[int, str]),
+                     (None, typing.Optional[int])):
         assert tdx.jit.isinstance(obj, typ) == torch.jit.isinstance(obj, typ), (obj, typ)
     assert tdx.jit.Attribute(1, int) == torch.jit.Attribute(1, int)
     for deco in ("unused", "export", "interface", "script_method", "script_if_tracing"):
@@ -436,3 +438,16 @@ def test_testing_make_tensor(device):
     assert set(np.asarray(i.cpu().tolist())) <= {1, 2}
     with pytest.raises(ValueError, match="low"):
         tdx.testing.make_tensor(2, dtype=tdx.float32, device=device, low=2, high=1)
+
+
+def test_catalog_section_measures_each_name_by_running(device):
+    from tdx import backends
+    from tdx._cli import module_catalog
+
+    results = module_catalog.run((device,), {r.device: r for r in backends.available()})
+    cells = {f"{path}.{name}": (status, res.get(device, status)) for path, rows in results.items()
+             for name, (status, res) in rows.items()}
+    assert not [k for k, (_, r) in cells.items() if r.startswith("failed") or r == "refusal broken"]
+    assert cells["torch.jit.script"] == ("built", "ok") and cells["torch.nn.attention.sdpa_kernel"] == ("built", "ok")
+    assert cells["torch.onnx.export"] == ("refused", "refused") and cells["torch.jit.load"][0] == "refused"
+    assert "## torch's other namespaces" in module_catalog.render(results, (device,))

@@ -61,8 +61,8 @@ def torchdevice_lines(counts: dict) -> list:
     tot = {"total": 0, "built": 0, "refused": 0, "placeholder": 0, "absent": 0}
     for namespace, c in counts.items():
         have = c["built"] + c["refused"] + c["placeholder"]
-        lines.append(f"{namespace}: {have}/{c['total']} resolve ({100.0 * have / c['total']:.0f}%): {c['built']} built, "
-                     f"{c['refused']} refused, {c['placeholder']} placeholders"
+        lines.append(f"{namespace}: {have}/{c['total']} resolve ({100.0 * have / c['total']:.0f}%): "
+                     f"{c['built']} built, {c['refused']} refused, {c['placeholder']} placeholders"
                      + (f"; absent: {' '.join(c['absent'])}" if c["absent"] else "")
                      + ("" if c["importable"] else " (NOT IMPORTABLE)"))
         for k in tot:

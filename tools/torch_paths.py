@@ -110,7 +110,9 @@ def build() -> dict:
 
 def main() -> int:
     data = build()
-    OUT.write_text(json.dumps(data, sort_keys=True, separators=(",", ":")) + "\n")
+    rows = [f"{json.dumps(path)}:{json.dumps(entry, sort_keys=True, separators=(',', ':'))}"
+            for path, entry in sorted(data["modules"].items())]   # one module a line, so diffs stay readable
+    OUT.write_text(f'{{"torch":{json.dumps(data["torch"])},"modules":{{\n' + ",\n".join(rows) + "\n}}\n")
     print(f"{OUT}: {len(data['modules'])} module paths of torch {data['torch']}, "
           f"{sum(len(m['names']) for m in data['modules'].values())} names")
     return 0

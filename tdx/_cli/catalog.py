@@ -8,7 +8,8 @@ what their draws must satisfy (a sorted permutation, the support of a distributi
 The table has one row per function and one column per device (cpu, cuda, mps, mlx:gpu,
 mlx:cpu) marked passed, failed or not run here, then a summary line per device and the
 failures with their reasons; then the same for every ``tdx.nn`` module (:mod:`.nn_catalog`); then
-how many of torch's public names tdx has, built and refused counted apart (:mod:`.name_counts`).
+how many of torch's public names tdx has, built and refused counted apart (:mod:`.name_counts`); then
+each name of torch's other namespaces with its status per device (:mod:`.module_catalog`).
 
 This module imports torch (the oracle) only when run; ``import tdx`` never imports it.
 """
@@ -323,9 +324,12 @@ def main(argv=None) -> int:
     if nn_results:
         report += nn_catalog.render(nn_results, devices)
     if not args.only:
-        from . import name_counts
+        from .. import backends
+        from . import module_catalog, name_counts
 
         report += name_counts.render(name_counts.count())
+        report += module_catalog.render(module_catalog.run(devices, {r.device: r for r in backends.available()}),
+                                        devices)
     if args.output:
         with open(args.output, "w", encoding="utf-8") as fh:
             fh.write(report)

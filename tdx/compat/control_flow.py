@@ -203,10 +203,11 @@ class Future:
             raise TdxRuntimeError("Future.value() called before the future completed")
         return self.wait()
 
-    def _finish(self) -> None:
+    def _finish(self, value=None, error=None) -> None:
         with self._lock:
             if self._done.is_set():
                 raise TdxRuntimeError("Future can only be marked completed once")
+            self._value, self._error = value, error
             self._done.set()
             callbacks, self._callbacks = self._callbacks, []
         for cb in callbacks:
@@ -214,15 +215,13 @@ class Future:
 
     def set_result(self, result) -> None:
         """Complete the future with ``result`` and run its callbacks."""
-        self._value = result
-        self._finish()
+        self._finish(value=result)
 
     def set_exception(self, result) -> None:
         """Complete the future with an error that :meth:`wait` raises."""
         if not isinstance(result, BaseException):
             raise TdxTypeError(f"set_exception expects an exception, got {type(result).__name__}")
-        self._error = result
-        self._finish()
+        self._finish(error=result)
 
     def add_done_callback(self, callback) -> None:
         """Call ``callback(self)`` once done (at once if already done)."""

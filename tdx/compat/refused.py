@@ -49,7 +49,8 @@ _ABSENT_DEVICE = ("an absent accelerator", "tdx has no executor for this acceler
 # whole torch modules whose names all refuse (the longest listed prefix of a module path decides); a torch
 # module tdx has no real module for and that is listed under no prefix refuses as _ELSEWHERE
 _MODULE_GROUPS = {
-    _JIT: "torch.jit torch.jit.frontend torch.jit.mobile torch.jit.quantized torch.jit.supported_ops torch.jit.annotations "
+    _JIT: "torch.jit torch.jit.frontend torch.jit.mobile torch.jit.quantized torch.jit.supported_ops "
+          "torch.jit.annotations "
           "torch.jit.unsupported_tensor_ops torch.jit.generate_bytecode torch.jit.backend_config",
     _QUANT: "torch.ao torch.quantization torch.nn.quantized torch.nn.quantizable torch.nn.qat torch.nn.intrinsic "
             "torch.backends.quantized",

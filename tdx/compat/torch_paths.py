@@ -10,9 +10,10 @@ names. Three pieces use it:
   why, from the module groups of ``tdx.compat.refused``). Being last, a real module (``tdx/compat/<name>/``
   or any file under ``tdx/``) always wins, also for submodules. A generated module is a package when
   torch's is.
-- :class:`ShapingFinder`, first on ``sys.meta_path``: every ``tdx.*`` module is made a
-  :class:`ShapedModule`, whose failed attribute lookups go through :func:`resolve`: a torch submodule
-  is imported (``tdx.cuda.amp``), a name torch re-exports from elsewhere resolves to tdx's object there
+- :class:`ShapingFinder`, first on ``sys.meta_path``: every ``tdx.*`` module standing for a torch module
+  path is made a :class:`ShapedModule` (tdx's own modules, ``tdx._tensor.wrapping``..., are left alone),
+  whose failed attribute lookups go through :func:`resolve`: a torch submodule is imported
+  (``tdx.cuda.amp``), a name torch re-exports from elsewhere resolves to tdx's object there
   (``torch.nn.modules.activation.MultiheadAttention`` is ``tdx.nn.MultiheadAttention``), and anything
   else raises :class:`tdx.NotProvidedAttributeError` (an ``AttributeError``, so ``hasattr`` answers
   False) naming the torch path. A real module that sets ``__tdx_partial__ = True`` has its missing
@@ -72,6 +73,10 @@ def tdx_path(path: str) -> str:
     return "tdx" + path[len("torch"):]
 
 
+def _stands_for_torch(name: str) -> bool:
+    return (torch_path(name) or "") in data()
+
+
 def module_paths() -> list:
     """Every torch module path of the table, sorted."""
     return sorted(data())
@@ -81,6 +86,8 @@ class ShapedModule(types.ModuleType):
     """A tdx module standing for a torch module: a failed lookup goes through :func:`resolve`."""
 
     def __getattr__(self, name: str):
+        if name[:2] == "__":  # the import system's probes (__path__...): as fast as a plain module's miss
+            raise AttributeError(name)
         return resolve(self, name)
 
 
@@ -179,9 +186,10 @@ class _ShapingLoader:
 
     def create_module(self, spec):
         module = self.loader.create_module(spec)
-        if module is None:
+        if module is None and _stands_for_torch(spec.name):
             return ShapedModule(spec.name)
-        shape(module)
+        if module is not None:
+            shape(module)
         return module
 
     def exec_module(self, module) -> None:
@@ -213,13 +221,14 @@ class ShapingFinder:
 def shape(module: types.ModuleType) -> None:
     """Make a tdx module a :class:`ShapedModule`; one standing for a torch package gets a ``__path__`` if it is a
     single file (``tdx.compat.cuda`` for ``torch.cuda``), so ``import tdx.cuda.amp`` can reach the submodule."""
+    name = getattr(module, "__name__", None)
+    entry = data().get(torch_path(name) or "") if isinstance(name, str) else None
+    if entry is None:
+        return  # a module of tdx's own (tdx._tensor.wrapping): left as it is
     if type(module) is types.ModuleType:
         module.__class__ = ShapedModule
-    name = getattr(module, "__name__", None)
-    if isinstance(name, str) and not hasattr(module, "__path__"):
-        entry = data().get(torch_path(name) or "")
-        if entry is not None and entry["package"]:
-            module.__path__ = []
+    if entry["package"] and not hasattr(module, "__path__"):
+        module.__path__ = []
 
 
 SHAPING, GENERATED = ShapingFinder(), GeneratedFinder()

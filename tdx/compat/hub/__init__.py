@@ -16,7 +16,7 @@ import errno
 import hashlib
 import importlib.util
 import os
-
+import re
 import shutil
 import sys
 import tempfile
@@ -29,9 +29,14 @@ from ..._errors import TdxError, TdxRuntimeError, TdxValueError
 
 __all__ = ["load", "list", "help", "get_dir", "set_dir", "load_state_dict_from_url", "download_url_to_file",
            "HubDownloadError", "MODULE_HUBCONF", "VAR_DEPENDENCY", "ENV_TORCH_HOME", "ENV_XDG_CACHE_HOME",
-           "DEFAULT_CACHE_DIR", "READ_DATA_CHUNK"]
+           "DEFAULT_CACHE_DIR", "READ_DATA_CHUNK", "HASH_REGEX", "ENV_GITHUB_TOKEN", "MAP_LOCATION"]
+
+__tdx_partial__ = True  # tqdm (torch's progress bar import) refuses at use (tdx.compat.torch_paths)
 
 MODULE_HUBCONF = "hubconf.py"
+HASH_REGEX = re.compile(r"-([a-f0-9]*)\.")
+ENV_GITHUB_TOKEN = "GITHUB_TOKEN"
+MAP_LOCATION = None  # torch's type alias of map_location arguments; tdx.load takes the same forms
 VAR_DEPENDENCY = "dependencies"
 ENV_TORCH_HOME = "TORCH_HOME"
 ENV_XDG_CACHE_HOME = "XDG_CACHE_HOME"
@@ -108,8 +113,8 @@ def load_state_dict_from_url(url: str, model_dir=None, map_location=None, progre
     if not os.path.exists(cached):
         prefix = None
         if check_hash:
-            stem = filename.split(".")[0]
-            prefix = stem.rpartition("-")[2] if "-" in stem else None
+            match = HASH_REGEX.search(filename)
+            prefix = match.group(1) if match else None
         download_url_to_file(url, cached, prefix, progress=progress)
     from ..serialization import load as _load
 

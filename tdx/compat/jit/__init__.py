@@ -25,7 +25,7 @@ import typing
 from ..._errors import JITException as Error
 from ..._errors import TdxTypeError
 from .. import refused as _refused
-from ..futures import Future
+from ..control_flow import Future, fork, wait
 from ..nn.modules.module import Module as _Module
 
 __all__ = ["script", "trace", "trace_module", "ignore", "unused", "export", "is_scripting", "is_tracing",
@@ -267,21 +267,6 @@ def is_tracing() -> bool:
 def annotate(the_type, the_value):
     """The type hint for TorchScript; eagerly, ``the_value``."""
     return the_value
-
-
-def fork(func, *args, **kwargs) -> Future:
-    """Run ``func(*args, **kwargs)`` and return a completed :class:`~tdx.futures.Future` of its result."""
-    fut = Future()
-    try:
-        fut.set_result(func(*args, **kwargs))
-    except Exception as err:  # noqa: BLE001 - the call's exception is the future's, raised by wait()
-        fut.set_exception(err)
-    return fut
-
-
-def wait(future):
-    """The result of a future returned by :func:`fork`."""
-    return future.wait()
 
 
 def isinstance(obj, target_type) -> bool:  # noqa: A001 - torch's name

@@ -235,7 +235,8 @@ class Library:
 
     def impl(self, op_name, fn, dispatch_key: str = "", *, with_keyset=False, allow_override=True) -> None:
         """Use ``fn`` for ``op_name`` under ``dispatch_key`` (a device key, or composite: every device)."""
-        qual = op_name if isinstance(op_name, str) and "::" in op_name else f"{self.ns}::{getattr(op_name, '__name__', op_name)}"
+        name = getattr(op_name, "__name__", op_name)
+        qual = name if isinstance(name, str) and "::" in name else f"{self.ns}::{name}"
         _op(qual).register_kernel(dispatch_key or self.dispatch_key or None, fn)
 
     def _destroy(self) -> None:
