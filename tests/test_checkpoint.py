@@ -156,3 +156,14 @@ def test_checkpoint_keeps_no_intermediate_on_the_tape(device):
     gc.collect()
     assert refs[1]() is not None  # the plain run's tape holds it
     (y.sum() + z.sum()).backward()
+
+
+def test_early_stop_switch_keeps_gradients(device):
+    from tdx.utils.checkpoint import set_checkpoint_early_stop
+
+    model, _, x, _ = _pair(device)
+    plain = _run(tdx, model, x, "plain")
+    with set_checkpoint_early_stop(False):
+        got = _run(tdx, model, x, "non-reentrant")
+    for g, e in zip(got, plain):
+        assert_close(g, e, rtol=0, atol=0)

@@ -283,3 +283,17 @@ def test_torch_func_under_the_alias():
         import torch.utils.checkpoint as ck
 
         assert ck.checkpoint is tdx.utils.checkpoint.checkpoint
+
+
+def test_debug_unwrap_and_functionalize(device):
+    x, tx = _t(np.arange(6.0).reshape(2, 3), device)
+    assert tdx.func.debug_unwrap(x) is x
+    seen = []
+    tdx.func.vmap(lambda a: seen.append(tuple(tdx.func.debug_unwrap(a).shape)) or a)(x)
+    tseen = []
+    torch.func.vmap(lambda a: tseen.append(tuple(torch.func.debug_unwrap(a).shape)) or a)(tx)
+    assert seen[0] in (tseen[0], (3,))  # torch executors see torch's batched value; slices elsewhere
+    f = lambda a: a.clone().add_(1).mul(2)  # noqa: E731
+    _same(tdx.func.functionalize(f)(x), torch.func.functionalize(f)(tx))
+    with pytest.raises(RuntimeError, match="invalid argument for remove=bad"):
+        tdx.func.functionalize(f, remove="bad")
