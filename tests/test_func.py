@@ -297,3 +297,19 @@ def test_debug_unwrap_and_functionalize(device):
     _same(tdx.func.functionalize(f)(x), torch.func.functionalize(f)(tx))
     with pytest.raises(RuntimeError, match="invalid argument for remove=bad"):
         tdx.func.functionalize(f, remove="bad")
+
+
+def test_gradient_flows_to_parameters_a_function_closes_over(device):
+    r = _rng(6)
+    (x, tx), (w, tw) = _t(r.standard_normal(3), device), _t(r.standard_normal(3), device)
+    w.requires_grad_()
+    tw.requires_grad_()
+    for func, ww, xx in ((tdx.func, w, x), (torch.func, tw, tx)):
+        g = func.grad(lambda a: (ww * a).sin().sum())(xx)
+        assert g.requires_grad
+        (g * g).sum().backward()
+        out, fn = func.vjp(lambda a: (ww * a).tanh(), xx)
+        fn(out)[0].sum().backward()
+    _same(w.grad, tw.grad, "closure parameter's gradient")
+    plain = tdx.func.grad(lambda a: (a * a).sum())(x)
+    assert not plain.requires_grad and plain.grad_fn is None

@@ -17,7 +17,7 @@ import warnings
 from .._errors import TdxRuntimeError
 from . import tape as _tape
 
-__all__ = ["checkpoint", "CheckpointError"]
+__all__ = ["checkpoint", "CheckpointError", "closure_leaves"]
 
 
 class CheckpointError(TdxRuntimeError):
@@ -41,7 +41,7 @@ def _fresh(x):
     return d.requires_grad_(True) if x.requires_grad else d
 
 
-def _closure_leaves(outs, own: set) -> list:
+def closure_leaves(outs, own: set) -> list:
     """The tensors requiring grad that the recording of ``outs`` reaches and the block did not make:
     parameters it closes over, and the leaves behind any outer tensor it reads."""
     leaves, seen, found = [], set(), set()
@@ -100,7 +100,7 @@ def checkpoint(function, args, kwargs, *, reentrant: bool, preserve_rng_state: b
     if not taped:
         return out
     own = {id(t) for t in fresh if _is_tensor(t)}
-    closure = _closure_leaves([flat_out[i] for i in taped], own)
+    closure = closure_leaves([flat_out[i] for i in taped], own)
     metas = [_meta(flat_out[i]) for i in taped]
     firsts = [flat_out[i].detach() for i in taped]
     if ex is not None:  # computed now, the block's intermediates are freed now (on lazy executors)

@@ -2,9 +2,10 @@
 ``mx.vmap``/``mx.jvp`` where they fit the tape.
 
 ``grad``/``vjp`` make fresh leaves of the differentiated arguments, run the function with grad
-enabled and take :func:`tdx.autograd.grad`; an argument that already requires grad (a transform
-nested in another, or MAML's inner step) keeps its history and the gradients are built with
-``create_graph``, so outer transforms differentiate through them. ``jvp`` is ``mx.jvp`` over the
+enabled and take :func:`tdx.autograd.grad`; where an argument already requires grad (a transform
+nested in another, or MAML's inner step) or the function reads a tensor requiring grad (a
+parameter it closes over), the arguments keep their history and the gradients are built with
+``create_graph``, so outer transforms and ``backward`` differentiate through them. ``jvp`` is ``mx.jvp`` over the
 function's natives when nothing in it records on the tape, else the double-vjp trick. ``vmap`` is
 ``mx.vmap`` over the natives when the function fits MLX's tracing (no read of an array's values,
 no output on the tape, ``randomness`` not ``"different"``) and otherwise
@@ -109,6 +110,17 @@ def _nested(trees) -> bool:
     return tdx.is_grad_enabled() and any(_is_tensor(x) and x.requires_grad for x in flatten(trees)[0])
 
 
+def _outer(outs, fresh) -> bool:
+    """Whether the recording of ``outs`` reaches a tensor requiring grad other than the ``fresh``
+    leaves (a parameter the function closes over): then the results keep their graph, as torch's
+    transforms lift them to the outer level."""
+    from ...autograd.recompute import closure_leaves
+
+    taped = [o for o in flatten(outs)[0] if _is_tensor(o) and o.requires_grad]
+    own = {id(x) for x in flatten(fresh)[0] if _is_tensor(x)}
+    return bool(taped) and bool(closure_leaves(taped, own))
+
+
 def _grads(outs, cts, ins, create_graph: bool):
     """``d(outs)/d(ins)`` contracted with ``cts``; zeros for inputs the outputs do not reach."""
     import tdx
@@ -152,6 +164,7 @@ def grad_and_value_call(func, argnums: tuple, single: bool, has_aux: bool, args,
         raise TdxRuntimeError(f"{where}: Expected f(*args) to return a scalar Tensor, got tensor with {out.dim()} "
                               "dims. Maybe you wanted to use the vjp or jacrev APIs instead?")
     leaves, pspec = flatten(fresh)
+    nested = nested or (tdx.is_grad_enabled() and _outer(out, fresh))
     with tdx.enable_grad():
         gs = _grads([out], [tdx.ones_like(out)], leaves, nested)
     grads = unflatten(gs, pspec)
@@ -181,6 +194,7 @@ def vjp_call(func, primals, has_aux: bool):
         raise TdxRuntimeError(f"vjp(f, *primals): expected f(*primals) to return only tensors, got unsupported type "
                               f"{type(bad)}")
     leaves, pspec = flatten(fresh)
+    nested = nested or (tdx.is_grad_enabled() and _outer(flat_out, fresh))
 
     def vjp_fn(cotangents, *, retain_graph=True, create_graph=None):
         cts, cspec = flatten(cotangents)
@@ -263,6 +277,7 @@ def _double_vjp(func, primals, tangents, has_aux):
         flat, ospec = flatten(out)
         _check_outputs(flat, where)
         leaves = flatten(fresh)[0]
+        nested = nested or _outer(flat, fresh)
         dummies = [tdx.zeros_like(o).requires_grad_(True) for o in flat]
         back = _grads(flat, dummies, leaves, True)
         jv = _grads(back, flatten(tangents)[0], dummies, nested)
