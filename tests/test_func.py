@@ -313,3 +313,21 @@ def test_gradient_flows_to_parameters_a_function_closes_over(device):
     _same(w.grad, tw.grad, "closure parameter's gradient")
     plain = tdx.func.grad(lambda a: (a * a).sum())(x)
     assert not plain.requires_grad and plain.grad_fn is None
+
+
+def test_vmap_over_batch_norm(device):
+    """Training-mode running statistics under vmap are refused (as torch refuses them), never written
+    once per slice; eval mode and replace_all_batch_norm_modules_ map as torch's."""
+    torch.manual_seed(0)
+    tbn = torch.nn.BatchNorm1d(3)
+    bn = tdx.nn.BatchNorm1d(3).to(device)
+    x, tx = _t(_rng(7).standard_normal((4, 2, 3)), device)
+    check(lambda: tdx.func.vmap(bn)(x), lambda: torch.func.vmap(tbn)(tx), msg="train-mode running stats")
+    assert_close(bn.running_mean, tbn.running_mean)
+    bn.eval()
+    tbn.eval()
+    _same(tdx.func.vmap(bn)(x), torch.func.vmap(tbn)(tx), "eval mode")
+    tdx.func.replace_all_batch_norm_modules_(bn.train())
+    torch.func.replace_all_batch_norm_modules_(tbn.train())
+    _same(tdx.func.vmap(bn)(x), torch.func.vmap(tbn)(tx), "without running stats")
+    assert bn.running_mean is None and not bn.track_running_stats

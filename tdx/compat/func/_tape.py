@@ -8,7 +8,7 @@ parameter it closes over), the arguments keep their history and the gradients ar
 ``create_graph``, so outer transforms and ``backward`` differentiate through them. ``jvp`` is ``mx.jvp`` over the
 function's natives when nothing in it records on the tape, else the double-vjp trick. ``vmap`` is
 ``mx.vmap`` over the natives when the function fits MLX's tracing (no read of an array's values,
-no output on the tape, ``randomness`` not ``"different"``) and otherwise
+no in-place write, no output on the tape, ``randomness`` not ``"different"``) and otherwise
 :func:`._slices.vmap_by_slices`: the same values, slower. Must never import a framework
 at module level, and never change the arguments it is given.
 """
@@ -69,7 +69,13 @@ def _mlx_vmap(func, dims, leaves, spec, kwargs, out_dims, randomness, ex):
         found["spec"] = ospec
         return [o._n for o in flat]
 
+    from ..._tensor import views
+
+    def watch(t):
+        raise _NoFit  # an in-place write: into a tensor that may outlive the trace (running stats)
+
     rng0 = ex.default_rng_state()
+    views.WRITE_WATCHERS.append(watch)
     try:
         res = mx.vmap(traced, in_axes=tuple(dims[i] for i in mapped), out_axes=0)(*[leaves[i]._n for i in mapped])
     except _NoFit:
@@ -80,6 +86,8 @@ def _mlx_vmap(func, dims, leaves, spec, kwargs, out_dims, randomness, ex):
             ex.set_default_rng_state(rng0)
             return None
         raise translate(err) from None
+    finally:
+        views.WRITE_WATCHERS.remove(watch)
     if randomness == "error" and ex.default_rng_state() != rng0:
         ex.set_default_rng_state(rng0)
         raise TdxRuntimeError(RANDOM_ERROR)
