@@ -105,7 +105,8 @@ def test_grad_family_matches_torch(device):
     _same(tdx.func.grad(unused, argnums=1)(w, w), torch.func.grad(unused, argnums=1)(tw, tw), "unused -> zeros")
     # second order: grad of grad, and a gradient flowing through an inner grad to an outer leaf (MAML)
     h = lambda a: (a ** 3).sum()  # noqa: E731
-    _same(tdx.func.grad(lambda a: tdx.func.grad(h)(a).sum())(w), torch.func.grad(lambda a: torch.func.grad(h)(a).sum())(tw))
+    _same(tdx.func.grad(lambda a: tdx.func.grad(h)(a).sum())(w),
+          torch.func.grad(lambda a: torch.func.grad(h)(a).sum())(tw))
     wl, twl = w.clone().requires_grad_(), tw.clone().requires_grad_()
     for func, ww, xx in ((tdx.func, wl, x), (torch.func, twl, tx)):
         inner = func.grad(f)(ww, xx)
@@ -277,7 +278,7 @@ def test_torch_func_under_the_alias():
 
     with torch_alias():
         import torch as alias_torch
-        from torch.func import functional_call, vmap  # noqa: F401
+        from torch.func import vmap
 
         assert alias_torch.func is tdx.func and vmap is tdx.func.vmap
         import torch.utils.checkpoint as ck

@@ -63,8 +63,9 @@ def jacrev_call(func, argnums: tuple, single: bool, has_aux: bool, args, kwargs)
         for j in range(o.numel()):
             cts = [_one_hot(x, j) if x is o else tdx.zeros_like(x) for x in flat_out]
             rows.append(flatten(vjp_fn(unflatten(cts, ospec)))[0])
+        shapes = [tuple(o.shape) + tuple(x.shape) for x in in_leaves]
         blocks.append([(tdx.stack([r[k] for r in rows]) if rows else
-                        tdx.zeros((0, *x.shape), dtype=x.dtype, device=x.device)).reshape(tuple(o.shape) + tuple(x.shape))
+                        tdx.zeros((0, *x.shape), dtype=x.dtype, device=x.device)).reshape(shapes[k])
                        for k, x in enumerate(in_leaves)])
     jac = _arrange(blocks, ospec, in_specs, single)
     return (jac, res[2]) if has_aux else jac

@@ -5,7 +5,8 @@ some tdx composites use to check their arguments): the same values, one call per
 
 ``randomness="error"`` raises when the first slice drew from the default random state;
 ``"same"`` restores that state before every slice. An in-place write during the first slice into a
-tensor that outlives the call (running statistics) is refused: it would happen once per slice. Must never import a framework.
+tensor that outlives the call (running statistics) is refused: it would happen once per slice.
+Must never import a framework.
 """
 
 from __future__ import annotations

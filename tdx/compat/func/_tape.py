@@ -16,7 +16,6 @@ at module level, and never change the arguments it is given.
 from __future__ import annotations
 
 from ..._errors import NATIVE_ERRORS, TdxRuntimeError, TdxValueError, translate
-from ._checks import fn_name
 from ._slices import RANDOM_ERROR, check_output, out_dims_per_leaf
 from ._trees import describe, flatten, tree_map, unflatten
 
