@@ -117,7 +117,10 @@ def checkpoint(function, args, kwargs, *, reentrant: bool, preserve_rng_state: b
             if reentrant and not _tape.current_pass()[1]:
                 raise TdxRuntimeError(_REENTRANT_GRAD)
             create_graph = is_grad_enabled()
-            redo = [_fresh(x) for x in flat_in]
+            # with create_graph the recomputation hangs off the inputs themselves, so that the gradients
+            # it gives can be differentiated back to them (double backward)
+            redo = [x.view_as(x) if create_graph and _is_tensor(x) and x.requires_grad else _fresh(x)
+                    for x in flat_in]
             now = ex.default_rng_state() if rng is not None else None
             try:
                 if rng is not None:
