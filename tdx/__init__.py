@@ -61,7 +61,8 @@ bool = _dtypes.bool_  # noqa: A001 - torch's name
 
 # torch's namespaces live in tdx.compat; ``import tdx.nn`` gives the very module tdx.compat.nn
 _NAMESPACES = ("cuda", "mps", "mlx", "nn", "optim", "utils", "linalg", "fft", "special", "masked", "signal",
-               "distributed", "distributions", "amp", "accelerator", "serialization", "compiler", "func")
+               "distributed", "distributions", "amp", "accelerator", "serialization", "compiler", "random",
+               "multiprocessing", "profiler", "func")
 _aliases = _alias.install(_alias.AliasFinder({f"tdx.{n}": f"tdx.compat.{n}" for n in _NAMESPACES}))
 _WINDOWS = ("bartlett_window", "blackman_window", "hamming_window", "hann_window", "kaiser_window")
 _LAZY = {"interop": "tdx.interop", "testing": "tdx.testing", "attention": "tdx.attention"}

@@ -26,8 +26,13 @@ def _section(title: str, body) -> bool:
     return False
 
 
-def info() -> int:
-    """Print the report; 0, or 1 when a section failed (a bad config, an executor that would not load)."""
+def info(verbose: bool = False) -> int:
+    """Print the report; 0, or 1 when a section failed (a bad config, an executor that would not load).
+
+    Args:
+        verbose: print the whole DLPack matrix with its reasons; by default only the routes between
+            available endpoints, one short line each.
+    """
     import tdx
     from . import backends, config
 
@@ -50,6 +55,12 @@ def info() -> int:
 
     def default():
         print(f"default device: {backends.get_default_device()}")
+        stream = config.current()["random.stream"]
+        torch_ok = any(r.device == "cpu" and r.available and r.provider == "torch" for r in backends.available())
+        why = ("torch's CPU generator draws every executor's numbers" if stream == "torch" and torch_ok else
+               "torch is not installed: MLX draws from its own generator" if stream == "torch" else
+               "MLX draws from its own generator (other numbers than torch's)")
+        print(f"random stream: {stream} ({why})")
 
     def effective():
         print("\neffective config (value  <- source):")
@@ -59,23 +70,42 @@ def info() -> int:
     def matrix():
         from . import interop
 
-        print("\nDLPack exchange matrix (source -> target):")
-        print(interop.format_matrix())
+        rows = interop.matrix()
+        if verbose:
+            print("\nDLPack exchange matrix (source -> target):")
+            print(interop.format_matrix(rows))
+            return
+        shown = [r for r in rows if r.mode != "unavailable"]
+        print(f"\nDLPack exchange between available endpoints ({len(rows) - len(shown)} routes with an "
+              "absent endpoint hidden; --verbose shows every route and why):")
+        width = max((len(r.source) for r in shown), default=0)
+        for r in shown:
+            print(f"  {r.source:<{width}} -> {r.target:<{width}}  {r.mode}")
 
     ok = [_section(t, f) for t, f in (("frameworks", frameworks), ("devices", devices), ("config", effective),
                                        ("default device", default), ("interop", matrix))]
     return 0 if all(ok) else 1
 
 
+def _prog() -> str:
+    """The program's name as it was invoked: ``tdx`` for the console script, else ``python -m tdx``."""
+    import os
+
+    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return "python -m tdx" if name in ("", "__main__.py", "-m", "-c") else name
+
+
 def _parser() -> argparse.ArgumentParser:
     import tdx
 
-    parser = argparse.ArgumentParser(prog="python -m tdx", description="tdx command line")
+    parser = argparse.ArgumentParser(prog=_prog(), description="tdx command line")
     parser.add_argument("--version", action="version", version=f"tdx {tdx.__version__}")
     sub = parser.add_subparsers(dest="cmd")
     sub.add_parser("run", help="run an unmodified PyTorch program on tdx: run [--device DEV] script.py [args]",
                    add_help=False)
-    sub.add_parser("info", help="executors, devices, versions, effective config with sources")
+    info_parser = sub.add_parser("info", help="executors, devices, versions, effective config with sources")
+    info_parser.add_argument("--verbose", "-v", action="store_true",
+                             help="the whole DLPack exchange matrix, every route with its reason")
     sub.add_parser("demo", help="run the main job on every available device, checked against an oracle")
     sub.add_parser("catalog", help="conformance of each torch function per device, as a Markdown table",
                    add_help=False)
@@ -97,7 +127,7 @@ def main(argv=None) -> int:
     if rest and args.cmd != "catalog":
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.cmd == "info":
-        return info()
+        return info(verbose=args.verbose)
     if args.cmd == "catalog":
         from ._cli.catalog import main as catalog
 

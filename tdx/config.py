@@ -88,6 +88,16 @@ def _check_priority(value):
     return None
 
 
+RANDOM_STREAMS = ("torch", "native")
+
+
+def _check_stream(value):
+    if value not in RANDOM_STREAMS:
+        return (f"expected one of {', '.join(repr(s) for s in RANDOM_STREAMS)} (torch: torch's CPU generator's "
+                "numbers on every executor; native: MLX's own, faster, other numbers)")
+    return None
+
+
 # dotted key -> (validator, built-in default)
 SCHEMA = {
     "default_device": (lambda v: _check_device(v, allow_auto=True), "auto"),
@@ -101,8 +111,9 @@ SCHEMA = {
     "backends.mlx.fused_sdpa": (_check_bool, True),
     "backends.mlx.downcast_float64": (_check_bool, False),
     "run.device": (_check_device, None),  # python -m tdx run: every tensor on this device
+    "random.stream": (_check_stream, "torch"),  # whose generator MLX draws from: torch's CPU one or MLX's
 }
-_SECTIONS = {"attention", "backends", "backends.torch", "backends.mlx", "run"}
+_SECTIONS = {"attention", "backends", "backends.torch", "backends.mlx", "run", "random"}
 
 
 _SHORT = 80  # characters of a bad value an error message shows
@@ -238,6 +249,12 @@ def sources(cwd=None) -> list:
         if err:
             raise ConfigError(f"environment variable TDX_RUN_DEVICE has bad value {short(run_dev)}: {err}")
         layers.append(("TDX_RUN_DEVICE", {"run.device": run_dev}))
+    stream = os.environ.get("TDX_RANDOM_STREAM")
+    if stream:
+        err = _check_stream(stream)
+        if err:
+            raise ConfigError(f"environment variable TDX_RANDOM_STREAM has bad value {short(stream)}: {err}")
+        layers.append(("TDX_RANDOM_STREAM", {"random.stream": stream}))
     return layers
 
 

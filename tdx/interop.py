@@ -636,7 +636,7 @@ def _foreign_dlpack(obj, dst, source):
         t = _torch().from_dlpack(obj)
     except ImportError:
         raise InteropError(f"cannot exchange {source}: importing DLPack device type {kind} needs "
-                           "torch; pip install 'tdx[torch]'") from None
+                           "torch; pip install 'tdx-runtime[torch]'") from None
     except (BufferError, RuntimeError, TypeError) as err:
         raise InteropError(f"cannot exchange {source}: torch cannot import it ({err})") from None
     return t, _torch_executor(t, source)

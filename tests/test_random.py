@@ -262,7 +262,17 @@ def test_set_state_checks_its_argument(device):
         tdx.randperm(10, generator=_gen(device), device=device).tolist(), "a refused state changes nothing"
 
 
-def test_state_of_another_executor_kind_is_refused():
+@pytest.fixture
+def native_stream(monkeypatch):
+    """MLX draws from its own generator for the test (``[random] stream = "native"``)."""
+    monkeypatch.setenv("TDX_RANDOM_STREAM", "native")
+    tdx.config.reload()
+    yield
+    monkeypatch.delenv("TDX_RANDOM_STREAM")
+    tdx.config.reload()
+
+
+def test_state_of_another_executor_kind_is_refused(native_stream):
     devices = {r.device for r in tdx.backends.available() if r.available}
     if not {"cpu", "mlx:cpu"} <= devices:
         pytest.skip("needs the cpu and mlx:cpu devices")
@@ -276,7 +286,7 @@ def test_state_of_another_executor_kind_is_refused():
             tdx.randperm(10, generator=_gen(dst, 3), device=dst).tolist()
 
 
-def test_mlx_state_layout():
+def test_mlx_state_layout(native_stream):
     """Header ``TDXMLXK\\x01``, the seed as a little-endian uint64, then the key's two uint32 words."""
     if not any(r.device == "mlx:cpu" and r.available for r in tdx.backends.available()):
         pytest.skip("needs mlx:cpu")

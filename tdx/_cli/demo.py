@@ -8,6 +8,7 @@ device's max error against the oracle and its median time. Frameworks load only 
 from __future__ import annotations
 
 import math
+import sys
 import statistics
 import time
 
@@ -123,4 +124,8 @@ def main() -> int:
             continue
         bad += status != "ok"
         print(f"{device:<10} {status:<8} {err:>12.2e} {ms:>10.2f}")
+    if all(err is None for _, _, err, _ in rows):
+        print("\nnothing ran: no device is available. Install a framework: pip install 'tdx-runtime[torch]' "
+              "(torch CPU/CUDA/MPS) or 'tdx-runtime[mlx]' (MLX), or both with 'tdx-runtime[all]'", file=sys.stderr)
+        return 1
     return 1 if bad else 0

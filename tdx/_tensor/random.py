@@ -181,7 +181,7 @@ def dropout(input, p=0.5, training=True, *, generator=None):  # noqa: A002 - tor
         return input * wrap(ex.zeros(tuple(input.shape), input.dtype), ex)
     # the mask is drawn from a detached input: it is a constant to autograd (torch's bernoulli has no derivative)
     keep = wrap(ex.bernoulli(input.detach()._n, 1.0 - p, _native_generator(generator, ex)), ex)
-    return input * keep * (1.0 / (1.0 - p))
+    return input * (keep / (1.0 - p))  # torch's rounding: the mask is divided by 1 - p, then multiplied
 
 
 dropout = typed_function(dropout)

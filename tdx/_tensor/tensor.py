@@ -337,8 +337,16 @@ class Tensor:
         return self._ex.tolist(self._n)
 
     def numpy(self, *, force: bool = False):
-        """A NumPy array sharing memory where the executor allows (torch's rules otherwise)."""
-        return self._ex.host_numpy(self._n) if force else self._ex.numpy(self._n)
+        """A NumPy array sharing memory where the executor allows (torch's rules otherwise).
+
+        As torch, a tensor that requires grad is refused unless ``force=True`` (which detaches).
+        """
+        if force:
+            return self._ex.host_numpy(self._n)
+        if self._ex.taped and self.requires_grad:
+            raise TdxRuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                                  "instead.")
+        return self._ex.numpy(self._n)
 
     def __array__(self, dtype=None, copy=None):
         arr = self._ex.host_numpy(self._n)  # read-only where it views an MLX buffer

@@ -129,8 +129,8 @@ def explain(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, s
     Takes the same arguments as :func:`scaled_dot_product_attention` and runs nothing.
 
     Raises:
-        The input errors of :func:`scaled_dot_product_attention` (not ``NoKernelError``: an
-        explanation with ``kernel=None`` says why nothing can run).
+        SDPAError: the input errors of :func:`scaled_dot_product_attention` (not ``NoKernelError``:
+            an explanation with ``kernel=None`` says why nothing can run).
     """
     p = _prepare(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     en = _state.enabled()
@@ -147,7 +147,9 @@ class SDPAParams:
     """The inputs of one attention call, for the ``can_use_*`` checks (torch's ``SDPAParams``).
 
     Args:
-        query, key, value: ``tdx.Tensor`` inputs (torch tensors or MLX arrays are adopted).
+        query: ``tdx.Tensor`` input (torch tensors or MLX arrays are adopted).
+        key: as ``query``.
+        value: as ``query``.
         attn_mask: the mask or None.
         dropout: the dropout probability.
         is_causal: whether the attention is causal.

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import warnings
 
-from .._errors import TdxRuntimeError
+from .._errors import NATIVE_ERRORS, TdxRuntimeError
 from . import tape as _tape
 
 __all__ = ["checkpoint", "CheckpointError", "closure_leaves"]
@@ -58,6 +58,16 @@ def closure_leaves(outs, own: set) -> list:
                 found.add(id(t))
                 leaves.append(t)
     return leaves
+
+
+def _evaluate(ex, natives) -> None:
+    """Compute ``natives`` now, unless a function transform (``mx.vmap``) is tracing them, where
+    evaluation is forbidden and they are computed with the traced graph."""
+    try:
+        ex.evaluate(natives)
+    except NATIVE_ERRORS as err:
+        if "Attempting to eval" not in str(err):
+            raise
 
 
 def _meta(t) -> tuple:
@@ -104,7 +114,7 @@ def checkpoint(function, args, kwargs, *, reentrant: bool, preserve_rng_state: b
     metas = [_meta(flat_out[i]) for i in taped]
     firsts = [flat_out[i].detach() for i in taped]
     if ex is not None:  # computed now, the block's intermediates are freed now (on lazy executors)
-        ex.materialize(*[t._n for t in firsts])
+        _evaluate(ex, [t._n for t in firsts])
     grad_in = [t for t in flat_in if _is_tensor(t) and t.requires_grad]
 
     class _Block(Function):
@@ -144,7 +154,7 @@ def checkpoint(function, args, kwargs, *, reentrant: bool, preserve_rng_state: b
             res = grad([o for o, _ in pairs], wrt, [g for _, g in pairs], retain_graph=True,
                        create_graph=create_graph, allow_unused=True) if pairs and wrt else (None,) * len(wrt)
             if ex is not None:  # this block's recomputation is freed before the next block's
-                ex.materialize(*[g._n for g in res if g is not None])
+                _evaluate(ex, [g._n for g in res if g is not None])
             return tuple(res)
 
     results = _Block.apply(*grad_in, *closure)

@@ -158,6 +158,21 @@ def _executor(name: str) -> Executor:
     return ex
 
 
+def host_torch():
+    """The torch executor on cpu itself, never a pinned or translated one; None without torch.
+
+    Random streams and generator states live there: the torch random stream draws MLX's numbers
+    with it, and seeding applies to it as soon as it exists.
+    """
+    with _lock:
+        _load()
+        provider = _by_type.get("cpu")
+    if provider is None or provider.name != "torch":
+        return None
+    row = _status("cpu", provider)
+    return _executor("cpu") if row is not None and row.available else None
+
+
 def _translate(requested, why: str) -> Executor:
     cfg = _config.current()
     if cfg["strict"]:
@@ -259,9 +274,20 @@ def pinned():
     return None if ex is None else (ex, _state["pin_source"])
 
 
+class _Host(str):
+    """The host device ``"cpu"`` as tdx itself asks for it (batches collated, samplers' draws): under a
+    pin it lands on the pinned device like any request, without the warning meant for the program's
+    own device requests."""
+
+    __slots__ = ()
+
+
+HOST = _Host("cpu")
+
+
 def _pinned_get(dev) -> Executor:
     ex = _state["pin"]
-    if not _state["pin_warned"]:
+    if not _state["pin_warned"] and type(dev) is not _Host:
         parsed = as_device(dev)
         if parsed.type != ex.device.type:
             _state["pin_warned"] = True
@@ -305,7 +331,7 @@ def _auto() -> Executor:
         if row is not None and row.available:
             return _executor(name)
     raise DeviceUnavailableError(f"default_device 'auto': none of {', '.join(order)} is available; "
-                                 "install tdx[torch] or tdx[mlx]")
+                                 "install tdx-runtime[torch] or tdx-runtime[mlx]")
 
 
 def get_default_device():

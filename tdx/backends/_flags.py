@@ -103,7 +103,7 @@ def require_torch(what: str):
     mod = torch_module()
     if mod is None:
         raise BackendUnavailableError(f"{what} needs torch, which cannot be imported in this "
-                                      "process; install it with: pip install 'tdx[torch]'")
+                                      "process; install it with: pip install 'tdx-runtime[torch]'")
     return mod
 
 

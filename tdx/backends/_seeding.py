@@ -29,9 +29,19 @@ def manual_seed(seed: int):
     return None
 
 
-def initial_seed():
-    """The last seed given to :func:`manual_seed`, or None."""
-    return _state["seed"]
+DEFAULT_SEED = 67280421310721  # torch.Generator's seed before any is given
+
+
+def initial_seed() -> int:
+    """The seed the default generator started from, as ``torch.initial_seed``: the last one given to
+    :func:`manual_seed` (or drawn by ``seed()``), else the one torch's default CPU generator drew at
+    start-up (without torch, a fresh ``torch.Generator``'s)."""
+    if _state["seed"] is not None:
+        return _state["seed"]
+    from ._flags import torch_module
+
+    torch = torch_module()
+    return DEFAULT_SEED if torch is None else int(torch.initial_seed())
 
 
 def on_new_executor(ex) -> None:

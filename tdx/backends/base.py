@@ -161,6 +161,12 @@ class Executor:
         """The tdx dtype of native array ``x``."""
         return self._from_native[x.dtype]
 
+    def evaluate(self, natives) -> None:
+        """Wait until ``natives`` are computed (their lazy or queued work done); eager: nothing to do."""
+        synchronize = getattr(self, "synchronize", None)
+        if self.caps.asynchronous and synchronize is not None:
+            synchronize()
+
     def native_error(self, err: BaseException):
         """The TdxError to raise for an exception the framework raised (same builtin kind)."""
         return translate(err)
@@ -196,11 +202,6 @@ class Executor:
             UnsupportedOpError: the executor cannot restore generator states.
         """
         raise self.unsupported("Generator.set_state")
-
-    def materialize(self, *natives) -> None:
-        """Compute ``natives`` now, where the executor computes lazily (so that what only they
-        needed can be freed); a no-op on executors that compute eagerly."""
-        return None
 
     def default_rng_state(self):
         """A snapshot of the state random calls without ``generator=`` draw from on this device

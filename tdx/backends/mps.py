@@ -17,7 +17,7 @@ def _mps(what: str):
     torch = _flags.torch_module()
     if torch is None:
         raise _flags.BackendUnavailableError(f"Cannot execute {what} without MPS backend: torch "
-                                             "cannot be imported (pip install 'tdx[torch]')")
+                                             "cannot be imported (pip install 'tdx-runtime[torch]')")
     return torch.backends.mps
 
 

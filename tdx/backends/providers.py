@@ -16,7 +16,68 @@ from .base import DeviceStatus, Provider
 def _installed(module: str) -> bool:
     if module in sys.modules:  # None there means the import is blocked: not usable
         return sys.modules[module] is not None
-    return importlib.util.find_spec(module) is not None
+    _load_installed(module)
+    return sys.modules.get(module) is not None or importlib.util.find_spec(module) is not None
+
+
+def _distribution_entry(root: str):
+    """The ``sys.path`` entry that holds the installed distribution of package ``root``, or None."""
+    import os
+
+    prefix = root + "-"
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        if any(n.startswith(prefix) and n.endswith(".dist-info") for n in names) and \
+                os.path.isdir(os.path.join(entry or ".", root)):
+            return entry
+    return None
+
+
+def _load_installed(root: str) -> None:
+    """Import framework ``root`` from its installed distribution when a folder earlier on ``sys.path``
+    (the working directory, the script's folder) would shadow it, and warn naming that folder.
+
+    A folder called ``mlx`` or ``torch`` in the current directory is imported before site-packages:
+    as a regular package (or a module) it hides the framework (a warning names it), and as a namespace
+    portion it would join MLX's namespace package ahead of the real modules (left out silently). Nothing is done when ``root`` is already imported or nothing shadows it.
+    """
+    import importlib.machinery
+    import os
+    import warnings
+
+    if root in sys.modules:
+        return
+    installed = _distribution_entry(root)
+    if installed is None:
+        return
+    for entry in sys.path:
+        if entry == installed:
+            return
+        found = importlib.machinery.PathFinder.find_spec(root, [entry])
+        if found is not None:
+            break
+    else:
+        return
+    spec = importlib.machinery.PathFinder.find_spec(root, [installed])
+    if spec is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[root] = module
+    try:
+        if spec.loader is not None:
+            spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(root, None)
+        raise
+    if found.origin is None:  # a namespace portion: left out of the framework's path, silently
+        return
+    shadow = os.path.join(os.path.abspath(entry or "."), root)
+    warnings.warn(f"{shadow} would shadow the installed {root} package (it comes first on sys.path); tdx "
+                  f"imported the installed one from {os.path.join(installed, root)}. Rename the folder to "
+                  "silence this warning", UserWarning, stacklevel=3)
 
 
 class TorchProvider(Provider):
@@ -28,8 +89,8 @@ class TorchProvider(Provider):
     module = "tdx.backends._torch.executor"
 
     def statuses(self) -> list:
-        if not _installed("torch"):
-            why = "not installed: pip install 'tdx[torch]'"
+        if not _installed("torch"):  # also loads the installed torch past a shadowing folder
+            why = "not installed: pip install 'tdx-runtime[torch]'"
             return [DeviceStatus(d, False, why, self.name) for d in ("cpu", "cuda", "mps")]
         import torch
 
@@ -72,7 +133,7 @@ class MLXProvider(Provider):
 
     def statuses(self) -> list:
         if not _installed("mlx"):
-            why = "not installed: pip install 'tdx[mlx]'"
+            why = "not installed: pip install 'tdx-runtime[mlx]'"
             return [DeviceStatus(d, False, why, self.name) for d in ("mlx:gpu", "mlx:cpu")]
         import mlx.core as mx
 

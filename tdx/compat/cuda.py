@@ -52,7 +52,7 @@ def _need(what: str):
     cuda = _torch_cuda()
     if cuda is None:
         raise BackendUnavailableError(f"{what} needs CUDA, which is not available: torch cannot be "
-                                      "imported in this process (pip install 'tdx[torch]')")
+                                      "imported in this process (pip install 'tdx-runtime[torch]')")
     return cuda
 
 
@@ -204,58 +204,96 @@ def synchronize(device=None) -> None:
     _need("synchronize()").synchronize(_arg(device))
 
 
+def _seed_pinned(seed: int) -> bool:
+    """Under a pin to a device other than CUDA, seed the generator that device draws from (the one the
+    program's "cuda" tensors really use); False when no such pin is active."""
+    ex = _pinned_elsewhere()
+    if ex is None:
+        return False
+    from ..backends._seeding import _state
+
+    _state["seed"] = seed
+    ex.manual_seed(seed)
+    return True
+
+
 def manual_seed(seed: int) -> None:
-    """Seed the current CUDA device's generator (torch applies it lazily; no-op without torch)."""
+    """Seed the current CUDA device's generator (torch applies it lazily; no-op without torch).
+
+    Under a pin to another device, the pinned device's generator: the one the program's CUDA
+    tensors draw from there (with the torch random stream, torch's CPU generator).
+    """
+    if _seed_pinned(int(seed)):
+        return
     cuda = _torch_cuda()
     if cuda is not None:
         cuda.manual_seed(seed)
 
 
 def manual_seed_all(seed: int) -> None:
-    """Seed every CUDA device's generator (no-op without torch)."""
+    """Seed every CUDA device's generator (no-op without torch); under a pin, as :func:`manual_seed`."""
+    if _seed_pinned(int(seed)):
+        return
     cuda = _torch_cuda()
     if cuda is not None:
         cuda.manual_seed_all(seed)
 
 
 def seed() -> None:
-    """Seed the current CUDA device's generator randomly (no-op without torch)."""
+    """Seed the current CUDA device's generator randomly (no-op without torch); under a pin, the pinned
+    device's."""
+    from .._tensor.generator import entropy_seed
+
+    if _seed_pinned(entropy_seed()):
+        return
     cuda = _torch_cuda()
     if cuda is not None:
         cuda.seed()
 
 
 def seed_all() -> None:
-    """Seed every CUDA device's generator randomly (no-op without torch)."""
-    cuda = _torch_cuda()
-    if cuda is not None:
-        cuda.seed_all()
+    """Seed every CUDA device's generator randomly (no-op without torch); under a pin, as :func:`seed`."""
+    seed()
 
 
 def initial_seed() -> int:
-    """The current CUDA generator's initial seed.
+    """The current CUDA generator's initial seed (under a pin to another device, that device's).
 
     Raises:
         BackendUnavailableError: no CUDA.
     """
+    if _pinned_elsewhere() is not None:
+        from ..backends._seeding import initial_seed as pinned_seed
+
+        return pinned_seed()
     return _need("initial_seed()").initial_seed()
 
 
 def get_rng_state(device="cuda"):
-    """A CUDA device's generator state as a torch ByteTensor.
+    """A CUDA device's generator state as a uint8 tensor (under a pin to another device, the state of
+    the generator that device draws from).
 
     Raises:
         BackendUnavailableError: no CUDA.
     """
+    if _pinned_elsewhere() is not None:
+        from .runtime import get_rng_state as pinned_state
+
+        return pinned_state()
     return _need("get_rng_state()").get_rng_state(_arg(device))
 
 
 def set_rng_state(new_state, device="cuda") -> None:
-    """Restore a CUDA device's generator state.
+    """Restore a CUDA device's generator state (under a pin to another device, that device's).
 
     Raises:
         BackendUnavailableError: no CUDA.
     """
+    if _pinned_elsewhere() is not None:
+        from .runtime import set_rng_state as pinned_set
+
+        pinned_set(new_state)
+        return
     _need("set_rng_state()").set_rng_state(new_state, _arg(device))
 
 
@@ -369,7 +407,7 @@ class _Unavailable:
 
     def __init__(self, *args, **kwargs):
         raise BackendUnavailableError(f"{type(self).__name__} needs CUDA, which is not available: "
-                                      "torch cannot be imported in this process (pip install 'tdx[torch]')")
+                                      "torch cannot be imported in this process (pip install 'tdx-runtime[torch]')")
 
 
 _STANDINS = {name: type(name, (_Unavailable,), {"__module__": __name__}) for name in _CLASSES}

@@ -29,7 +29,7 @@ def _need(what: str):
     mx = _flags.mlx_core()
     if mx is None:
         raise BackendUnavailableError(f"{what} needs MLX, which cannot be imported in this process; "
-                                      "install it with: pip install 'tdx[mlx]'")
+                                      "install it with: pip install 'tdx-runtime[mlx]'")
     return mx
 
 

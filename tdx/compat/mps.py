@@ -25,7 +25,7 @@ def _need(what: str):
     mps = _torch_mps()
     if mps is None:
         raise BackendUnavailableError(f"Cannot execute {what} without MPS backend: torch cannot be "
-                                      "imported in this process (pip install 'tdx[torch]')")
+                                      "imported in this process (pip install 'tdx-runtime[torch]')")
     return mps
 
 
@@ -143,7 +143,7 @@ class _UnavailableEvent:
 
     def __init__(self, *args, **kwargs):
         raise BackendUnavailableError("Cannot create an MPS Event without MPS backend: torch cannot be "
-                                      "imported in this process (pip install 'tdx[torch]')")
+                                      "imported in this process (pip install 'tdx-runtime[torch]')")
 
 
 def __getattr__(name: str):

@@ -135,3 +135,21 @@ def tensor_methods() -> dict:
 def is_refused(obj) -> bool:
     """Whether ``obj`` is one of this table's refusals (the catalog counts them apart)."""
     return bool(getattr(obj, "__tdx_refused__", None))
+
+
+# torch methods outside torch.* and torch.Tensor that tdx refuses: "owner.method" -> (feature, reason, instead)
+METHODS = {
+    "SummaryWriter.add_graph": (
+        "TorchScript graphs in TensorBoard", "torch builds the graph by tracing the model with torch.jit.trace "
+        "into a TorchScript graph, and tdx has no TorchScript tracer", "log scalars, histograms and images; "
+        "print(model) for its structure"),
+}
+
+
+def refuse_method(owner: str, name: str):
+    """Raise the refusal of method ``owner.name`` from :data:`METHODS`.
+
+    Raises:
+        UnsupportedOpError: always, naming the method and why.
+    """
+    raise UnsupportedOpError(message(owner, name, METHODS[f"{owner}.{name}"]))

@@ -180,30 +180,51 @@ def is_warn_always_enabled() -> bool:
     return _WARN_ALWAYS.read()
 
 
-def _cpu():
-    from .. import backends
+def seeded_torch(what: str):
+    """torch, with its cpu executor made (so a seed given before any cpu tensor existed is applied).
 
-    return backends.get("cpu")
+    Raises:
+        BackendUnavailableError: torch cannot be imported (``what`` names the caller).
+    """
+    torch = _flags.require_torch(what)
+    from ..backends import host_torch
+
+    host_torch()
+    return torch
 
 
 def get_rng_state():
-    """The default CPU generator's state as a ``uint8`` tensor on cpu (torch's executor's generator;
-    MLX devices keep their own, see ``tdx.mlx``)."""
-    from .._tensor.wrapping import wrap
+    """The default CPU generator's state as a ``uint8`` tensor on cpu (torch's ``ByteTensor``).
 
-    ex = _cpu()
-    return wrap(_flags.require_torch("get_rng_state()").get_rng_state(), ex)
+    While the torch random stream is in force (the default) that generator also draws MLX's
+    numbers, so the state covers them; under a device pin the tensor lies on the pinned device.
+    """
+    import numpy as np
+
+    from .. import _dtypes as D
+    from .._tensor.creation import tensor
+
+    state = seeded_torch("get_rng_state()").get_rng_state()
+    return tensor(np.frombuffer(state.numpy().tobytes(), dtype=np.uint8), dtype=D.uint8, device="cpu")
 
 
 def set_rng_state(new_state) -> None:
-    """Restore the default CPU generator from :func:`get_rng_state`'s tensor.
+    """Restore the default CPU generator from :func:`get_rng_state`'s tensor (on any device).
 
     Raises:
-        TdxTypeError: ``new_state`` is not a tdx tensor.
+        TdxTypeError: ``new_state`` is not a uint8 tdx tensor.
     """
-    if not hasattr(new_state, "_n"):
-        raise TdxTypeError(f"set_rng_state expected a uint8 tdx tensor, got {type(new_state).__name__}")
-    _flags.require_torch("set_rng_state()").set_rng_state(new_state.cpu()._n)
+    from .. import _dtypes as D
+
+    if not hasattr(new_state, "_n") or new_state.dtype is not D.uint8:
+        raise TdxTypeError(f"set_rng_state expected a uint8 tdx tensor (as get_rng_state returns), got "
+                           f"{getattr(new_state, 'dtype', type(new_state).__name__)}")
+    torch = seeded_torch("set_rng_state()")
+    data = bytearray(new_state.numpy(force=True).tobytes())
+    try:
+        torch.set_rng_state(torch.frombuffer(data, dtype=torch.uint8) if data else torch.empty(0, dtype=torch.uint8))
+    except RuntimeError as err:
+        raise TdxRuntimeError(str(err)) from err
 
 
 def seed() -> int:

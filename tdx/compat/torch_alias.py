@@ -27,9 +27,10 @@ import sys
 import threading
 
 from .._errors import NotProvidedError
+from . import inherit
 from .alias import AliasFinder
 
-__all__ = ["torch_alias", "activate", "deactivate", "is_active", "NotProvidedError"]
+__all__ = ["torch_alias", "activate", "deactivate", "is_active", "real_imports", "NotProvidedError"]
 
 _INTERNAL = {"tdx", "torch"}       # module roots whose imports always get the real modules
 _tls = threading.local()           # depth: >0 while tdx/torch is importing something new
@@ -72,7 +73,8 @@ def _load_internal(load, name: str):
     finally:
         _tls.depth = depth
         if before is not None:
-            _INTERNAL.update(k.partition(".")[0] for k in set(sys.modules) - before if k != "__main__")
+            _INTERNAL.update(k.partition(".")[0] for k in set(sys.modules) - before
+                             if k not in ("__main__", "__mp_main__"))
 
 
 def _program_import(name: str, fromlist):
@@ -117,12 +119,14 @@ def _import_module(name, package=None):
 def activate() -> None:
     """Turn the alias on for the whole process (nested calls count; pair each with :func:`deactivate`).
 
-    Reprs print ``torch.float32`` and ``torch.Size`` while it is active.
+    Reprs print ``torch.float32`` and ``torch.Size`` while it is active, and processes started with
+    ``spawn``/``forkserver`` inherit the alias and the pin (:mod:`tdx.compat.inherit`).
     """
     from .. import _dtypes
 
     with _lock:
         if _state["count"] == 0:
+            inherit.install()  # before the import hook: multiprocessing must not count as tdx's
             _state["import"], _state["import_module"] = builtins.__import__, importlib.import_module
             _state["prefix"] = _dtypes._state["prefix"]
             builtins.__import__ = _import
@@ -143,6 +147,22 @@ def deactivate() -> None:
             builtins.__import__ = _state["import"]
             importlib.import_module = _state["import_module"]
             _dtypes._state["prefix"] = _state["prefix"]
+            inherit.uninstall()
+
+
+@contextlib.contextmanager
+def real_imports():
+    """Within the block, imports made on this thread get the real modules, as tdx's own do.
+
+    For tdx code that pickles or unpickles torch's objects by reference (``torch.storage...``):
+    pickle imports the named module from the calling frame, which may be the program's.
+    """
+    depth = getattr(_tls, "depth", 0)
+    _tls.depth = depth + 1
+    try:
+        yield
+    finally:
+        _tls.depth = depth
 
 
 def is_active() -> bool:

@@ -71,7 +71,8 @@ def assert_close(actual, expected, *, rtol=None, atol=None, check_dtype=True, eq
     Args:
         actual: a tdx tensor (or anything :func:`numpy.asarray` takes).
         expected: the oracle: usually a torch tensor on CPU.
-        rtol, atol: override the per-dtype defaults of :data:`TOLERANCES` (exact for ints/bool).
+        rtol: overrides the per-dtype default of :data:`TOLERANCES` (exact for ints/bool).
+        atol: likewise for the absolute tolerance.
         check_dtype: compare tdx dtype names too.
         equal_nan: NaNs in the same places compare equal.
         msg: prefix for the failure message.

@@ -28,6 +28,7 @@ stoi = {ch: i for i, ch in enumerate(chars)}
 data = torch.tensor([stoi[c] for c in text], dtype=torch.long)
 val_data = torch.tensor([stoi[c] for c in val_text], dtype=torch.long)
 vocab_size, block_size, n_embd, n_head, n_layer, batch_size = len(chars), 16, 32, 4, 2, 16
+dropout = 0.1
 
 
 def get_batch():
@@ -43,6 +44,8 @@ class CausalSelfAttention(nn.Module):
         self.c_attn = nn.Linear(n_embd, 3 * n_embd)
         self.c_proj = nn.Linear(n_embd, n_embd)
         self.register_buffer("bias", torch.tril(torch.ones(block_size, block_size)).view(1, 1, block_size, block_size))
+        self.attn_dropout = nn.Dropout(dropout)
+        self.resid_dropout = nn.Dropout(dropout)
 
     def forward(self, x):
         B, T, C = x.size()
@@ -52,9 +55,9 @@ class CausalSelfAttention(nn.Module):
         v = v.view(B, T, n_head, C // n_head).transpose(1, 2)
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
         att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
-        att = F.softmax(att, dim=-1)
+        att = self.attn_dropout(F.softmax(att, dim=-1))
         y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
-        return self.c_proj(y)
+        return self.resid_dropout(self.c_proj(y))
 
 
 class Block(nn.Module):
@@ -63,7 +66,8 @@ class Block(nn.Module):
         self.ln_1 = nn.LayerNorm(n_embd)
         self.attn = CausalSelfAttention()
         self.ln_2 = nn.LayerNorm(n_embd)
-        self.mlp = nn.Sequential(nn.Linear(n_embd, 4 * n_embd), nn.GELU(), nn.Linear(4 * n_embd, n_embd))
+        self.mlp = nn.Sequential(nn.Linear(n_embd, 4 * n_embd), nn.GELU(), nn.Linear(4 * n_embd, n_embd),
+                                 nn.Dropout(dropout))
 
     def forward(self, x):
         x = x + self.attn(self.ln_1(x))
@@ -75,6 +79,7 @@ class GPT(nn.Module):
         super().__init__()
         self.wte = nn.Embedding(vocab_size, n_embd)
         self.wpe = nn.Embedding(block_size, n_embd)
+        self.drop = nn.Dropout(dropout)
         self.blocks = nn.ModuleList([Block() for _ in range(n_layer)])
         self.ln_f = nn.LayerNorm(n_embd)
         self.lm_head = nn.Linear(n_embd, vocab_size, bias=False)
@@ -91,7 +96,7 @@ class GPT(nn.Module):
     def forward(self, idx, targets=None):
         B, T = idx.size()
         pos = torch.arange(0, T, dtype=torch.long, device=idx.device)
-        x = self.wte(idx) + self.wpe(pos)
+        x = self.drop(self.wte(idx) + self.wpe(pos))
         for block in self.blocks:
             x = block(x)
         logits = self.lm_head(self.ln_f(x))
@@ -117,4 +122,10 @@ with torch.no_grad():  # every window of held-out text, no sampling
     x = torch.stack([val_data[i:i + block_size] for i in starts]).to(device)
     y = torch.stack([val_data[i + 1:i + block_size + 1] for i in starts]).to(device)
     _, final = model(x, y)
+    idx = torch.zeros((1, 1), dtype=torch.long, device=device)
+    for _ in range(20):  # sampling, as the small GPTs generate
+        logits, _ = model(idx[:, -block_size:])
+        probs = F.softmax(logits[:, -1, :], dim=-1)
+        idx = torch.cat((idx, torch.multinomial(probs, num_samples=1)), dim=1)
+print("sample:", repr("".join(chars[i] for i in idx[0].tolist())))
 print(f"final loss {final.item():.6f}")

@@ -1,7 +1,7 @@
 """An LSTM sequence predictor on sine waves, trained with LBFGS in float64.
 
-The data and the initial weights go through torch.save/torch.load in the working directory: a
-first run writes them, later runs (under any framework) read the same ones.
+The data goes through torch.save/torch.load in the working directory: a first run writes it, later
+runs (under any framework) read the same file.
 """
 import os
 import sys
@@ -58,10 +58,6 @@ if __name__ == "__main__":
     test_input = torch.from_numpy(data[:3, :-1]).to(device)
     test_target = torch.from_numpy(data[:3, 1:]).to(device)
     seq = Sequence().double().to(device)
-    if os.path.exists("init.pt"):
-        seq.load_state_dict(torch.load("init.pt"))
-    else:
-        torch.save(seq.state_dict(), "init.pt")
     criterion = nn.MSELoss()
     optimizer = optim.LBFGS(seq.parameters(), lr=0.8, max_iter=8)
     for i in range(steps):

@@ -68,7 +68,7 @@ def _need_mlx(what: str):
     mx = _flags.mlx_core()
     if mx is None:
         raise _flags.BackendUnavailableError(f"{what} needs MLX, which cannot be imported in this "
-                                             "process; install it with: pip install 'tdx[mlx]'")
+                                             "process; install it with: pip install 'tdx-runtime[mlx]'")
     return mx
 
 

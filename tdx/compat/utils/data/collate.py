@@ -13,10 +13,11 @@ import copy
 import re
 
 import tdx
+from tdx import backends as _backends
 
 __all__ = ["default_collate", "default_convert"]
 
-_HOST = "cpu"
+_HOST = _backends.HOST
 _NP_STR_OBJ = re.compile(r"[SaUO]")
 _ERR = "default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; found {}"
 

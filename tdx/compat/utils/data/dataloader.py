@@ -5,7 +5,9 @@ from the loader's generator (the global cpu generator when None), as torch does,
 same ``tdx.manual_seed`` the shuffled order equals torch's. With ``num_workers > 0`` worker
 processes (``multiprocessing``) fetch and collate whole batches and send them back pickled;
 up to ``prefetch_factor * num_workers`` batches are in flight; results come back in sampler
-order unless ``in_order=False``.
+order unless ``in_order=False``. While it waits for a batch the main process checks its workers every
+0.1 s: a worker that exited (with any code, 0 included) or was killed by a signal is named, with its
+pid and exit code or signal, in torch's words (torch notices through SIGCHLD; tdx polls).
 
 Start method: the ``multiprocessing_context`` given, else ``spawn`` once an MLX device has
 been used in this process (tdx's MLX executor is loaded: a forked child would inherit MLX's
@@ -22,7 +24,9 @@ import math
 import multiprocessing
 import pickle
 import queue
+import signal
 import sys
+import time
 
 from . import worker as _worker
 from .collate import default_collate, default_convert
@@ -34,7 +38,8 @@ import tdx
 __all__ = ["DataLoader"]
 
 _MLX_EXECUTOR = "tdx.backends.mlx._executor"  # loaded once an MLX device is used (checked, never imported)
-_POLL_S = 5.0  # how often a waiting main process checks its workers are alive
+_POLL_S = 0.1  # how often (seconds) a waiting main process checks its workers are alive
+_JOIN_S = 5.0  # how long a stopping worker may take to exit before it is terminated
 
 
 class _InfiniteConstantSampler:
@@ -278,24 +283,43 @@ class _MultiProcessIter(_BaseIter):
         self._send_idx += 1
 
     def _get(self):
-        """The next (idx, data) any worker sent, unpickled; raises on timeout or a dead worker."""
-        if self._timeout > 0:
-            try:
-                idx, payload = self._data_queue.get(timeout=self._timeout)
-            except queue.Empty:
-                self._shutdown_workers()
-                raise _worker.DataLoaderWorkerError(f"DataLoader timed out after {self._timeout} seconds") from None
-            return idx, pickle.loads(payload)
+        """The next (idx, data) any worker sent, unpickled; raises on timeout or a dead worker.
+
+        Waits in slices of ``_POLL_S``, checking the workers between them, so a worker that exits
+        (with any code) or is killed while a batch is awaited is named within that slice.
+        """
+        deadline = time.monotonic() + self._timeout if self._timeout > 0 else None
         while True:
+            wait = _POLL_S if deadline is None else min(_POLL_S, max(0.0, deadline - time.monotonic()))
             try:
-                idx, payload = self._data_queue.get(timeout=_POLL_S)
+                idx, payload = self._data_queue.get(timeout=wait)
                 return idx, pickle.loads(payload)
             except queue.Empty:
-                dead = [str(w.pid) for w in self._workers if not w.is_alive() and w.exitcode not in (0, None)]
-                if dead:
+                self._check_workers()
+                if deadline is not None and time.monotonic() >= deadline:
                     self._shutdown_workers()
                     raise _worker.DataLoaderWorkerError(
-                        f"DataLoader worker (pid(s) {', '.join(dead)}) exited unexpectedly") from None
+                        f"DataLoader timed out after {self._timeout} seconds") from None
+
+    def _check_workers(self):
+        """Raise torch's error naming the first worker no longer alive (with its exit code or signal)."""
+        for w, active in zip(self._workers, self._status):
+            code = w.exitcode
+            if code is None or not active:  # alive, or told to stop (its iterable dataset is exhausted)
+                continue
+            self._shutdown_workers()
+            if code < 0:
+                try:
+                    name = signal.strsignal(-code) or f"signal {-code}"
+                except ValueError:
+                    name = f"signal {-code}"
+                msg = f"DataLoader worker (pid {w.pid}) is killed by signal: {name}. "
+            elif code > 0:
+                msg = (f"DataLoader worker (pid {w.pid}) exited unexpectedly with exit code {code}. Details are "
+                       "lost due to multiprocessing. Rerunning with num_workers=0 may give better error trace.")
+            else:
+                msg = f"DataLoader worker (pid(s) {w.pid}) exited unexpectedly"
+            raise _worker.DataLoaderWorkerError(msg)
 
     def __next__(self):
         while True:
@@ -348,7 +372,7 @@ class _MultiProcessIter(_BaseIter):
         for q in self._index_queues:
             q.put(None)
         for w in self._workers:
-            w.join(timeout=_POLL_S)
+            w.join(timeout=_JOIN_S)
             if w.is_alive():
                 w.terminate()
         for q in self._index_queues:

@@ -216,5 +216,5 @@ def random_split(dataset, lengths, generator=None):
         lengths = sizes
     if sum(lengths) != len(dataset):
         raise tdx.TdxValueError("Sum of input lengths does not equal the length of the input dataset!")
-    order = tdx.randperm(sum(lengths), generator=generator, device="cpu").tolist()
+    order = tdx.randperm(sum(lengths), generator=generator, device=tdx.backends.HOST).tolist()
     return [Subset(dataset, order[end - n:end]) for end, n in zip(itertools.accumulate(lengths), lengths)]

@@ -10,11 +10,12 @@ from __future__ import annotations
 import math
 
 import tdx
+from tdx import backends as _backends
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler",
            "BatchSampler", "DistributedSampler", "draw_seed"]
 
-_HOST = "cpu"  # where samplers draw, as torch's samplers draw on its cpu generators
+_HOST = _backends.HOST  # where samplers draw, as torch's samplers draw on its cpu generators
 
 
 def draw_seed(generator=None) -> int:

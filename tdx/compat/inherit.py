@@ -1,0 +1,127 @@
+"""Processes started while the torch alias is on inherit it, and the device pin, from their parent.
+
+A child started with the ``fork`` start method is a copy of its parent and keeps both as they are.
+A child started with ``spawn`` or ``forkserver`` (DataLoader workers, ``multiprocessing``,
+``tdx.multiprocessing``) is a fresh interpreter that first imports the parent's ``__main__`` script
+again (as ``__mp_main__``): without help its ``import torch`` would get real torch, and the tensors
+it makes would be torch's. While the alias is active, :func:`install` wraps
+``multiprocessing.util.spawnv_passfds`` (the one call through which ``spawn``'s children and the
+``forkserver`` server are started) so that the child's ``-c`` command first runs :func:`adopt`: it
+activates the alias and pins the parent's device (with the parent's pin source, and its "already
+warned" flag, so a child does not repeat the parent's warning), before the child re-imports the
+script. A forkserver server started this way imports the script under the alias. Every child also
+gets, in the preparation data its parent sends it (``multiprocessing.spawn.get_preparation_data``,
+unpickled before the child re-imports the script), the parent's pin as it is at the child's start:
+so a forkserver server started earlier, under another pin, still gives each child its parent's.
+Other programs started through ``spawnv_passfds`` (the resource tracker) are left as they are.
+
+Limits: a forkserver server started before the alias was turned on imported the script without it.
+This module must never import a framework, and never changes a child that is not one of
+multiprocessing's ``spawn``/``forkserver`` Python children.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+__all__ = ["install", "uninstall", "adopt", "child_command"]
+
+# the -c programs multiprocessing runs in a spawned child / a forkserver server
+_CHILD_PROGRAMS = ("from multiprocessing.spawn import spawn_main", "from multiprocessing.forkserver import main")
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the folder holding tdx/
+_state = {"original": None, "preparation": None}
+_lock = threading.Lock()
+_INHERITED = " (inherited from the parent process)"
+
+
+def _current() -> tuple:
+    """``(device, source, warned)`` of the current pin (``(None, None, False)`` without one)."""
+    from .. import backends
+
+    pinned = backends.pinned()
+    if pinned is None:
+        return None, None, False
+    return str(pinned[0].device), pinned[1], bool(backends._state.get("pin_warned"))
+
+
+def child_command(code: str) -> str:
+    """``code`` (a child's ``-c`` program) preceded by the adoption of the alias and of the current pin."""
+    device, source, warned = _current()
+    prefix = (f"import sys; sys.path.append({_ROOT!r}) if {_ROOT!r} not in sys.path else None; "
+              f"import tdx.compat.inherit as _tdx_inherit; _tdx_inherit.adopt({device!r}, {source!r}, {warned!r}); "
+              "del _tdx_inherit; ")
+    return prefix + code
+
+
+class _Adoption:
+    """A value in a child's preparation data whose unpickling adopts the parent's alias and pin."""
+
+    def __init__(self, state: tuple):
+        self.state = state
+
+    def __reduce__(self):
+        return adopt, self.state
+
+
+def _preparation_data(name):
+    data = _state["preparation"](name)
+    data["tdx_inherit"] = _Adoption(_current())
+    return data
+
+
+def _spawnv_passfds(path, args, passfds):
+    args = list(args)
+    try:
+        i = args.index("-c")
+    except ValueError:
+        i = -1
+    if 0 <= i < len(args) - 1 and args[i + 1].startswith(_CHILD_PROGRAMS):
+        args[i + 1] = child_command(args[i + 1])
+    return _state["original"](path, args, passfds)
+
+
+def install() -> None:
+    """Make multiprocessing's spawned children adopt the alias and the pin (idempotent)."""
+    from multiprocessing import spawn, util
+
+    with _lock:
+        if _state["original"] is None:
+            _state["original"] = util.spawnv_passfds
+            util.spawnv_passfds = _spawnv_passfds
+            _state["preparation"] = spawn.get_preparation_data
+            spawn.get_preparation_data = _preparation_data
+
+
+def uninstall() -> None:
+    """Undo :func:`install`: children start as Python starts them."""
+    from multiprocessing import spawn, util
+
+    with _lock:
+        if _state["original"] is not None:
+            util.spawnv_passfds = _state["original"]
+            spawn.get_preparation_data = _state["preparation"]
+            _state["original"] = _state["preparation"] = None
+
+
+def adopt(device, source, warned: bool) -> None:
+    """In a freshly started child: turn the alias on and pin ``device`` as the parent had it.
+
+    Args:
+        device: the parent's pinned device (a string), or None when it had no pin (then none is kept).
+        source: where the parent's pin came from (named in the pin's warning).
+        warned: whether the parent already warned about a remapped device.
+    """
+    from .. import backends
+    from . import torch_alias
+
+    if device is None:
+        if backends.pinned() is not None:  # a forkserver server's pin that this child's parent does not have
+            backends.unpin()
+    else:
+        if not source.endswith(_INHERITED):
+            source += _INHERITED
+        backends.pin(device, source)
+        backends._state["pin_warned"] = warned
+    if not torch_alias.is_active():
+        torch_alias.activate()

@@ -1,0 +1,212 @@
+"""The same seed draws torch's numbers on every executor: the torch random stream.
+
+Every draw on MLX (random functions, in-place fills, dropout masks, ``nn.init``, the layers' initial
+weights, samplers) comes from torch's CPU generator while ``[random] stream = "torch"`` (the
+default), so each is compared with real torch on CPU bit for bit; ``"native"`` gives MLX's own
+numbers. Seeding, generator states and ``fork_rng`` cover MLX's draws.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import tdx
+import tdx.nn as tnn
+import tdx.nn.functional as TF
+
+SEEDS = (0, 7, 2024)
+
+
+def _same(got, want, msg=""):
+    """Bit-identical values, dtype names and shapes."""
+    assert tuple(got.shape) == tuple(want.shape), msg
+    assert got.dtype.name == str(want.dtype).rpartition(".")[2], msg
+    g = got.detach().float() if got.dtype.name == "bfloat16" else got.detach()
+    w = want.detach().float() if str(want.dtype).endswith("bfloat16") else want.detach()
+    assert np.array_equal(g.numpy(force=True), np.asarray(w.numpy()), equal_nan=True), msg
+
+
+DRAWS = {
+    "rand": (lambda m, d: m.rand(3, 5, device=d), lambda m, d: m.rand(2, 4, dtype=m.float64, device=d)),
+    "randn": (lambda m, d: m.randn(4, 6, device=d), lambda m, d: m.randn(33, dtype=m.float16, device=d)),
+    "randint": (lambda m, d: m.randint(0, 10, (5, 3), device=d), lambda m, d: m.randint(-3, 3, (7,), dtype=m.int32, device=d)),
+    "randperm": (lambda m, d: m.randperm(17, device=d), lambda m, d: m.randperm(5, dtype=m.float32, device=d)),
+    "normal_": (lambda m, d: m.empty(20, device=d).normal_(1.5, 0.3), lambda m, d: m.empty(3, 3, dtype=m.bfloat16, device=d).normal_()),
+    "uniform_": (lambda m, d: m.empty(40, device=d).uniform_(-2, 3), lambda m, d: m.zeros(4, dtype=m.float64, device=d).uniform_()),
+    "bernoulli": (lambda m, d: m.full((50,), 0.3, device=d).bernoulli(), lambda m, d: m.rand(6, 6, device=d).bernoulli()),
+    "bernoulli_p": (lambda m, d: m.bernoulli(m.zeros(30, device=d), 0.7), lambda m, d: m.ones(5, device=d).bernoulli_(0.25)),
+    "multinomial": (lambda m, d: m.tensor([0.1, 0.2, 0.7], device=d).multinomial(5, replacement=True),
+                    lambda m, d: m.tensor([[1.0, 2.0, 3.0, 4.0]] * 2, device=d).multinomial(3)),
+    "normal": (lambda m, d: m.normal(2.0, 3.0, (4,), device=d), lambda m, d: m.normal(m.zeros(3, device=d), m.ones(3, device=d))),
+    "like": (lambda m, d: m.randn_like(m.zeros(2, 3, device=d)), lambda m, d: m.randint_like(m.zeros(4, device=d), 0, 9)),
+    "dropout": (lambda m, d: (m.nn.functional.dropout(m.ones(64, device=d), 0.3)),
+                lambda m, d: m.nn.Dropout(0.5)(m.arange(24.0, device=d).reshape(4, 6))),
+    "init": (lambda m, d: m.nn.init.kaiming_uniform_(m.empty(5, 4, device=d), a=5 ** 0.5),
+             lambda m, d: m.nn.init.xavier_normal_(m.empty(3, 7, device=d))),
+    "init_trunc": (lambda m, d: m.nn.init.trunc_normal_(m.empty(10, device=d), std=0.02),
+                   lambda m, d: m.nn.init.normal_(m.empty(6, device=d), 0.0, 0.02)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DRAWS))
+def test_every_random_op_draws_torchs_numbers(device, name):
+    for seed in SEEDS:
+        for form in DRAWS[name]:
+            torch.manual_seed(seed)
+            want = [form(torch, "cpu"), form(torch, "cpu")]
+            tdx.manual_seed(seed)
+            got = [form(tdx, device), form(tdx, device)]
+            for g, w in zip(got, want):
+                tol = name == "init_trunc" and device != "cpu"  # erfinv's last bit is the executor's
+                if tol:
+                    np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6, atol=1e-9)
+                else:
+                    _same(g, w, f"{name} seed {seed} on {device}")
+
+
+LAYERS = {
+    "Linear": lambda nn: nn.Linear(6, 4),
+    "Conv2d": lambda nn: nn.Conv2d(3, 4, 3),
+    "ConvTranspose1d": lambda nn: nn.ConvTranspose1d(2, 3, 4),
+    "Embedding": lambda nn: nn.Embedding(11, 5),
+    "LSTM": lambda nn: nn.LSTM(4, 6, num_layers=2),
+    "GRU": lambda nn: nn.GRU(3, 5, bidirectional=True),
+    "MultiheadAttention": lambda nn: nn.MultiheadAttention(8, 2),
+    "Transformer": lambda nn: nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16), 2),
+    "Bilinear": lambda nn: nn.Bilinear(3, 4, 2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAYERS))
+def test_layers_initialize_as_torch(device, name):
+    for seed in SEEDS[:2]:
+        torch.manual_seed(seed)
+        want = LAYERS[name](torch.nn)
+        tdx.manual_seed(seed)
+        got = LAYERS[name](tnn).to(device)
+        pairs = list(zip(got.state_dict().items(), want.state_dict().items()))
+        assert len(pairs) == len(want.state_dict())
+        for (k, g), (_, w) in pairs:
+            _same(g, w, f"{name}.{k} seed {seed}")
+
+
+def test_layers_made_on_the_device_initialize_as_torch(device):
+    torch.manual_seed(3)
+    want = torch.nn.Linear(5, 3)
+    tdx.manual_seed(3)
+    got = tnn.Linear(5, 3, device=device)
+    _same(got.weight, want.weight)
+    _same(got.bias, want.bias)
+
+
+def test_explicit_generators(device):
+    g, t = tdx.Generator(device).manual_seed(11), torch.Generator().manual_seed(11)
+    _same(tdx.randn(7, generator=g, device=device), torch.randn(7, generator=t))
+    _same(tdx.randperm(9, generator=g, device=device), torch.randperm(9, generator=t))
+    _same(tdx.empty(5, device=device).uniform_(generator=g), torch.empty(5).uniform_(generator=t))
+    state = g.get_state()
+    assert bytes(state.tolist()) == t.get_state().numpy().tobytes()
+    a = tdx.rand(4, generator=g, device=device)
+    g.set_state(state)
+    _same(tdx.rand(4, generator=g, device=device), torch.rand(4, generator=t))
+    _same(a, tdx.rand(4, generator=tdx.Generator(device).set_state(state), device=device))
+
+
+def test_global_state_seed_and_fork(device):
+    tdx.manual_seed(5)
+    assert tdx.initial_seed() == 5
+    state = tdx.get_rng_state()
+    a = tdx.randn(6, device=device)
+    tdx.set_rng_state(state)
+    _same(tdx.randn(6, device=device), a)
+    with tdx.random.fork_rng():
+        inside = tdx.randn(3, device=device)
+    after = tdx.randn(3, device=device)
+    assert np.array_equal(inside.numpy(), after.numpy()), "fork_rng restores the stream the block used"
+    torch.manual_seed(5)
+    torch.randn(6)
+    _same(after, torch.randn(3))
+    s = tdx.seed()
+    assert tdx.initial_seed() == s
+    got = tdx.randn(2, device=device)
+    torch.manual_seed(s)
+    _same(got, torch.randn(2))
+
+
+def test_unseeded_program_draws_from_torchs_default_generator():
+    import subprocess
+    import sys
+
+    code = ("import tdx, torch\n"
+            "dev = 'mlx:cpu' if any(r.available for r in tdx.backends.available() if r.device == 'mlx:cpu') else 'cpu'\n"
+            "a = tdx.randn(4, device=dev).tolist()\n"
+            "b = torch.randn(4, generator=torch.Generator().manual_seed(torch.initial_seed())).tolist()\n"
+            "print(a == b, tdx.initial_seed() == torch.initial_seed())")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["True", "True"], done.stderr
+
+
+def test_data_shuffling_and_split(device):
+    from tdx.utils.data import DataLoader, TensorDataset, random_split
+
+    torch.manual_seed(2)
+    want_split = [list(s.indices) for s in torch.utils.data.random_split(range(10), [0.5, 0.5])]
+    want_order = [b[0].tolist() for b in torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(torch.arange(8)), batch_size=3, shuffle=True)]
+    tdx.manual_seed(2)
+    got_split = [list(s.indices) for s in random_split(range(10), [0.5, 0.5])]
+    got_order = [b[0].tolist() for b in DataLoader(TensorDataset(tdx.arange(8, device=device)), batch_size=3,
+                                                    shuffle=True)]
+    assert got_split == want_split and got_order == want_order
+
+
+def test_native_stream_is_a_choice(monkeypatch):
+    if not any(r.available for r in tdx.backends.available() if r.device == "mlx:cpu"):
+        pytest.skip("needs mlx:cpu")
+    monkeypatch.setenv("TDX_RANDOM_STREAM", "native")
+    tdx.config.reload()
+    try:
+        assert tdx.config.current()["random.stream"] == "native"
+        tdx.manual_seed(0)
+        native = tdx.randn(8, device="mlx:cpu").tolist()
+        torch.manual_seed(0)
+        assert native != torch.randn(8).tolist()
+        tdx.manual_seed(0)
+        assert tdx.randn(8, device="mlx:cpu").tolist() == native, "the native stream is seeded too"
+    finally:
+        monkeypatch.delenv("TDX_RANDOM_STREAM")
+        tdx.config.reload()
+
+
+def test_bad_stream_is_a_config_error(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tdx.toml").write_text('[random]\nstream = "fast"\n')
+    with pytest.raises(tdx.ConfigError, match=r"random.stream.*'torch', 'native'"):
+        tdx.config.reload()
+    (tmp_path / "tdx.toml").unlink()
+    monkeypatch.setenv("TDX_RANDOM_STREAM", "numpy")
+    with pytest.raises(tdx.ConfigError, match="TDX_RANDOM_STREAM"):
+        tdx.config.reload()
+    monkeypatch.delenv("TDX_RANDOM_STREAM")
+    tdx.config.reload()
+
+
+def test_cuda_seeding_under_a_pin_seeds_the_device_used(device):
+    from tdx import backends
+
+    before = backends.pinned()
+    backends.pin(device, "test")
+    try:
+        tdx.cuda.manual_seed_all(9)
+        a = tdx.randn(5, device="cuda")
+        state = tdx.cuda.get_rng_state()
+        b = tdx.randn(2, device="cuda")
+        tdx.cuda.set_rng_state(state)
+        c = tdx.randn(2, device="cuda")
+    finally:
+        backends.unpin() if before is None else backends.pin(before[0].device, before[1])
+    torch.manual_seed(9)
+    _same(a, torch.randn(5))
+    assert np.array_equal(b.numpy(), c.numpy())

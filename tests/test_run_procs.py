@@ -1,0 +1,59 @@
+"""Programs that start processes, profile, or log to TensorBoard, run unmodified through ``python -m tdx run``:
+on ``cpu`` they print what they print under torch, on every other device they complete.
+
+- ``profiled_train``: torch.profiler with a schedule, record_function labels, on_trace_ready.
+- ``dataloader_spawn``: DataLoader workers started by "spawn" build their tensors with ``torch``: the
+  workers inherit the alias and the pin (before, they got real torch and default_collate refused the batch).
+- ``ddp_spawn``: DDP over gloo in two processes started by ``torch.multiprocessing.spawn`` (the ranks'
+  lines may come in either order: compared sorted).
+- ``char_tensorboard``: a makemore-style model logging to SummaryWriter; its event file read back with
+  tensorboard's EventAccumulator holds the losses the program computed.
+"""
+
+from __future__ import annotations
+
+import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+from test_run import PROGRAMS, _py, _reference
+
+ORDERED = ("profiled_train", "dataloader_spawn", "char_tensorboard")
+
+
+def _run(name, device, cwd):
+    done = _py(["-m", "tdx", "run", "--device", device, str(PROGRAMS / f"{name}.py")], cwd)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+@pytest.mark.parametrize("name", ORDERED + ("ddp_spawn",))
+def test_process_program_runs_unmodified(name, device, tmp_path, tmp_path_factory):
+    out = _run(name, device, tmp_path)
+    if device == "cpu":
+        _, expected = _reference(name, tmp_path_factory)
+        if name in ORDERED:
+            assert out == expected
+        else:
+            assert sorted(out.splitlines()) == sorted(expected.splitlines())
+    assert "final loss" in out or name == "ddp_spawn"
+    if name == "dataloader_spawn":  # every batch is tdx's, built in the workers
+        assert out.count("Tensor torch.float32") == 6
+    if name == "profiled_train":
+        assert out.count("('forward', 2)") == 2 and "steps profiled 10" in out
+    if name == "ddp_spawn":  # both ranks end with the same parameters
+        lines = sorted(line for line in out.splitlines() if line.startswith("rank"))
+        assert len(lines) == 2 and lines[0].split()[-1] == lines[1].split()[-1]
+    if name == "char_tensorboard":
+        acc = EventAccumulator(str(tmp_path / "runs" / "makemore"))
+        acc.Reload()
+        losses = [e.value for e in acc.Scalars("Loss/train")]
+        assert [e.step for e in acc.Scalars("Loss/train")] == list(range(30))
+        printed = [float(line.split()[-1]) for line in out.splitlines() if line.startswith("step")]
+        assert [round(losses[s], 4) for s in (0, 10, 20)] == printed
+        assert sorted(acc.Tags()["histograms"]) == sorted(
+            ["wte.weight", "mlp.0.weight", "mlp.0.bias", "mlp.2.weight", "mlp.2.bias"])
+        assert acc.Images("embedding")[0].width == 8
+        if device == "cpu":  # the very numbers torch's SummaryWriter wrote
+            ref_dir, _ = _reference(name, tmp_path_factory)
+            ref = EventAccumulator(str(ref_dir / "runs" / "makemore"))
+            ref.Reload()
+            assert losses == [e.value for e in ref.Scalars("Loss/train")]
