@@ -8,19 +8,22 @@ first time a tensor lives on one of their devices.
 from __future__ import annotations
 
 import importlib as _importlib
+import math as _math
+import sys as _sys
 
 from . import _dtypes, backends, config, return_types
-from .compat import alias as _alias
+from .compat import alias as _alias, integrations as _integrations
 from ._tensor.creation import (arange, as_tensor, asarray, empty, empty_like, eye, from_numpy, full, full_like, linspace,
                                ones, ones_like, rand, rand_like, randint, randint_like, randn, randn_like,
                                tensor, zeros, zeros_like)
 from ._device import device
 from ._dtypes import (bfloat16, complex64, complex128, dtype, float16, float32, float64,
                       get_default_dtype, int8, int16, int32, int64, promote_types, set_default_dtype,
-                      uint8)
+                      uint8, uint16, uint32, uint64, float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz,
+                      float8_e8m0fnu, float4_e2m1fn_x2)
 from ._errors import (BackendNotFoundError, CastError, ConfigError, DeviceMismatchError,
                       DeviceUnavailableError, DtypeError, DtypeMismatchError, InvalidDeviceError, NotProvidedError,
-                      OpDtypeError, PrecisionWarning, ShapeError, TdxError, TdxIndexError, TdxTypeError, TdxValueError,
+                      NotProvidedAttributeError, OpDtypeError, PrecisionWarning, ShapeError, TdxError, TdxIndexError, TdxTypeError, TdxValueError,
                       UnsupportedOpError)
 from ._tensor.namespace import *  # noqa: F401,F403 - the torch namespace functions
 from ._tensor.namespace import __all__ as _namespace_all
@@ -36,7 +39,7 @@ from .autograd.grad_mode import is_inference_mode_enabled
 from .backends import get_default_device, set_default_device
 from ._errors import AcceleratorError, FatalError, JITException, OutOfMemoryError
 from .compat import autocast_state as _autocast_state, control_flow as _control_flow, nn_forms as _nn_forms
-from .compat import refused as _refused, runtime as _runtime, symbolic as _symbolic
+from .compat import refused as _refused, runtime as _runtime, symbolic as _symbolic, torch_paths as _torch_paths
 
 # torch's top-level settings, control flow, symbolic helpers and ATen-signature nn forms; then the names
 # tdx refuses (tdx.compat.refused: each raises UnsupportedOpError saying why)
@@ -46,6 +49,8 @@ globals().update(_refused.torch_names())
 for _n, _f in _refused.tensor_methods().items():
     if not hasattr(Tensor, _n):  # a built method always wins over a refusal
         setattr(Tensor, _n, _f)
+from .compat import autocast_policy as _autocast_policy
+_autocast_policy.install(_sys.modules[__name__], Tensor)  # autocast's per-op policy (one check while it is off)
 from ._tensor.legacy import LEGACY_TENSORS as _LEGACY_TENSORS, set_default_tensor_type
 from ._tensor.storage import LEGACY_STORAGES as _LEGACY_STORAGES, Storage, StorageBase, TypedStorage, UntypedStorage
 from ._tensor.storage import is_storage
@@ -58,12 +63,19 @@ half, float, double = float16, float32, float64  # noqa: A001 - torch's names
 short, int, long = int16, int32, int64  # noqa: A001 - torch's names
 cfloat, cdouble = complex64, complex128
 bool = _dtypes.bool_  # noqa: A001 - torch's name
+pi, e, inf, nan = _math.pi, _math.e, _math.inf, _math.nan  # torch's constants (math's)
+newaxis = None  # torch's alias of None for indexing
 
 # torch's namespaces live in tdx.compat; ``import tdx.nn`` gives the very module tdx.compat.nn
-_NAMESPACES = ("cuda", "mps", "mlx", "nn", "optim", "utils", "linalg", "fft", "special", "masked", "signal",
-               "distributed", "distributions", "amp", "accelerator", "serialization", "compiler", "random",
-               "multiprocessing", "profiler", "func")
+_NAMESPACES = ("cuda", "cpu", "mps", "mlx", "nn", "optim", "utils", "linalg", "fft", "special", "masked", "signal",
+               "distributed", "distributions", "amp", "accelerator", "serialization", "compiler", "fx", "jit", "futures",
+               "xpu", "mtia", "hub", "library", "onnx", "overrides", "types", "storage", "_C", "version", "_dynamo",
+               "func", "random", "multiprocessing", "profiler")
 _aliases = _alias.install(_alias.AliasFinder({f"tdx.{n}": f"tdx.compat.{n}" for n in _NAMESPACES}))
+# every torch module path imports under tdx (a generated module where tdx has no real one), and a name a tdx
+# module lacks is a NotProvidedAttributeError naming its torch path
+_torch_paths.install()
+_integrations.install()  # einops, safetensors: attached when (and if) the library is imported
 _WINDOWS = ("bartlett_window", "blackman_window", "hamming_window", "hann_window", "kaiser_window")
 _LAZY = {"interop": "tdx.interop", "testing": "tdx.testing", "attention": "tdx.attention"}
 
@@ -78,7 +90,7 @@ _FUNCTIONAL = frozenset(("pixel_shuffle", "pixel_unshuffle", "pdist", "cosine_si
 
 # torch.* functions whose home is a tdx.compat module, loaded on first use: name -> module
 _FUNCTIONS_ELSEWHERE = {"save": "tdx.compat.serialization", "load": "tdx.compat.serialization",
-                        "compile": "tdx.compat.compiler", "vmap": "tdx.compat.func",
+                        "compile": "tdx.compat.compiler", "ops": "tdx.compat.library", "vmap": "tdx.compat.func",
                         **dict.fromkeys(_WINDOWS, "tdx.compat.signal.windows.periodic"),
                         **dict.fromkeys(_FUNCTIONAL, "tdx.compat.nn.functional")}
 

@@ -21,6 +21,8 @@ def _section(title: str, body) -> bool:
         return True
     except ConfigError as err:
         print(f"{title}: config error: {err}")
+    except BrokenPipeError:  # the reader went away (``| head``): nothing more to report to
+        raise
     except Exception as err:  # noqa: BLE001 - info reports every failure instead of a traceback
         print(f"{title}: error: {type(err).__name__}: {err}")
     return False
@@ -113,7 +115,18 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    """The command line; returns the exit status."""
+    """The command line; returns the exit status (141, as a shell reports SIGPIPE, when the reader of
+    the output went away, as ``tdx info | head`` does)."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
+        return 141
+
+
+def _main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] == "run":  # everything after the program name belongs to the program
         from ._cli.run import main as run

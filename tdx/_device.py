@@ -1,7 +1,8 @@
 """``tdx.device``: parsing and printing of device names.
 
 Accepted forms: ``cpu``, ``cuda``, ``cuda:N``, ``mps``, ``mps:0``, ``mlx`` (MLX's default
-device), ``mlx:gpu``, ``mlx:cpu``, an int N (``cuda:N``), or another ``tdx.device``.
+device), ``mlx:gpu``, ``mlx:cpu``, ``meta`` (torch's data-less device: shapes and dtypes only), an
+int N (``cuda:N``), or another ``tdx.device``.
 Which executor a device runs on, availability and translation live in
 ``tdx.backends``; this module only parses, never imports a framework.
 """
@@ -12,10 +13,12 @@ import threading
 
 from ._errors import InvalidDeviceError
 
-_TYPES = ("cpu", "cuda", "mps", "mlx")
+_TYPES = ("cpu", "cuda", "mps", "mlx", "meta")
 _MLX_KINDS = ("gpu", "cpu")
-_ACCEPTED = "'cpu', 'cuda', 'cuda:N', 'mps', 'mlx', 'mlx:gpu', 'mlx:cpu'"
+_ACCEPTED = "'cpu', 'cuda', 'cuda:N', 'mps', 'mlx', 'mlx:gpu', 'mlx:cpu', 'meta'"
 _ctx = threading.local()
+# the device a pin (``python -m tdx run --device``) puts every tensor on; tdx.backends sets it
+_pin = {"device": None}
 
 
 class device:
@@ -27,6 +30,10 @@ class device:
         kind: for ``mlx`` devices ``"gpu"``, ``"cpu"`` or ``None`` (MLX's default), else ``None``.
 
     Used as a context manager it sets the default device of the current thread, as torch's does.
+
+    Under a device pin (``python -m tdx run --device mlx:cpu``) a ``cpu`` request lands on the pinned
+    device, so the pinned device compares (and hashes) equal to ``device("cpu")``: code that asks
+    ``t.device == torch.device("cpu")`` of a tensor it created on the default device gets torch's answer.
     """
 
     __slots__ = ("type", "index", "kind", "_str")
@@ -63,7 +70,7 @@ class device:
                                          "use 'mlx:gpu' or 'mlx:cpu'")
             if not isinstance(index, int) or isinstance(index, bool) or index < 0:
                 raise InvalidDeviceError(f"Device index must be a non-negative int, got {index!r}")
-            if name == "cpu":
+            if name in ("cpu", "meta"):
                 index = None  # torch keeps cpu:0 as 'cpu' in practice
         self.type, self.index, self.kind = name, index, kind
         if kind is not None:
@@ -89,10 +96,16 @@ class device:
                 other = device(other)
             except InvalidDeviceError:
                 return False
-        return isinstance(other, device) and self._str == other._str
+        if not isinstance(other, device):
+            return False
+        if self._str == other._str:
+            return True
+        pin = _pin["device"]
+        return pin is not None and {self._str, other._str} == {pin._str, "cpu"}
 
     def __hash__(self) -> int:
-        return hash(self._str)
+        pin = _pin["device"]
+        return hash("cpu" if pin is not None and self._str == pin._str else self._str)
 
     def __reduce__(self):
         return (device, (self._str,))

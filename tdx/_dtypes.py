@@ -8,7 +8,7 @@ lets torch promote natively, and the test suite checks the two agree.
 
 from __future__ import annotations
 
-from ._errors import DtypeError
+from ._errors import DtypeError, TdxRuntimeError
 
 _BOOL, _INT, _FLOAT, _COMPLEX = 0, 1, 2, 3
 
@@ -64,7 +64,22 @@ complex128 = dtype("complex128", 16, _COMPLEX, True, 3)
 
 ALL_DTYPES = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
               complex64, complex128)
-BY_NAME = {d.name: d for d in ALL_DTYPES}
+
+# torch's barebones unsigned and low-precision float dtypes: names with finfo/iinfo and torch's
+# promotion refusals; no executor holds tensors of them (making one raises DtypeError)
+uint16 = dtype("uint16", 2, _INT, False, 2)
+uint32 = dtype("uint32", 4, _INT, False, 3)
+uint64 = dtype("uint64", 8, _INT, False, 4)
+float8_e4m3fn = dtype("float8_e4m3fn", 1, _FLOAT, True, 0)
+float8_e4m3fnuz = dtype("float8_e4m3fnuz", 1, _FLOAT, True, 0)
+float8_e5m2 = dtype("float8_e5m2", 1, _FLOAT, True, 0)
+float8_e5m2fnuz = dtype("float8_e5m2fnuz", 1, _FLOAT, True, 0)
+float8_e8m0fnu = dtype("float8_e8m0fnu", 1, _FLOAT, False, 0)
+float4_e2m1fn_x2 = dtype("float4_e2m1fn_x2", 1, _FLOAT, True, 0)
+_UNSIGNED_WIDE = (uint16, uint32, uint64)
+_LOW_FLOAT = (float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu, float4_e2m1fn_x2)
+EXTRA_DTYPES = _UNSIGNED_WIDE + _LOW_FLOAT
+BY_NAME = {d.name: d for d in ALL_DTYPES + EXTRA_DTYPES}
 ALIASES = {"bool": bool_, "half": float16, "float": float32, "double": float64,
            "short": int16, "int": int32, "long": int64, "cfloat": complex64,
            "cdouble": complex128}
@@ -127,6 +142,8 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     """torch.promote_types for two dtypes."""
     if a is b:
         return a
+    if a in EXTRA_DTYPES or b in EXTRA_DTYPES:
+        return _promote_extra(a, b)
     if a._cat < b._cat:
         a, b = b, a
     # now a's category >= b's
@@ -149,6 +166,31 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     if b is float64:
         return complex128
     return a
+
+
+def _promote_extra(a: dtype, b: dtype) -> dtype:
+    """torch's rule for two distinct dtypes, one of them in :data:`EXTRA_DTYPES`: mostly a refusal."""
+    def torch_name(d):
+        return _TORCH_SCALAR_NAMES[d.name]
+
+    if a in _LOW_FLOAT or b in _LOW_FLOAT:
+        raise TdxRuntimeError(f"Promotion for Float8 Types is not supported, attempted to promote "
+                         f"{torch_name(a)} and {torch_name(b)}")
+    wide, other = (a, b) if a in _UNSIGNED_WIDE else (b, a)
+    if other._cat >= _FLOAT:
+        return other
+    raise TdxRuntimeError(f"Promotion for uint16, uint32, uint64 types is not supported, attempted to promote "
+                     f"{torch_name(a)} and {torch_name(b)}")
+
+
+# c10's ScalarType names, which torch's promotion errors print
+_TORCH_SCALAR_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
+                       "int64": "Long", "float16": "Half", "bfloat16": "BFloat16", "float32": "Float",
+                       "float64": "Double", "complex64": "ComplexFloat", "complex128": "ComplexDouble",
+                       "uint16": "UInt16", "uint32": "UInt32", "uint64": "UInt64", "float8_e4m3fn": "Float8_e4m3fn",
+                       "float8_e4m3fnuz": "Float8_e4m3fnuz", "float8_e5m2": "Float8_e5m2",
+                       "float8_e5m2fnuz": "Float8_e5m2fnuz", "float8_e8m0fnu": "Float8_e8m0fnu",
+                       "float4_e2m1fn_x2": "Float4_e2m1fn_x2"}
 
 
 def _combine(higher: dtype | None, lower: dtype | None) -> dtype | None:

@@ -134,3 +134,13 @@ class FatalError(TdxError):
 
 class JITException(TdxError):
     """An exception raised from TorchScript code (``torch.jit.JITException``); tdx never raises it."""
+
+
+class NotProvidedAttributeError(TdxError, AttributeError):
+    """A name looked up on a tdx module that tdx does not provide at that torch path (``torch.nn.foo``):
+    ``hasattr`` answers False and ``getattr(module, name, default)`` returns the default, as for any
+    missing attribute."""
+
+
+class UnsupportedAttributeError(UnsupportedOpError, AttributeError):
+    """An attribute tdx refuses by name (a scripted module's ``.graph``): ``hasattr`` answers False."""

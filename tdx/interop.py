@@ -609,9 +609,9 @@ def _torch_executor(t, source):
     if t.layout != _torch().strided:
         raise InteropError(f"cannot exchange {source}: only strided (dense) tensors can be shared, "
                            f"not {t.layout}")
-    try:
-        return backends.get(str(t.device))
-    except (InvalidDeviceError, DeviceUnavailableError) as err:
+    try:  # the tensor's own device, never what a device pin remaps requests to
+        return backends._unpinned(str(t.device))
+    except (InvalidDeviceError, DeviceUnavailableError, KeyError) as err:
         raise InteropError(f"cannot exchange {source}: tdx has no executor for torch device "
                            f"{t.device} ({err})") from None
 

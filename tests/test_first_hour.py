@@ -122,3 +122,8 @@ def test_pin_warning_names_the_programs_own_request(tmp_path):
     assert run.stdout.split() == ["mlx:cpu", "mlx:cpu"]
     warned = [line for line in run.stderr.splitlines() if "runs on the pinned device" in line]
     assert len(warned) == 1 and "device 'cuda'" in warned[0] and "prog.py:7" in warned[0], run.stderr
+
+
+def test_info_into_a_closed_pipe_ends_quietly():
+    run = _run(["sh", "-c", f"'{sys.executable}' -m tdx info --verbose | head -1"])
+    assert run.stdout.startswith("tdx ") and "Traceback" not in run.stderr, run.stderr

@@ -132,6 +132,23 @@ def _run_file(filename: str) -> None:
             sys.modules["__main__"] = saved
 
 
+def tdx_cause(err: BaseException):
+    """The deepest tdx refusal (``NotProvidedError``, ``UnsupportedOpError``) in ``err``'s chain, or None.
+
+    Libraries re-raise import failures as their own errors (transformers: "Could not import module
+    'GPT2LMHeadModel'"), which buries the torch name tdx lacks under chained tracebacks.
+    """
+    from .._errors import NotProvidedError, UnsupportedOpError
+
+    found, seen = None, set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        if isinstance(err, (NotProvidedError, UnsupportedOpError)):
+            found = err
+        err = err.__cause__ or err.__context__
+    return found
+
+
 def run(target: str, is_module: bool, args: list, device=None) -> int:
     """Run the program with the torch alias on (and the pin, when a device is known); its exit status.
 
@@ -178,6 +195,9 @@ def run(target: str, is_module: bool, args: list, device=None) -> int:
     except BaseException as err:  # noqa: BLE001 - the program's own exception: print it as Python would
         tb = _program_traceback(err.__traceback__, filename)
         sys.excepthook(type(err), err.with_traceback(tb), tb)
+        cause = tdx_cause(err)
+        if cause is not None and cause is not err:  # a library wrapped it (transformers' lazy imports do)
+            sys.stderr.write(f"\ntdx: the underlying cause: {type(cause).__name__}: {cause}\n")
         return 130 if isinstance(err, KeyboardInterrupt) else 1
     finally:
         torch_alias.deactivate()

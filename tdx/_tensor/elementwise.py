@@ -34,7 +34,7 @@ from .operands import (
     _write,
 )
 from .tensor import Tensor
-from .wrapping import SCALARS, attach, exporter, foreign, inline_typed, need_tensor, operand, typed_errors, wrap
+from .wrapping import SCALARS, attach, cross, exporter, inline_typed, need_tensor, operand, typed_errors, wrap
 
 __all__: list = []
 _export = exporter(__all__)
@@ -62,12 +62,16 @@ def _binary(name: str, torch_name: str):
         if _TAPE[0] and _tape.wants(self, other):
             return _tape.call(method, self, other)
         ex = self._ex
+        mine = self._n
         if other.__class__ is Tensor:
-            other = other._n if other._ex is ex else foreign(torch_name, ex, other)
+            if other._ex is ex:
+                other = other._n
+            else:
+                ex, mine, other = cross(torch_name, self, other)
         elif other.__class__ not in SCALARS:
             other = operand(self, other, torch_name)
         try:
-            return wrap(getattr(ex, name)(self._n, other), ex)
+            return wrap(getattr(ex, name)(mine, other), ex)
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
 

@@ -107,6 +107,14 @@ def check_conversion_format(fmt, op: str, ndim: int) -> None:
         raise TdxRuntimeError(f"required rank {rank} tensor to use {fmt.name} format (got a {ndim}-D tensor)")
 
 
+# torch's limits of the 8-bit floats numpy lacks: name -> (eps, max, min, smallest normal)
+_FLOAT8 = {"float8_e4m3fn": (0.125, 448.0, -448.0, 0.015625),
+           "float8_e4m3fnuz": (0.125, 240.0, -240.0, 0.0078125),
+           "float8_e5m2": (0.25, 57344.0, -57344.0, 6.103515625e-05),
+           "float8_e5m2fnuz": (0.125, 57344.0, -57344.0, 3.0517578125e-05),
+           "float8_e8m0fnu": (1.0, 1.7014118346046923e+38, 5.877471754111438e-39, 5.877471754111438e-39)}
+
+
 class finfo:  # noqa: N801 - torch's name
     """Machine limits of a floating dtype, as ``torch.finfo`` (default: the default dtype)."""
 
@@ -115,6 +123,15 @@ class finfo:  # noqa: N801 - torch's name
         if not (d.is_floating_point or d.is_complex):
             raise TdxTypeError(f"finfo(): expected a floating point or complex dtype, got {d!r}")
         d = d.to_real()
+        if d.name in _FLOAT8:
+            self.bits, self.resolution = 8, 1.0
+            self.eps, self.max, self.min, self.tiny = _FLOAT8[d.name]
+            self.smallest_normal = self.tiny
+            self.dtype = d.name
+            return
+        if d.name == "float4_e2m1fn_x2":
+            raise TdxTypeError("finfo(): float4_e2m1fn_x2 packs two 4-bit values per byte and has no limits "
+                               "(torch raises too); accepted: a floating point or complex dtype of one value")
         if d.name == "bfloat16":
             self.bits, self.eps, self.max, self.tiny, self.resolution = 16, 0.0078125, 3.3895313892515355e38, \
                 1.1754943508222875e-38, 0.01
@@ -128,7 +145,7 @@ class finfo:  # noqa: N801 - torch's name
         self.dtype = d.name
 
     def __repr__(self) -> str:
-        return (f"finfo(resolution={self.resolution}, min={self.min:g}, max={self.max:g}, eps={self.eps:g}, "
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, eps={self.eps:g}, "
                 f"smallest_normal={self.smallest_normal:g}, tiny={self.tiny:g}, dtype={self.dtype})")
 
 
@@ -143,7 +160,9 @@ class iinfo:  # noqa: N801 - torch's name
         self.bits, self.min, self.max, self.dtype = info.bits, int(info.min), int(info.max), d.name
 
     def __repr__(self) -> str:
-        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+        big = self.bits >= 32 and not D.as_dtype(self.dtype).is_signed  # torch prints these with %g
+        return f"iinfo(min={self.min}, max={self.max:g}, dtype={self.dtype})" if big else \
+            f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
 
 
 PRINT_OPTIONS = {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 80, "sci_mode": None}

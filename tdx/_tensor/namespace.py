@@ -139,12 +139,25 @@ _FORWARDED_RECORDED = {
 for _name, _doc in _FORWARDED_RECORDED.items():
     globals()[_name] = _export(_method_fn(_name, _doc), record=True)
 
+def _named_twin(fn, name: str):
+    """``fn`` under torch's name ``name``: the same code as a function object of its own, so an alias
+    reports its name (``torch.arctan.__name__ == "arctan"``, and fx names its nodes so)."""
+    import types
+
+    twin = types.FunctionType(fn.__code__, fn.__globals__, name, fn.__defaults__, fn.__closure__)
+    twin.__dict__.update(fn.__dict__)
+    twin.__kwdefaults__ = fn.__kwdefaults__
+    twin.__doc__, twin.__module__ = fn.__doc__, fn.__module__
+    twin.__qualname__ = fn.__qualname__.rsplit(".", 1)[0] + "." + name if "." in fn.__qualname__ else name
+    return twin
+
+
 for _alias, _target in ALIASES.items():
     if _target in globals() and _alias not in ("mm",):
-        globals()[_alias] = globals()[_target]
+        globals()[_alias] = _named_twin(globals()[_target], _alias)
         __all__.append(_alias)
 
-mm = matmul  # noqa: F821 - generated above
+mm = _named_twin(matmul, "mm")  # noqa: F821 - generated above
 __all__.append("mm")
 
 
@@ -261,7 +274,7 @@ for _name in _FORWARDED_METHODS:
 
 # the functions with a logic of their own, from their op families
 for _family in (elementwise, shape, indexing, linalg, random, creation, statistics, search, index_updates, products, special_functions, complex_views, copies,
-                convolution, decompositions, float_bits, native_norms, view_copies, sequences, fake_quant):
+                convolution, decompositions, float_bits, native_norms, view_copies, sequences, fake_quant, reduction):
     for _name in _family.__all__:
         globals()[_name] = getattr(_family, _name)
         if _name not in __all__:

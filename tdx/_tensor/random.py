@@ -15,7 +15,7 @@ import math
 
 from .. import _dtypes as D
 from .. import backends
-from .._errors import TdxRuntimeError, TdxTypeError, TdxValueError, mismatch
+from .._errors import TdxRuntimeError, TdxTypeError, TdxValueError, UnsupportedOpError, mismatch
 from . import views as _views
 from .generator import native as _native_generator
 from .tensor import Tensor
@@ -67,20 +67,19 @@ class RandomMethods:
         _views.assign(self, ex.normal_(self._n, float(mean), float(std), _native_generator(generator, ex)))
         return self
 
-    def _draws(self, generator):
-        """Uniform draws in (0, 1) shaped like self, in self's float dtype."""
-        u = self.detach().clone().uniform_(0.0, 1.0, generator=generator)
-        return u.clamp(min=1e-12 if self.dtype.itemsize > 4 else 1e-7)
-
     def exponential_(self, lambd=1.0, *, generator=None):
-        """Fill with draws from the exponential distribution of rate ``lambd``."""
+        """Fill with draws from the exponential distribution of rate ``lambd`` (torch's CPU stream on cpu)."""
         if lambd <= 0:
             raise TdxRuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
-        return self.copy_(-(self._draws(generator).neg().log1p()) / lambd)
+        ex = self._ex
+        _views.assign(self, ex.exponential_(self._n, float(lambd), _native_generator(generator, ex)))
+        return self
 
     def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
-        """Fill with draws from the Cauchy distribution."""
-        return self.copy_(((self._draws(generator) - 0.5) * math.pi).tan() * sigma + median)
+        """Fill with draws from the Cauchy distribution of ``median`` and scale ``sigma``."""
+        ex = self._ex
+        _views.assign(self, ex.cauchy_(self._n, float(median), float(sigma), _native_generator(generator, ex)))
+        return self
 
     def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
         """Fill with draws whose logarithm is normal with ``mean`` and ``std``."""
@@ -92,8 +91,9 @@ class RandomMethods:
         """Fill with the number of Bernoulli(``p``) trials up to the first success (1, 2, ...)."""
         if not 0 < p < 1:
             raise TdxRuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
-        u = self.to(self.dtype if self.dtype.is_floating_point else D.float64)._draws(generator)
-        return self.copy_((u.log() / math.log1p(-p)).ceil())
+        ex = self._ex
+        _views.assign(self, ex.geometric_(self._n, float(p), _native_generator(generator, ex)))
+        return self
 
     def uniform_(self, *args, generator=None, **kwargs):
         """Fill self with uniform draws from ``[from, to)`` (defaults 0 and 1)."""
@@ -185,3 +185,135 @@ def dropout(input, p=0.5, training=True, *, generator=None):  # noqa: A002 - tor
 
 
 dropout = typed_function(dropout)
+
+
+# the samplers torch.distributions draws from ----------------------------------------------------
+def _sampler_operand(x, op: str, arg: str = "input"):
+    """``x``'s native after torch's checks for a sampler: a floating tensor. On a taped executor (MLX)
+    Dirichlet draws have no gradient here, so a tensor that requires grad is refused for them, not
+    given a silently wrong one; Poisson and binomial draws are not differentiable (torch's gradient
+    is zero) and are not recorded."""
+    need_tensor(x, op, arg)
+    if not x.dtype.is_floating_point:
+        raise TdxRuntimeError(f"\"{op}\" not implemented for '{str(x.dtype).replace('torch.', '').capitalize()}'"
+                              f" ({arg} must be a floating tensor)")
+    if op == "_sample_dirichlet" and x._ex.taped and x.requires_grad and _tape_wants(x):
+        raise UnsupportedOpError(
+            f"{op}: a gradient through Dirichlet draws is not supported on {x.device} (torch's "
+            f"_dirichlet_grad has no implementation there); detach {arg}, or use a torch device for "
+            f"rsample gradients of Beta and Dirichlet")
+    return x._n
+
+
+def _tape_wants(x) -> bool:
+    from ..autograd import tape
+
+    return tape.wants(x)
+
+
+@_export
+def _standard_gamma(input, generator=None):  # noqa: A002 - torch's name
+    """``torch._standard_gamma``: Gamma(input, 1) draws, differentiable w.r.t. ``input`` as torch's
+    (the implicit reparameterization gradient): natively on torch executors, through
+    :func:`_standard_gamma_grad` on taped ones."""
+    need_tensor(input, "_standard_gamma")
+    ex = input._ex
+    if ex.taped and input.requires_grad and _tape_wants(input):
+        return _gamma_function().apply(input, generator)
+    native = _sampler_operand(input, "_standard_gamma")
+    return wrap(ex.standard_gamma(native, _native_generator(generator, ex)), ex)
+
+
+@_export
+def _standard_gamma_grad(input, output):  # noqa: A002 - torch's name
+    """``torch._standard_gamma_grad``: d x / d alpha of standard gamma draws ``output`` of shapes
+    ``input``: ``-(dP(alpha, x)/d alpha) / p(x; alpha)`` with P the regularized lower incomplete
+    gamma, from its series ``P = sum_n x**(alpha+n) e**-x / Gamma(alpha+n+1)`` differentiated term by
+    term (computed in log space, in chunks of the series)."""
+    need_tensor(input, "_standard_gamma_grad")
+    need_tensor(output, "_standard_gamma_grad", "output")
+    a = input.detach()
+    x = output.detach().clamp(min=1e-30 if a.dtype.itemsize > 4 else 1e-37)
+    log_x = x.log()
+    log_pdf = (a - 1) * log_x - x - a.lgamma()
+    top = float(x.max().item()) if x.numel() else 0.0
+    terms = int(top + 12 * math.sqrt(top) + 30)
+    total = None
+    for start in range(0, terms, 32):
+        n = _arange_like(a, start, min(start + 32, terms)).reshape((-1,) + (1,) * a.ndim)
+        an = a + n + 1
+        part = (((a + n) * log_x - x - an.lgamma() - log_pdf).exp() * (log_x - an.digamma())).sum(0)
+        total = part if total is None else total + part
+    return -total
+
+
+def _arange_like(t, start: int, stop: int):
+    from .creation import arange
+
+    return arange(start, stop, dtype=t.dtype, device=t.device)
+
+
+_GAMMA: list = []
+
+
+def _gamma_function():
+    """The ``autograd.Function`` of gamma draws on taped executors (built once): the draws in forward,
+    :func:`_standard_gamma_grad` in backward."""
+    if _GAMMA:
+        return _GAMMA[0]
+    from ..autograd.function import Function
+
+    class StandardGamma(Function):
+        @staticmethod
+        def forward(ctx, alpha, generator):
+            ex = alpha._ex
+            out = wrap(ex.standard_gamma(alpha._n, _native_generator(generator, ex)), ex)
+            ctx.save_for_backward(alpha, out)
+            return out
+
+        @staticmethod
+        def backward(ctx, grad):
+            alpha, out = ctx.saved_tensors
+            return grad * _standard_gamma_grad(alpha, out), None
+
+    _GAMMA.append(StandardGamma)
+    return StandardGamma
+
+
+@_export
+def _sample_dirichlet(input, generator=None):  # noqa: A002 - torch's name
+    """``torch._sample_dirichlet``: Dirichlet(input) draws over the last dim."""
+    ex = input._ex if isinstance(input, Tensor) else None
+    native = _sampler_operand(input, "_sample_dirichlet")
+    return wrap(ex.sample_dirichlet(native, _native_generator(generator, ex)), ex)
+
+
+@_export
+def poisson(input, generator=None):  # noqa: A002 - torch's name
+    """``torch.poisson``: Poisson draws of rate ``input`` (non-negative), in its dtype."""
+    ex = input._ex if isinstance(input, Tensor) else None
+    native = _sampler_operand(input, "poisson")
+    return wrap(ex.poisson(native, _native_generator(generator, ex)), ex)
+
+
+@_export
+def binomial(count, prob, generator=None):
+    """``torch.binomial``: Binomial(count, prob) draws, in ``prob``'s dtype (same shapes)."""
+    need_tensor(count, "binomial", "count")
+    ex = prob._ex if isinstance(prob, Tensor) else None
+    native = _sampler_operand(prob, "binomial", "prob")
+    if count._ex is not ex:
+        raise mismatch("binomial", count._ex.device, ex.device)
+    if tuple(count.shape) != tuple(prob.shape):
+        raise TdxRuntimeError(f"binomial: count of shape {list(count.shape)} and prob of shape "
+                              f"{list(prob.shape)} must have the same shape")
+    return wrap(ex.binomial(count._n, native, _native_generator(generator, ex)), ex)
+
+
+@_export
+def _dirichlet_grad(x, alpha, total):
+    """``torch._dirichlet_grad``: d x / d alpha of Beta draws ``x`` (the Dirichlet rsample gradient)."""
+    for name, t in (("x", x), ("alpha", alpha), ("total", total)):
+        need_tensor(t, "_dirichlet_grad", name)
+    ex = x._ex
+    return wrap(ex.dirichlet_grad(x._n, alpha._n, total._n), ex)

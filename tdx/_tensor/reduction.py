@@ -251,3 +251,23 @@ for _name, _fn in list(vars(ReductionMethods).items()):
     if callable(_fn) and not _name.startswith("_") and not getattr(_fn, "_typed", False):
         setattr(ReductionMethods, _name, typed_errors(_fn))
 attach(ReductionMethods)
+
+
+@_export
+def _is_all_true(input):  # noqa: A002 - torch's name
+    """``torch._is_all_true``: a 0-d bool tensor, whether every element of the bool tensor
+    ``input`` is True (torch's argument validation in ``torch.distributions`` asks it)."""
+    if not isinstance(input, Tensor) or input.dtype is not D.bool_:
+        raise TdxTypeError(f"_is_all_true expects a bool tensor, got {type(input).__name__} "
+                           f"{getattr(input, 'dtype', '')}".rstrip())
+    return input.all()
+
+
+@_export
+def _is_any_true(input):  # noqa: A002 - torch's name
+    """``torch._is_any_true``: a 0-d bool tensor, whether any element of the bool tensor ``input``
+    is True."""
+    if not isinstance(input, Tensor) or input.dtype is not D.bool_:
+        raise TdxTypeError(f"_is_any_true expects a bool tensor, got {type(input).__name__} "
+                           f"{getattr(input, 'dtype', '')}".rstrip())
+    return input.any()

@@ -25,8 +25,12 @@ def _float_formatter(arr: np.ndarray):
 
 
 def format_tensor(t) -> str:
-    arr = t._ex.host_numpy(t._n)
     dtype = t.dtype
+    if t._ex.device.type == "meta":  # no data to print: torch's form
+        named = "" if dtype is D.get_default_dtype() else f", dtype={dtype!r}"
+        grad = ", requires_grad=True" if t.requires_grad else ""
+        return f"tensor(..., device='meta', size={tuple(t.shape)}{named}{grad})"
+    arr = t._ex.host_numpy(t._n)
     threshold = PRINT_OPTIONS["threshold"]
     opts = {"separator": ", ", "prefix": "tensor(", "edgeitems": PRINT_OPTIONS["edgeitems"],
             "threshold": threshold if threshold != float("inf") else 2 ** 62}

@@ -20,7 +20,7 @@ from .._errors import NATIVE_ERRORS, TdxRuntimeError, TdxTypeError, UnsupportedO
 from ..autograd import tape as _tape
 from ..autograd.tape import ACTIVE as _TAPE
 from . import views as _views, wrapping
-from .wrapping import (SCALARS as _SCALARS, Size, foreign as _foreign, inline_typed, scalar as _scalar, typed_errors,
+from .wrapping import (SCALARS as _SCALARS, Size, cross as _cross, foreign as _foreign, inline_typed, scalar as _scalar, typed_errors,
                        wrap)
 
 _new = object.__new__
@@ -39,14 +39,18 @@ def _binary(name: str, reverse: bool = False):
         if _TAPE[0] and _tape.wants(self, other):
             return _tape.call(op, self, other)
         ex = self._ex
+        mine = self._n
         if other.__class__ is Tensor:
-            other = other._n if other._ex is ex else _foreign(name, ex, other)
+            if other._ex is ex:
+                other = other._n
+            else:
+                ex, mine, other = _cross(name, self, other)
         elif other.__class__ not in _SCALARS:
             other = _scalar(other)
             if other is NotImplemented:
                 return NotImplemented
         try:
-            n = getattr(ex, name)(other, self._n) if reverse else getattr(ex, name)(self._n, other)
+            n = getattr(ex, name)(other, mine) if reverse else getattr(ex, name)(mine, other)
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
         t = _new(Tensor)
@@ -156,6 +160,20 @@ class Tensor:
     @property
     def is_mlx(self) -> bool:
         return self._ex.device.type == "mlx"
+
+    @property
+    def is_meta(self) -> bool:
+        return self._ex.device.type == "meta"
+
+    @property
+    def layout(self):
+        """``tdx.strided``: every tdx tensor is dense and strided."""
+        from .formats import strided
+
+        return strided
+
+    # every tdx tensor is dense, unquantized and not nested (tdx.compat.refused says why)
+    is_sparse = is_sparse_csr = is_quantized = is_nested = is_mkldnn = False
 
     def size(self, dim=None):
         shape = self._ex.shape(self._n)
@@ -595,7 +613,11 @@ def _set_copy(t, index, value):
 
 def _unwrap_index(index, ex):
     if index.__class__ is Tensor:
-        return index._n if index._ex is ex else _foreign("index", ex, index)
+        if index._ex is ex:
+            return index._n
+        if index._ex.device.type == "cpu" and not index.dtype.is_floating_point:
+            return index.to(ex.device)._n  # torch indexes a tensor on any device with CPU index tensors
+        return _foreign("index", ex, index)
     if index.__class__ is tuple:
         return tuple(_unwrap_index(i, ex) for i in index)
     if index.__class__ is list and any(i.__class__ is Tensor for i in index):

@@ -191,7 +191,8 @@ def _permuted(out, src, order):
 
 def foreign(op: str, ex, t):
     """``t`` (a Tensor on another executor than ``ex``) as a native of ``ex``, moved there when the
-    config's ``auto_transfer`` allows it.
+    config's ``auto_transfer`` allows it, or when ``t`` is a 0-d tensor on the CPU: torch takes such a
+    tensor as a scalar operand of an op on any device (``torch.isclose(x_cuda, torch.tensor(0.))``).
 
     Raises:
         DeviceMismatchError: ``auto_transfer`` is off (the default), as torch raises for mixed devices.
@@ -200,7 +201,8 @@ def foreign(op: str, ex, t):
     """
     from .. import config
 
-    if not config.current()["auto_transfer"]:
+    cpu_scalar = t.ndim == 0 and t._ex.device.type == "cpu"
+    if not cpu_scalar and not config.current()["auto_transfer"]:
         raise mismatch(op, ex.device, t._ex.device)
     from ..autograd.grad_mode import is_grad_enabled
 
@@ -208,6 +210,15 @@ def foreign(op: str, ex, t):
         raise UnsupportedOpError(f"{op}: auto_transfer would move a tensor that requires grad from {t._ex.device} "
                                  f"to {ex.device}, which is not differentiable; detach() it or move it first")
     return t.to(ex.device)._n
+
+
+def cross(op: str, t, other) -> tuple:
+    """``(executor, t's native, other's native)`` for a binary op of tensors on two executors: a 0-d
+    CPU ``t`` goes to ``other``'s executor (torch's scalar operand, as in ``torch.tensor(0.7) * x_cuda``),
+    else ``other`` comes to ``t``'s as :func:`foreign` allows."""
+    if t.ndim == 0 and t._ex.device.type == "cpu" and not (other.ndim == 0 and other._ex.device.type == "cpu"):
+        return other._ex, foreign(op, other._ex, t), other._n
+    return t._ex, t._n, foreign(op, t._ex, other)
 
 
 def operand(t, other, op: str):

@@ -44,7 +44,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         key: ``(..., Hk, Tk, E)``.
         value: ``(..., Hv, Tk, Ev)``.
         attn_mask: broadcastable to ``(..., Hq, Tq, Tk)``; bool (True takes part) or an additive
-            float mask (float32 or the query's dtype).
+            float mask (float32 or the query's dtype), or a ``tdx.nn.attention.bias.CausalBias``.
         dropout_p: probability of dropping an attention weight (applied as torch does, with the
             executor's random generator, so ``tdx.manual_seed`` makes it repeatable).
         is_causal: top-left causal mask (query ``i`` sees keys ``j <= i``); not with ``attn_mask``.
@@ -58,6 +58,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         AttentionShapeError, AttentionDtypeError, AttentionValueError, SDPAError: bad inputs.
         NoKernelError: no enabled kernel can run the inputs (the message lists the reasons).
     """
+    run_with = getattr(attn_mask, "__tdx_sdpa__", None)
+    if run_with is not None:  # a mask object that runs the call itself (torch.nn.attention.bias.CausalBias)
+        return run_with(query, key, value, dropout_p, is_causal, scale, enable_gqa)
     p, backend = _plan.resolve(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     if _tape.ACTIVE[0] and _tape.wants(query, key, value, attn_mask):
         # recorded on tdx's tape: the backward pass re-executes this call under the executor's vjp,

@@ -49,7 +49,8 @@ def peer(ex):
             why = row.reason if row is not None else "no provider"
             hit = (None, f"its peer {name} is not available ({why})")
         else:
-            hit = (backends.get(name), None)
+            # the peer itself, never what a device pin would remap it to (the bridge hands results back to ex)
+            hit = (backends._unpinned(name), None)
     _peers[ex] = hit
     return hit
 

@@ -16,7 +16,7 @@ import threading
 import warnings
 
 from .. import config as _config
-from .._device import as_device, context_device
+from .._device import _pin as _device_state, as_device, context_device
 from .._errors import BackendNotFoundError, DeviceUnavailableError, TdxValueError
 from .base import Capabilities, DeviceStatus, Executor, Provider
 
@@ -133,6 +133,8 @@ def _canonical(dev) -> tuple:
     provider = _by_type.get(dev.type)
     if provider is None:
         return str(dev), None
+    if dev.type == "meta":
+        return "meta", provider.meta_status()
     if dev.type == "cuda":
         rows = [r for r in available() if r.device.split(":")[0] == "cuda"]
         if not any(r.available for r in rows):  # no CUDA at all: its one row says why
@@ -171,6 +173,13 @@ def host_torch():
         return None
     row = _status("cpu", provider)
     return _executor("cpu") if row is not None and row.available else None
+
+
+def _unpinned(name: str) -> Executor:
+    """The executor of the available device ``name`` itself, bypassing pins and translation (tdx's own use)."""
+    with _lock:
+        _load()
+        return _executor(_canonical(as_device(name))[0])
 
 
 def _translate(requested, why: str) -> Executor:
@@ -220,7 +229,7 @@ def get(dev=None) -> Executor:
     """
     if dev is None:
         return default_executor()
-    if _state["pin"] is not None:
+    if _state["pin"] is not None and not _is_meta(dev):  # meta holds no data: a pin has nothing to move
         return _pinned_get(dev)
     ex = _resolved.get(dev)
     if ex is not None:
@@ -240,6 +249,10 @@ def get(dev=None) -> Executor:
         return ex
 
 
+def _is_meta(dev) -> bool:
+    return dev == "meta" or (type(dev) is not str and getattr(dev, "type", None) == "meta")
+
+
 def pin(dev, source: str) -> Executor:
     """Put every tensor on ``dev`` whatever device is asked for (``python -m tdx run --device``).
 
@@ -256,9 +269,10 @@ def pin(dev, source: str) -> Executor:
         InvalidDeviceError: ``dev`` does not parse.
     """
     with _lock:
-        _state["pin"] = None
+        _state["pin"] = _device_state["device"] = None
         ex = get(dev)
         _state.update(pin=ex, pin_source=source, pin_warned=False, default=None)
+        _device_state["device"] = ex.device
         return ex
 
 
@@ -266,6 +280,7 @@ def unpin() -> None:
     """Undo :func:`pin`: devices resolve as the config says again."""
     with _lock:
         _state.update(pin=None, pin_source=None, pin_warned=False, default=None)
+        _device_state["device"] = None
 
 
 def pinned():

@@ -123,6 +123,7 @@ class Executor:
     caps = Capabilities(dtypes=frozenset())
     mutable = True  # same as caps.mutable; a plain attribute for the hot path
     taped = True  # same as not caps.native_autograd (tdx's tape records its ops); a plain attribute
+    native_autocast = False  # casts ops per torch's autocast policy itself (torch); else tdx.compat.autocast_policy does
     update_kernels = False  # has addcmul/addcdiv/lerp on natives (torch: backends/_torch/nn.py, mlx: _elementwise.py)
 
     def __init__(self, device):
@@ -173,6 +174,27 @@ class Executor:
 
     def unsupported(self, what: str):
         return UnsupportedOpError(f"{what} is not supported on {self.device} ({self.name} executor)")
+
+    # samplers of torch.distributions ---------------------------------------------------
+    def standard_gamma(self, x, generator=None):
+        """Gamma(x, 1) draws (``torch._standard_gamma``)."""
+        raise self.unsupported("_standard_gamma")
+
+    def sample_dirichlet(self, x, generator=None):
+        """Dirichlet(x) draws over the last dim (``torch._sample_dirichlet``)."""
+        raise self.unsupported("_sample_dirichlet")
+
+    def poisson(self, x, generator=None):
+        """Poisson(x) draws (``torch.poisson``)."""
+        raise self.unsupported("poisson")
+
+    def binomial(self, count, prob, generator=None):
+        """Binomial(count, prob) draws (``torch.binomial``)."""
+        raise self.unsupported("binomial")
+
+    def dirichlet_grad(self, x, alpha, total):
+        """The reparameterization gradient of Beta/Dirichlet draws (``torch._dirichlet_grad``)."""
+        raise self.unsupported("_dirichlet_grad")
 
     # complex views -----------------------------------------------------------------------
     @staticmethod

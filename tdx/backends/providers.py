@@ -81,11 +81,11 @@ def _load_installed(root: str) -> None:
 
 
 class TorchProvider(Provider):
-    """torch on cpu, cuda:N and mps."""
+    """torch on cpu, cuda:N and mps, and torch's data-less ``meta`` device (shapes and dtypes only)."""
 
     name = "torch"
     framework = "torch"
-    device_types = ("cpu", "cuda", "mps")
+    device_types = ("cpu", "cuda", "mps", "meta")
     module = "tdx.backends._torch.executor"
 
     def statuses(self) -> list:
@@ -112,6 +112,11 @@ class TorchProvider(Provider):
         else:
             rows.append(DeviceStatus("mps", False, "no driver: MPS needs macOS 12.3+ on Apple silicon", self.name))
         return rows
+
+    def meta_status(self) -> DeviceStatus:
+        """``meta`` holds no data, so it is not listed among the devices; it is there wherever torch is."""
+        ok = _installed("torch")
+        return DeviceStatus("meta", ok, "" if ok else "not installed: pip install 'tdx[torch]'", self.name)
 
     def canonical(self, dev) -> str:
         if dev.type == "cuda" and dev.index is None:

@@ -32,7 +32,8 @@ import warnings
 
 from .._errors import TdxTypeError, TdxValueError
 
-__all__ = ["compile", "is_compiling", "disable", "reset"]
+__all__ = ["compile", "is_compiling", "is_dynamo_compiling", "is_exporting", "disable", "reset", "allow_in_graph",
+           "assume_constant_result", "cudagraph_mark_step_begin"]
 
 _local = threading.local()
 
@@ -40,6 +41,30 @@ _local = threading.local()
 def is_compiling() -> bool:
     """Whether the current thread is tracing a step for ``tdx.compile`` (as ``torch.compiler.is_compiling``)."""
     return getattr(_local, "tracing", False)
+
+
+def is_dynamo_compiling() -> bool:
+    """Whether TorchDynamo is tracing: the same question as :func:`is_compiling` in tdx."""
+    return is_compiling()
+
+
+def is_exporting() -> bool:
+    """False: tdx has no ``torch.export`` tracer (torch answers True only inside ``torch.export``)."""
+    return False
+
+
+def allow_in_graph(fn):
+    """``fn`` itself: tdx traces whole steps, so every function is already in the graph (torch's signature)."""
+    return fn
+
+
+def assume_constant_result(fn):
+    """``fn`` itself: a tracing hint with no effect on what tdx computes (torch's signature)."""
+    return fn
+
+
+def cudagraph_mark_step_begin() -> None:
+    """Nothing to mark: tdx records no CUDA graphs (torch's signature)."""
 
 
 def disable(fn=None, recursive=True):

@@ -12,7 +12,7 @@ never appear here that tdx can implement with torch's meaning.
 
 from __future__ import annotations
 
-from .._errors import UnsupportedOpError
+from .._errors import UnsupportedAttributeError, UnsupportedOpError
 
 _JIT = ("TorchScript", "tdx runs Python eagerly and has no TorchScript compiler, IR or type system",
         "run the model as plain Python (tdx.compile is the compilation hook)")
@@ -29,6 +29,41 @@ _SYNC_BN = ("SyncBatchNorm's kernels", "tdx has no distributed batch-norm kernel
 _FIRST_CLASS_DIMS = ("first-class dimensions", "functorch.dim's Dim objects do not exist in tdx",
                      "index with ordinary indices; einsum or permute for named-dimension arithmetic")
 _NESTED = ("nested tensors", "tdx has no nested (jagged) layout", "pad explicitly (tdx.nn.utils.rnn.pad_sequence)")
+_ONNX = ("ONNX export", "tdx has no exporter: ONNX export records torch's own dispatcher graph, which tdx's "
+         "executors do not build", "export with real torch (tdx's state_dict loads into torch.nn modules)")
+_EXPORT = ("torch.export", "tdx runs eagerly and builds no ExportedProgram graph", "export with real torch "
+           "(tdx's state_dict loads into torch.nn modules); run the model as plain Python under tdx")
+_COMPILER = ("torch's compiler stack", "Dynamo, Inductor, AOTAutograd, the ATen references and decompositions "
+             "work on torch's dispatcher and FX graphs, which tdx does not build", "run eagerly "
+             "(tdx.compile is the compilation hook)")
+_PACKAGE = ("torch.package archives", "tdx has no torch.package importer or exporter",
+            "save state_dicts with tdx.save and import the model's code normally")
+_CPP = ("C++/CUDA extensions", "tdx builds no C++ or HIP extension against torch's ABI",
+        "write the op with tdx ops (or call it through real torch on a torch executor)")
+_ELSEWHERE = ("a torch name tdx has not built", "tdx provides its module path so programs importing it run, but "
+              "this name is not built yet", "use the tdx names that are built (python -m tdx catalog lists them)")
+NOT_BUILT = _ELSEWHERE  # the reason of placeholders: names tdx provides so imports run, not built yet
+_ABSENT_DEVICE = ("an absent accelerator", "tdx has no executor for this accelerator, so its streams, events, "
+                  "graphs and allocators do not exist", "check is_available() (False) and use another device")
+
+# whole torch modules whose names all refuse (the longest listed prefix of a module path decides); a torch
+# module tdx has no real module for and that is listed under no prefix refuses as _ELSEWHERE
+_MODULE_GROUPS = {
+    _JIT: "torch.jit torch.jit.frontend torch.jit.mobile torch.jit.quantized torch.jit.supported_ops torch.jit.annotations "
+          "torch.jit.unsupported_tensor_ops torch.jit.generate_bytecode torch.jit.backend_config",
+    _QUANT: "torch.ao torch.quantization torch.nn.quantized torch.nn.quantizable torch.nn.qat torch.nn.intrinsic "
+            "torch.backends.quantized",
+    _SPARSE: "torch.sparse",
+    _NESTED: "torch.nested",
+    _ONNX: "torch.onnx",
+    _EXPORT: "torch.export torch._export",
+    _COMPILER: "torch._dynamo torch._inductor torch._decomp torch._refs torch._prims torch._prims_common "
+               "torch._higher_order_ops torch._lazy torch._library torch._logging torch._numpy torch._functorch "
+               "torch._subclasses torch._guards torch._ops torch.fx.experimental torch.fx.passes torch.compiler",
+    _PACKAGE: "torch.package",
+    _CPP: "torch.utils.cpp_extension torch.utils.hipify",
+    _ABSENT_DEVICE: "torch.xpu torch.mtia",
+}
 
 _TORCH_GROUPS = {
     _JIT: "AliasDb AnyType Argument ArgumentSpec AwaitType Block BoolType BufferDict CallStack Capsule ClassType "
@@ -78,11 +113,51 @@ _TENSOR_GROUPS = {
 }
 
 
+_DTENSOR = ("distributed tensors", "tdx has no sharded tensor type, device mesh or FSDP wrapper; each tdx tensor "
+            "lives whole on one executor", "replicate the model on each process and use tdx.distributed's "
+            "collectives (all_reduce of the gradients), or keep the model on one process")
+
+_ALL_TO_ALL = ("all-to-all collectives", "tdx.distributed's engines offer all_reduce, broadcast, all_gather, "
+               "reduce_scatter, gather, scatter and point-to-point; no all-to-all exchange",
+               "all_gather then index the rows each rank needs")
+
+# torch namespaces other than torch.* itself: module path -> {reason: names}
+_NAMESPACE_GROUPS = {
+    "torch.distributed": {_ALL_TO_ALL: "all_to_all all_to_all_single", _DTENSOR: "get_process_group_ranks "
+                                                                                 "get_global_rank get_group_rank"},
+    "torch.distributed.tensor": {_DTENSOR: "DTensor DeviceMesh distribute_tensor distribute_module "
+                                           "init_device_mesh zeros ones empty full rand randn"},
+    "torch.distributed.tensor.placement_types": {_DTENSOR: "DTensorSpec TensorMeta"},
+    "torch.distributed.tensor._utils": {_DTENSOR: "compute_local_shape_and_global_offset compute_global_tensor_info"},
+    "torch.distributed.device_mesh": {_DTENSOR: "DeviceMesh init_device_mesh"},
+    "torch.distributed.fsdp": {_DTENSOR: "FullyShardedDataParallel FSDPModule fully_shard CPUOffloadPolicy "
+                                         "MixedPrecisionPolicy OffloadPolicy ShardingStrategy BackwardPrefetch "
+                                         "CPUOffload MixedPrecision StateDictType FullStateDictConfig "
+                                         "ShardedStateDictConfig register_fsdp_forward_method"},
+    "torch.distributed._composable.fsdp": {_DTENSOR: "fully_shard FSDPModule CPUOffloadPolicy MixedPrecisionPolicy "
+                                                     "OffloadPolicy"},
+    "torch.distributed.checkpoint": {_DTENSOR: "save load async_save FileSystemReader FileSystemWriter "
+                                               "DefaultSavePlanner DefaultLoadPlanner"},
+    "torch.distributed.checkpoint.hf_storage": {_DTENSOR: "HuggingFaceStorageReader HuggingFaceStorageWriter"},
+    "torch.distributed.checkpoint.state_dict": {_DTENSOR: "StateDictOptions get_model_state_dict "
+                                                          "set_model_state_dict get_optimizer_state_dict "
+                                                          "set_optimizer_state_dict get_state_dict set_state_dict"},
+    "torch.distributed.checkpoint.default_planner": {_DTENSOR: "DefaultSavePlanner DefaultLoadPlanner"},
+    "torch.distributed._functional_collectives": {_DTENSOR: "all_to_all_single_autograd all_to_all_single "
+                                                            "all_reduce all_gather_tensor reduce_scatter_tensor "
+                                                            "wait_tensor AsyncCollectiveTensor"},
+}
+
+
 def _table(groups: dict) -> dict:
     return {name: why for why, names in groups.items() for name in names.split()}
 
 
 TORCH = _table(_TORCH_GROUPS)  # torch.* name -> (feature, reason, instead)
+MODULES = _table(_MODULE_GROUPS)  # torch module path prefix -> (feature, reason, instead)
+# attributes of scripted/traced modules and functions that only TorchScript's compiler can produce
+SCRIPTED = _table({_JIT: "graph inlined_graph code code_with_constants save save_to_buffer graph_for "
+                         "_save_for_lite_interpreter"})
 TENSOR = _table(_TENSOR_GROUPS)  # torch.Tensor method -> (feature, reason, instead)
 
 
@@ -115,16 +190,78 @@ class _RefusedClass:
         raise UnsupportedOpError(cls._text)
 
 
-def _refused_class(name: str, why: tuple):
-    text = message("torch", name, why)
+def _refused_class(name: str, why: tuple, owner: str = "torch", module: str = "tdx"):
+    text = message(owner, name, why)
     return type(name, (_RefusedClass,), {"__slots__": (), "__tdx_refused__": why, "_text": text,
-                                         "__doc__": f"Refused: {text}", "__module__": "tdx"})
+                                         "__doc__": f"Refused: {text}", "__module__": module})
+
+
+class _RefusedValue:
+    """A refused torch value that is neither a class nor a function: it prints, and any use raises."""
+
+    __slots__ = ("_text", "__tdx_refused__")
+
+    def __init__(self, text: str, why: tuple):
+        object.__setattr__(self, "_text", text)
+        object.__setattr__(self, "__tdx_refused__", why)
+
+    def __repr__(self) -> str:
+        return f"<refused: {self._text}>"
+
+    def _refuse(self, *args, **kwargs):
+        raise UnsupportedOpError(self._text)
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        self._refuse()
+
+    __call__ = __bool__ = __iter__ = __len__ = __getitem__ = __int__ = __float__ = __index__ = _refuse
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __lt__ = __gt__ = _refuse
+
+
+def refuse(owner: str, name: str, why: tuple, attribute: bool = False):
+    """Raise the refusal of ``owner.name`` (an :class:`UnsupportedAttributeError`, which ``hasattr`` takes as
+    absent, when ``attribute``)."""
+    raise (UnsupportedAttributeError if attribute else UnsupportedOpError)(message(owner, name, why))
+
+
+def module_reason(path: str) -> tuple:
+    """Why the names of torch module ``path`` refuse: its group in :data:`MODULES` (longest prefix), else
+    ``_ELSEWHERE``."""
+    parts = path.split(".")
+    for end in range(len(parts), 0, -1):
+        why = MODULES.get(".".join(parts[:end]))
+        if why is not None:
+            return why
+    return _ELSEWHERE
+
+
+def module_name(path: str, name: str, kind: str, module: str):
+    """The refusal standing for ``path.name`` (``kind``: ``c`` class, ``f`` function, ``v`` value) in the
+    generated tdx module named ``module``."""
+    why = module_reason(path)
+    if kind == "c":
+        return _refused_class(name, why, owner=path, module=module)
+    if kind == "f":
+        return _refused_function(path, name, why)
+    return _RefusedValue(message(path, name, why), why)
 
 
 def torch_names() -> dict:
     """``{name: refusing callable}`` for :data:`TORCH`: a class for a capitalised name, else a function."""
     return {name: _refused_class(name, why) if name[0].isupper() else _refused_function("torch", name, why)
             for name, why in TORCH.items()}
+
+
+def namespace_names(path: str) -> dict:
+    """``{name: refusing callable}`` for the torch module ``path`` (``"torch.distributed.tensor"``).
+
+    A capitalised name is a class (``isinstance`` answers False, making one raises), any other a function.
+    """
+    module = "tdx" + path[len("torch"):]
+    return {name: _refused_class(name, why, path, module) if name[0].isupper() else _refused_function(path, name, why)
+            for name, why in _table(_NAMESPACE_GROUPS.get(path, {})).items()}
 
 
 def tensor_methods() -> dict:

@@ -95,11 +95,22 @@ def _program_import(name: str, fromlist):
     return module
 
 
+def _from_c(fromlist) -> bool:
+    """Whether the import comes from C's ``PyImport_Import`` (torch's C++, a Rust extension's ``import``).
+
+    CPython's ``PyImport_Import`` calls ``__import__`` with a fromlist that is a *list*, empty (3.11+)
+    or ``['__doc__']`` (older), where a Python import statement passes None or a tuple; it then
+    returns ``sys.modules[name]`` whatever ``__import__`` returned. Such an import always ends with the
+    real module, so it runs as the framework's own import.
+    """
+    return type(fromlist) is list and (not fromlist or fromlist == ["__doc__"])
+
+
 def _import(name, globals=None, locals=None, fromlist=(), level=0):  # noqa: A002 - __import__'s signature
     if level == 0:
         if globals is None:
             globals = sys._getframe(1).f_globals  # noqa: A001
-        if _internal(globals):
+        if _internal(globals) or _from_c(fromlist):
             return _load_internal(lambda: _state["import"](name, globals, locals, fromlist, level), name)
         if _is_torch(name):
             return _program_import(name, fromlist)

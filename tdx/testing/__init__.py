@@ -124,4 +124,44 @@ def tolerance(dtype, kind: str = "elementwise") -> tuple:
     return TOLERANCE_TABLE[kind].get(name, (0.0, 0.0))
 
 
-__all__ = ["assert_close", "tolerance", "TOLERANCES", "TOLERANCE_TABLE"]
+__all__ = ["assert_close", "assert_allclose", "make_tensor", "tolerance", "TOLERANCES", "TOLERANCE_TABLE"]
+
+
+def assert_allclose(actual, expected, rtol=None, atol=None, equal_nan=True, msg=""):
+    """torch's deprecated ``assert_allclose``: :func:`assert_close` without the dtype check."""
+    assert_close(actual, expected, rtol=rtol, atol=atol, check_dtype=False, equal_nan=equal_nan, msg=msg)
+
+
+def make_tensor(*shape, dtype, device, low=None, high=None, requires_grad=False, noncontiguous=False,
+                exclude_zero=False, memory_format=None):
+    """A tensor of ``shape`` with values drawn uniformly from ``[low, high)`` (torch.testing's defaults: -9 and 9
+    for floating dtypes, -9 and 10 for signed integers, 0 and 10 for unsigned; bool: True or False).
+
+    Raises:
+        ValueError: ``low`` is not below ``high``.
+    """
+    import tdx
+
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list, tdx.Size)):
+        shape = tuple(shape[0])
+    if dtype == tdx.bool:
+        out = tdx.randint(0, 2, shape, device=device).to(tdx.bool)
+    else:
+        floating = dtype.is_floating_point or dtype.is_complex
+        lo = (-9 if floating or dtype != tdx.uint8 else 0) if low is None else low
+        hi = (9 if floating else 10) if high is None else high
+        if not lo < hi:
+            from .._errors import TdxValueError
+
+            raise TdxValueError(f"make_tensor: low ({lo}) must be below high ({hi})")
+        if floating:
+            out = (tdx.rand(shape, device=device, dtype=tdx.float32) * (hi - lo) + lo).to(dtype)
+        else:
+            out = tdx.randint(int(lo), int(hi), shape, device=device).to(dtype)
+        if exclude_zero:
+            out = tdx.where(out == 0, tdx.ones_like(out), out)
+    if noncontiguous and out.numel() > 1:
+        out = tdx.repeat_interleave(out.flatten(), 2)[::2].reshape(out.shape)
+    if requires_grad:
+        out.requires_grad_(True)
+    return out

@@ -190,6 +190,38 @@ class TorchAdaptedOps:
         return torch.bernoulli(x, p, generator=generator)
 
     @staticmethod
+    def exponential_(x, lambd=1.0, generator=None):
+        return x.exponential_(lambd, generator=generator)
+
+    @staticmethod
+    def cauchy_(x, median=0.0, sigma=1.0, generator=None):
+        return x.cauchy_(median, sigma, generator=generator)
+
+    @staticmethod
+    def geometric_(x, p, generator=None):
+        return x.geometric_(p, generator=generator)
+
+    @staticmethod
+    def standard_gamma(x, generator=None):
+        return torch._standard_gamma(x, generator=generator)
+
+    @staticmethod
+    def sample_dirichlet(x, generator=None):
+        return torch._sample_dirichlet(x, generator=generator)
+
+    @staticmethod
+    def poisson(x, generator=None):
+        return torch.poisson(x, generator=generator)
+
+    @staticmethod
+    def binomial(count, prob, generator=None):
+        return torch.binomial(count, prob, generator=generator)
+
+    @staticmethod
+    def dirichlet_grad(x, alpha, total):
+        return torch._dirichlet_grad(x, alpha, total)
+
+    @staticmethod
     def bernoulli_(x, p=0.5, generator=None):
         return x.bernoulli_(p, generator=generator)
 

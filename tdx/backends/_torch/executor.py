@@ -54,6 +54,7 @@ class TorchExecutor(TorchNNOps, TorchAdaptedOps, TorchKernelOps, TorchNamespaceO
     name = "torch"
     mutable = True
     taped = False
+    native_autocast = True  # torch's autocast state is mirrored from tdx's (compat/autocast_state.py)
 
     def __init__(self, device):
         self.caps = Capabilities(
@@ -63,7 +64,7 @@ class TorchExecutor(TorchNNOps, TorchAdaptedOps, TorchKernelOps, TorchNamespaceO
             mutable=True,
             dlpack_zero_copy_import=device.type == "cpu",
             dlpack_zero_copy_export=True,
-            asynchronous=device.type != "cpu",
+            asynchronous=device.type not in ("cpu", "meta"),
             sdpa_kernels=(("flash", "efficient", "cudnn", "math") if device.type == "cuda"
                           else ("flash", "math") if device.type == "cpu" else ("math",)),
         )

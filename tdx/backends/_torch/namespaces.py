@@ -1,4 +1,5 @@
-"""torch's own ``torch.linalg``, ``torch.fft`` and ``torch.special`` functions for the torch executor.
+"""torch's own ``torch.linalg``, ``torch.fft`` and ``torch.special`` functions for the torch executor (and
+``torch.*``, ``torch.Tensor``'s methods and ``torch.nn.functional`` for the ops autocast's policy lists).
 
 The facade's namespace functions (:mod:`tdx.compat.linalg`, :mod:`tdx.compat.fft`,
 :mod:`tdx.compat.special`) hand this executor the native tensors and torch's arguments; it
@@ -14,7 +15,9 @@ import torch
 from ... import _dtypes as D
 from ..._errors import UnsupportedOpError
 
-_NAMESPACES = {"linalg": torch.linalg, "fft": torch.fft, "special": torch.special}
+_NAMESPACES = {"linalg": torch.linalg, "fft": torch.fft, "special": torch.special,
+               # the homes of the ops autocast's policy lists (tdx.compat.autocast_policy runs torch's own there)
+               "torch": torch, "Tensor": torch.Tensor, "nn.functional": torch.nn.functional}
 
 
 class TorchNamespaceOps:

@@ -26,7 +26,14 @@ NN_KERNELS = frozenset((
     "adaptive_max_pool3d", "lp_pool1d", "lp_pool2d", "lp_pool3d", "max_unpool1d", "max_unpool2d", "max_unpool3d",
     "fractional_max_pool2d", "fractional_max_pool3d", "unfold", "fold", "pixel_shuffle", "pixel_unshuffle",
     "interpolate", "batch_norm", "instance_norm", "cross_entropy", "layer_norm", "gelu", "linear", "embedding",
-    "softmax", "log_softmax"))
+    "softmax", "log_softmax",
+    # the losses (torch's kernels and reductions, bit for bit)
+    "nll_loss", "multi_margin_loss", "multilabel_margin_loss", "multilabel_soft_margin_loss", "soft_margin_loss",
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "ctc_loss", "poisson_nll_loss",
+    "gaussian_nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "hinge_embedding_loss",
+    "margin_ranking_loss", "cosine_embedding_loss", "triplet_margin_loss",
+    # activations and norms tdx composes elsewhere
+    "elu", "selu", "celu", "silu", "mish", "hardswish", "logsigmoid", "softplus", "glu", "group_norm", "rms_norm", "pdist"))
 
 
 class TorchNNOps:

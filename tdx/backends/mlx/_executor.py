@@ -32,6 +32,7 @@ from ._optim import MLXOptimOps
 from ._memory import check_alloc
 from ._random import MLXRandomOps
 from ._torch_stream import torch_stream
+from ._sampling import MLXSamplingOps
 from ._reduction import MLXReductionOps
 from ._scatter import MLXScatterOps
 from ._inverse_functions import MLXInverseFunctionOps
@@ -49,7 +50,7 @@ _NP_NAME = {d: d.name if d is not D.bool_ else "bool" for d in _TABLE}
 
 @torch_stream
 class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps, MLXLinalgOps, MLXIndexOps,
-                  MLXRandomOps, MLXNamespaceOps, MLXNNOps, MLXScatterOps, MLXInverseFunctionOps,
+                  MLXRandomOps, MLXSamplingOps, MLXNamespaceOps, MLXNNOps, MLXScatterOps, MLXInverseFunctionOps,
                   MLXComplexOps, MLXConvolutionOps, MLXOptimOps, Executor):
     """Runs tdx ops with MLX on its GPU or its CPU."""
 

@@ -92,3 +92,14 @@ def fftshift(input, dim=None):  # noqa: A002
 def ifftshift(input, dim=None):  # noqa: A002
     """The inverse of :func:`fftshift`."""
     return _shift(input, dim, -1)
+
+
+def _autocast_policy():  # the autocast policy wraps this module's listed functions (compat/autocast_policy.py)
+    import sys
+
+    from .. import autocast_policy
+
+    autocast_policy.install_module(sys.modules[__name__])
+
+
+_autocast_policy()

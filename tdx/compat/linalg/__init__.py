@@ -235,3 +235,14 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):  # noqa: N803
 def vander(x, *, N=None):  # noqa: N803
     """The Vandermonde matrix of ``x``: columns ``x^0 ... x^(N-1)``."""
     return _f("vander", x, N=N)
+
+
+def _autocast_policy():  # the autocast policy wraps this module's listed functions (compat/autocast_policy.py)
+    import sys
+
+    from .. import autocast_policy
+
+    autocast_policy.install_module(sys.modules[__name__])
+
+
+_autocast_policy()

@@ -261,6 +261,7 @@ def _elu(x, alpha, scale, input_scale, op):
     return out.to(x.dtype)
 
 
+@_kernels.torch_kernel
 def elu(input, alpha=1.0, inplace=False):  # noqa: A002 - torch's name
     """Exponential linear unit: ``input`` where positive, else ``alpha * (exp(input) - 1)``.
 
@@ -278,6 +279,7 @@ def elu_(input, alpha=1.0):  # noqa: A002 - torch's name
     return write_inplace(input, lambda x: _elu(x, alpha, 1.0, 1.0, "elu_"))
 
 
+@_kernels.torch_kernel
 def selu(input, inplace=False):  # noqa: A002 - torch's name
     """Scaled ELU with torch's fixed ``alpha`` (1.6733) and ``scale`` (1.0507)."""
     if inplace:
@@ -297,6 +299,7 @@ def _celu(x, alpha, op):
     return _elu(x, alpha, 1.0, 1.0 / alpha, op)
 
 
+@_kernels.torch_kernel
 def celu(input, alpha=1.0, inplace=False):  # noqa: A002 - torch's name
     """Continuously differentiable ELU: ``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``.
 
@@ -345,6 +348,7 @@ def gelu(input, approximate="none"):  # noqa: A002 - torch's name
     return out.to(x.dtype)
 
 
+@_kernels.torch_kernel
 def silu(input, inplace=False):  # noqa: A002 - torch's name
     """Sigmoid linear unit (swish): ``x * sigmoid(x)``.
 
@@ -358,6 +362,7 @@ def silu(input, inplace=False):  # noqa: A002 - torch's name
     return _apply(input, inplace, compute, "silu", "silu_cpu", complex_ok=True)
 
 
+@_kernels.torch_kernel
 def mish(input, inplace=False):  # noqa: A002 - torch's name
     """``x * tanh(softplus(x))``.
 
@@ -371,6 +376,7 @@ def mish(input, inplace=False):  # noqa: A002 - torch's name
     return _apply(input, inplace, compute, "mish", "mish_cpu")
 
 
+@_kernels.torch_kernel
 def softplus(input, beta=1.0, threshold=20.0):  # noqa: A002 - torch's names
     """``log(1 + exp(beta * x)) / beta``, and ``x`` itself where ``beta * x > threshold``.
 
@@ -395,6 +401,7 @@ def softsign(input):  # noqa: A002 - torch's name
     return x / (x.abs() + 1)
 
 
+@_kernels.torch_kernel
 def logsigmoid(input):  # noqa: A002 - torch's name
     """``log(sigmoid(x))`` computed stably: ``min(x, 0) - log1p(exp(-|x|))``.
 
@@ -435,6 +442,7 @@ def hardsigmoid(input, inplace=False):  # noqa: A002 - torch's name
     return _apply(input, inplace, compute, "hardsigmoid", "hardsigmoid_cpu")
 
 
+@_kernels.torch_kernel
 def hardswish(input, inplace=False):  # noqa: A002 - torch's name
     """``x * relu6(x + 3) / 6``; the gradient is 0 at and below -3 and 1 at and above 3, as torch's.
 
@@ -514,6 +522,7 @@ def prelu(input, weight):  # noqa: A002 - torch's name
 
 
 # gated and normalized -------------------------------------------------------------------------------
+@_kernels.torch_kernel
 def glu(input, dim=-1):  # noqa: A002 - torch's name
     """Gated linear unit: ``a * sigmoid(b)`` for the two halves ``a, b`` of ``input`` along ``dim``.
 

@@ -13,11 +13,14 @@ Like :mod:`._native_rnn`, this module touches tensor internals (``Tensor._n``, `
 
 from __future__ import annotations
 
+import functools
+import inspect
+
 import tdx
 from ..._errors import NATIVE_ERRORS, mismatch
 from ..._tensor.wrapping import typed_function, wrap
 
-__all__ = ["native", "fast", "NOT_NATIVE", "fused_linear", "conv_nd", "has_conv", "rows_cross_entropy", "has_rows_cross_entropy"]
+__all__ = ["native", "fast", "torch_kernel", "NOT_NATIVE", "fused_linear", "conv_nd", "has_conv", "rows_cross_entropy", "has_rows_cross_entropy"]
 
 NOT_NATIVE = object()
 """What :func:`native` returns when the tensors' executor has no ``nn_functional`` kernel."""
@@ -96,6 +99,27 @@ def fast(name: str, *args, **kwargs):
         return native(name, *args, **kwargs)
     except tdx.TdxError:
         return NOT_NATIVE
+
+
+def torch_kernel(fn):
+    """Decorate a composed ``nn.functional`` function so that, on an executor with ``nn_functional``
+    (torch), torch's own kernel of the same name runs first (its values, gradients and reductions bit for
+    bit); elsewhere, where the kernel refuses the arguments, and for an ``inplace=True`` call (which must
+    return its input), the composed function runs (and raises tdx's typed error for bad input). The cost
+    off torch executors is one ``isinstance`` and one ``hasattr``.
+    """
+    name = fn.__name__
+    params = list(inspect.signature(fn).parameters)
+    at = params.index("inplace") if "inplace" in params else None
+
+    @functools.wraps(fn)
+    def routed(*args, **kwargs):
+        if at is not None and (kwargs.get("inplace") or (len(args) > at and args[at])):
+            return fn(*args, **kwargs)
+        done = fast(name, *args, **kwargs)
+        return fn(*args, **kwargs) if done is NOT_NATIVE else done
+
+    return routed
 
 
 def _linear(x, weight, bias):

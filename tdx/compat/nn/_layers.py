@@ -195,6 +195,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):  # no
     return out.to(x.dtype)
 
 
+@_kernels.torch_kernel
 def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002 - torch's name
     """``x / sqrt(mean(x**2) + eps) * weight`` over the trailing ``normalized_shape`` dims.
 
@@ -220,6 +221,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002 - to
     return out.to(x.dtype)
 
 
+@_kernels.torch_kernel
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):  # noqa: A002 - torch's name
     """Normalize ``(N, C, *)`` input over each of ``num_groups`` groups of channels (and all spatial
     positions), then apply per-channel ``weight`` and ``bias`` of shape ``(C,)``.

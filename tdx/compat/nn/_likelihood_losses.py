@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 
 import tdx
+from . import _kernels
 from ._activations import need_tensor
 from ..._errors import TdxRuntimeError
 from ._layers import linear as F_linear
@@ -27,6 +28,7 @@ __all__ = ["poisson_nll_loss", "gaussian_nll_loss", "ctc_loss", "linear_cross_en
 _UNREACHABLE = -1e30  # the log-probability of an unreachable CTC state: finite, so no gradient turns NaN
 
 
+@_kernels.torch_kernel
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,  # noqa: A002
                      reduce=None, reduction="mean"):
     """Negative log likelihood of ``target ~ Poisson(rate)``.
@@ -56,6 +58,7 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     return _reduce(loss, reduction)
 
 
+@_kernels.torch_kernel
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):  # noqa: A002
     """Negative log likelihood of ``target ~ N(input, var)``: ``0.5 * (log(var) + (input - target)**2 / var)``.
 
@@ -108,6 +111,7 @@ def _lengths(value, n: int, name: str) -> list:
     return vals
 
 
+@_kernels.torch_kernel
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
              zero_infinity=False):
     """Connectionist temporal classification loss: ``-log`` of the summed probability of every

@@ -128,6 +128,7 @@ def _regression(input, target, op: str, kernel: str, size_average, reduce, reduc
 
 
 # regression --------------------------------------------------------------------------------------------
+@_kernels.torch_kernel
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):  # noqa: A002
     """Mean squared error ``(input - target)**2``, reduced by ``reduction``.
 
@@ -147,6 +148,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
                        lambda d: d * d)
 
 
+@_kernels.torch_kernel
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):  # noqa: A002
     """Mean absolute error ``|input - target|``, reduced by ``reduction`` (arguments as :func:`mse_loss`).
 
@@ -156,6 +158,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
                        lambda d: d.abs(), ints_ok=True)
 
 
+@_kernels.torch_kernel
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):  # noqa: A002
     """``0.5 * d**2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 * beta`` (``d = input - target``);
     ``beta == 0`` is :func:`l1_loss`.
@@ -178,6 +181,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
                        pointwise)
 
 
+@_kernels.torch_kernel
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):  # noqa: A002
     """``0.5 * d**2`` where ``|d| < delta``, else ``delta * (|d| - 0.5 * delta)``; a weighted
     ``"mean"`` is the plain mean of the weighted losses, and the result has ``input``'s dtype, as torch's.
@@ -209,6 +213,7 @@ def _expand_weight(weight, shape, op: str, arg: str = "weight"):
     return w
 
 
+@_kernels.torch_kernel
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,  # noqa: A002
                          reduction="mean"):
     """``-weight * (target * log(input) + (1 - target) * log(1 - input))``, each log clamped at -100.
@@ -247,6 +252,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     return _reduce(loss, reduction).to(x.dtype)
 
 
+@_kernels.torch_kernel
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,  # noqa: A002
                                      reduction="mean", pos_weight=None):
     """:func:`binary_cross_entropy` of ``sigmoid(input)``, computed stably from the logits:
@@ -370,6 +376,7 @@ def _nll(x, logp, t, weight, ignore_index: int, reduction: str, op: str):
     return out, tl, valid, w_t
 
 
+@_kernels.torch_kernel
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,  # noqa: A002
              reduction="mean"):
     """Negative log likelihood ``-weight[c] * input[n, c]`` for the target class ``c`` of each item.
@@ -508,6 +515,7 @@ def _cross_entropy_probs(x, t, weight, ignore_index, reduction, label_smoothing,
 
 
 # distributions and similarity -------------------------------------------------------------------------
+@_kernels.torch_kernel
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):  # noqa: A002
     """Pointwise KL divergence ``target * (log(target) - input)`` of log-probabilities ``input``.
 

@@ -13,6 +13,7 @@ public ``tdx`` API and the shared nn helpers.
 from __future__ import annotations
 
 import tdx
+from . import _kernels
 from ._activations import logsigmoid, need_tensor
 from ..._errors import TdxRuntimeError
 from ._losses import _reduce, _reduction, pairwise_distance
@@ -24,6 +25,7 @@ __all__ = ["cosine_embedding_loss", "margin_ranking_loss", "hinge_embedding_loss
 _EPSILON = 1e-12  # torch's cosine_embedding_loss adds it to each squared magnitude
 
 
+@_kernels.torch_kernel
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                           reduction="mean"):
     """``1 - cos(x1, x2)`` where ``target == 1`` and ``max(0, cos(x1, x2) - margin)`` where ``target == -1``.
@@ -59,6 +61,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     return _reduce(loss, reduction)
 
 
+@_kernels.torch_kernel
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
     """``max(0, -target * (input1 - input2) + margin)``: ``target == 1`` asks for ``input1`` to rank higher.
 
@@ -76,6 +79,7 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
     return _reduce((-t * (a - b) + margin).clamp_min(0), reduction)
 
 
+@_kernels.torch_kernel
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
     """``input`` where ``target == 1`` and ``max(0, margin - input)`` where ``target == -1``.
 
@@ -90,6 +94,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     return _reduce(loss, reduction)
 
 
+@_kernels.torch_kernel
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
     """Two-class logistic loss ``log(1 + exp(-target * input))`` (targets 1 or -1).
 
@@ -102,6 +107,7 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
     return _reduce((-t * x).exp().log1p(), reduction)
 
 
+@_kernels.torch_kernel
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,  # noqa: A002
                                 reduction="mean"):
     """One-versus-all logistic loss over the ``C`` classes of the last dim, averaged over classes.
@@ -144,6 +150,7 @@ def _class_rows(x, op: str):
     return x.reshape(1, -1) if x.ndim < 2 else x
 
 
+@_kernels.torch_kernel
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
     """Multi-label hinge loss: ``sum_{j, i} max(0, 1 - (x[y_j] - x[i])) / C`` over the target classes
     ``y_j`` (the leading entries of ``target`` before the first -1) and the non-target classes ``i``.
@@ -185,6 +192,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     return _mean_of_none_is_zero(loss, reduction).to(x.dtype)
 
 
+@_kernels.torch_kernel
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,  # noqa: A002
                       reduction="mean"):
     """Multi-class hinge loss ``sum_{i != y} max(0, margin - x[y] + x[i])**p * weight[y] / C``.
@@ -242,6 +250,7 @@ def _triplet_dims(a, p, n, op: str) -> None:
                               "inputs")
 
 
+@_kernels.torch_kernel
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
                         reduce=None, reduction="mean"):
     """``max(0, margin + d(anchor, positive) - d(anchor, negative))`` with the ``p``-norm pairwise

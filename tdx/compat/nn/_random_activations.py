@@ -12,6 +12,7 @@ from __future__ import annotations
 import warnings
 
 import tdx
+from . import _kernels
 from ._activations import need_float, need_tensor, torch_name, write_inplace
 from ..._errors import TdxNotImplementedError, TdxRuntimeError
 from ._layers import _norm
@@ -84,6 +85,7 @@ def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
     return y_hard - y_soft.detach() + y_soft
 
 
+@_kernels.torch_kernel
 def pdist(input, p=2.0):  # noqa: A002 - torch's name
     """The ``p``-norm distances between every pair of rows ``i < j`` of a ``(N, M)`` input, in row-major
     order of the pairs (``N * (N - 1) / 2`` values).

@@ -76,3 +76,14 @@ from ._torch_function import (Callable, DType, Optional, Tensor, assert_int_or_p
 from ._torch_function import __all__ as _torch_function_all  # noqa: E402
 
 __all__ += _torch_function_all
+
+
+def _autocast_policy():  # the autocast policy wraps this module's listed functions (compat/autocast_policy.py)
+    import sys
+
+    from .. import autocast_policy
+
+    autocast_policy.install_module(sys.modules[__name__])
+
+
+_autocast_policy()

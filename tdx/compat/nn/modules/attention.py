@@ -17,6 +17,7 @@ import tdx
 
 from .._multihead import canonical_mask, multi_head_attention_forward
 from ..parameter import Parameter
+from .linear import NonDynamicallyQuantizableLinear
 from .module import Module
 
 __all__ = ["MultiheadAttention", "NonDynamicallyQuantizableLinear"]
@@ -41,42 +42,6 @@ def _xavier_normal_(t):
     fan_in, fan_out = _fans(t)
     with tdx.no_grad():
         return t.normal_(0, 1.0 * math.sqrt(2.0 / float(fan_in + fan_out)))
-
-
-class NonDynamicallyQuantizableLinear(Module):
-    """A Linear layer (``weight`` ``(out, in)``, optional ``bias``) used as MultiheadAttention's ``out_proj``.
-
-    torch marks it to keep quantization tooling away; here it is a plain affine map with Linear's
-    default init (``kaiming_uniform_(a=sqrt(5))`` on the weight, then ``U(-1/sqrt(in), 1/sqrt(in))`` on the bias).
-    """
-
-    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
-        super().__init__()
-        self.in_features = in_features
-        self.out_features = out_features
-        self.weight = Parameter(tdx.empty((out_features, in_features), device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(tdx.empty((out_features,), device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        """Linear's init, draw for draw: ``kaiming_uniform_(weight, a=sqrt(5))``, then the bias."""
-        fan_in, _ = _fans(self.weight)
-        gain = math.sqrt(2.0 / (1 + math.sqrt(5) ** 2))
-        bound = math.sqrt(3.0) * (gain / math.sqrt(fan_in)) if fan_in else 0.0
-        with tdx.no_grad():
-            self.weight.uniform_(-bound, bound)
-            if self.bias is not None:
-                b = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-                self.bias.uniform_(-b, b)
-
-    def forward(self, input):  # noqa: A002 - torch's name
-        return tdx.nn.functional.linear(input, self.weight, self.bias)
-
-    def extra_repr(self) -> str:
-        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
 class MultiheadAttention(Module):

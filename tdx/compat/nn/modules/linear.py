@@ -17,7 +17,7 @@ from ..parameter import Parameter, UninitializedParameter
 from . import _default_init as init
 from .module import Module
 
-__all__ = ["Linear", "Bilinear", "LazyLinear"]
+__all__ = ["Linear", "Bilinear", "LazyLinear", "NonDynamicallyQuantizableLinear"]
 
 
 def _count(value, name: str, cls: str) -> int:
@@ -72,6 +72,11 @@ class Linear(Module):
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """The Linear layer MultiheadAttention uses as its ``out_proj`` (torch's name, which checkpoints' ``torch.load``
+    allowlists name): torch marks it to keep quantization tooling away; here it is exactly :class:`Linear`."""
 
 
 class Bilinear(Module):

@@ -21,7 +21,7 @@ import tdx
 from ...._errors import TdxRuntimeError
 from ..parameter import Buffer, Parameter, set_data
 from .hooks import RemovableHandle
-from .state_dict import StateDictMixin, _IncompatibleKeys  # noqa: F401 - torch's module exposes it
+from .state_dict import _EXTRA_STATE_KEY_SUFFIX, StateDictMixin, _IncompatibleKeys  # noqa: F401 - torch's module exposes them
 
 __all__ = ["Module", "TdxKeyError", "TdxAttributeError"]
 

@@ -19,6 +19,8 @@ from .hooks import RemovableHandle
 
 __all__ = ["StateDictMixin"]
 
+_EXTRA_STATE_KEY_SUFFIX = "_extra_state"  # torch's name for the key of get_extra_state()'s entry
+
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
     """What ``load_state_dict`` returns: the missing and the unexpected keys."""
 

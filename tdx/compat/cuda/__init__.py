@@ -1,6 +1,7 @@
 """``tdx.cuda``: torch.cuda's device-management functions, under torch's names.
 
-With torch installed, every call is torch.cuda's (torch is imported on the first call). Without
+With torch installed, every call is torch.cuda's (torch is imported on the first call); torch.cuda's
+functions this module does not define are forwarded to torch.cuda as they are. Without
 torch, the module answers as torch does on a machine without CUDA: ``is_available()`` is False,
 ``device_count()`` is 0, memory counters are 0, seeding is a no-op, and calls that need a
 device raise :class:`BackendUnavailableError` (both ``RuntimeError`` and ``AssertionError``,
@@ -15,9 +16,9 @@ is CUDA), ``current_device()`` 0, ``synchronize()`` waits for DEV, and ``get_dev
 
 import contextlib as _contextlib
 
-from .._device import device as _tdx_device
-from ..backends import _flags
-from ..backends._flags import BackendUnavailableError
+from ..._device import device as _tdx_device
+from ...backends import _flags
+from ...backends._flags import BackendUnavailableError
 
 __all__ = ["is_available", "is_initialized", "init", "device_count", "current_device", "set_device",
            "device", "get_device_name", "get_device_properties", "get_device_capability", "get_arch_list",
@@ -25,14 +26,17 @@ __all__ = ["is_available", "is_initialized", "init", "device_count", "current_de
            "get_rng_state", "set_rng_state", "empty_cache", "memory_allocated", "max_memory_allocated",
            "memory_reserved", "max_memory_reserved", "reset_peak_memory_stats", "reset_max_memory_allocated",
            "memory_stats", "mem_get_info", "is_bf16_supported", "is_tf32_supported", "Stream", "Event",
-           "StreamContext", "stream", "current_stream", "default_stream", "BackendUnavailableError"]
+           "StreamContext", "stream", "current_stream", "default_stream", "BackendUnavailableError", "CUDAGraph",
+           "graph", "is_current_stream_capturing", "graph_pool_handle"]
 
-_CLASSES = ("Stream", "Event", "StreamContext")
+# torch.cuda's own classes, handed out as they are: tdx's cuda tensors run torch's kernels, so a
+# CUDA graph captures them as it captures torch's
+_CLASSES = ("Stream", "Event", "StreamContext", "CUDAGraph", "graph", "graph_pool_handle")
 
 
 def _pinned_elsewhere():
     """The pinned executor when a pin is active and it is not a CUDA device, else None."""
-    from .. import backends
+    from ... import backends
 
     pin = backends.pinned()
     return None if pin is None or pin[0].device.type == "cuda" else pin[0]
@@ -402,6 +406,12 @@ def default_stream(device=None):
     return _need("default_stream()").default_stream(_arg(device))
 
 
+def is_current_stream_capturing() -> bool:
+    """Whether a CUDA graph is being captured on the current stream (False without CUDA)."""
+    cuda = _torch_cuda()
+    return False if cuda is None or not cuda.is_available() else cuda.is_current_stream_capturing()
+
+
 class _Unavailable:
     """Stand-in for torch.cuda's stream classes when torch cannot be imported."""
 
@@ -413,13 +423,50 @@ class _Unavailable:
 _STANDINS = {name: type(name, (_Unavailable,), {"__module__": __name__}) for name in _CLASSES}
 
 
+def _forwarder(name: str):
+    """torch.cuda's function ``name`` (one this module does not define) called with tdx tensors as natives and
+    torch tensors in the result as tdx tensors; None when torch.cuda has no such function."""
+    from ..torch_paths import data
+
+    code = data()["torch.cuda"]["names"].get(name)
+    if code is None or code != "f":
+        return None
+
+    def forward(*args, **kwargs):
+        from ..._tensor.creation import as_tensor
+        from ..._tensor.tensor import Tensor
+
+        fn = getattr(_need(f"torch.cuda.{name}()"), name)
+        native = [a._n if isinstance(a, Tensor) else _arg(a) for a in args]
+        out = fn(*native, **{k: (v._n if isinstance(v, Tensor) else _arg(v)) for k, v in kwargs.items()})
+        torch_tensor = type(_flags.torch_module().tensor(0))
+        if isinstance(out, torch_tensor):
+            return as_tensor(out)
+        if isinstance(out, list) and out and all(isinstance(o, torch_tensor) for o in out):
+            return [as_tensor(o) for o in out]
+        return out
+
+    forward.__name__ = forward.__qualname__ = name
+    forward.__doc__ = f"torch.cuda.{name}, called through torch (tdx's CUDA tensors are torch's)."
+    return forward
+
+
 def __getattr__(name: str):
-    # Stream, Event and StreamContext are torch.cuda's own classes (torch is imported to fetch them).
+    # Stream, Event and StreamContext are torch.cuda's own classes (torch is imported to fetch them); torch.cuda's
+    # other functions are forwarded to torch.cuda (raising BackendUnavailableError without torch)
     if name in _CLASSES:
         cuda = _torch_cuda()
         return _STANDINS[name] if cuda is None else getattr(cuda, name)
+    if name == "amp":  # torch.cuda.amp, loaded on first use
+        import importlib
+
+        return importlib.import_module(f"{__name__}.amp")
+    fn = _forwarder(name) if not name.startswith("_") else None
+    if fn is not None:
+        globals()[name] = fn
+        return fn
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_CLASSES))
+    return sorted(set(globals()) | set(_CLASSES) | {"amp"})

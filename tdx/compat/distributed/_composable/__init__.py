@@ -1,0 +1,1 @@
+"""``tdx.distributed._composable``: torch's composable distributed APIs; only ``fsdp`` is mirrored (refused)."""

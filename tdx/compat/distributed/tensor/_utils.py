@@ -1,0 +1,8 @@
+"""``tdx.distributed.tensor._utils``: torch's private DTensor helpers that libraries import, refused at call.
+
+Never imports a framework.
+"""
+
+from ...refused import namespace_names
+
+globals().update(namespace_names("torch.distributed.tensor._utils"))

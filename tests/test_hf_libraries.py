@@ -1,0 +1,121 @@
+"""Libraries built on torch over tdx: einops (its backend found by subclassing), safetensors
+(byte-identical files), vision models in timm's/torchvision's idioms, third-party packages whose
+names start with "torch" under the alias, and the cause shown when a library wraps a tdx refusal.
+
+einops is also checked in-process against real torch as the oracle, with gradients; the programs
+run through ``python -m tdx run`` on every device and print what they print under torch.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+import numpy as np
+import pytest
+import torch
+
+import tdx
+from tdx.testing import assert_close
+from test_run import PROGRAMS, _py
+
+einops = pytest.importorskip("einops")
+pytest.importorskip("safetensors")
+
+_ref: dict = {}
+
+
+def _reference(name, tmp_path_factory):
+    if name not in _ref:
+        cwd = tmp_path_factory.mktemp(name)
+        done = _py([str(PROGRAMS / f"{name}.py")], cwd)
+        assert done.returncode == 0, done.stderr[-3000:]
+        _ref[name] = (cwd, done.stdout)
+    return _ref[name]
+
+
+def _einops_case(lib, x, w):
+    from einops import einsum, pack, rearrange, reduce, repeat, unpack
+
+    a = rearrange(x, "b (h p) w -> b h (p w)", p=2)
+    m = reduce(x, "b h w -> b w", "max") + reduce(x, "b h w -> b h", "mean").sum(-1, keepdim=True)
+    r = repeat(w, "h w -> b h w k", b=2, k=3)
+    e = einsum(x, w, "b h w, h w -> b h")
+    packed, shapes = pack([x, m], "b *")
+    first, second = unpack(packed, shapes, "b *")
+    return [a, m, r, e, packed, first, second]
+
+
+def test_einops_matches_torch_with_gradients(device):
+    rng = np.random.default_rng(0)
+    xs, ws = rng.standard_normal((2, 4, 3)).astype(np.float32), rng.standard_normal((4, 3)).astype(np.float32)
+    outs = {}
+    for lib, mk in (("torch", lambda a: torch.tensor(a, requires_grad=True)),
+                    ("tdx", lambda a: tdx.tensor(a, device=device, requires_grad=True))):
+        x, w = mk(xs), mk(ws)
+        res = _einops_case(lib, x, w)
+        sum(t.pow(2).sum() for t in res).backward()
+        outs[lib] = (res, x.grad, w.grad)
+    for got, want in zip(outs["tdx"][0] + [outs["tdx"][1], outs["tdx"][2]],
+                         outs["torch"][0] + [outs["torch"][1], outs["torch"][2]]):
+        assert isinstance(got, tdx.Tensor) and got.device == tdx.device(device)
+        assert_close(got, want)
+
+
+@pytest.mark.parametrize("name", ["einops_safetensors", "vision_models"])
+def test_library_programs_run_unmodified(name, device, tmp_path_factory):
+    """einops layers and safetensors files (byte-identical: same SHA-256 on every device); vision models."""
+    cwd, expected = _reference(name, tmp_path_factory)
+    done = _py(["-m", "tdx", "run", "--device", device, str(PROGRAMS / f"{name}.py")], cwd)
+    assert done.returncode == 0, done.stderr[-3000:]
+    if device == "cpu" or name == "einops_safetensors":
+        assert done.stdout == expected
+        return
+    number = re.compile(r"loss (-?[0-9.]+)")
+    got, want = done.stdout.splitlines(), expected.splitlines()
+    assert len(got) == len(want) == 9
+    for g, w in zip(got, want):
+        assert float(number.search(g).group(1)) == pytest.approx(float(number.search(w).group(1)), rel=1e-4)
+        assert g.split(" loss ")[0] == w.split(" loss ")[0]
+
+
+def test_torch_prefixed_packages_import_as_themselves(tmp_path, device):
+    """torchy, torchvision-like and torchmetrics-like packages are not torch: they import as themselves."""
+    for pkg in ("torchy", "torchvision_standin", "torchmetrics_standin"):
+        (tmp_path / pkg).mkdir()
+        (tmp_path / pkg / "__init__.py").write_text(textwrap.dedent(f"""
+            import torch
+            from torch import nn
+            NAME = __name__
+            TORCH = torch.__name__
+            def make():
+                return nn.Linear(2, 2)(torch.ones(1, 2)).device
+        """))
+    (tmp_path / "prog.py").write_text(textwrap.dedent("""
+        import torch, torchy, torchvision_standin, torchmetrics_standin
+        for m in (torchy, torchvision_standin, torchmetrics_standin):
+            print(m.NAME, m.TORCH, m.make().type != "meta", m.__file__.endswith(m.NAME + "/__init__.py"))
+    """))
+    done = _py(["-m", "tdx", "run", "--device", device, "prog.py"], tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split("\n")[:3] == [f"{n} tdx True True" for n in
+                                           ("torchy", "torchvision_standin", "torchmetrics_standin")]
+
+
+def test_a_library_wrapped_refusal_names_its_cause(tmp_path, device):
+    """A library that re-raises an import failure as its own error (transformers' lazy modules) still
+    shows the torch name tdx lacks, on the last line the user reads."""
+    (tmp_path / "lazylib").mkdir()
+    (tmp_path / "lazylib" / "__init__.py").write_text(textwrap.dedent("""
+        def __getattr__(name):
+            try:
+                import torch.not_a_namespace_xyz
+            except ImportError as e:
+                raise ModuleNotFoundError(f"Could not import module {name!r}. Are this object's "
+                                          "requirements defined correctly?") from e
+    """))
+    (tmp_path / "prog.py").write_text("import lazylib\nlazylib.Model\n")
+    done = _py(["-m", "tdx", "run", "--device", device, "prog.py"], tmp_path)
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("tdx: the underlying cause: NotProvidedError: torch.not_a_namespace_xyz is not provided")
