@@ -156,3 +156,34 @@ def test_checkpoint_keeps_no_intermediate_on_the_tape(device):
     gc.collect()
     assert refs[1]() is not None  # the plain run's tape holds it
     (y.sum() + z.sum()).backward()
+
+
+def test_early_stop_switch_keeps_gradients(device):
+    from tdx.utils.checkpoint import set_checkpoint_early_stop
+
+    model, _, x, _ = _pair(device)
+    plain = _run(tdx, model, x, "plain")
+    with set_checkpoint_early_stop(False):
+        got = _run(tdx, model, x, "non-reentrant")
+    for g, e in zip(got, plain):
+        assert_close(g, e, rtol=0, atol=0)
+
+
+def test_nested_outputs_and_double_backward(device):
+    a = np.random.default_rng(1).standard_normal(4).astype(np.float32)
+    x, tx = tdx.tensor(a, device=device, requires_grad=True), torch.tensor(a, requires_grad=True)
+    w, tw = (tdx.tensor(a[::-1].copy(), device=device, requires_grad=True),
+             torch.tensor(a[::-1].copy(), requires_grad=True))
+
+    def block(t, ww):
+        return {"y": (t * ww).sin(), "n": 3, "z": (t.exp() * ww).sum()}
+
+    grads = []
+    for ck, xx, ww in ((tdx.utils.checkpoint, x, w), (tck, tx, tw)):
+        out = ck.checkpoint(lambda t: block(t, ww), xx, use_reentrant=False)
+        assert out["n"] == 3
+        g, = (tdx if ck is not tck else torch).autograd.grad(out["y"].sum() + out["z"], xx, create_graph=True)
+        g.sum().backward()
+        grads.append((g.detach(), xx.grad, ww.grad))
+    for got, exp in zip(*grads):
+        assert_close(got, exp, **TOL)

@@ -105,7 +105,8 @@ def test_grad_family_matches_torch(device):
     _same(tdx.func.grad(unused, argnums=1)(w, w), torch.func.grad(unused, argnums=1)(tw, tw), "unused -> zeros")
     # second order: grad of grad, and a gradient flowing through an inner grad to an outer leaf (MAML)
     h = lambda a: (a ** 3).sum()  # noqa: E731
-    _same(tdx.func.grad(lambda a: tdx.func.grad(h)(a).sum())(w), torch.func.grad(lambda a: torch.func.grad(h)(a).sum())(tw))
+    _same(tdx.func.grad(lambda a: tdx.func.grad(h)(a).sum())(w),
+          torch.func.grad(lambda a: torch.func.grad(h)(a).sum())(tw))
     wl, twl = w.clone().requires_grad_(), tw.clone().requires_grad_()
     for func, ww, xx in ((tdx.func, wl, x), (torch.func, twl, tx)):
         inner = func.grad(f)(ww, xx)
@@ -277,9 +278,57 @@ def test_torch_func_under_the_alias():
 
     with torch_alias():
         import torch as alias_torch
-        from torch.func import functional_call, vmap  # noqa: F401
+        from torch.func import vmap
 
         assert alias_torch.func is tdx.func and vmap is tdx.func.vmap
         import torch.utils.checkpoint as ck
 
         assert ck.checkpoint is tdx.utils.checkpoint.checkpoint
+
+
+def test_debug_unwrap_and_functionalize(device):
+    x, tx = _t(np.arange(6.0).reshape(2, 3), device)
+    assert tdx.func.debug_unwrap(x) is x
+    seen = []
+    tdx.func.vmap(lambda a: seen.append(tuple(tdx.func.debug_unwrap(a).shape)) or a)(x)
+    tseen = []
+    torch.func.vmap(lambda a: tseen.append(tuple(torch.func.debug_unwrap(a).shape)) or a)(tx)
+    assert seen[0] in (tseen[0], (3,))  # torch executors see torch's batched value; slices elsewhere
+    f = lambda a: a.clone().add_(1).mul(2)  # noqa: E731
+    _same(tdx.func.functionalize(f)(x), torch.func.functionalize(f)(tx))
+    with pytest.raises(RuntimeError, match="invalid argument for remove=bad"):
+        tdx.func.functionalize(f, remove="bad")
+
+
+def test_gradient_flows_to_parameters_a_function_closes_over(device):
+    r = _rng(6)
+    (x, tx), (w, tw) = _t(r.standard_normal(3), device), _t(r.standard_normal(3), device)
+    w.requires_grad_()
+    tw.requires_grad_()
+    for func, ww, xx in ((tdx.func, w, x), (torch.func, tw, tx)):
+        g = func.grad(lambda a: (ww * a).sin().sum())(xx)
+        assert g.requires_grad
+        (g * g).sum().backward()
+        out, fn = func.vjp(lambda a: (ww * a).tanh(), xx)
+        fn(out)[0].sum().backward()
+    _same(w.grad, tw.grad, "closure parameter's gradient")
+    plain = tdx.func.grad(lambda a: (a * a).sum())(x)
+    assert not plain.requires_grad and plain.grad_fn is None
+
+
+def test_vmap_over_batch_norm(device):
+    """Training-mode running statistics under vmap are refused (as torch refuses them), never written
+    once per slice; eval mode and replace_all_batch_norm_modules_ map as torch's."""
+    torch.manual_seed(0)
+    tbn = torch.nn.BatchNorm1d(3)
+    bn = tdx.nn.BatchNorm1d(3).to(device)
+    x, tx = _t(_rng(7).standard_normal((4, 2, 3)), device)
+    check(lambda: tdx.func.vmap(bn)(x), lambda: torch.func.vmap(tbn)(tx), msg="train-mode running stats")
+    assert_close(bn.running_mean, tbn.running_mean)
+    bn.eval()
+    tbn.eval()
+    _same(tdx.func.vmap(bn)(x), torch.func.vmap(tbn)(tx), "eval mode")
+    tdx.func.replace_all_batch_norm_modules_(bn.train())
+    torch.func.replace_all_batch_norm_modules_(tbn.train())
+    _same(tdx.func.vmap(bn)(x), torch.func.vmap(tbn)(tx), "without running stats")
+    assert bn.running_mean is None and not bn.track_running_stats

@@ -57,6 +57,8 @@ def _reroot(t):
 
 def _take_over(t, out, lay) -> None:
     """Make ``t`` show ``out``'s value with layout ``lay`` (root coordinates), keeping its views right."""
+    if _views.WRITE_WATCHERS:
+        _views.note_write(t)
     old = getattr(t, "_view", None)
     if old is not None:  # already a view: the same root, a new layout
         t._view = _views.Layout(old.root, lay.shape, lay.strides, lay.offset, old.multi, old.detached)

@@ -418,6 +418,17 @@ def write_index(lay: Layout) -> np.ndarray:
     return idx
 
 
+WRITE_WATCHERS: list = []  # callables told of every in-place write about to rebind a tensor (see note_write)
+
+
+def note_write(t) -> None:
+    """Tell each watcher that ``t`` is about to take a new value in place. ``tdx.func.vmap``'s
+    tracing on MLX watches: a write there would leave a traced array in a tensor that outlives
+    the trace, so it maps the function slice by slice instead. A watcher may raise to stop the write."""
+    for watch in WRITE_WATCHERS:
+        watch(t)
+
+
 def assign(t, native) -> None:
     """Give ``t`` the value ``native`` (same shape and dtype) as an in-place write torch would make.
 
@@ -427,6 +438,8 @@ def assign(t, native) -> None:
     Raises:
         TdxRuntimeError: ``t`` is an expanded view whose elements overlap, as torch refuses.
     """
+    if WRITE_WATCHERS:
+        note_write(t)
     ex = t._ex
     lay = getattr(t, "_view", None)
     if lay is None:

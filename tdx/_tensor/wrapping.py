@@ -123,6 +123,8 @@ def native_inplace(native: str, checked):
             mine = self._n
             out = getattr(self, name)(*args, **kwargs)._n
             if out.dtype == mine.dtype and out.shape == mine.shape:
+                if _views.WRITE_WATCHERS:
+                    _views.note_write(self)
                 self._n = out
                 return self
         return checked(self, *args, **kwargs)

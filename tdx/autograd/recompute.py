@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import warnings
 
-from .._errors import TdxRuntimeError
+from .._errors import NATIVE_ERRORS, TdxRuntimeError
 from . import tape as _tape
 
-__all__ = ["checkpoint", "CheckpointError"]
+__all__ = ["checkpoint", "CheckpointError", "closure_leaves"]
 
 
 class CheckpointError(TdxRuntimeError):
@@ -41,7 +41,7 @@ def _fresh(x):
     return d.requires_grad_(True) if x.requires_grad else d
 
 
-def _closure_leaves(outs, own: set) -> list:
+def closure_leaves(outs, own: set) -> list:
     """The tensors requiring grad that the recording of ``outs`` reaches and the block did not make:
     parameters it closes over, and the leaves behind any outer tensor it reads."""
     leaves, seen, found = [], set(), set()
@@ -58,6 +58,16 @@ def _closure_leaves(outs, own: set) -> list:
                 found.add(id(t))
                 leaves.append(t)
     return leaves
+
+
+def _evaluate(ex, natives) -> None:
+    """Compute ``natives`` now, unless a function transform (``mx.vmap``) is tracing them, where
+    evaluation is forbidden and they are computed with the traced graph."""
+    try:
+        ex.evaluate(natives)
+    except NATIVE_ERRORS as err:
+        if "Attempting to eval" not in str(err):
+            raise
 
 
 def _meta(t) -> tuple:
@@ -100,11 +110,11 @@ def checkpoint(function, args, kwargs, *, reentrant: bool, preserve_rng_state: b
     if not taped:
         return out
     own = {id(t) for t in fresh if _is_tensor(t)}
-    closure = _closure_leaves([flat_out[i] for i in taped], own)
+    closure = closure_leaves([flat_out[i] for i in taped], own)
     metas = [_meta(flat_out[i]) for i in taped]
     firsts = [flat_out[i].detach() for i in taped]
     if ex is not None:  # computed now, the block's intermediates are freed now (on lazy executors)
-        ex.materialize(*[t._n for t in firsts])
+        _evaluate(ex, [t._n for t in firsts])
     grad_in = [t for t in flat_in if _is_tensor(t) and t.requires_grad]
 
     class _Block(Function):
@@ -117,7 +127,10 @@ def checkpoint(function, args, kwargs, *, reentrant: bool, preserve_rng_state: b
             if reentrant and not _tape.current_pass()[1]:
                 raise TdxRuntimeError(_REENTRANT_GRAD)
             create_graph = is_grad_enabled()
-            redo = [_fresh(x) for x in flat_in]
+            # with create_graph the recomputation hangs off the inputs themselves, so that the gradients
+            # it gives can be differentiated back to them (double backward)
+            redo = [x.view_as(x) if create_graph and _is_tensor(x) and x.requires_grad else _fresh(x)
+                    for x in flat_in]
             now = ex.default_rng_state() if rng is not None else None
             try:
                 if rng is not None:
@@ -141,7 +154,7 @@ def checkpoint(function, args, kwargs, *, reentrant: bool, preserve_rng_state: b
             res = grad([o for o, _ in pairs], wrt, [g for _, g in pairs], retain_graph=True,
                        create_graph=create_graph, allow_unused=True) if pairs and wrt else (None,) * len(wrt)
             if ex is not None:  # this block's recomputation is freed before the next block's
-                ex.materialize(*[g._n for g in res if g is not None])
+                _evaluate(ex, [g._n for g in res if g is not None])
             return tuple(res)
 
     results = _Block.apply(*grad_in, *closure)

@@ -225,11 +225,6 @@ class Executor:
         """
         raise self.unsupported("Generator.set_state")
 
-    def materialize(self, *natives) -> None:
-        """Compute ``natives`` now, where the executor computes lazily (so that what only they
-        needed can be freed); a no-op on executors that compute eagerly."""
-        return None
-
     def default_rng_state(self):
         """A snapshot of the state random calls without ``generator=`` draw from on this device
         (what ``torch.utils.checkpoint`` and ``vmap(randomness=...)`` save and restore), comparable

@@ -227,13 +227,11 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
     def manual_seed(self, seed: int) -> None:
         mx.random.seed(seed)
 
-    @staticmethod
-    def default_rng_state():
-        hi, lo = mx.random.state[0].tolist()  # the global key's two words
+    def default_rng_state(self):
+        hi, lo = mx.random.state[0].tolist()  # MLX's global key's two words
         return (hi << 32) | lo
 
-    @staticmethod
-    def set_default_rng_state(state) -> None:
+    def set_default_rng_state(self, state) -> None:
         mx.random.seed(state)  # MLX's seed(s) sets the global key to the words of s
 
     # conversion -----------------------------------------------------------------------
@@ -277,14 +275,6 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
     def evaluate(natives) -> None:
         """Compute ``natives`` now (MLX builds lazily; the profiler times the work itself)."""
         mx.eval(*natives)
-    def materialize(*natives) -> None:
-        """Evaluate ``natives`` now, unless a function transform (``mx.vmap``, ``mx.compile``) is
-        tracing them, where MLX forbids evaluation and they are computed with the traced graph."""
-        try:
-            mx.eval(*natives)
-        except ValueError as err:
-            if "Attempting to eval" not in str(err):
-                raise
 
     def native_error(self, err: BaseException):
         """MLX raises ValueError for shape and broadcast problems where torch raises RuntimeError."""

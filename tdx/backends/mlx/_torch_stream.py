@@ -131,7 +131,8 @@ def torch_stream(cls):
     for name in _DRAWS:
         setattr(cls, name, _drawing(name, getattr(cls, name)))
     native = {n: getattr(cls, n) for n in ("generator_state", "generator_arg", "generator_get_state",
-                                           "generator_set_state", "manual_seed")}
+                                           "generator_set_state", "manual_seed", "default_rng_state",
+                                           "set_default_rng_state")}
 
     def generator_state(self, seed: int):
         if in_force():
@@ -158,7 +159,18 @@ def torch_stream(cls):
         if in_force():  # torch's default generator draws MLX's numbers: seed it even if cpu was never used
             _host().manual_seed(seed)
 
-    for fn in (generator_state, generator_arg, generator_get_state, generator_set_state, manual_seed):
+    def default_rng_state(self):
+        # torch's CPU generator draws MLX's numbers: its state (bytes) is the one to save
+        return _host().default_rng_state() if in_force() else native["default_rng_state"](self)
+
+    def set_default_rng_state(self, state) -> None:
+        if isinstance(state, bytes):
+            _host().set_default_rng_state(state)
+        else:
+            native["set_default_rng_state"](self, state)
+
+    for fn in (generator_state, generator_arg, generator_get_state, generator_set_state, manual_seed,
+               default_rng_state, set_default_rng_state):
         fn.__doc__ = native[fn.__name__].__doc__
         setattr(cls, fn.__name__, fn)
     return cls

@@ -19,7 +19,7 @@ from . import _checks
 from ._module_state import functional_call, stack_module_state
 
 __all__ = ["vmap", "grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "linearize",
-           "functional_call", "stack_module_state", "functionalize", "replace_all_batch_norm_modules_"]
+           "functional_call", "stack_module_state", "functionalize", "replace_all_batch_norm_modules_", "debug_unwrap"]
 
 
 _VALUE_READ = "vmap: It looks like you're either (1) calling .item()"  # torch's error for a read of values
@@ -244,3 +244,18 @@ def replace_all_batch_norm_modules_(root):
             m.num_batches_tracked = None
             m.track_running_stats = False
     return root
+
+
+def debug_unwrap(tensor, *, recurse=True):
+    """``tensor`` without the wrappers transforms put around it (torch.func.debug_unwrap): inside a
+    transform on a torch executor the underlying batched or gradient-tracking value; elsewhere the
+    tensor itself."""
+    ex = getattr(tensor, "_ex", None)
+    if ex is None or not _on_native_autograd(ex):
+        return tensor
+    import torch
+
+    from ..._tensor.wrapping import wrap
+
+    native = torch.func.debug_unwrap(tensor._n, recurse=recurse)
+    return tensor if native is tensor._n else wrap(native, ex)

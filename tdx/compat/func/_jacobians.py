@@ -35,9 +35,8 @@ def _arrange(blocks, ospec, in_specs, single):
     return unflatten(per_out, ospec)
 
 
-def jacrev_call(func, argnums: tuple, single: bool, has_aux: bool, args, kwargs):
-    """``jacrev(func, argnums, has_aux)(*args, **kwargs)`` (``argnums`` checked)."""
-    import tdx
+def _restrict(func, argnums, args, kwargs):
+    """``(partial, picked)``: ``func`` as a function of the arguments at ``argnums`` only, and those arguments."""
 
     def partial(*picked):
         call = list(args)
@@ -45,7 +44,14 @@ def jacrev_call(func, argnums: tuple, single: bool, has_aux: bool, args, kwargs)
             call[i] = a
         return func(*call, **kwargs)
 
-    picked = tuple(args[i] for i in argnums)
+    return partial, tuple(args[i] for i in argnums)
+
+
+def jacrev_call(func, argnums: tuple, single: bool, has_aux: bool, args, kwargs):
+    """``jacrev(func, argnums, has_aux)(*args, **kwargs)`` (``argnums`` checked)."""
+    import tdx
+
+    partial, picked = _restrict(func, argnums, args, kwargs)
     res = vjp_call(partial, picked, has_aux)
     out, vjp_fn = res[0], res[1]
     flat_out, ospec = flatten(out)
@@ -57,8 +63,9 @@ def jacrev_call(func, argnums: tuple, single: bool, has_aux: bool, args, kwargs)
         for j in range(o.numel()):
             cts = [_one_hot(x, j) if x is o else tdx.zeros_like(x) for x in flat_out]
             rows.append(flatten(vjp_fn(unflatten(cts, ospec)))[0])
+        shapes = [tuple(o.shape) + tuple(x.shape) for x in in_leaves]
         blocks.append([(tdx.stack([r[k] for r in rows]) if rows else
-                        tdx.zeros((0, *x.shape), dtype=x.dtype, device=x.device)).reshape(tuple(o.shape) + tuple(x.shape))
+                        tdx.zeros((0, *x.shape), dtype=x.dtype, device=x.device)).reshape(shapes[k])
                        for k, x in enumerate(in_leaves)])
     jac = _arrange(blocks, ospec, in_specs, single)
     return (jac, res[2]) if has_aux else jac
@@ -68,13 +75,7 @@ def jacfwd_call(func, argnums: tuple, single: bool, has_aux: bool, args, kwargs)
     """``jacfwd(func, argnums, has_aux)(*args, **kwargs)`` (``argnums`` checked)."""
     import tdx
 
-    def partial(*picked):
-        call = list(args)
-        for i, a in zip(argnums, picked):
-            call[i] = a
-        return func(*call, **kwargs)
-
-    picked = tuple(args[i] for i in argnums)
+    partial, picked = _restrict(func, argnums, args, kwargs)
     in_leaves, pspec = flatten(picked)
     for x in in_leaves:
         if not _is_tensor(x):

@@ -4,8 +4,8 @@ Each transform hands torch's the user's function wrapped so that it takes and re
 the natives torch passes in (batched or gradient-tracking wrappers) become tdx Tensors for the
 user's code, and the tdx Tensors it returns go back as their natives. So vmap, grad, vjp, jvp,
 jacrev, jacfwd and hessian keep torch's exact semantics, randomness modes and errors (as tdx's
-typed errors). Must never be imported before torch is (the transforms' entry points import it
-on a torch executor's first use) and never touch a tape executor's tensors.
+typed errors). Imports torch: the transforms import this module on a torch executor's first use
+only. Must never touch a tape executor's tensors.
 """
 
 from __future__ import annotations

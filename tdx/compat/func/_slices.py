@@ -4,7 +4,9 @@ forbids reading values; torch's vmap forbids ``.item()`` and data-dependent cont
 some tdx composites use to check their arguments): the same values, one call per slice.
 
 ``randomness="error"`` raises when the first slice drew from the default random state;
-``"same"`` restores that state before every slice. Must never import a framework.
+``"same"`` restores that state before every slice. An in-place write during the first slice into a
+tensor that outlives the call (running statistics) is refused: it would happen once per slice.
+Must never import a framework.
 """
 
 from __future__ import annotations
@@ -51,6 +53,47 @@ def check_output(func, o, d):
                             f"got {d})")
 
 
+def _first_slice(func, args, kwargs):
+    """``func(*args, **kwargs)``, refusing an in-place write into a tensor that outlives the call
+    and is not among its outputs (a module's running statistics): torch's vmap writes such a tensor
+    once or refuses; a call per slice would write it once per slice."""
+    import weakref
+
+    from ..._tensor import views
+
+    written = {}  # id -> (weak reference, the value before the first write)
+
+    def watch(t):
+        if id(t) not in written:
+            written[id(t)] = (weakref.ref(t), t._n)
+
+    views.WRITE_WATCHERS.append(watch)
+    try:
+        out = func(*args, **kwargs)
+    finally:
+        views.WRITE_WATCHERS.remove(watch)
+    mine = {id(o) for o in flatten(out)[0]} if written else ()
+    outside = []
+    for ref, old in written.values():
+        t = ref()
+        root = t if t is None or t._view is None else t._view.root
+        if t is not None and id(t) not in mine and id(root) not in mine:
+            outside.append((t, old))
+    if outside:
+        import tdx
+
+        with tdx.no_grad():
+            for t, old in reversed(outside):  # arrays are values here: the old one is the old content
+                views.assign(t, old)
+        t = outside[0][0]
+        raise TdxRuntimeError(
+            f"vmap({fn_name(func)}): the function wrote in place into a tensor of shape {tuple(t.shape)} that "
+            f"outlives it (a module's running statistics, a counter); on {t.device} tdx maps this function one "
+            "slice at a time and would write it once per slice. Write out of place and return the value, put the "
+            "module in eval mode, or use tdx.func.replace_all_batch_norm_modules_")
+    return out
+
+
 def vmap_by_slices(func, dims, size, leaves, spec, kwargs, out_dims, randomness, ex):
     """``vmap(func)`` on the flattened arguments ``leaves`` (mapped along ``dims``, checked): ``func``
     called on each slice, the outputs stacked along ``out_dims``."""
@@ -65,8 +108,11 @@ def vmap_by_slices(func, dims, size, leaves, spec, kwargs, out_dims, randomness,
         if randomness == "same" and b:
             ex.set_default_rng_state(rng0)
         sliced = [a if d is None else a.select(d, b) for a, d in zip(leaves, dims)]
-        results.append(func(*unflatten(sliced, spec), **kwargs))
-        if b == 0 and randomness == "error" and ex.default_rng_state() != rng0:
+        if b:
+            results.append(func(*unflatten(sliced, spec), **kwargs))
+            continue
+        results.append(_first_slice(func, unflatten(sliced, spec), kwargs))
+        if randomness == "error" and ex.default_rng_state() != rng0:
             ex.set_default_rng_state(rng0)
             raise TdxRuntimeError(RANDOM_ERROR)
     first, ospec = flatten(results[0])

@@ -2,12 +2,13 @@
 ``mx.vmap``/``mx.jvp`` where they fit the tape.
 
 ``grad``/``vjp`` make fresh leaves of the differentiated arguments, run the function with grad
-enabled and take :func:`tdx.autograd.grad`; an argument that already requires grad (a transform
-nested in another, or MAML's inner step) keeps its history and the gradients are built with
-``create_graph``, so outer transforms differentiate through them. ``jvp`` is ``mx.jvp`` over the
+enabled and take :func:`tdx.autograd.grad`; where an argument already requires grad (a transform
+nested in another, or MAML's inner step) or the function reads a tensor requiring grad (a
+parameter it closes over), the arguments keep their history and the gradients are built with
+``create_graph``, so outer transforms and ``backward`` differentiate through them. ``jvp`` is ``mx.jvp`` over the
 function's natives when nothing in it records on the tape, else the double-vjp trick. ``vmap`` is
 ``mx.vmap`` over the natives when the function fits MLX's tracing (no read of an array's values,
-no output on the tape, ``randomness`` not ``"different"``) and otherwise
+no in-place write, no output on the tape, ``randomness`` not ``"different"``) and otherwise
 :func:`._slices.vmap_by_slices`: the same values, slower. Must never import a framework
 at module level, and never change the arguments it is given.
 """
@@ -15,7 +16,6 @@ at module level, and never change the arguments it is given.
 from __future__ import annotations
 
 from ..._errors import NATIVE_ERRORS, TdxRuntimeError, TdxValueError, translate
-from ._checks import fn_name
 from ._slices import RANDOM_ERROR, check_output, out_dims_per_leaf
 from ._trees import describe, flatten, tree_map, unflatten
 
@@ -68,7 +68,13 @@ def _mlx_vmap(func, dims, leaves, spec, kwargs, out_dims, randomness, ex):
         found["spec"] = ospec
         return [o._n for o in flat]
 
+    from ..._tensor import views
+
+    def watch(t):
+        raise _NoFit  # an in-place write: into a tensor that may outlive the trace (running stats)
+
     rng0 = ex.default_rng_state()
+    views.WRITE_WATCHERS.append(watch)
     try:
         res = mx.vmap(traced, in_axes=tuple(dims[i] for i in mapped), out_axes=0)(*[leaves[i]._n for i in mapped])
     except _NoFit:
@@ -79,6 +85,8 @@ def _mlx_vmap(func, dims, leaves, spec, kwargs, out_dims, randomness, ex):
             ex.set_default_rng_state(rng0)
             return None
         raise translate(err) from None
+    finally:
+        views.WRITE_WATCHERS.remove(watch)
     if randomness == "error" and ex.default_rng_state() != rng0:
         ex.set_default_rng_state(rng0)
         raise TdxRuntimeError(RANDOM_ERROR)
@@ -107,6 +115,17 @@ def _nested(trees) -> bool:
     import tdx
 
     return tdx.is_grad_enabled() and any(_is_tensor(x) and x.requires_grad for x in flatten(trees)[0])
+
+
+def _outer(outs, fresh) -> bool:
+    """Whether the recording of ``outs`` reaches a tensor requiring grad other than the ``fresh``
+    leaves (a parameter the function closes over): then the results keep their graph, as torch's
+    transforms lift them to the outer level."""
+    from ...autograd.recompute import closure_leaves
+
+    taped = [o for o in flatten(outs)[0] if _is_tensor(o) and o.requires_grad]
+    own = {id(x) for x in flatten(fresh)[0] if _is_tensor(x)}
+    return bool(taped) and bool(closure_leaves(taped, own))
 
 
 def _grads(outs, cts, ins, create_graph: bool):
@@ -152,6 +171,7 @@ def grad_and_value_call(func, argnums: tuple, single: bool, has_aux: bool, args,
         raise TdxRuntimeError(f"{where}: Expected f(*args) to return a scalar Tensor, got tensor with {out.dim()} "
                               "dims. Maybe you wanted to use the vjp or jacrev APIs instead?")
     leaves, pspec = flatten(fresh)
+    nested = nested or (tdx.is_grad_enabled() and _outer(out, fresh))
     with tdx.enable_grad():
         gs = _grads([out], [tdx.ones_like(out)], leaves, nested)
     grads = unflatten(gs, pspec)
@@ -181,6 +201,7 @@ def vjp_call(func, primals, has_aux: bool):
         raise TdxRuntimeError(f"vjp(f, *primals): expected f(*primals) to return only tensors, got unsupported type "
                               f"{type(bad)}")
     leaves, pspec = flatten(fresh)
+    nested = nested or (tdx.is_grad_enabled() and _outer(flat_out, fresh))
 
     def vjp_fn(cotangents, *, retain_graph=True, create_graph=None):
         cts, cspec = flatten(cotangents)
@@ -263,6 +284,7 @@ def _double_vjp(func, primals, tangents, has_aux):
         flat, ospec = flatten(out)
         _check_outputs(flat, where)
         leaves = flatten(fresh)[0]
+        nested = nested or _outer(flat, fresh)
         dummies = [tdx.zeros_like(o).requires_grad_(True) for o in flat]
         back = _grads(flat, dummies, leaves, True)
         jv = _grads(back, flatten(tangents)[0], dummies, nested)

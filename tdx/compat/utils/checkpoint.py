@@ -19,7 +19,7 @@ from ..._errors import TdxValueError
 from ...autograd.recompute import CheckpointError
 
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "noop_context_fn", "detach_variable",
-           "check_backward_validity"]
+           "check_backward_validity", "set_checkpoint_early_stop", "set_checkpoint_debug_enabled"]
 
 _UNPASSED = ("torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. Starting in PyTorch "
              "2.9, calling checkpoint without use_reentrant will raise an exception. use_reentrant=False is "
@@ -35,6 +35,30 @@ _UNPASSED_SEQ = ("torch.utils.checkpoint.checkpoint_sequential: the use_reentran
 def noop_context_fn():
     """The default ``context_fn``: two context managers that do nothing."""
     return contextlib.nullcontext(), contextlib.nullcontext()
+
+
+@contextlib.contextmanager
+def _torch_switch(name: str, value):
+    """Torch's own switch ``torch.utils.checkpoint.<name>(value)`` around the block where torch is
+    installed (it governs torch executors' checkpoints); tape executors need no switch."""
+    try:
+        import torch.utils.checkpoint as tc
+    except ImportError:
+        yield
+        return
+    with getattr(tc, name)(value):
+        yield
+
+
+def set_checkpoint_early_stop(enable: bool):
+    """Context manager: whether a non-reentrant recomputation stops once it has what backward needs
+    (torch's switch; on tape executors the whole block is recomputed either way, same gradients)."""
+    return _torch_switch("set_checkpoint_early_stop", enable)
+
+
+def set_checkpoint_debug_enabled(enabled):
+    """Context manager: torch's checkpoint debug switch, overriding ``debug=`` (torch executors)."""
+    return _torch_switch("set_checkpoint_debug_enabled", enabled)
 
 
 def detach_variable(inputs):
