@@ -10,6 +10,7 @@ import mlx.core as mx
 import numpy as np
 
 from ..._errors import TdxIndexError, TdxValueError
+from ._indexing import fit_scalar
 from ._rules import _INTS, gathered
 
 
@@ -113,6 +114,8 @@ class MLXGatherOps:
 
     def setitem(self, x, index, value):
         """``x`` with ``x[index] = value`` applied, as a new array (``x`` itself is never mutated)."""
+        if not isinstance(value, mx.array):
+            value = fit_scalar(value, self._tdx(x), fill=False)
         if isinstance(index, mx.array) and index.dtype == mx.bool_ and tuple(index.shape) == tuple(x.shape):
             return mx.where(index, self._cast(value, self._tdx(x)), x, stream=self.s)
         split = self._scalar_bools(x, index)
