@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from .. import _dtypes as D
 from .._errors import TdxRuntimeError
+from ..backends.base import norm_dim
 from .kernels import install
 from .tensor import Tensor
 
@@ -93,7 +94,7 @@ def as_strided_scatter(input, src, size, stride, storage_offset=None):  # noqa: 
 
 def unfold(input, dimension, size, step):  # noqa: A002
     """Windows of ``size`` elements every ``step`` along ``dimension``, as a new last dim."""
-    d = dimension % max(input.ndim, 1)
+    d = norm_dim(dimension, input.ndim)
     n = input.shape[d] if input.ndim else 1
     if size > n:
         raise TdxRuntimeError(f"maximum size for tensor at dimension {d} is {n} but size is {size}")

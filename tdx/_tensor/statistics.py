@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from .. import _dtypes as D, return_types
 from .._errors import TdxIndexError, TdxRuntimeError, TdxValueError
+from ..backends.base import norm_dim
 from .kernels import install
 from .tensor import Tensor
 
@@ -21,7 +22,7 @@ def _dim_last(x, dim):
     """``x`` flattened (dim None) or with ``dim`` moved last; the normalized dim (or None)."""
     if dim is None:
         return x.reshape(-1), None
-    d = dim % max(x.ndim, 1)
+    d = norm_dim(dim, x.ndim)  # an out-of-range dim is torch's IndexError, never wrapped
     return (x.movedim(d, -1) if x.ndim else x.reshape(1)), d
 
 

@@ -116,7 +116,8 @@ class MLXGatherOps:
         """``x`` with ``x[index] = value`` applied, as a new array (``x`` itself is never mutated)."""
         if not isinstance(value, mx.array):
             value = fit_scalar(value, self._tdx(x), fill=False)
-        if isinstance(index, mx.array) and index.dtype == mx.bool_ and tuple(index.shape) == tuple(x.shape):
+        if isinstance(index, mx.array) and index.dtype == mx.bool_ and tuple(index.shape) == tuple(x.shape) \
+                and not (isinstance(value, mx.array) and value.ndim):  # values in mask order take the general path
             return mx.where(index, self._cast(value, self._tdx(x)), x, stream=self.s)
         split = self._scalar_bools(x, index)
         if split is not None:  # written through the array with the bools' axes added, then reshaped back
