@@ -30,7 +30,7 @@ from ._namespaces import MLXNamespaceOps
 from ._nn import MLXNNOps
 from ._optim import MLXOptimOps
 from ._memory import check_alloc
-from ._random import MLXRandomOps
+from ._random import MLXRandomOps, seed_default
 from ._reduction import MLXReductionOps
 from ._scatter import MLXScatterOps
 from ._inverse_functions import MLXInverseFunctionOps
@@ -210,21 +210,22 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
         check_alloc(shape, dtype.itemsize, "rand")
         if self._nd(dtype) == mx.float64:
             return self.uniform64(tuple(shape), generator)
-        return mx.random.uniform(shape=shape, dtype=self._nd(dtype), key=generator, stream=self.s)
+        return mx.random.uniform(shape=shape, dtype=self._nd(dtype), key=self._key(generator), stream=self.s)
 
     def randn(self, shape, dtype, generator=None):
         check_alloc(shape, dtype.itemsize, "randn")
-        return mx.random.normal(shape, dtype=self._nd(dtype), key=generator, stream=self.s)
+        return mx.random.normal(shape, dtype=self._nd(dtype), key=self._key(generator), stream=self.s)
 
     def randint(self, low, high, shape, dtype, generator=None):
         nd = self._nd(dtype)
         if not (mx.issubdtype(nd, mx.integer) or nd == mx.bool_):  # MLX draws integers only; torch casts them
-            out = mx.random.randint(low, high, shape, dtype=mx.int64, key=generator, stream=self.s)
+            out = mx.random.randint(low, high, shape, dtype=mx.int64, key=self._key(generator), stream=self.s)
             return out.astype(nd, stream=self.s)
-        return mx.random.randint(low, high, shape, dtype=nd, key=generator, stream=self.s)
+        return mx.random.randint(low, high, shape, dtype=nd, key=self._key(generator), stream=self.s)
 
     def manual_seed(self, seed: int) -> None:
         mx.random.seed(seed)
+        seed_default(seed)
 
     # conversion -----------------------------------------------------------------------
     @staticmethod

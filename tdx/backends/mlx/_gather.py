@@ -105,6 +105,7 @@ class MLXGatherOps:
         return x[tuple(first)], tuple(second)
 
     def getitem(self, x, index):
+        self.s  # noqa: B018 - this thread's default stream made the shared one before ``x[...]`` runs on it
         if index.__class__ is int and x.ndim and -x.shape[0] <= index < x.shape[0]:
             return x[index]  # the common case, checked here in full
         split = self._scalar_bools(x, index)
@@ -114,6 +115,7 @@ class MLXGatherOps:
 
     def setitem(self, x, index, value):
         """``x`` with ``x[index] = value`` applied, as a new array (``x`` itself is never mutated)."""
+        self.s  # noqa: B018 - as in getitem: ``out[...] = value`` runs on this thread's default stream
         if not isinstance(value, mx.array):
             value = fit_scalar(value, self._tdx(x), fill=False)
         if isinstance(index, mx.array) and index.dtype == mx.bool_ and tuple(index.shape) == tuple(x.shape) \
