@@ -63,8 +63,22 @@ def _median(input, dim=None, keepdim=False, *, nan=False):  # noqa: A002 - torch
 
     v, i = _select_sorted(input, dim, keepdim, k_of, n_name)
     if dim is None:
-        return v
+        return _split_among_ties(input, v, nan) if input.requires_grad else v
     return getattr(return_types, n_name)(v, i)
+
+
+def _split_among_ties(input, v, nan):  # noqa: A002 - torch's name
+    """``v``, the median of all of ``input``, with torch's gradient: shared evenly by every element
+    equal to it (NaN ones for a NaN median), where ``median(dim)`` gives it to the selected index.
+
+    The value stays ``v`` exactly (``v`` plus a sum of zeros); only the gradient's path differs.
+    """
+    vd = v.detach()
+    ties = input == vd
+    if not nan and input.dtype.is_floating_point:
+        ties = ties | (input.isnan() & vd.isnan())
+    offsets = (input - vd).where(ties, 0)
+    return vd + offsets.sum() / ties.sum()
 
 
 def median(input, dim=None, keepdim=False):  # noqa: A002

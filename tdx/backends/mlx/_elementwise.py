@@ -70,6 +70,31 @@ def _floor_quotient(a, b, s):
     return mx.where(b == 0, quotient, out, stream=s)
 
 
+def _summed_to(g, shape):
+    """Gradient ``g`` summed over the dims broadcasting added to an operand of ``shape``."""
+    if tuple(g.shape) == tuple(shape):
+        return g
+    lead = g.ndim - len(shape)
+    axes = list(range(lead)) + [lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1]
+    return mx.reshape(mx.sum(g, axis=axes, keepdims=True), shape) if axes else mx.reshape(g, shape)
+
+
+@mx.custom_function
+def _torch_pow(a, b):
+    """``a ** b`` whose derivative is torch's at the points torch defines it: ``d/da`` is 0 where
+    ``b == 0`` (``x ** 0`` at 0: MLX's ``0 * 0 ** -1`` is NaN) and ``d/db`` is 0 where ``a == 0`` and
+    ``b >= 0`` (MLX's ``0 * log 0`` is NaN). Used only inside a backward replay."""
+    return mx.power(a, b)
+
+
+@_torch_pow.vjp
+def _torch_pow_vjp(primals, cotangent, output):
+    a, b = primals
+    da = mx.where(b == 0, 0, cotangent * b * mx.power(a, b - 1))
+    db = mx.where(mx.logical_and(a == 0, b >= 0), 0, cotangent * output * mx.log(a))
+    return _summed_to(da.astype(a.dtype), a.shape), _summed_to(db.astype(b.dtype), b.shape)
+
+
 def _float_op(fn, a, b, raw, s):
     """``fn(a, b, s)`` on the float operands of :meth:`MLXElementwiseOps._args`; float16/bfloat16 are
     computed in float32 and rounded once, as torch's CPU kernels do, with a Python scalar among the
@@ -302,6 +327,8 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
             odd = mx.remainder(b, 2) != 0
             unit = mx.where(a == 1, 1, mx.where(a == -1, mx.where(odd, -1, 1), 0)).astype(a.dtype)
             return mx.where(neg, unit, pos, stream=self.s)
+        if differentiating() and a.dtype in _FLOATS and a.dtype != mx.complex64:
+            return _torch_pow(a, b)
         return mx.power(a, b, stream=self.s)
 
     def matmul(self, a, b):
