@@ -240,7 +240,9 @@ class MLXReductionOps(MLXReductionOpsStreamed):
         if dtype is not None and D.as_dtype(dtype) is D.bool_:  # a product of bools is their conjunction
             return self.all(x.astype(mx.bool_, stream=self.s), dim, keepdim)
         x = self._acc(x, dtype)
-        return _narrowed(self._reduce(mx.prod, 1, _wide(x, self.s), dim, keepdim), x.dtype, self.s)
+        # narrow ints in int64 (wrapped back); float16/bfloat16 stay: torch's CPU product rounds to them as it goes
+        wide = x if x.dtype in _HALF else _wide(x, self.s)
+        return _narrowed(self._reduce(mx.prod, 1, wide, dim, keepdim), x.dtype, self.s)
 
     def _need_float(self, x, op):
         if x.dtype in _INTS and op != "mean":
