@@ -105,14 +105,22 @@ _FOUR_THREADS = textwrap.dedent("""
             draws += tdx.rand(2, device=device).tolist()
         out[key] = {"loss": loss.item(), "weight": model.weight.tolist(), "y": y.tolist(), "draws": draws}
 
+    shared = tdx.zeros(4 * 500, device=device)
+
+    def write_shared(i):  # disjoint elements of one tensor: every write lands, as torch's
+        for k in range(500):
+            shared[i * 500 + k] = float(k)
+
     serial, parallel = {}, {}
     train(serial, "serial")
     threads = [threading.Thread(target=train, args=(parallel, i)) for i in range(4)]
+    threads += [threading.Thread(target=write_shared, args=(i,)) for i in range(4)]
     for th in threads:
         th.start()
     for th in threads:
         th.join()
-    print(json.dumps({"serial": serial["serial"], "parallel": [parallel[i] for i in range(4)]}))
+    print(json.dumps({"serial": serial["serial"], "parallel": [parallel[i] for i in range(4)],
+                      "shared": shared.sum().item()}))
 """)
 
 
@@ -132,6 +140,7 @@ def test_four_threads_train_write_and_draw_at_once(device, tmp_path):
         assert_close(torch.tensor(run["loss"]), torch.tensor(serial["loss"]))
         draws += run["draws"]
     assert len(set(draws)) == len(draws)
+    assert result["shared"] == 4 * sum(range(500))
 
 
 @pytest.mark.parametrize("name", ["Adam", "AdamW", "NAdam", "RMSprop", "Adagrad", "Adadelta", "Rprop"])
