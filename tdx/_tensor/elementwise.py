@@ -137,9 +137,7 @@ class ElementwiseMethods:
         if rounding_mode == "floor":
             return wrap(ex.div_floor(self._n, other), ex)
         if rounding_mode == "trunc":
-            q = ex.truediv(self._n, other)
-            rt = ex.dtype(ex.add(self._n, other)) if other is not None else self.dtype
-            return wrap(ex.astype(ex.trunc(q), rt), ex)
+            return wrap(ex.div_trunc(self._n, other), ex)
         raise TdxValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
                             f"{rounding_mode!r}")
 

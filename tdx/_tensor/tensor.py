@@ -516,11 +516,18 @@ class Tensor:
         ex = self._ex
         if value.__class__ is Tensor:
             value = value._n if value._ex is ex else _foreign("index_put_", ex, value)
-        try:
-            new = ex.setitem(self._n, _unwrap_index(index, ex), value)
-        except NATIVE_ERRORS as err:
-            raise ex.native_error(err) from None
-        if not ex.mutable:
+        index = _unwrap_index(index, ex)
+        if ex.mutable:
+            try:
+                ex.setitem(self._n, index, value)
+            except NATIVE_ERRORS as err:
+                raise ex.native_error(err) from None
+            return
+        with _views.WRITE_LOCK:  # the new array is computed from the current one: no other write between
+            try:
+                new = ex.setitem(self._n, index, value)
+            except NATIVE_ERRORS as err:
+                raise ex.native_error(err) from None
             _views.assign(self, new)
 
     def __neg__(self):
@@ -612,7 +619,15 @@ def _set_copy(t, index, value):
 
 
 def _unwrap_index(index, ex):
+    """``index`` with its tensors unwrapped to ``ex``'s natives, as torch reads it: a uint8 tensor is a
+    mask (deprecated, with torch's warning) and an integer of another class (``np.int64``) an int."""
     if index.__class__ is Tensor:
+        if index.dtype is D.uint8:
+            import warnings
+
+            warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool "
+                          "instead.", UserWarning, stacklevel=3)
+            index = index.bool()
         if index._ex is ex:
             return index._n
         if index._ex.device.type == "cpu" and not index.dtype.is_floating_point:
@@ -622,6 +637,10 @@ def _unwrap_index(index, ex):
         return tuple(_unwrap_index(i, ex) for i in index)
     if index.__class__ is list and any(i.__class__ is Tensor for i in index):
         return [_unwrap_index(i, ex) for i in index]
+    cls = index.__class__
+    if cls is not int and cls is not bool and cls is not slice and hasattr(cls, "__index__") \
+            and not getattr(index, "ndim", 0) and not isinstance(index, bool):
+        return cls.__index__(index)
     return index
 
 

@@ -196,6 +196,11 @@ class Executor:
         """The reparameterization gradient of Beta/Dirichlet draws (``torch._dirichlet_grad``)."""
         raise self.unsupported("_dirichlet_grad")
 
+    def div_trunc(self, a, b):
+        """``div(a, b, rounding_mode="trunc")``: by default the true quotient truncated, in the operands'
+        promoted dtype (executors with integer division override it: exact, and refusing a zero divisor)."""
+        return self.astype(self.trunc(self.truediv(a, b)), self.dtype(self.add(a, b)))
+
     # complex views -----------------------------------------------------------------------
     @staticmethod
     def is_conj(x) -> bool:
