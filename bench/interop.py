@@ -244,6 +244,7 @@ def write_results(samples: dict, dirs, out_dir: str, started) -> None:
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.axhline(2.0, color="grey", linewidth=0.8, linestyle="--")
     ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
     ax.set_xlabel("size, MiB")
     ax.set_ylabel("bandwidth / torch.clone's (median, min..max)")
     ax.set_title("copies between executors")
