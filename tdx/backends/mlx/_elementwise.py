@@ -165,11 +165,12 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
         tensor with a Python int or float keeps its dtype (torch's rule), and MLX rounds the
         scalar to that dtype itself, as the cast would."""
         if type(a) is mx.array:  # the common cases of _args, inlined: this is the per-op path
+            d = a.dtype  # read once: each read of an MLX property is a call
             if type(b) is mx.array:
-                if a.dtype == b.dtype:
-                    return a, b, self._from_native[a.dtype]
-            elif (b.__class__ is float or b.__class__ is int) and a.dtype in _FLOATS:
-                return a, b, self._from_native[a.dtype]
+                if d == b.dtype:
+                    return a, b, self._from_native[d]
+            elif (b.__class__ is float or b.__class__ is int) and d in _FLOATS:
+                return a, b, self._from_native[d]
         return self._args(a, b)
 
     def _int_divisor(self, b):
@@ -192,8 +193,8 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
     def _bias_grad(self, a, b):
         """Whether ``a + b`` is replayed for its derivative with a broadcast float32 operand, whose
         gradient torch sums in its own order (:func:`._summation_order.broadcast_add`)."""
-        return (type(a) is mx.array and type(b) is mx.array and a.shape != b.shape and differentiating()
-                and summation.ENABLED and self.caps.float64 and a.dtype == b.dtype == mx.float32)
+        return (differentiating() and summation.ENABLED and self.caps.float64 and type(a) is mx.array
+                and type(b) is mx.array and a.shape != b.shape and a.dtype == b.dtype == mx.float32)
 
     def add(self, a, b):
         a, b, _ = self._pair(a, b)
