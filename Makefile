@@ -24,8 +24,13 @@ mutate: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/python -m tdx demo
 
+# tables (stamped: machine, date, command, min/median/max) and PNG plots into bench/results/, ~4 minutes;
+# the training step is separate (~15 minutes here): $(BIN)/python bench/train.py --configs S M --steps 12 --warmup 2 --rss-steps 3
+BENCH_OUT := bench/results
 bench: $(STAMP)
-	$(BIN)/python bench/dispatch.py
+	$(BIN)/python bench/dispatch.py --repeats 7 --number 4000 --out $(BENCH_OUT)
+	$(BIN)/python bench/interop.py --max-size 256M --roundtrips 1000 --out $(BENCH_OUT)
+	$(BIN)/python bench/sdpa.py --lengths 256,512,1024,2048 --dims 64 --repeat 5 --budget 2 --min-time 0.2 --long 0 --out $(BENCH_OUT)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

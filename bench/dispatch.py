@@ -7,18 +7,25 @@ the view ops (reshape, transpose, ``a[0]``) and of the other ops apart. MLX is l
 time building the op (no evaluation) for both sides, which is what dispatch costs. Times are
 this process's CPU time by default (``--timer cpu``: stable on a loaded machine, where wall
 time counts the time other processes hold the cores); ``--timer wall`` measures wall time.
+``--out DIR`` also writes ``DIR/dispatch.md`` (the table, stamped with the machine, date and command,
+with each difference's min..max over the repeats) and ``DIR/dispatch.png`` (with matplotlib).
 
-Run: ``.venv/bin/python bench/dispatch.py [--repeats 15] [--number 20000] [--timer cpu|wall]``
+Run: ``.venv/bin/python bench/dispatch.py [--repeats 15] [--number 20000] [--timer cpu|wall] [--out DIR]``
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
+import os
 import statistics
+import sys
 import time
 import timeit
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def cases(lib, dev, native: bool):
@@ -65,7 +72,7 @@ def measure(ours, theirs, number, repeats):
             samples_o.append(per_op_us(f_ours, number, 1))
             samples_t.append(per_op_us(f_theirs, number, 1))
         o, t = statistics.median(samples_o), statistics.median(samples_t)
-        rows.append((name, o, t))
+        rows.append((name, o, t, [x - y for x, y in zip(samples_o, samples_t)]))
     return rows
 
 
@@ -74,8 +81,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--number", type=int, default=20000)
     parser.add_argument("--timer", choices=("cpu", "wall"), default="cpu")
+    parser.add_argument("--out", default=None, help="also write dispatch.md and dispatch.png into this folder")
     args = parser.parse_args()
     TIMER[0] = time.process_time if args.timer == "cpu" else time.perf_counter
+    started = datetime.datetime.now(datetime.timezone.utc)
 
     import mlx.core as mx
     import torch
@@ -92,14 +101,54 @@ def main() -> None:
     for title, rows in sections:
         print(f"== {title}")
         print(f"{'op':<20} {'tdx':>8} {'native':>8} {'tdx-native':>11} {'ratio':>6}")
-        for name, o, t in rows:
+        for name, o, t, _ in rows:
             print(f"{name:<20} {o:>8.2f} {t:>8.2f} {o - t:>+11.2f} {o / t:>6.2f}")
-        diffs = [o - t for _, o, t in rows]
-        views = [o - t for name, o, t in rows if name in VIEW_OPS]
-        others = [o - t for name, o, t in rows if name not in VIEW_OPS]
-        print(f"{'median':<20} {'':>8} {'':>8} {statistics.median(diffs):>+11.2f}")
-        print(f"{'median, view ops':<20} {'':>8} {'':>8} {statistics.median(views):>+11.2f}")
-        print(f"{'median, other ops':<20} {'':>8} {'':>8} {statistics.median(others):>+11.2f}\n")
+        for label, value in summary(rows):
+            print(f"{label:<20} {'':>8} {'':>8} {value:>+11.2f}")
+        print()
+    if args.out:
+        write_results(sections, args, started)
+
+
+def summary(rows) -> list:
+    """(label, median tdx - native) over all ops, the view ops and the others."""
+    diffs = [o - t for _, o, t, _ in rows]
+    views = [o - t for name, o, t, _ in rows if name in VIEW_OPS]
+    others = [o - t for name, o, t, _ in rows if name not in VIEW_OPS]
+    return [("median", statistics.median(diffs)), ("median, view ops", statistics.median(views)),
+            ("median, other ops", statistics.median(others))]
+
+
+def write_results(sections, args, started) -> None:
+    """``dispatch.md`` (one table per executor, with each difference's spread) and ``dispatch.png``."""
+    from bench import report
+
+    lines = [f"8x8 float32; {args.timer} time per op; each repeat times {args.number} calls on torch and "
+             f"{args.number // 4} on MLX, tdx and native interleaved; tdx - native in microseconds, median "
+             f"(min..max) of the per-repeat differences over {args.repeats} repeats.", ""]
+    for title, rows in sections:
+        lines += [f"## {title}", ""]
+        lines += report.md_table(["op", "tdx us", "native us", "tdx - native us", "ratio"],
+                                 [(f"`{n}`", f"{o:.2f}", f"{t:.2f}", report.fmt_spread(d, "{:+.2f}"), f"{o / t:.2f}")
+                                  for n, o, t, d in rows])
+        lines += [""] + [f"{label}: {value:+.2f} us" for label, value in summary(rows)] + [""]
+    report.write("dispatch", "Per-op dispatch overhead (tdx - native)", lines, args.out, started)
+    plt = report.pyplot()
+    if plt is None:
+        return
+    fig, axes = plt.subplots(1, len(sections), figsize=(6 * len(sections), 4.5), squeeze=False)
+    for ax, (title, rows) in zip(axes[0], sections):
+        names = [r[0] for r in rows]
+        meds = [statistics.median(r[3]) for r in rows]
+        lo = [m - min(r[3]) for m, r in zip(meds, rows)]
+        hi = [max(r[3]) - m for m, r in zip(meds, rows)]
+        ax.barh(range(len(rows)), meds, xerr=[lo, hi], color="tab:blue", capsize=3)
+        ax.set_yticks(range(len(rows)), names, fontsize=8)
+        ax.invert_yaxis()
+        ax.axvline(0, color="black", linewidth=0.8)
+        ax.set_xlabel("tdx - native, us per op (median, min..max)")
+        ax.set_title(title, fontsize=10)
+    report.save(fig, "dispatch", args.out)
 
 
 if __name__ == "__main__":

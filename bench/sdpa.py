@@ -10,6 +10,7 @@ memory) and draws a PNG (matplotlib when installed, else a small built-in PNG wr
 
     python bench/sdpa.py --quick          # about two minutes
     python bench/sdpa.py                  # L = 256..8192, D = 64 and 128, causal and not
+    python bench/sdpa.py --out DIR ...    # also DIR/sdpa.md (stamped table, min/median/max) and DIR/sdpa.png
 
 Timings are the minimum over round-robin repeats (kernels alternate, in a rotating order, so a
 burst of load from other processes, or a kernel that sweeps the caches, hits them alike). Memory is sampled from /proc/self/statm during one extra call,
@@ -20,6 +21,7 @@ buffers leave the resident set. This script installs nothing and must never be i
 from __future__ import annotations
 
 import argparse
+import datetime
 import gc
 import math
 import os
@@ -175,6 +177,7 @@ def bench_shape(device, B, H, L, D, causal, series, args, rows):
             continue
         todo.append((kern, s, make_call(device, kern, q, k, v, causal)))
     best = {kern: float("inf") for kern, _, _ in todo}
+    samples = {kern: [] for kern, _, _ in todo}
     for kern, s, run in todo:  # warm-up; the first timing decides how many repeats fit
         t0 = time.perf_counter()
         run()
@@ -193,12 +196,13 @@ def bench_shape(device, B, H, L, D, causal, series, args, rows):
             dt = time.perf_counter() - t0
             spent[kern] += dt
             best[kern] = min(best[kern], dt)
+            samples[kern].append(dt * 1e3)
     for kern, s, run in todo:
         s.last = (L, best[kern])
         mib = peak_extra(run) / 2**20 if not args.no_memory else None
         note = "chosen by auto" if kern is exp.kernel else ""
         rows.append(dict(device=device, kernel=label(kern), L=L, D=D, causal=causal, ms=best[kern] * 1e3,
-                         mib=mib, note=note))
+                         mib=mib, note=note, samples=samples[kern] or [best[kern] * 1e3]))
     if exp.kernel is not None:
         for r in rows:
             if r["device"] == device and r["L"] == L and r["D"] == D and r["causal"] == causal and \
@@ -462,7 +466,12 @@ def main(argv=None):
     ap.add_argument("--no-memory", action="store_true", help="skip the memory sampling calls")
     ap.add_argument("--png", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "sdpa.png"))
     ap.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: torch's default)")
+    ap.add_argument("--out", default=None, help="also write sdpa.md and sdpa.png into this folder")
     args = ap.parse_args(argv)
+    started = datetime.datetime.now(datetime.timezone.utc)
+    if args.out:
+        args.png = os.path.join(args.out, "sdpa.png")
+        os.makedirs(args.out, exist_ok=True)
     if args.quick:
         args.lengths, args.dims, args.repeat, args.budget, args.min_time = "256,1024", "64", 3, 3.0, 0.3
     if args.threads:
@@ -489,8 +498,37 @@ def main(argv=None):
     missed = check_targets(rows, long_rows)
     path = plot(rows, args.png)
     print(f"\nplot: {path}" if path else "\nplot: nothing to draw")
+    if args.out:
+        write_results(rows, long_rows, args, started)
     print(f"total {time.perf_counter() - t_start:.0f} s; targets missed: {missed}")
     return 0
+
+
+def write_results(rows, long_rows, args, started) -> None:
+    """``sdpa.md``: the table with each timing's min, median and max over the round-robin repeats."""
+    from bench import report
+
+    native = {(r["device"], r["L"], r["D"], r["causal"]): r["ms"] for r in rows if r["kernel"] == NATIVE}
+    table = []
+    for r in rows:
+        nat = native.get((r["device"], r["L"], r["D"], r["causal"]))
+        timed = r["ms"] is not None
+        table.append((r["device"], r["L"], r["D"], r["causal"], r["kernel"],
+                      report.fmt_spread(r["samples"]) if timed else "-",
+                      f"{r['ms'] / nat:.2f}" if timed and nat else "-",
+                      f"{r['mib']:.1f}" if r.get("mib") is not None else "-", r["note"]))
+    lines = [f"B={args.batch}, H={args.heads}, float32. ms per call: median (min..max) over the round-robin "
+             "repeats; vs native: best time / native's best time; peak MiB: extra resident memory during one "
+             "call.", ""]
+    lines += report.md_table(["device", "L", "D", "causal", "kernel", "ms", "vs native", "peak MiB", "note"], table)
+    if long_rows:
+        lines += ["", f"Causal attention at L={args.long} (one call each):", ""]
+        lines += report.md_table(["device", "kernel", "D", "s", "peak MiB", "score matrix MiB"],
+                                 [(r["device"], r["kernel"], r["D"], f"{r['ms'] / 1e3:.2f}", f"{r['mib']:.0f}",
+                                   f"{r['score_mib']:.0f}") for r in long_rows])
+    if os.path.exists(args.png):
+        lines += ["", "![SDPA time by length](sdpa.png)"]
+    report.write("sdpa", "Scaled-dot-product attention by length", lines, args.out, started)
 
 
 def _declare_cpu_flash():

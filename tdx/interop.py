@@ -525,10 +525,8 @@ def _torch_to_mlx(t, src, dst, copy, source):
         t = t.cpu()  # a blocking device -> host copy: the stream's pending work is done first
     nbytes = t.numel() * t.element_size()
     if nbytes >= _FAST_MIN_BYTES and _mlx_host_memory():
-        torch = _torch()
-
         def fill(buf):
-            torch.frombuffer(buf, dtype=torch.uint8).view(t.dtype).view(t.shape).copy_(t)
+            _fill_from_torch(buf, t)
 
         out = _fill_mlx(t.shape, dst.native_dtype(_native_dtype(t, src, source)), nbytes, fill)
         if out is not None:
@@ -537,6 +535,20 @@ def _torch_to_mlx(t, src, dst, copy, source):
     if nd == mx.float64:  # mx.from_dlpack narrows float64 to float32; mx.array(dtype=) does not
         return _same_dtype(mx.array(t.numpy(), dtype=nd), nd, source), True
     return _same_dtype(mx.from_dlpack(t), nd, source), True
+
+
+def _fill_from_torch(buf, t) -> None:
+    """Write CPU tensor ``t`` into MLX's fresh buffer ``buf`` (row-major bytes).
+
+    A contiguous ``t`` is copied as bytes by :func:`_copyto`, split over threads: MLX calls
+    the fill from its own worker thread, where one torch ``copy_`` runs single-threaded and
+    falls to a fraction of ``torch.clone``'s bandwidth. A strided ``t`` takes torch's ``copy_``.
+    """
+    torch = _torch()
+    if t.is_contiguous():
+        _copyto(np.frombuffer(buf, np.uint8), t.reshape(-1).view(torch.uint8).numpy())
+    else:
+        torch.frombuffer(buf, dtype=torch.uint8).view(t.dtype).view(t.shape).copy_(t)
 
 
 def _same_dtype(out, nd, source):

@@ -222,6 +222,19 @@ def test_fill_path_at_real_size():
     assert mlx_equals(interop.from_dlpack(a, device="mlx:cpu").native, t.flip(0))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "complex64", "bool"])
+def test_fill_path_copies_and_later_source_writes_stay_out(dtype, fast_fill):
+    """The threaded fill is a copy: writes to the source after ``.to("mlx:cpu")`` are not seen."""
+    for transposed in (False, True):  # the byte copy split over threads, and torch's strided copy_
+        src = oracle(dtype, (64, 33))
+        src = src.t() if transposed else src
+        expect = src.clone()
+        m = tdx.as_tensor(src).to("mlx:cpu")
+        assert addr(m) == fast_fill[-1] != addr(src)
+        src.fill_(True if dtype == "bool" else 3)
+        assert mlx_equals(m.native, expect) and not mlx_equals(m.native, src), (dtype, src.stride())
+
+
 NUMPY_CASES = {
     "contiguous": lambda a: a,
     "transposed": lambda a: a.T,

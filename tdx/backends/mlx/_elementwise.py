@@ -263,8 +263,13 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
         """:meth:`_args` for MLX's binary kernels, which take a Python scalar as it is: a float
         tensor with a Python int or float keeps its dtype (torch's rule), and MLX rounds the
         scalar to that dtype itself, as the cast would."""
-        if type(a) is mx.array and (b.__class__ is float or b.__class__ is int) and a.dtype in _FLOATS:
-            return a, b, self._from_native[a.dtype]
+        if type(a) is mx.array:  # the common cases of _args, inlined: this is the per-op path
+            d = a.dtype  # read once: each read of an MLX property is a call
+            if type(b) is mx.array:
+                if d == b.dtype:
+                    return a, b, self._from_native[d]
+            elif (b.__class__ is float or b.__class__ is int) and d in _FLOATS:
+                return a, b, self._from_native[d]
         return self._args(a, b)
 
     def _int_divisor(self, b):
@@ -368,21 +373,22 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
     def matmul(self, a, b):
         if not (isinstance(a, mx.array) and isinstance(b, mx.array)):
             raise TdxTypeError("matmul: both arguments must be tensors")
-        if a.ndim == 0 or b.ndim == 0:
+        na, nb, dt = a.ndim, b.ndim, a.dtype  # read once: each read of an MLX property is a call
+        if na == 0 or nb == 0:
             raise ShapeError(f"both arguments to matmul need to be at least 1D, but they are "
-                             f"{a.ndim}D and {b.ndim}D")
-        if a.dtype != b.dtype:
+                             f"{na}D and {nb}D")
+        if dt != b.dtype:
             raise DtypeMismatchError(f"expected m1 and m2 to have the same dtype, but got: "
                                      f"{self._tdx(a).name} != {self._tdx(b).name}")
-        ka, kb = a.shape[-1], b.shape[-2] if b.ndim > 1 else b.shape[0]
-        if ka != kb:
-            raise ShapeError(f"mat1 and mat2 shapes cannot be multiplied ({a.shape} and {b.shape})")
-        if a.dtype in _INTS:
-            if a.dtype == mx.bool_ and not (a.size == 0 or b.size == 0):  # torch's empty products pass
+        sa, sb = a.shape, b.shape
+        if sa[-1] != (sb[-2] if nb > 1 else sb[0]):
+            raise ShapeError(f"mat1 and mat2 shapes cannot be multiplied ({sa} and {sb})")
+        if dt in _INTS:
+            if dt == mx.bool_ and not (a.size == 0 or b.size == 0):  # torch's empty products pass
                 raise OpDtypeError("\"addmm\" not implemented for 'Bool'")
             out = np.matmul(np.array(a), np.array(b))
-            return mx.array(out).astype(a.dtype, stream=self.s)
-        if a.ndim == 1 and b.ndim == 1 and a.dtype == mx.float32 and summation.ENABLED and self.caps.float64:
+            return mx.array(out).astype(dt, stream=self.s)
+        if na == 1 and nb == 1 and dt == mx.float32 and summation.ENABLED and self.caps.float64:
             out = summation.dotted(a, b, self.s)  # torch's (MKL's) order of additions
             if out is not None:
                 return out

@@ -85,10 +85,13 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
         thread reaches this executor, its default streams become the shared ones, so even MLX
         calls that name no stream (operators, ``mx.vjp``'s cotangents) run on them.
         """
-        if self._stream is None:
+        stream = self._stream
+        if stream is not None and _THREAD.ready:  # the per-op path: one attribute read each
+            return stream
+        if stream is None:
             self._stream = _shared_stream(self._mx_device)
             _THREAD.ready = False
-        if not getattr(_THREAD, "ready", False):
+        if not _THREAD.ready:
             _enter_thread()
         return self._stream
 
@@ -312,7 +315,13 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
 
 
 _STREAMS: dict = {}
-_THREAD = threading.local()
+class _ThreadState(threading.local):
+    """Per-thread state: whether this thread's default streams are the shared ones."""
+
+    ready = False
+
+
+_THREAD = _ThreadState()
 
 
 def _shared_stream(device):

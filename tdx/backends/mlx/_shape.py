@@ -45,6 +45,9 @@ class MLXShapeOps:
         return mx.transpose(x, dims, stream=self.s)
 
     def transpose(self, x, dim0, dim1):
+        n = x.ndim
+        if n >= 2 and -n <= dim0 < n and -n <= dim1 < n:  # norm_dim's checks, inlined for the per-op path
+            return mx.swapaxes(x, dim0 % n, dim1 % n, stream=self.s)
         if x.ndim < 2:
             norm_dim(dim0, x.ndim), norm_dim(dim1, x.ndim)
             return x
