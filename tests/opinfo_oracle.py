@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 import tdx
+from tdx.compat.refused import is_refused
 from tdx.testing import assert_close
 
 # (rtol, atol) per dtype. float32 is looser than torch.testing's 1.3e-6: reductions and matmuls
@@ -162,6 +163,8 @@ def resolve(op):
     try:
         for part in name.split("."):
             obj = getattr(obj, part)
+        if is_refused(obj):
+            raise Unsupported(f"tdx refuses {op.name}: {obj.__doc__}")
         if callable(obj) and not isinstance(obj, tdx.dtype):
             return obj
     except AttributeError:
@@ -176,9 +179,10 @@ def namespace_missing(op) -> bool:
     head = op.name.split(".")[0]
     if head in ("linalg", "special", "fft", "masked", "signal", "sparse"):
         try:
-            getattr(tdx, head)
+            module = getattr(tdx, head)
         except AttributeError:
             return True
+        return bool(getattr(module, "__tdx_generated__", False))  # importable, every name refused at use
     return False
 
 

@@ -183,9 +183,10 @@ print(sorted(n for n in ("torch", "torch.nn", "torch.cuda") if n in sys.modules)
 @pytest.mark.parametrize("setup", ["dev = 'mlx:cpu'", "tdx.set_default_device('mlx:cpu'); dev = None",
                                    "dev = 'mlx'"])
 def test_mlx_only_training_imports_no_torch(setup):
-    """ones, nn, ops, backward, an optimizer step and attention on MLX import no torch (about 200 MB)."""
+    """ones, nn, ops, backward, an optimizer step and attention on MLX import no torch (about 200 MB) under
+    MLX's own random stream; the default torch stream draws MLX's random numbers with torch's generator."""
     pytest.importorskip("mlx.core")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), TDX_RANDOM_STREAM="native")
     for var in ("TDX_DEVICE", "TDX_CONFIG"):  # the default device is the built-in "auto"
         env.pop(var, None)
     code = _MLX_ONLY.format(setup=setup, dev="dev")

@@ -93,8 +93,13 @@ def test_mlx_only_use_imports_no_torch():
             "q = tdx.randn(1, 2, 16, 4, device='mlx:cpu', requires_grad=True)\n"
             "F.scaled_dot_product_attention(q, q, q, is_causal=True).sum().backward()\n"
             "print('torch' in sys.modules)\n")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), TDX_RANDOM_STREAM="native")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.strip() == "False"
+    # the default stream draws MLX's numbers with torch's generator: the first draw imports torch, nothing else
+    env["TDX_RANDOM_STREAM"] = "torch"
+    no_draws = code.replace("tdx.randn(", "tdx.ones(")
+    out = subprocess.run([sys.executable, "-c", no_draws], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.strip() == "False"
 
 

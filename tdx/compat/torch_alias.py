@@ -110,8 +110,11 @@ def _import(name, globals=None, locals=None, fromlist=(), level=0):  # noqa: A00
     if level == 0:
         if globals is None:
             globals = sys._getframe(1).f_globals  # noqa: A001
-        if _internal(globals) or _from_c(fromlist):
+        if _internal(globals):
             return _load_internal(lambda: _state["import"](name, globals, locals, fromlist, level), name)
+        if _from_c(fromlist):  # the real module; what it loads is not marked as tdx's or torch's, since
+            # C also imports the program's own modules (pickle finding a function by reference)
+            return _state["import"](name, globals, locals, fromlist, level)
         if _is_torch(name):
             return _program_import(name, fromlist)
     return _state["import"](name, globals, locals, fromlist, level)

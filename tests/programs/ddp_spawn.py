@@ -38,7 +38,9 @@ def demo_basic(rank, world_size, port):
         loss = loss_fn(ddp_model(x), y)
         loss.backward()
         optimizer.step()
-    print(f"rank {rank} loss {loss.item():.6f} weight0 {model[2].weight.flatten()[0].item():.6f}", flush=True)
+    line = f"rank {rank} loss {loss.item():.6f} weight0 {model[2].weight.flatten()[0].item():.6f}\n"
+    sys.stdout.write(line)  # one write per rank: the two processes' lines never interleave
+    sys.stdout.flush()
     cleanup()
 
 

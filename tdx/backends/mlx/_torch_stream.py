@@ -123,6 +123,7 @@ def _drawing(name: str, native):
 
     method.__name__ = method.__qualname__ = name
     method.__doc__ = native.__doc__
+    method.__signature__ = signature
     return method
 
 
