@@ -113,6 +113,10 @@ SCHEMA = {
     "run.device": (_check_device, None),  # python -m tdx run: every tensor on this device
     "random.stream": (_check_stream, "torch"),  # whose generator MLX draws from: torch's CPU one or MLX's
 }
+# environment variable -> (the key it sets, its check), in increasing precedence
+_ENVIRONMENT = (("TDX_DEVICE", "default_device", lambda v: _check_device(v, allow_auto=True)),
+                ("TDX_RUN_DEVICE", "run.device", _check_device),
+                ("TDX_RANDOM_STREAM", "random.stream", _check_stream))
 _SECTIONS = {"attention", "backends", "backends.torch", "backends.mlx", "run", "random"}
 
 
@@ -237,24 +241,13 @@ def sources(cwd=None) -> list:
         if not _present(path):
             raise ConfigError(f"{where}: no such file")
         layers.append((where, _flatten(_read_toml(path, where), where)))
-    env_dev = os.environ.get("TDX_DEVICE")
-    if env_dev:
-        err = _check_device(env_dev, allow_auto=True)
-        if err:
-            raise ConfigError(f"environment variable TDX_DEVICE has bad value {short(env_dev)}: {err}")
-        layers.append(("TDX_DEVICE", {"default_device": env_dev}))
-    run_dev = os.environ.get("TDX_RUN_DEVICE")
-    if run_dev:
-        err = _check_device(run_dev)
-        if err:
-            raise ConfigError(f"environment variable TDX_RUN_DEVICE has bad value {short(run_dev)}: {err}")
-        layers.append(("TDX_RUN_DEVICE", {"run.device": run_dev}))
-    stream = os.environ.get("TDX_RANDOM_STREAM")
-    if stream:
-        err = _check_stream(stream)
-        if err:
-            raise ConfigError(f"environment variable TDX_RANDOM_STREAM has bad value {short(stream)}: {err}")
-        layers.append(("TDX_RANDOM_STREAM", {"random.stream": stream}))
+    for var, key, check in _ENVIRONMENT:
+        value = os.environ.get(var)
+        if value:
+            err = check(value)
+            if err:
+                raise ConfigError(f"environment variable {var} has bad value {short(value)}: {err}")
+            layers.append((var, {key: value}))
     return layers
 
 
