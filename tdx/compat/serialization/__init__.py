@@ -49,6 +49,10 @@ def save(obj, f, pickle_module=None, pickle_protocol=DEFAULT_PROTOCOL, _use_new_
          _disable_byteorder_record=False) -> None:
     """Save ``obj`` to ``f`` (a path or a writable binary file) as ``torch.save`` does.
 
+    A path is written to a temporary file in the same folder, which then replaces it in one
+    rename: an interrupt or error midway leaves the previous file as it was (torch truncates it
+    first). A file object is written in place, as torch writes it.
+
     Args:
         obj: tensors, Parameters, state dicts (OrderedDict with ``_metadata``), containers,
             Python scalars, whole modules (pickled by reference to their classes).
@@ -82,16 +86,22 @@ def save(obj, f, pickle_module=None, pickle_protocol=DEFAULT_PROTOCOL, _use_new_
             extra[ref.key] = own
     if isinstance(f, (str, os.PathLike)):
         name = os.path.splitext(os.path.basename(os.fspath(f)))[0] or "archive"
+        with _archive.replacing(os.fspath(f)) as fh:
+            _write_archive(fh, name, buffer.getvalue(), pickler.storages, extra, _disable_byteorder_record)
     else:
-        name = "archive"
+        _write_archive(f, "archive", buffer.getvalue(), pickler.storages, extra, _disable_byteorder_record)
+
+
+def _write_archive(f, name, pickled, storages, extra, disable_byteorder):
+    """The records of one checkpoint, in torch's order, into ``f``."""
     writer = _archive.ArchiveWriter(f, name)
     try:
-        writer.write("data.pkl", buffer.getvalue())
+        writer.write("data.pkl", pickled)
         writer.write(".format_version", b"1")
         writer.write(".storage_alignment", str(_archive.ALIGNMENT).encode())
-        if not _disable_byteorder_record:
+        if not disable_byteorder:
             writer.write("byteorder", b"little")
-        for ref in pickler.storages:
+        for ref in storages:
             writer.write(f"data/{ref.key}", ref.storage.read())
         if extra:
             writer.write(_TDX_LOCATIONS, json.dumps(extra).encode())

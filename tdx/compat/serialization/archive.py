@@ -9,6 +9,7 @@ or MLX.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import mmap as _mmap
 import os
@@ -21,7 +22,7 @@ import numpy as np
 
 from .records import CheckpointError
 
-__all__ = ["ArchiveWriter", "ArchiveReader", "ALIGNMENT", "is_zip"]
+__all__ = ["ArchiveWriter", "ArchiveReader", "ALIGNMENT", "is_zip", "replacing"]
 
 ALIGNMENT = 64
 _PAD_ID = b"FB"  # the extra-field id torch uses for its alignment padding
@@ -135,6 +136,34 @@ class ArchiveReader:
 
     def close(self) -> None:
         self.zip.close()
+
+
+@contextlib.contextmanager
+def replacing(path: str):
+    """A binary file that replaces ``path`` in one rename when the block ends normally.
+
+    The file is a new one beside the target (same folder, hence same file system), created with
+    the mode a new file gets (the umask applies), or the target's own mode when it exists; it is
+    flushed to disk before the rename. When the block raises, even ``KeyboardInterrupt``, the
+    temporary file is removed and ``path`` is untouched. A symlink is followed: its target is
+    replaced, the link stays.
+    """
+    target = os.path.realpath(path)
+    folder, base = os.path.split(target)
+    tmp = os.path.join(folder, f".{base}.{secrets.token_hex(4)}.tmp")
+    fh = open(tmp, "xb")
+    try:
+        yield fh
+        fh.flush()
+        os.fsync(fh.fileno())
+        fh.close()
+        if os.path.exists(target):
+            os.chmod(tmp, os.stat(target).st_mode & 0o7777)
+        os.replace(tmp, target)
+    except BaseException:
+        fh.close()
+        os.unlink(tmp)
+        raise
 
 
 def open_for_read(f):
