@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from .. import _dtypes as D
-from .._errors import TdxRuntimeError, TdxTypeError
+from .._errors import NATIVE_ERRORS, TdxRuntimeError, TdxTypeError
 from .kernels import install
 from .tensor import Tensor
 from .wrapping import wrap
@@ -162,7 +162,10 @@ def _view(self, *shape, dtype=None):
     if self.ndim == 0 and d.itemsize != self.dtype.itemsize:
         raise TdxRuntimeError("self.dim() cannot be 0 to view " + f"{self.dtype.name} as {d.name} (different "
                               "element sizes)")
-    return wrap(ex.view_dtype(self._n, ex.native_dtype(d)), ex)
+    try:
+        return wrap(ex.view_dtype(self._n, ex.native_dtype(d)), ex)
+    except NATIVE_ERRORS as err:
+        raise ex.native_error(err) from None
 
 
 for _name, _member in vars(ComplexViewMethods).items():

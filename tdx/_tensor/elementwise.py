@@ -136,7 +136,7 @@ class ElementwiseMethods:
             q = ex.truediv(self._n, other)
             rt = ex.dtype(ex.add(self._n, other)) if other is not None else self.dtype
             return wrap(ex.astype(ex.trunc(q), rt), ex)
-        raise TdxValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+        raise TdxRuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
                             f"{rounding_mode!r}")
 
     def where(self, condition, other):
