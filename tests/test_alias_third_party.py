@@ -1,0 +1,56 @@
+"""Packages whose names merely start with ``torch`` (torchvision, torchmetrics...) stay themselves under
+tdx's torch alias: the stand-in packages ``torchfake`` and ``torchy_pkg`` in ``tests/alias_packages``
+import as the real modules, and their own ``import torch`` gets what the program's gets."""
+
+from __future__ import annotations
+
+import pathlib
+import sys
+
+import tdx
+
+from test_run import _py, _script
+
+PACKAGES = pathlib.Path(__file__).resolve().parent / "alias_packages"
+
+PROGRAM = """
+import torch
+import torchfake
+import torchfake.layers as layers
+import torchy_pkg
+from torchfake import double
+print(torchfake.NAME, torchy_pkg.NAME, torchfake.TORCH is torch, layers.__name__)
+print(pathlib.Path(torchfake.__file__).parent.name, pathlib.Path(torchy_pkg.__file__).parent.name)
+print(double(torch.ones(2)).tolist())
+"""
+
+
+def test_torch_prefixed_packages_stay_themselves_under_run(device, tmp_path):
+    """``python -m tdx run`` prints what ``python`` prints under real torch."""
+    prog = _script(tmp_path, "import pathlib\n" + PROGRAM)
+    env = {"PYTHONPATH": f"{PACKAGES}:{pathlib.Path(tdx.__file__).resolve().parent.parent}"}
+    expected = _py([str(prog)], tmp_path, **env)
+    got = _py(["-m", "tdx", "run", "--device", device, str(prog)], tmp_path, **env)
+    assert expected.returncode == 0 and got.returncode == 0, expected.stderr[-1500:] + got.stderr[-1500:]
+    assert got.stdout == expected.stdout
+    assert expected.stdout.splitlines()[0] == "torchfake torchy_pkg True torchfake.layers"
+
+
+def test_torch_prefixed_packages_in_the_alias_block(device):
+    from tdx.compat.torch_alias import torch_alias
+
+    sys.path.insert(0, str(PACKAGES))
+    try:
+        with torch_alias():
+            import torch as aliased
+            import torchfake
+            import torchy_pkg
+
+            assert aliased is tdx and torchfake.TORCH is tdx and torchy_pkg.NAME == "torchy_pkg"
+            assert pathlib.Path(torchfake.__file__).parent == PACKAGES / "torchfake"
+            assert torchfake.double(tdx.ones(2, device=device)).tolist() == [2.0, 2.0]
+            assert "tdxfake" not in sys.modules and "tdxy_pkg" not in sys.modules
+    finally:
+        sys.path.remove(str(PACKAGES))
+        for name in [m for m in sys.modules if m.partition(".")[0] in ("torchfake", "torchy_pkg")]:
+            del sys.modules[name]
