@@ -1,6 +1,7 @@
 """Guards for behaviours that only a test far from their module checked, or none: frozen parameters
 through ``load_state_dict(assign=True)``, complex autograd beyond the FFT, and ``logsumexp`` of rows
-that are all ``-inf``. Each compares with torch on CPU, on every device."""
+that are all ``-inf``. Each compares with torch on CPU, on every device. (On MLX, ``real``/``imag``
+dropped the gradient and a complex ``pow`` had the conjugate left out of its derivative.)"""
 
 from __future__ import annotations
 
@@ -56,6 +57,9 @@ COMPLEX_LOSSES = {  # name -> loss(lib, a, b) of two real leaves, through comple
     "division": lambda t, a, b: (t.complex(a, b) / t.complex(b + 3, a)).imag.sum(),
     "polar": lambda t, a, b: t.polar(a.abs() + 0.5, b).real.sum(),
     "sum then abs": lambda t, a, b: t.complex(a, b).sum().abs(),
+    "complex power": lambda t, a, b: (t.complex(a, b) ** 2.5).real.sum() + (t.complex(a, b) ** 3).abs().sum(),
+    "complex exponent": lambda t, a, b: (t.complex(a, b) ** (t.complex(b, a) * 0.5)).imag.sum() + (
+        2 ** t.complex(a, b)).imag.sum(),
 }
 
 

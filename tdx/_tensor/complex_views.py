@@ -167,9 +167,14 @@ def _view(self, *shape, dtype=None):
         raise TdxRuntimeError("self.dim() cannot be 0 to view " + f"{self.dtype.name} as {d.name} (different "
                               "element sizes)")
     try:
-        return wrap(ex.view_dtype(self._n, ex.native_dtype(d)), ex)
+        out = wrap(ex.view_dtype(self._n, ex.native_dtype(d)), ex)
     except NATIVE_ERRORS as err:
         raise ex.native_error(err) from None
+    if not ex.mutable and d.itemsize == self.dtype.itemsize:  # the same memory, read as d
+        from . import views as _views
+
+        _views.link_bits(out, self, ex.native_dtype(d))
+    return out
 
 
 for _name, _member in vars(ComplexViewMethods).items():

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from .. import _dtypes as D
 from .._errors import TdxRuntimeError
-from .kernels import install
+from ..backends.base import norm_dim
+from .kernels import install, method_of
 from .tensor import Tensor
 
 __all__: list = []
@@ -93,7 +94,7 @@ def as_strided_scatter(input, src, size, stride, storage_offset=None):  # noqa: 
 
 def unfold(input, dimension, size, step):  # noqa: A002
     """Windows of ``size`` elements every ``step`` along ``dimension``, as a new last dim."""
-    d = dimension % max(input.ndim, 1)
+    d = norm_dim(dimension, input.ndim)
     n = input.shape[d] if input.ndim else 1
     if size > n:
         raise TdxRuntimeError(f"maximum size for tensor at dimension {d} is {n} but size is {size}")
@@ -149,6 +150,25 @@ _TABLE.update({
 })
 install(globals(), __all__, _TABLE, methods=("unsafe_chunk", "unsafe_split", "split_with_sizes", "as_strided",
                                              "as_strided_scatter", "narrow_copy", "unfold", "sum_to_size"))
+_strided_values = globals()["as_strided"]
+
+
+def _as_strided_view(input, size, stride, storage_offset=None):  # noqa: A002
+    """``torch.as_strided``: on immutable arrays the gathered values are linked as a view of
+    ``input``'s memory, so writes through either reach the other (overlapping ones refused), as torch's."""
+    out = _strided_values(input, size, stride, storage_offset)
+    if not input._ex.mutable:
+        from . import views as _views
+
+        lay = _views.layout_of(input)
+        _views.link(out, input, tuple(int(n) for n in size), tuple(int(n) for n in stride),
+                    lay.offset if storage_offset is None else int(storage_offset), root=lay.root)
+    return out
+
+
+_as_strided_view.__name__, _as_strided_view.__doc__ = "as_strided", _strided_values.__doc__
+globals()["as_strided"] = _as_strided_view
+Tensor.as_strided = method_of(_as_strided_view, "as_strided")
 for _name in ("unfold", "sum_to_size"):  # Tensor methods only, as torch's
     __all__.remove(_name)
     del globals()[_name]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from .. import _dtypes as D
 from .._errors import TdxIndexError, TdxRuntimeError, TdxTypeError, TdxValueError
+from ..backends.base import norm_dim
 from .kernels import install
 from .tensor import Tensor
 
@@ -27,7 +28,7 @@ def _along(index, dim: int, like):
 
 
 def _dim(dim, t):
-    return dim % max(t.ndim, 1)
+    return norm_dim(dim, t.ndim)
 
 
 def _check_index(index, op):
@@ -148,6 +149,8 @@ def masked_scatter(input, mask, source):  # noqa: A002
     m = mask.expand(*shape).reshape(-1)
     pos = (m.long().cumsum(0) - 1).clamp(min=0)
     src = source.reshape(-1)
+    if int(m.sum()) > src.numel():
+        raise TdxRuntimeError("Number of elements of source < number of ones in mask")
     if src.numel() == 0:
         return input.expand(*shape).clone()
     taken = src.gather(0, pos.clamp(max=src.numel() - 1))

@@ -95,7 +95,7 @@ class InplaceMethods:
     def fill_(self, value):
         """Set every element to ``value`` (a number or a 0-d tensor), cast to self's dtype."""
         ex = self._ex
-        _views.assign(self, ex.fill_(self._n, operand(self, value, "fill_")))
+        _views.assign(self, ex.fill_(self._n, operand(self, value, "fill_")), overlap_ok=True)  # torch allows it
         return self
 
     def zero_(self):

@@ -13,6 +13,7 @@ import itertools
 
 from .. import _dtypes as D
 from .._errors import TdxRuntimeError
+from ..backends.base import norm_dim
 from .kernels import install
 from .tensor import Tensor
 
@@ -31,8 +32,8 @@ def tensordot(a, b, dims=2, out=None):
         da, db = dims
         da = [da] if isinstance(da, int) else list(da)
         db = [db] if isinstance(db, int) else list(db)
-    da = [d % max(a.ndim, 1) for d in da]
-    db = [d % max(b.ndim, 1) for d in db]
+    da = [norm_dim(d, a.ndim) for d in da]
+    db = [norm_dim(d, b.ndim) for d in db]
     for i, j in zip(da, db):
         if a.shape[i] != b.shape[j] and b.shape[j] == 1:  # a size-1 dim contracts against the other's sum
             a = a.sum(i, keepdim=True)
@@ -60,7 +61,7 @@ def cross(input, other, dim=None):  # noqa: A002
         dim = next((i for i, n in enumerate(a.shape) if n == 3), None)
         if dim is None:
             raise TdxRuntimeError("no dimension of size 3 in input")
-    d = dim % max(a.ndim, 1)
+    d = norm_dim(dim, a.ndim)
     if a.shape[d] != 3:
         raise TdxRuntimeError(f"linalg.cross: inputs dimension {d} must have length 3. Got {input.shape[d]} and "
                               f"{other.shape[d] if other.ndim > d else 1}")
@@ -112,7 +113,7 @@ def vdot(input, other):  # noqa: A002
 
 def renorm(input, p, dim, maxnorm):  # noqa: A002
     """Each slice along ``dim`` rescaled so its p-norm is at most ``maxnorm``."""
-    d = dim % max(input.ndim, 1)
+    d = norm_dim(dim, input.ndim)
     others = [i for i in range(input.ndim) if i != d]
     norms = input.norm(p, others, keepdim=True) if others else input.abs()
     factor = (maxnorm / (norms + 1e-7)).where(norms > maxnorm, 1.0)
@@ -124,7 +125,7 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):  # noqa: A002
     m = input.shape[-1]
     n = m + abs(offset)
     nd = input.ndim + 1
-    d1, d2 = dim1 % nd, dim2 % nd
+    d1, d2 = norm_dim(dim1, nd), norm_dim(dim2, nd)
     if d1 == d2:
         raise TdxRuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     rows = input.new_tensor(list(range(m)), dtype=D.int64) + max(-offset, 0)
@@ -179,7 +180,7 @@ def combinations(input, r=2, with_replacement=False):  # noqa: A002
 
 
 def _spacing(y, x, dx, dim):
-    d = dim % max(y.ndim, 1)
+    d = norm_dim(dim, y.ndim)
     if x is None:
         return None, d, (1 if dx is None else dx)
     if isinstance(x, Tensor):

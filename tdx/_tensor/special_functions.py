@@ -182,10 +182,14 @@ def i0(input):  # noqa: A002
 
 
 def ldexp(input, other):  # noqa: A002
-    """``input * 2 ** other``."""
-    x = _floating(input)
-    return x * (other.to(x.dtype) if isinstance(other, Tensor) else float(other)).exp2() \
-        if isinstance(other, Tensor) else x * 2.0 ** other
+    """``input * 2 ** other`` in torch's result dtype: the two tensors' promoted type, the default
+    float where that is an integer type."""
+    if isinstance(other, Tensor):
+        pair = (input, other)
+        rt = D.result_type(tuple(t.dtype for t in pair if t.dim()), tuple(t.dtype for t in pair if not t.dim()))
+        rt = rt if rt.is_floating_point or rt.is_complex else D.get_default_dtype()
+        return input.to(rt) * (2.0 ** other.to(rt))
+    return _floating(input) * 2.0 ** other
 
 
 def frexp(input):  # noqa: A002

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from .. import _dtypes as D, return_types
 from .._errors import TdxIndexError, TdxRuntimeError, TdxValueError
+from ..backends.base import norm_dim
 from .kernels import install
 from .tensor import Tensor
 
@@ -21,7 +22,7 @@ def _dim_last(x, dim):
     """``x`` flattened (dim None) or with ``dim`` moved last; the normalized dim (or None)."""
     if dim is None:
         return x.reshape(-1), None
-    d = dim % max(x.ndim, 1)
+    d = norm_dim(dim, x.ndim)  # an out-of-range dim is torch's IndexError, never wrapped
     return (x.movedim(d, -1) if x.ndim else x.reshape(1)), d
 
 
@@ -62,8 +63,22 @@ def _median(input, dim=None, keepdim=False, *, nan=False):  # noqa: A002 - torch
 
     v, i = _select_sorted(input, dim, keepdim, k_of, n_name)
     if dim is None:
-        return v
+        return _split_among_ties(input, v, nan) if input.requires_grad else v
     return getattr(return_types, n_name)(v, i)
+
+
+def _split_among_ties(input, v, nan):  # noqa: A002 - torch's name
+    """``v``, the median of all of ``input``, with torch's gradient: shared evenly by every element
+    equal to it (NaN ones for a NaN median), where ``median(dim)`` gives it to the selected index.
+
+    The value stays ``v`` exactly (``v`` plus a sum of zeros); only the gradient's path differs.
+    """
+    vd = v.detach()
+    ties = input == vd
+    if not nan and input.dtype.is_floating_point:
+        ties = ties | (input.isnan() & vd.isnan())
+    offsets = (input - vd).where(ties, 0)
+    return vd + offsets.sum() / ties.sum()
 
 
 def median(input, dim=None, keepdim=False):  # noqa: A002

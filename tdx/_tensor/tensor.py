@@ -589,12 +589,24 @@ def _set_copy(t, index, value):
 
 
 def _unwrap_index(index, ex):
+    """``index`` with its tensors unwrapped to ``ex``'s natives, as torch reads it: a uint8 tensor is a
+    mask (deprecated, with torch's warning) and an integer of another class (``np.int64``) an int."""
     if index.__class__ is Tensor:
+        if index.dtype is D.uint8:
+            import warnings
+
+            warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool "
+                          "instead.", UserWarning, stacklevel=3)
+            index = index.bool()
         return index._n if index._ex is ex else _foreign("index", ex, index)
     if index.__class__ is tuple:
         return tuple(_unwrap_index(i, ex) for i in index)
     if index.__class__ is list and any(i.__class__ is Tensor for i in index):
         return [_unwrap_index(i, ex) for i in index]
+    cls = index.__class__
+    if cls is not int and cls is not bool and cls is not slice and hasattr(cls, "__index__") \
+            and not getattr(index, "ndim", 0) and not isinstance(index, bool):
+        return cls.__index__(index)
     return index
 
 

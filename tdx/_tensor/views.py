@@ -28,9 +28,10 @@ from .._errors import TdxRuntimeError, UnsupportedOpError
 class Layout:
     """Where a view's elements sit in its root's flat buffer (torch's sizes/strides/offset)."""
 
-    __slots__ = ("root", "shape", "strides", "offset", "multi", "detached", "owner")
+    __slots__ = ("root", "shape", "strides", "offset", "multi", "detached", "owner", "cast")
 
     def __init__(self, root, shape, strides, offset, multi=None, detached=False, owner=False):
+        self.cast = None  # the native dtype a ``view(dtype)`` (same element size) reads the root's bits as
         self.root, self.offset = root, offset
         self.shape, self.strides = tuple(shape), tuple(strides)
         self.multi = multi  # (function, output number) for one of several views (split, unbind...)
@@ -118,6 +119,7 @@ def _layout(root, shape: tuple, strides: tuple, offset: int, multi, detached) ->
     lay.root, lay.shape, lay.strides, lay.offset, lay.multi, lay.detached = root, shape, strides, offset, multi, \
         detached
     lay.owner = False
+    lay.cast = None
     return lay
 
 
@@ -172,7 +174,18 @@ def link(out, src, shape, strides, offset, root=None, multi=None, detached=False
         root = src if parent is None else parent.root
     out._view = _layout(root, shape if shape.__class__ is tuple else tuple(shape),
                         strides if strides.__class__ is tuple else tuple(strides), offset, multi, detached)
+    if parent is not None and parent.cast is not None and root is parent.root:
+        out._view.cast = parent.cast
     _register(root, out)
+    return out
+
+
+def link_bits(out, src, native_dtype):
+    """Make ``out``, ``src``'s bits read as ``native_dtype`` (``view(dtype)`` of the same element size),
+    a view of ``src``'s root: writes through either reach the other, as torch's."""
+    lay = layout_of(src)
+    link(out, src, lay.shape, lay.strides, lay.offset, root=lay.root)
+    out._view.cast = None if native_dtype == lay.root._n.dtype else native_dtype
     return out
 
 
@@ -404,22 +417,28 @@ def check_overlap(t, operands) -> None:
                                   "performing the operation.")
 
 
-def write_index(lay: Layout) -> np.ndarray:
+def write_index(lay: Layout, overlap_ok: bool = False) -> np.ndarray:
     """The flat root positions a write through ``lay`` touches.
+
+    Args:
+        lay: the written view's layout.
+        overlap_ok: the write puts one value everywhere (``fill_``), which torch allows through
+            overlapping elements.
 
     Raises:
         TdxRuntimeError: the layout is an expanded view whose elements overlap, as torch refuses.
     """
     idx = lay.index_map().ravel()
-    if np.unique(idx).size != idx.size:
+    if not overlap_ok and np.unique(idx).size != idx.size:
         raise TdxRuntimeError("unsupported operation: more than one element of the written-to tensor refers "
                               "to a single memory location. Please clone() the tensor before performing "
                               "the operation.")
     return idx
 
 
-def assign(t, native) -> None:
-    """Give ``t`` the value ``native`` (same shape and dtype) as an in-place write torch would make.
+def assign(t, native, overlap_ok: bool = False) -> None:
+    """Give ``t`` the value ``native`` (same shape and dtype) as an in-place write torch would make;
+    ``overlap_ok`` where every element gets one value (:func:`write_index`).
 
     All-or-nothing: every new array is computed first, then the root and its views take theirs
     in one step that Ctrl-C cannot split (:func:`publish`).
@@ -438,10 +457,12 @@ def assign(t, native) -> None:
         root = lay.root
         if not lay.detached:  # writes through detach()/.data are untracked by design, as torch's
             _check_tape(root)
+        if lay.cast is not None:  # a view(dtype): its bits go back into the root's dtype
+            native = _bits(native, root._n.dtype, ex)
         if lay.is_whole(tuple(ex.shape(root._n))):
             new_root = native
         else:
-            new_root = _scatter(root._n, native, write_index(lay), ex)
+            new_root = _scatter(root._n, native, write_index(lay, overlap_ok), ex)
     views = family(root)
     if not views:
         root._n = new_root  # one assignment: atomic as it is
@@ -506,7 +527,18 @@ def as_strided(root, lay):
     return wrap(_gather(root._n, lay), root._ex)
 
 
+def _bits(native, native_dtype, ex):
+    """``native``'s bits read as ``native_dtype`` (of the same element size)."""
+    return ex.view_dtype(native, native_dtype)
+
+
 def _gather(root_native, lay):
+    if lay.cast is not None:
+        return _bits(_gather_values(root_native, lay), lay.cast, lay.root._ex)
+    return _gather_values(root_native, lay)
+
+
+def _gather_values(root_native, lay):
     import mlx.core as mx
 
     ex = lay.root._ex

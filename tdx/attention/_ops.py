@@ -255,8 +255,9 @@ class MLXOps(Ops):
         self.mx.eval(*xs)
 
     def draw_seed(self) -> int:
-        """A seed drawn from MLX's global key (so ``manual_seed`` fixes it)."""
-        return int(self.mx.random.randint(0, 2 ** 31 - 1, (), stream=self.s).item())
+        """A seed drawn from the executor's process-wide default key (so ``manual_seed`` fixes it)."""
+        key = self.ex._key(None)
+        return int(self.mx.random.randint(0, 2 ** 31 - 1, (), key=key, stream=self.s).item())
 
     def keep_mask(self, shape, p, seed):
         """Bernoulli(1 - p) keep-mask of ``shape``, a pure function of ``seed``."""

@@ -36,6 +36,82 @@ def _same_float(a, t1, t2, value) -> bool:
             and (value.__class__ is float or value.__class__ is int))
 
 
+def _c_fmod(a, b, s):
+    """C's ``fmod``: the remainder of the quotient truncated toward zero (the sign of ``a``), exact."""
+    r = mx.remainder(mx.abs(a, stream=s), mx.abs(b, stream=s), stream=s)
+    r = mx.where(a < 0, mx.negative(r, stream=s), r, stream=s)
+    return mx.where(mx.logical_and(a == 0, r == 0, stream=s), a, r, stream=s)  # a signed zero stays
+
+
+def _python_remainder(a, b, s):
+    """torch's (and Python's) float remainder: C's ``fmod`` moved by ``b`` when its sign differs from ``b``'s."""
+    r = _c_fmod(a, b, s)
+    moved = mx.logical_and(r != 0, mx.not_equal(b < 0, r < 0, stream=s), stream=s)
+    return mx.where(moved, mx.add(r, b, stream=s), r, stream=s)
+
+
+def _floor_quotient(a, b, s):
+    """torch's ``div(a, b, rounding_mode="floor")`` on floats, which is Python's ``a // b``.
+
+    The quotient is taken from the exact remainder (``(a - fmod(a, b)) / b``, lowered by one where
+    the remainder's sign differs from ``b``'s) rather than by flooring ``a / b``, whose rounding can
+    cross an integer (``1.5 // 0.1`` is 14, ``floor(1.5 / 0.1)`` 15); a zero quotient takes the sign
+    of ``a / b``, and a zero divisor gives ``a / b`` (IEEE's inf or nan).
+    """
+    mod = _c_fmod(a, b, s)
+    div = mx.divide(mx.subtract(a, mod, stream=s), b, stream=s)
+    lower = mx.logical_and(mod != 0, mx.not_equal(b < 0, mod < 0, stream=s), stream=s)
+    div = mx.where(lower, mx.subtract(div, 1, stream=s), div, stream=s)
+    floor = mx.floor(div, stream=s)
+    floor = mx.where(mx.subtract(div, floor, stream=s) > 0.5, mx.add(floor, 1, stream=s), floor, stream=s)
+    quotient = mx.divide(a, b, stream=s)
+    zero = mx.multiply(quotient, 0, stream=s)  # 0 with the sign of a / b (used where a / b is finite)
+    out = mx.where(div != 0, floor, zero, stream=s)
+    return mx.where(b == 0, quotient, out, stream=s)
+
+
+def _summed_to(g, shape):
+    """Gradient ``g`` summed over the dims broadcasting added to an operand of ``shape``."""
+    if tuple(g.shape) == tuple(shape):
+        return g
+    lead = g.ndim - len(shape)
+    axes = list(range(lead)) + [lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1]
+    return mx.reshape(mx.sum(g, axis=axes, keepdims=True), shape) if axes else mx.reshape(g, shape)
+
+
+@mx.custom_function
+def _torch_pow(a, b):
+    """``a ** b`` whose derivative is torch's at the points torch defines it: ``d/da`` is 0 where
+    ``b == 0`` (``x ** 0`` at 0: MLX's ``0 * 0 ** -1`` is NaN) and ``d/db`` is 0 where ``a == 0`` and
+    ``b >= 0`` (MLX's ``0 * log 0`` is NaN). Complex operands get torch's conjugated derivatives
+    (MLX's own vjp of a complex ``power`` leaves out the conjugate: a wrong sign in the imaginary
+    direction). Used only inside a backward replay."""
+    return mx.power(a, b)
+
+
+@_torch_pow.vjp
+def _torch_pow_vjp(primals, cotangent, output):
+    a, b = primals
+    if a.dtype == mx.complex64:  # torch's convention for a holomorphic f: grad_in = grad_out * conj(f')
+        da = mx.where(b == 0, 0, cotangent * mx.conj(b * mx.power(a, b - 1)))
+        db = mx.where(a == 0, 0, cotangent * mx.conj(output * mx.log(a)))
+    else:
+        da = mx.where(b == 0, 0, cotangent * b * mx.power(a, b - 1))
+        db = mx.where(mx.logical_and(a == 0, b >= 0), 0, cotangent * output * mx.log(a))
+    return _summed_to(da.astype(a.dtype), a.shape), _summed_to(db.astype(b.dtype), b.shape)
+
+
+def _float_op(fn, a, b, raw, s):
+    """``fn(a, b, s)`` on the float operands of :meth:`MLXElementwiseOps._args`; float16/bfloat16 are
+    computed in float32 and rounded once, as torch's CPU kernels do, with a Python scalar among the
+    ``raw`` operands taken in float32 (torch's opmath), not rounded to the tensor's dtype first."""
+    if a.dtype == mx.float16 or a.dtype == mx.bfloat16:
+        a32, b32 = (v.astype(mx.float32, stream=s) if isinstance(r, mx.array) else mx.array(r, mx.float32)
+                    for v, r in zip((a, b), raw))
+        return fn(a32, b32, s).astype(a.dtype, stream=s)
+    return fn(a, b, s)
+
+
 @on_stream
 class MLXElementwiseOpsStreamed:
     """The ops of this family that run with ``self.s`` as MLX's default stream (operators and
@@ -47,6 +123,7 @@ class MLXElementwiseOpsStreamed:
     def fmod(self, a, b):
         if not isinstance(a, mx.array):
             raise TdxTypeError(f"fmod(): argument 'input' must be Tensor, not {type(a).__name__}")
+        raw = a, b
         a, b, rt = self._args(a, b)
         if rt is D.bool_ or rt.is_complex:
             raise OpDtypeError(f"\"fmod_cpu\" not implemented for '{scalar_name(rt)}'")
@@ -58,8 +135,7 @@ class MLXElementwiseOpsStreamed:
             r = mx.where(fix, mx.subtract(r, b, stream=self.s), r, stream=self.s)
             return r if minus_one is None else mx.where(minus_one, mx.zeros_like(r, stream=self.s), r,
                                                         stream=self.s)
-        r = mx.remainder(mx.abs(a, stream=self.s), mx.abs(b, stream=self.s), stream=self.s)
-        return mx.where(a < 0, mx.negative(r, stream=self.s), r, stream=self.s)
+        return _float_op(_c_fmod, a, b, raw, self.s)
 
     def _alpha(self, a, b, alpha, sub: bool):
         if sub and (_is_bool_operand(a) or _is_bool_operand(b)):
@@ -216,6 +292,7 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
         return mx.divide(self._cast(a, rt), self._cast(b, rt), stream=self.s)
 
     def floordiv(self, a, b):
+        raw = a, b
         a, b, rt = self._args(a, b)
         if rt is D.bool_:
             raise OpDtypeError("\"div_floor\" not implemented for 'Bool'")
@@ -224,11 +301,12 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
             q = mx.floor_divide(a, b, stream=self.s)
             return q if minus_one is None else mx.where(minus_one, mx.negative(a, stream=self.s), q,
                                                         stream=self.s)
-        return mx.floor_divide(a, b, stream=self.s)
+        return _float_op(_floor_quotient, a, b, raw, self.s)
 
     div_floor = floordiv  # div(rounding_mode="floor"); the tape gives it a zero derivative as torch
 
     def remainder(self, a, b):
+        raw = a, b
         a, b, rt = self._args(a, b)
         if rt is D.bool_:
             raise OpDtypeError("\"remainder\" not implemented for 'Bool'")
@@ -237,7 +315,7 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
             r = mx.remainder(a, b, stream=self.s)
             return r if minus_one is None else mx.where(minus_one, mx.zeros_like(r, stream=self.s), r,
                                                         stream=self.s)
-        return mx.remainder(a, b, stream=self.s)
+        return _float_op(_python_remainder, a, b, raw, self.s)
 
     def pow(self, a, b):
         if isinstance(a, mx.array) and isinstance(b, mx.array) and _is_bool(a) and _is_bool(b):
@@ -255,6 +333,8 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
             odd = mx.remainder(b, 2) != 0
             unit = mx.where(a == 1, 1, mx.where(a == -1, mx.where(odd, -1, 1), 0)).astype(a.dtype)
             return mx.where(neg, unit, pos, stream=self.s)
+        if differentiating() and (a.dtype in _FLOATS or a.dtype == mx.complex64):
+            return _torch_pow(a, b)
         return mx.power(a, b, stream=self.s)
 
     def matmul(self, a, b):

@@ -18,19 +18,19 @@ import mlx.core as mx
 
 from ... import _dtypes as D
 from ..._errors import (DtypeError, PrecisionWarning, TdxError, TdxNotImplementedError, TdxRuntimeError,
-                        TdxValueError,
+                        TdxTypeError, TdxValueError,
                         translate)
 from ..base import Capabilities, Executor
 from . import downcast_float64_enabled as _downcast_float64
 from ._elementwise import _NOT_FOR_COMPLEX, MLXElementwiseOps, _real_only
 from ._gather import MLXGatherOps
-from ._indexing import MLXIndexOps
+from ._indexing import MLXIndexOps, fit_scalar
 from ._linalg import MLXLinalgOps
 from ._namespaces import MLXNamespaceOps
 from ._nn import MLXNNOps
 from ._optim import MLXOptimOps
 from ._memory import check_alloc
-from ._random import MLXRandomOps
+from ._random import MLXRandomOps, seed_default
 from ._reduction import MLXReductionOps
 from ._scatter import MLXScatterOps
 from ._inverse_functions import MLXInverseFunctionOps
@@ -124,6 +124,9 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
             if arr.dtype == np.uint64 or arr.dtype == object and any(isinstance(v, int) for v in arr.ravel()):
                 raise TdxValueError("Overflow when unpacking long long: an int does not fit in 64 bits")
             dtype = dtype or infer_dtype(arr)
+            if arr.dtype.kind == "c" and not (dtype.is_complex or dtype is D.bool_):  # torch's Python conversion
+                raise TdxTypeError("must be real number, not complex" if dtype.is_floating_point
+                                   else "'complex' object cannot be interpreted as an integer")
             if arr.dtype.kind in "iuf" and D.is_integral(dtype, include_bool=False):
                 _check_int_range(arr, dtype, dtype.name)
         return self.from_host(arr, dtype)
@@ -137,9 +140,10 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
             arr = arr.real
         src = arr if arr.dtype.name in ("bool", "uint8", "int8", "int16", "int32", "int64", "float16",
                                          "float32", "float64", "complex64", "complex128") else arr.astype(np.float64)
-        if src.dtype == np.float64 and nd != mx.float64:  # narrowed on the host (ints exactly)
-            src = src.astype(np.complex64 if dtype is D.complex64 else np.float32 if dtype.is_floating_point
-                             else _NP_NAME[dtype])
+        if src.dtype == np.float64 and nd != mx.float64:  # narrowed on the host (ints exactly; overflow is inf)
+            with np.errstate(over="ignore"):
+                src = src.astype(np.complex64 if dtype is D.complex64 else np.float32 if dtype.is_floating_point
+                                 else _NP_NAME[dtype])
         if src.dtype == np.complex128:
             src = src.astype(np.complex64)
         src = src if src.flags.c_contiguous else src.copy(order="C")
@@ -164,10 +168,8 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
     def full(self, shape, value, dtype, requires_grad=False):
         self._no_grad(requires_grad)
         check_alloc(shape, dtype.itemsize, "full")
-        if D.is_integral(dtype, include_bool=False) and isinstance(value, (int, float)) \
-                and not isinstance(value, bool):
-            _check_int_range(np.asarray(value, dtype=np.float64 if isinstance(value, float) else object), dtype,
-                             _C_NAME.get(dtype.name, dtype.name))
+        if not isinstance(value, mx.array):
+            value = fit_scalar(value, dtype)
         return mx.full(shape, mx.array(value, self._nd(dtype)), self._nd(dtype), stream=self.s)
 
     def arange(self, start, end, step, dtype, requires_grad=False):
@@ -210,22 +212,23 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
         check_alloc(shape, dtype.itemsize, "rand")
         if self._nd(dtype) == mx.float64:
             return self.uniform64(tuple(shape), generator)
-        return mx.random.uniform(shape=shape, dtype=self._nd(dtype), key=generator, stream=self.s)
+        return mx.random.uniform(shape=shape, dtype=self._nd(dtype), key=self._key(generator), stream=self.s)
 
     def randn(self, shape, dtype, generator=None):
         check_alloc(shape, dtype.itemsize, "randn")
-        return mx.random.normal(shape, dtype=self._nd(dtype), key=generator, stream=self.s)
+        return mx.random.normal(shape, dtype=self._nd(dtype), key=self._key(generator), stream=self.s)
 
     def randint(self, low, high, shape, dtype, generator=None):
         check_alloc(shape, dtype.itemsize, "randint")
         nd = self._nd(dtype)
         if not (mx.issubdtype(nd, mx.integer) or nd == mx.bool_):  # MLX draws integers only; torch casts them
-            out = mx.random.randint(low, high, shape, dtype=mx.int64, key=generator, stream=self.s)
+            out = mx.random.randint(low, high, shape, dtype=mx.int64, key=self._key(generator), stream=self.s)
             return out.astype(nd, stream=self.s)
-        return mx.random.randint(low, high, shape, dtype=nd, key=generator, stream=self.s)
+        return mx.random.randint(low, high, shape, dtype=nd, key=self._key(generator), stream=self.s)
 
     def manual_seed(self, seed: int) -> None:
         mx.random.seed(seed)
+        seed_default(seed)
 
     # conversion -----------------------------------------------------------------------
     @staticmethod
@@ -326,9 +329,6 @@ def _read_only(arr: np.ndarray) -> np.ndarray:
     return arr
 
 
-_C_NAME = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t"}
-
-
 def _check_int_range(arr: np.ndarray, dtype, name: str) -> None:
     """Refuse values an integer ``dtype`` cannot hold (NaN, infinities, out of range), as torch.
 
@@ -338,13 +338,12 @@ def _check_int_range(arr: np.ndarray, dtype, name: str) -> None:
     if not arr.size:
         return
     info = np.iinfo(dtype.name)
-    low = info.min if info.min or name == dtype.name else -(1 << 63)  # full() wraps negatives into uint8
     if arr.dtype == object:
-        bad = any(not low <= int(v) <= info.max for v in arr.ravel())
+        bad = any(not (-info.max if info.min == 0 else info.min) <= int(v) <= info.max for v in arr.ravel())
     elif arr.dtype.kind == "f":
-        bad = not (np.isfinite(arr).all() and arr.min() >= low and arr.max() <= info.max)
-    else:
-        bad = int(arr.min()) < low or int(arr.max()) > info.max
+        bad = not (np.isfinite(arr).all() and arr.min() >= info.min and arr.max() <= info.max)
+    else:  # ints down to -255 wrap into uint8, as torch's
+        bad = int(arr.min()) < (-info.max if info.min == 0 else info.min) or int(arr.max()) > info.max
     if bad:
         raise TdxRuntimeError(f"value cannot be converted to type {name} without overflow")
 

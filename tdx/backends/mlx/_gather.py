@@ -10,6 +10,7 @@ import mlx.core as mx
 import numpy as np
 
 from ..._errors import TdxIndexError, TdxValueError
+from ._indexing import fit_scalar
 from ._rules import _INTS, gathered
 
 
@@ -104,6 +105,7 @@ class MLXGatherOps:
         return x[tuple(first)], tuple(second)
 
     def getitem(self, x, index):
+        self.s  # noqa: B018 - this thread's default stream made the shared one before ``x[...]`` runs on it
         if index.__class__ is int and x.ndim and -x.shape[0] <= index < x.shape[0]:
             return x[index]  # the common case, checked here in full
         split = self._scalar_bools(x, index)
@@ -113,7 +115,11 @@ class MLXGatherOps:
 
     def setitem(self, x, index, value):
         """``x`` with ``x[index] = value`` applied, as a new array (``x`` itself is never mutated)."""
-        if isinstance(index, mx.array) and index.dtype == mx.bool_ and tuple(index.shape) == tuple(x.shape):
+        self.s  # noqa: B018 - as in getitem: ``out[...] = value`` runs on this thread's default stream
+        if not isinstance(value, mx.array):
+            value = fit_scalar(value, self._tdx(x), fill=False)
+        if isinstance(index, mx.array) and index.dtype == mx.bool_ and tuple(index.shape) == tuple(x.shape) \
+                and not (isinstance(value, mx.array) and value.ndim):  # values in mask order take the general path
             return mx.where(index, self._cast(value, self._tdx(x)), x, stream=self.s)
         split = self._scalar_bools(x, index)
         if split is not None:  # written through the array with the bools' axes added, then reshaped back

@@ -39,23 +39,37 @@ _INT_RANGE = {"uint8": (0, 255), "int8": (-128, 127), "int16": (-2 ** 15, 2 ** 1
               "int64": (-2 ** 63, 2 ** 63 - 1)}  # mutate: equivalent (past int64, the conversion raises the same)
 _FLOAT_MAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38, "float32": 3.4028234663852886e38,
               "complex64": 3.4028234663852886e38}
+# the C++ type torch's checked scalar conversion names in its error, per tdx dtype
+_C_TYPE = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t",
+           "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float", "float64": "double",
+           "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
 
 
-def fit_scalar(value, d):
-    """``value`` ready to cast to tdx dtype ``d``, refusing what torch's scalar conversion refuses.
+def fit_scalar(value, d, fill: bool = True):
+    """``value`` ready to cast to tdx dtype ``d``: the one checked conversion of a Python scalar
+    written into a tensor, refusing what torch's refuses.
 
-    Negative ints wrap into unsigned types (two's complement) as in torch; floats truncate
-    into ints when in range; infinities and NaN fit only floating types.
+    Negative ints down to ``-255`` wrap into uint8 (two's complement) as in torch; floats truncate
+    into ints when in range; infinities and NaN fit only floating types; a complex value with an
+    imaginary part fits only complex types; anything fits bool (nonzero is True).
+
+    Args:
+        value: the scalar (anything else is returned as it is).
+        d: the tdx dtype written into.
+        fill: True for ``fill_``/``masked_fill_``/``full``/``scatter`` (torch checks the range of
+            every dtype and names its C++ type); False for an assignment ``x[index] = value``,
+            where torch goes through a double (float32: float) and lets float16/bfloat16 overflow
+            to inf.
 
     Returns:
         ``value``, with a complex scalar reduced to what a real ``d`` keeps.
 
     Raises:
-        TdxRuntimeError: ``value`` overflows ``d``.
+        TdxRuntimeError: "value cannot be converted to type ... without overflow".
     """
-    if d.name == "bool" and isinstance(value, complex):
-        return bool(value)
-    if isinstance(value, bool) or d.name == "bool" or not isinstance(value, (int, float, complex)):
+    if value.__class__ is bool or d.name == "bool":
+        return bool(value) if isinstance(value, complex) else value
+    if not isinstance(value, (int, float, complex)):
         return value
     if isinstance(value, complex):
         if d.is_complex:
@@ -70,10 +84,14 @@ def fit_scalar(value, d):
             bad = real > hi or (real < -hi if lo == 0 else real < lo)
         else:
             bad = real != real or real < lo or real > hi
-    elif not bad and d.name in _FLOAT_MAX and real == real and abs(real) != float("inf"):
+    elif not bad and d.name in _FLOAT_MAX and (fill or d.name == "float32") and real == real \
+            and abs(real) != float("inf"):
         bad = abs(real) > _FLOAT_MAX[d.name]
     if bad:
-        raise TdxRuntimeError(f"value cannot be converted to type {d.name} without overflow")
+        name = _C_TYPE.get(d.name, d.name)
+        if not fill and d.is_floating_point:
+            name = "float" if d.name == "float32" else "double"
+        raise TdxRuntimeError(f"value cannot be converted to type {name} without overflow")
     return real
 
 

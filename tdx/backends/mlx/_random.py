@@ -25,6 +25,9 @@ torch one (whose size and first bytes differ).
 
 from __future__ import annotations
 
+import secrets
+import threading
+
 import mlx.core as mx
 
 from ..._errors import OpDtypeError, TdxRuntimeError
@@ -33,6 +36,16 @@ from ._indexing import on_stream, scalar_name
 from ._memory import check_alloc, check_dims
 
 _FLOATS = frozenset((mx.float16, mx.bfloat16, mx.float32, mx.float64))
+# The one process-wide default key (torch's default generator is one per process; MLX's global
+# random state is one per thread, so threads seeded alike would draw alike). Split under the lock.
+_DEFAULT_KEY: list = [None]
+_KEY_LOCK = threading.Lock()
+
+
+def seed_default(seed: int) -> None:
+    """Restart the process-wide default key from ``seed`` (``tdx.manual_seed``)."""
+    with _KEY_LOCK:
+        _DEFAULT_KEY[0] = mx.random.key(seed % (1 << 64))
 
 
 @on_stream
@@ -43,6 +56,20 @@ class MLXRandomOps:
         """A mutable list holding the key for ``seed`` (reduced to 64 bits) and that seed."""
         seed %= 1 << 64
         return [mx.random.key(seed), seed]
+
+    def _key(self, generator):
+        """``generator`` (a key), or a fresh key split off the process-wide default key: every call,
+        from any thread, draws differently."""
+        if generator is not None:
+            return generator
+        with _KEY_LOCK:
+            state = _DEFAULT_KEY[0]
+            if state is None:
+                state = mx.random.key(secrets.randbits(64))
+            keys = mx.random.split(state, stream=self.s)
+            mx.eval(keys)  # the held key is a value, never a growing chain of splits
+            _DEFAULT_KEY[0] = keys[0]
+        return keys[1]
 
     def generator_arg(self, state: list):
         """A fresh key for one random call; the generator's state advances."""
@@ -82,7 +109,7 @@ class MLXRandomOps:
             raise TdxRuntimeError(f"n must be non-negative, got{n}")
         check_dims((n,), "randperm")  # the hard limit first: more memory would not help
         check_alloc((n,), dtype.itemsize, "randperm")
-        out = mx.random.permutation(n, key=generator, stream=self.s)
+        out = mx.random.permutation(n, key=self._key(generator), stream=self.s)
         return out.astype(self._nd(dtype), stream=self.s)
 
     def multinomial(self, x, num_samples, replacement=False, generator=None):
@@ -106,9 +133,9 @@ class MLXRandomOps:
         rows = p if p.ndim == 2 else mx.reshape(p, (1, n), stream=self.s)
         logits = mx.log(rows, stream=self.s)
         if replacement:
-            out = mx.random.categorical(logits, axis=-1, num_samples=num_samples, key=generator, stream=self.s)
+            out = mx.random.categorical(logits, axis=-1, num_samples=num_samples, key=self._key(generator), stream=self.s)
         else:  # Gumbel top-k: the first k of a stable descending order of the perturbed logits
-            g = mx.random.gumbel(shape=rows.shape, dtype=rows.dtype, key=generator, stream=self.s)
+            g = mx.random.gumbel(shape=rows.shape, dtype=rows.dtype, key=self._key(generator), stream=self.s)
             scores = logits + g
             flip = (slice(None), slice(None, None, -1))
             order = mx.argsort(-scores[flip], axis=-1, stream=self.s)
@@ -117,7 +144,7 @@ class MLXRandomOps:
         return out if x.ndim == 2 else mx.reshape(out, (num_samples,), stream=self.s)
 
     def _uniform(self, shape, generator):
-        return mx.random.uniform(shape=shape, dtype=mx.float32, key=generator, stream=self.s)
+        return mx.random.uniform(shape=shape, dtype=mx.float32, key=self._key(generator), stream=self.s)
 
     def bernoulli(self, x, p=None, generator=None):
         if p is None:
@@ -136,7 +163,7 @@ class MLXRandomOps:
 
     def _complex_pair(self, draw, x, generator):
         """A complex64 array whose real and imaginary parts are two independent ``draw(shape, key)``."""
-        keys = mx.random.split(generator, stream=self.s) if generator is not None else (None, None)
+        keys = mx.random.split(self._key(generator), stream=self.s)
         re, im = draw(x.shape, keys[0]), draw(x.shape, keys[1])
         return mx.add(re.astype(mx.complex64, stream=self.s),
                       mx.multiply(im.astype(mx.complex64, stream=self.s), mx.array(1j, mx.complex64),
@@ -151,7 +178,7 @@ class MLXRandomOps:
             scale = std / 2 ** 0.5
             return self._complex_pair(lambda shape, key: mx.random.normal(
                 shape, dtype=mx.float32, loc=mean, scale=scale, key=key, stream=self.s), x, generator)
-        out = mx.random.normal(x.shape, dtype=x.dtype, loc=mean, scale=std, key=generator, stream=self.s)
+        out = mx.random.normal(x.shape, dtype=x.dtype, loc=mean, scale=std, key=self._key(generator), stream=self.s)
         return out.astype(x.dtype, stream=self.s)
 
     def uniform_(self, x, low=0.0, high=1.0, generator=None):
@@ -165,12 +192,12 @@ class MLXRandomOps:
         if x.dtype == mx.float64:
             return low + (high - low) * self.uniform64(x.shape, generator)
         wide = mx.float32 if x.dtype in (mx.float16, mx.bfloat16) else x.dtype
-        out = mx.random.uniform(low, high, x.shape, dtype=wide, key=generator, stream=self.s)
+        out = mx.random.uniform(low, high, x.shape, dtype=wide, key=self._key(generator), stream=self.s)
         return out.astype(x.dtype, stream=self.s)
 
     def uniform64(self, shape, generator=None):
         """float64 uniform draws in [0, 1) with 53 random bits (MLX draws no float64 uniforms itself)."""
-        keys = mx.random.split(generator, stream=self.s) if generator is not None else (None, None)
+        keys = mx.random.split(self._key(generator), stream=self.s)
         hi = mx.random.randint(0, 1 << 27, shape, dtype=mx.int64, key=keys[0], stream=self.s)  # 27 bits
         lo = mx.random.randint(0, 1 << 26, shape, dtype=mx.int64, key=keys[1], stream=self.s)  # 26 bits
         return (hi.astype(mx.float64) * 67108864.0 + lo.astype(mx.float64)) / 9007199254740992.0

@@ -22,6 +22,24 @@ from ._memory import check_alloc
 from ._rules import _HALF, _INTS, _axes, _dims, _kw, _out_shape, _reduced_shape
 
 
+_NARROW_INTS = frozenset((mx.bool_, mx.uint8, mx.int8, mx.int16, mx.int32))
+
+
+def _wide(x, s):
+    """``x`` in torch's CPU accumulation type: float16/bfloat16 in float32, narrow ints in int64
+    (whose wrap-around, cast back, is the narrow type's own); other dtypes as they are."""
+    if x.dtype in _HALF:
+        return x.astype(mx.float32, stream=s)
+    if x.dtype in _NARROW_INTS:
+        return x.astype(mx.int64, stream=s)
+    return x
+
+
+def _narrowed(out, dtype, s):
+    """``out`` (computed by :func:`_wide`) rounded or wrapped back once to the reduction's ``dtype``."""
+    return out if out.dtype == dtype else out.astype(dtype, stream=s)
+
+
 @on_stream
 class MLXReductionOpsStreamed:
     """The ops of this family that run with ``self.s`` as MLX's default stream (operators and
@@ -60,7 +78,7 @@ class MLXReductionOpsStreamed:
         x = self._acc(x, dtype)
         if x.ndim == 0 or x.size == 0:
             return mx.array(x)
-        return fn(x, axis=norm_dim(dim, x.ndim), stream=self.s)
+        return _narrowed(fn(_wide(x, self.s), axis=norm_dim(dim, x.ndim), stream=self.s), x.dtype, self.s)
 
     def cumsum(self, x, dim, dtype=None):
         return self._scan(mx.cumsum, x, dim, dtype)
@@ -212,17 +230,21 @@ class MLXReductionOps(MLXReductionOpsStreamed):
 
     def sum(self, x, dim=None, keepdim=False, dtype=None):
         x = self._acc(x, dtype)
-        out = self._float32_sum(x, dim, keepdim)
-        return self._reduce(mx.sum, 0, x, dim, keepdim) if out is None else out
+        wide = _wide(x, self.s)
+        out = self._float32_sum(wide, dim, keepdim)
+        return _narrowed(self._reduce(mx.sum, 0, wide, dim, keepdim) if out is None else out, x.dtype, self.s)
 
     def prod(self, x, dim=None, keepdim=False, dtype=None):
         if dim is not None and not isinstance(dim, int):
             raise TdxTypeError(f"prod(): argument 'dim' (position 1) must be int, not {type(dim).__name__}")
         if dtype is not None and D.as_dtype(dtype) is D.bool_:  # a product of bools is their conjunction
             return self.all(x.astype(mx.bool_, stream=self.s), dim, keepdim)
-        return self._reduce(mx.prod, 1, self._acc(x, dtype), dim, keepdim)
+        x = self._acc(x, dtype)
+        return _narrowed(self._reduce(mx.prod, 1, _wide(x, self.s), dim, keepdim), x.dtype, self.s)
 
     def _need_float(self, x, op):
+        if x.dtype in _INTS and op != "mean":
+            raise OpDtypeError("std and var only support floating point and complex dtypes")
         if x.dtype in _INTS:
             raise OpDtypeError(f"{op}(): could not infer output dtype. Input dtype must be either a "
                                f"floating point or complex dtype. Got: {self._tdx(x).name}")
@@ -230,19 +252,27 @@ class MLXReductionOps(MLXReductionOpsStreamed):
     def mean(self, x, dim=None, keepdim=False, dtype=None):
         if dtype is None:
             self._need_float(x, "mean")
+        elif D.is_integral(D.as_dtype(dtype), include_bool=True):
+            raise OpDtypeError("mean(): could not infer output dtype. Optional dtype must be either a floating "
+                               f"point or complex dtype. Got: {scalar_name(D.as_dtype(dtype))}")
+        elif self._nd(D.as_dtype(dtype)) in _HALF and x.dtype != self._nd(D.as_dtype(dtype)):  # torch: float32 sum
+            return _narrowed(self.mean(x, dim, keepdim, D.float32), self._nd(D.as_dtype(dtype)), self.s)
         x = self._acc(x, dtype)
         if x.size == 0:  # MLX's mean of an empty array may never return; torch gives NaN
             return self._empty_nan(x, dim, keepdim)
         # torch divides the sum by the count; MLX's mean multiplies by 1/count (another rounding)
-        total = self._float32_sum(x, dim, keepdim)
+        wide = _wide(x, self.s)
+        total = self._float32_sum(wide, dim, keepdim)
         if total is None:
-            total = mx.sum(x, **_kw(x, dim, keepdim), stream=self.s)
-        return mx.divide(total, x.size // max(total.size, 1), stream=self.s)
+            total = mx.sum(wide, **_kw(x, dim, keepdim), stream=self.s)
+        return _narrowed(mx.divide(total, x.size // max(total.size, 1), stream=self.s), x.dtype, self.s)
 
     def var(self, x, dim=None, correction=1, keepdim=False):
         self._need_float(x, "var")
         if x.size == 0:  # as mean: avoid MLX's empty reduction, torch gives NaN
             return self._empty_nan(x, dim, keepdim)
+        if x.dtype in _HALF:
+            return _narrowed(self.var(_wide(x, self.s), dim, correction, keepdim), x.dtype, self.s)
         if isinstance(correction, float) and not correction.is_integer():  # MLX's ddof is an int
             kw = _kw(x, dim, keepdim)
             n = x.size // max(mx.mean(x, **kw, stream=self.s).size, 1)
@@ -257,6 +287,8 @@ class MLXReductionOps(MLXReductionOpsStreamed):
 
     def std(self, x, dim=None, correction=1, keepdim=False):
         self._need_float(x, "std")
+        if x.dtype in _HALF:
+            return _narrowed(self.std(_wide(x, self.s), dim, correction, keepdim), x.dtype, self.s)
         return mx.sqrt(self.var(x, dim, correction, keepdim), stream=self.s)
 
     def _nonempty(self, x, dim, op):

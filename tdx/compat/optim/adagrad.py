@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import tdx
 
-from .optimizer import Optimizer, check_lr, OptimizerRuntimeError, advance_step, refuse_complex, scalar, step_tensor
+from .optimizer import (Optimizer, OptimizerRuntimeError, advance_step, check_lr, count_step, refuse_complex,
+                        scalar, step_tensor)
 
 __all__ = ["Adagrad", "Adadelta", "RMSprop", "Rprop", "ASGD"]
 
@@ -110,7 +111,7 @@ class Adadelta(Optimizer):
                 state["square_avg"] = tdx.zeros_like(p)
                 state["acc_delta"] = tdx.zeros_like(p)
             square_avg, acc_delta = state["square_avg"], state["acc_delta"]
-            state["step"] += 1
+            count_step(state["step"])
             if wd != 0:
                 grad = grad.add(p, alpha=wd)
             square_avg.mul_(rho).addcmul_(grad, grad, value=1 - rho)
@@ -166,7 +167,7 @@ class RMSprop(Optimizer):
                 if centered:
                     state["grad_avg"] = tdx.zeros_like(p)
             square_avg = state["square_avg"]
-            state["step"] += 1
+            count_step(state["step"])
             if wd != 0:
                 grad = grad.add(p, alpha=wd)
             square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
@@ -216,7 +217,7 @@ class Rprop(Optimizer):
                 state["prev"] = tdx.zeros_like(p)
                 state["step_size"] = tdx.full_like(grad, scalar(group["lr"]))
             prev, step_size = state["prev"], state["step_size"]
-            state["step"] += 1
+            count_step(state["step"])
             sign = grad.mul(prev).sign()
             sign = tdx.where(sign.gt(0), etaplus, sign)
             sign = tdx.where(sign.lt(0), etaminus, sign)

@@ -178,10 +178,21 @@ def advance_step(step_t: "tdx.Tensor") -> float:
     else:
         ref = weakref.ref(step_t, lambda _dead, key=key: _STEP_COUNTS.pop(key, None))
         before = step_t.item()
-    step_t += 1
     count = struct.unpack("f", struct.pack("f", before + 1))[0]
+    # the counter is rebound to the count itself, a constant: ``step_t += 1`` would chain one lazy add per
+    # step, a graph that grows with the step count (memory, and a read that walks every step)
+    step_t.fill_(count)
     _STEP_COUNTS[key] = (ref, step_t.native, count)
     return count
+
+
+def count_step(step_t: "tdx.Tensor") -> None:
+    """``step_t += 1`` where the count itself is not needed: in place where tensors are mutable, else
+    through :func:`advance_step` (a constant, never a chain of lazy adds)."""
+    if step_t.executor.caps.mutable:
+        step_t += 1
+    else:
+        advance_step(step_t)
 
 
 def refuse_complex(param: "tdx.Tensor", name: str) -> None:
