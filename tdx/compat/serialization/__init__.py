@@ -226,11 +226,20 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
             the tensors then share the mapped memory on cpu, copy-on-write).
         **pickle_load_args: only ``encoding`` is accepted (must be utf-8 compatible).
 
+    Every number a record carries is checked before anything of that size is allocated (see
+    :mod:`.records`): a crafted file is refused in about a millisecond, whatever it claims.
+
     Raises:
+        CheckpointError: (a RuntimeError, as torch's) a corrupt archive (truncated, a CRC that does
+            not match its record, a missing record), a storage count that does not match its
+            record, a tensor's sizes/strides/offset outside its storage or negative; names the record.
+        CheckpointUnpicklingError: (a ``pickle.UnpicklingError``) a pickle stream that cannot be
+            read: truncated, malformed, announcing more bytes than it holds; neither a zip
+            checkpoint nor a legacy one.
         WeightsOnlyError: (a ``pickle.UnpicklingError``) a global outside the allowed set.
         UnsupportedOpError: a big-endian checkpoint; a tensor subclass tdx lacks, or a tensor
-            carrying Python attributes (torch keeps them; tdx tensors hold none).
-        pickle.UnpicklingError: neither a zip checkpoint nor a legacy one.
+            carrying Python attributes (torch keeps them; tdx tensors hold none); a self-overlapping
+            layout whose copy would pass 2 GiB (tdx has no overlapping views).
         TdxTypeError: a map_location of another kind.
     """
     if pickle_module not in (None, pickle):
