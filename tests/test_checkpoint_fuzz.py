@@ -289,3 +289,22 @@ def test_crafted_files_bounded_in_a_fresh_process(device):
     assert out.returncode == 0, out.stderr[-2000:]
     grown = int(out.stdout.split()[-1])
     assert grown < BYTES, f"resident set grew {grown / 2 ** 20:.0f} MB"
+
+
+def test_a_record_claiming_bytes_past_the_end(device, tmp_path):
+    """A storage record whose headers claim more bytes than the file holds (its element count made
+    to agree): refused when read and when memory-mapped, naming the record."""
+    blob = bytearray(craft(numel=1000))  # 1000 float32 claimed, 16 bytes written
+    name = b"archive/data/0"
+    central = blob.index(b"PK\x01\x02")
+    while blob[central + 46:central + 46 + len(name)] != name:
+        central = blob.index(b"PK\x01\x02", central + 4)
+    local = struct.unpack("<I", blob[central + 42:central + 46])[0]
+    for at in (central + 20, central + 24, local + 18, local + 22):  # compressed and real sizes, both headers
+        blob[at:at + 4] = struct.pack("<I", 4000)
+    path = tmp_path / "past_the_end.pt"
+    path.write_bytes(bytes(blob))
+    with pytest.raises(CheckpointError, match="data/0: EOFError"):  # read: the bytes run out
+        tdx.load(path, map_location=device)
+    with pytest.raises(CheckpointError, match="data/0: it runs past the end of the file"):  # mapped
+        tdx.load(path, mmap=True, map_location=device)

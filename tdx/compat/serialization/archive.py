@@ -86,7 +86,8 @@ class ArchiveReader:
             self.zip = zipfile.ZipFile(f, "r")
             names = self.zip.namelist()
         except CORRUPT as err:
-            raise CheckpointError(f"PytorchStreamReader failed reading zip archive: {err}") from None
+            raise CheckpointError(f"PytorchStreamReader failed reading zip archive: {type(err).__name__}: "
+                                  f"{err}") from None
         if not names:
             raise CheckpointError("PytorchStreamReader failed reading zip archive: an archive with no record")
         self.prefix = names[0].split("/", 1)[0]
@@ -113,7 +114,8 @@ class ArchiveReader:
         try:
             return self.zip.read(info)
         except CORRUPT as err:
-            raise CheckpointError(f"PytorchStreamReader failed reading record {info.filename}: {err}") from None
+            raise CheckpointError(f"PytorchStreamReader failed reading record {info.filename}: "
+                                  f"{type(err).__name__}: {err}") from None
 
     def mapped(self, record: str, np_dtype, count: int):
         """The record as a copy-on-write memory-mapped NumPy array (None where it cannot be:
