@@ -585,3 +585,10 @@ def test_interrupted_save_keeps_the_previous_checkpoint(device, tmp_path, monkey
     buf.seek(0, io.SEEK_END)
     tdx.save(tdx.arange(3, device=device), buf)  # a file object: written in place, where it stands
     assert buf.getvalue().startswith(b"kept prefix|PK")
+    for bad in (tmp_path / "no_such_folder" / "x.pt", tmp_path):  # torch: RuntimeError for both
+        with pytest.raises(RuntimeError) as info:
+            torch.save(1, bad)
+        with pytest.raises(RuntimeError) as info:
+            tdx.save(1, bad)
+        assert isinstance(info.value, tdx.TdxError)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt.pt", "latest.pt"]

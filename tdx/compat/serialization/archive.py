@@ -152,6 +152,10 @@ def replacing(path: str):
     """
     target = os.path.realpath(path)
     folder, base = os.path.split(target)
+    if not os.path.isdir(folder):
+        raise CheckpointError(f"Parent directory {folder} does not exist.")  # torch's RuntimeError
+    if os.path.isdir(target):
+        raise CheckpointError(f"cannot save to {path}: it is a directory")
     tmp = os.path.join(folder, f".{base}.{secrets.token_hex(4)}.tmp")
     fh = open(tmp, "xb")
     try:

@@ -23,8 +23,9 @@ __all__ = ["CheckpointError", "CheckpointUnpicklingError", "check_storage", "che
 
 
 class CheckpointError(tdx.TdxError, RuntimeError):
-    """A checkpoint archive that is corrupt, or a record inconsistent with another (torch raises
-    RuntimeError: ``PytorchStreamReader failed ...``, ``setStorage: ... out of bounds``)."""
+    """A checkpoint archive that is corrupt, a record inconsistent with another, or a path a
+    checkpoint cannot be saved to (torch raises RuntimeError: ``PytorchStreamReader failed ...``,
+    ``setStorage: ... out of bounds``, ``Parent directory ... does not exist``)."""
 
 
 class CheckpointUnpicklingError(tdx.TdxError, pickle.UnpicklingError):
