@@ -308,3 +308,17 @@ def test_a_record_claiming_bytes_past_the_end(device, tmp_path):
         tdx.load(path, map_location=device)
     with pytest.raises(CheckpointError, match="data/0: it runs past the end of the file"):  # mapped
         tdx.load(path, mmap=True, map_location=device)
+
+
+def test_guarded_names_still_load_what_torch_writes(device):
+    """bytearray (refused with a size, which would allocate it) and torch.Tensor (refused when called)
+    still load as torch writes them."""
+    buf = io.BytesIO()
+    sub = torch.arange(6.0).reshape(2, 3)[:, 1:]
+    torch.save({"empty": bytearray(), "bytes": bytearray(b"ab\xff"), "sub": sub}, buf)
+    got = refused_in_bounds(buf.getvalue(), device)
+    assert got["empty"] == bytearray() and got["bytes"] == bytearray(b"ab\xff")
+    assert got["sub"].tolist() == sub.tolist()
+    buf = io.BytesIO()
+    torch.save({"cls": torch.Tensor}, buf)
+    assert tdx.load(io.BytesIO(buf.getvalue()), weights_only=False)["cls"] is tdx.Tensor

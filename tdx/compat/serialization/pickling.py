@@ -251,7 +251,7 @@ TENSOR_TYPE = _TensorType()
 def _bytearray(*args):
     """``bytearray`` as pickle protocol 2 uses it (``bytearray(str, encoding)``): a size is refused,
     since ``bytearray(10**12)`` would allocate it."""
-    if not args or isinstance(args[0], int):
+    if args and isinstance(args[0], int):
         raise pickle.UnpicklingError(f"a checkpoint calls bytearray{args!r}: only bytearray(data, encoding) is read")
     return bytearray(*args)
 
