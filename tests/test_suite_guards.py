@@ -6,6 +6,7 @@ dropped the gradient and a complex ``pow`` had the conjugate left out of its der
 from __future__ import annotations
 
 import math
+import warnings
 from collections import OrderedDict
 
 import numpy as np
@@ -96,3 +97,38 @@ def test_logsumexp_of_all_minus_inf_rows(device, dtype):
     assert x.logsumexp(1, keepdim=True).shape == (3, 1)
     empty = tdx.zeros(2, 0, device=device).to(getattr(tdx, dtype))
     assert_close(tdx.logsumexp(empty, dim=1), torch.logsumexp(torch.zeros(2, 0).to(getattr(torch, dtype)), dim=1))
+
+
+def _scaled(lib):
+    class Scaled(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = lib.nn.Parameter(lib.tensor(2.0))
+            self.lin = lib.nn.Linear(2, 1)
+
+    return Scaled()
+
+
+def test_state_dict_forms_match_torch(device):
+    """Detached by default, the Parameters themselves with keep_vars, the deprecated positional
+    (destination, prefix, keep_vars) form, and a 1-element 1-d tensor loading into a 0-d parameter."""
+    ref, ours = _scaled(torch), _scaled(tdx).to(device)
+    for sd, module in ((ours.state_dict(), ours), (ref.state_dict(), ref)):
+        assert list(sd) == ["scale", "lin.weight", "lin.bias"]
+        assert not any(v.requires_grad for v in sd.values()) and sd["scale"] is not module.scale
+    kept = ours.state_dict(keep_vars=True)
+    assert kept["scale"] is ours.scale and kept["scale"].requires_grad
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got, expected = ours.state_dict({}, "pre.", True), ref.state_dict({}, "pre.", True)
+    assert [w.category for w in caught] == [FutureWarning, FutureWarning]
+    assert list(got) == list(expected) == ["pre.scale", "pre.lin.weight", "pre.lin.bias"]
+    assert got["pre.scale"] is ours.scale and type(expected["pre.scale"]) is torch.nn.Parameter
+    values = {"scale": [5.0], "lin.weight": [[1.0, 2.0]], "lin.bias": [0.5]}
+    ref.load_state_dict({k: torch.tensor(v) for k, v in values.items()})
+    ours.load_state_dict({k: tdx.tensor(v, device=device) for k, v in values.items()})
+    assert ours.scale.shape == ref.scale.shape == () and ours.scale.item() == ref.scale.item() == 5.0
+    values["scale"] = [5.0, 6.0]
+    with pytest.raises(RuntimeError, match="size mismatch for scale") as info:
+        ours.load_state_dict({k: tdx.tensor(v, device=device) for k, v in values.items()})
+    assert isinstance(info.value, tdx.TdxError)
