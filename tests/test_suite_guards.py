@@ -116,6 +116,8 @@ def test_state_dict_forms_match_torch(device):
     for sd, module in ((ours.state_dict(), ours), (ref.state_dict(), ref)):
         assert list(sd) == ["scale", "lin.weight", "lin.bias"]
         assert not any(v.requires_grad for v in sd.values()) and sd["scale"] is not module.scale
+    assert dict(ours.state_dict()._metadata) == dict(ref.state_dict()._metadata) == {"": {"version": 1},
+                                                                                       "lin": {"version": 1}}
     kept = ours.state_dict(keep_vars=True)
     assert kept["scale"] is ours.scale and kept["scale"].requires_grad
     with warnings.catch_warnings(record=True) as caught:
