@@ -54,3 +54,32 @@ def test_torch_prefixed_packages_in_the_alias_block(device):
         sys.path.remove(str(PACKAGES))
         for name in [m for m in sys.modules if m.partition(".")[0] in ("torchfake", "torchy_pkg")]:
             del sys.modules[name]
+
+
+def test_alias_import_forms(device):
+    """Every way a program imports under the alias: ``importlib.import_module``, ``__import__`` without
+    globals, code exec'd with bare globals; an import made on behalf of tdx gets the real torch."""
+    import builtins
+    import importlib
+
+    import torch as real
+
+    from tdx.compat.torch_alias import torch_alias
+
+    sys.path.insert(0, str(PACKAGES))
+    try:
+        with torch_alias():
+            assert importlib.import_module("torch") is tdx
+            assert importlib.import_module("torch.nn.functional") is tdx.nn.functional
+            assert importlib.import_module("torchfake").NAME == "torchfake"
+            assert builtins.__import__("torch") is tdx
+            assert builtins.__import__("torch", {"__name__": "tdx.compat.something"}) is real
+            assert builtins.__import__("torch", {"__name__": "__main__"}) is tdx
+            bare: dict = {}
+            exec("import torch as t", bare)  # noqa: S102 - globals without a __name__: the program's
+            assert bare["t"] is tdx
+            assert tdx.ones(1, device=device).device == tdx.device(device)
+    finally:
+        sys.path.remove(str(PACKAGES))
+        for name in [m for m in sys.modules if m.partition(".")[0] in ("torchfake", "torchy_pkg")]:
+            del sys.modules[name]

@@ -60,7 +60,7 @@ MODULES = {
     "tdx/compat/nn/modules/state_dict.py": ["tests/test_nn_module.py", "tests/test_suite_guards.py",
                                             "tests/test_serialization.py", "-k", "state_dict or assign or frozen"],
     "tdx/compat/torch_alias.py": ["tests/test_run.py", "tests/test_alias_third_party.py", "-k",
-                                  "torch_alias or alias_block or resolves_every or traceback"],
+                                  "torch_alias or alias_block or import_forms or resolves_every or traceback"],
 }
 
 _CMP = {ast.Lt: ast.GtE, ast.GtE: ast.Lt, ast.Gt: ast.LtE, ast.LtE: ast.Gt, ast.Eq: ast.NotEq,
