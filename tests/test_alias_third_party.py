@@ -78,6 +78,10 @@ def test_alias_import_forms(device):
             bare: dict = {}
             exec("import torch as t", bare)  # noqa: S102 - globals without a __name__: the program's
             assert bare["t"] is tdx
+            # __import__ with no globals: the calling frame's module decides, not its caller's
+            internal: dict = {"__name__": "tdx.compat.stand_in"}
+            exec("def load():\n    return __import__('torch')", internal)  # noqa: S102
+            assert internal["load"]() is real
             assert tdx.ones(1, device=device).device == tdx.device(device)
     finally:
         sys.path.remove(str(PACKAGES))
