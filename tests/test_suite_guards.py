@@ -134,3 +134,36 @@ def test_state_dict_forms_match_torch(device):
     with pytest.raises(RuntimeError, match="size mismatch for scale") as info:
         ours.load_state_dict({k: tdx.tensor(v, device=device) for k, v in values.items()})
     assert isinstance(info.value, tdx.TdxError)
+
+
+def _with_extra(lib):
+    class Counter(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = lib.nn.Linear(1, 1)
+            self.steps = 0
+
+        def get_extra_state(self):
+            return {"steps": self.steps}
+
+        def set_extra_state(self, state):
+            self.steps = state["steps"]
+
+    outer = lib.nn.Sequential(Counter())
+    outer[0].steps = 7
+    return outer
+
+
+def test_state_dict_extra_state_and_two_positional_args(device):
+    ref, ours = _with_extra(torch), _with_extra(tdx).to(device)
+    got, expected = ours.state_dict(), ref.state_dict()
+    assert list(got) == list(expected) == ["0._extra_state", "0.lin.weight", "0.lin.bias"]
+    assert got["0._extra_state"] == expected["0._extra_state"] == {"steps": 7}
+    fresh = _with_extra(tdx).to(device)
+    fresh[0].steps = 0
+    fresh.load_state_dict(got)
+    assert fresh[0].steps == 7
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        assert list(ours.state_dict({}, "m.")) == list(ref.state_dict({}, "m.")) == [
+            "m.0._extra_state", "m.0.lin.weight", "m.0.lin.bias"]
