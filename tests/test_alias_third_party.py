@@ -56,7 +56,7 @@ def test_torch_prefixed_packages_in_the_alias_block(device):
             del sys.modules[name]
 
 
-def test_alias_import_forms(device):
+def test_alias_import_forms(device, tmp_path):
     """Every way a program imports under the alias: ``importlib.import_module``, ``__import__`` without
     globals, code exec'd with bare globals; an import made on behalf of tdx gets the real torch."""
     import builtins
@@ -82,6 +82,15 @@ def test_alias_import_forms(device):
             internal: dict = {"__name__": "tdx.compat.stand_in"}
             exec("def load():\n    return __import__('torch')", internal)  # noqa: S102
             assert internal["load"]() is real
+            # a module first loaded by tdx (a dependency of its own) keeps the real torch afterwards
+            (tmp_path / "alias_dep_standin.py").write_text("def get():\n    import torch\n    return torch\n")
+            sys.path.insert(0, str(tmp_path))
+            try:
+                dep = builtins.__import__("alias_dep_standin", {"__name__": "tdx.compat.stand_in"})
+                assert dep.get() is real
+            finally:
+                sys.path.remove(str(tmp_path))
+                sys.modules.pop("alias_dep_standin", None)
             assert tdx.ones(1, device=device).device == tdx.device(device)
     finally:
         sys.path.remove(str(PACKAGES))
