@@ -322,3 +322,20 @@ def test_guarded_names_still_load_what_torch_writes(device):
     buf = io.BytesIO()
     torch.save({"cls": torch.Tensor}, buf)
     assert tdx.load(io.BytesIO(buf.getvalue()), weights_only=False)["cls"] is tdx.Tensor
+
+
+def test_legacy_storage_counts_checked_against_the_file(device):
+    """A legacy file's storage count is checked against the bytes left before they are read: the data
+    cut off, a count made negative or huge; what torch wrote still loads."""
+    buf = io.BytesIO()
+    torch.save(torch.arange(3.0), buf, _use_new_zipfile_serialization=False)
+    blob = buf.getvalue()
+    assert refused_in_bounds(blob, device).tolist() == [0.0, 1.0, 2.0]
+    count_at = len(blob) - 12 - 8  # the int64 count, then 3 float32
+    assert struct.unpack("<q", blob[count_at:count_at + 8]) == (3,)
+    got = refused_in_bounds(blob[:-12], device, expect="claims 3 elements of 4 bytes; 0 bytes are left")
+    assert isinstance(got, CheckpointError)
+    for count in (-1, 2 ** 40):
+        bad = blob[:count_at] + struct.pack("<q", count) + blob[count_at + 8:]
+        got = refused_in_bounds(bad, device, expect=f"claims {count} elements")
+        assert isinstance(got, CheckpointError)
