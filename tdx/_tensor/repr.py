@@ -12,7 +12,7 @@ from .formats import PRINT_OPTIONS
 
 
 def _float_formatter(arr: np.ndarray):
-    finite = arr[np.isfinite(arr)] if arr.size else arr
+    finite = (arr[np.isfinite(arr)] if arr.size else arr).astype(np.float64)  # float16 would overflow in the tests
     if finite.size == 0:
         return None
     amax, amin = np.abs(finite).max(), np.abs(finite).min()

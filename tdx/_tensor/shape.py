@@ -140,12 +140,12 @@ class ShapeMethods:
     def flatten(self, start_dim=0, end_dim=-1):
         ex = self._ex
         out = wrap(ex.flatten(self._n, start_dim, end_dim), ex)
-        if ex.mutable or out.ndim == self._n.ndim:
+        if ex.mutable:
             return out
-        return _reshaped(out, self, must_view=False)
+        return _reshaped(out, self, must_view=False)  # a 1-D input too: torch's flatten is then a view
 
     def ravel(self):
-        return self.flatten()
+        return self.contiguous().view(-1)  # torch's definition: a view where contiguous, else a copy
 
     def expand(self, *sizes):
         ex = self._ex

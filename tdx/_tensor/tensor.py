@@ -493,11 +493,18 @@ class Tensor:
         ex = self._ex
         if value.__class__ is Tensor:
             value = value._n if value._ex is ex else _foreign("index_put_", ex, value)
-        try:
-            new = ex.setitem(self._n, _unwrap_index(index, ex), value)
-        except NATIVE_ERRORS as err:
-            raise ex.native_error(err) from None
-        if not ex.mutable:
+        index = _unwrap_index(index, ex)
+        if ex.mutable:
+            try:
+                ex.setitem(self._n, index, value)
+            except NATIVE_ERRORS as err:
+                raise ex.native_error(err) from None
+            return
+        with _views.WRITE_LOCK:  # the new array is computed from the current one: no other write between
+            try:
+                new = ex.setitem(self._n, index, value)
+            except NATIVE_ERRORS as err:
+                raise ex.native_error(err) from None
             _views.assign(self, new)
 
     def __neg__(self):

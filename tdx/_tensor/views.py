@@ -18,6 +18,7 @@ from __future__ import annotations
 import collections
 import functools
 import math
+import threading
 import weakref
 
 import numpy as np
@@ -64,6 +65,9 @@ class Layout:
 # elementwise; the root weakref guards against a recycled id. Dead entries are swept lazily.
 _families: dict = {}
 _sweep_at = [1024]
+# Held while a write computes a tensor's new array from its current one and publishes it, so writes from
+# several threads into one tensor (``x[i] = v`` on disjoint elements, ``x += 1``) never lose each other.
+WRITE_LOCK = threading.RLock()
 
 
 def _views_of(root):

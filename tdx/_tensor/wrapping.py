@@ -119,13 +119,16 @@ def native_inplace(native: str, checked):
                     except NATIVE_ERRORS as err:
                         raise ex.native_error(err) from None
                     return self
-        elif self._view is None and not _views.has_views(self) and not (
-                _TAPE[0] and _tape.wants(self, *args, **kwargs)):
-            mine = self._n
-            out = getattr(self, name)(*args, **kwargs)._n
-            if out.dtype == mine.dtype and out.shape == mine.shape:
-                self._n = out
-                return self
+        else:
+            with _views.WRITE_LOCK:  # the new array is computed from the current one: no other write between
+                if self._view is None and not _views.has_views(self) and not (
+                        _TAPE[0] and _tape.wants(self, *args, **kwargs)):
+                    mine = self._n
+                    out = getattr(self, name)(*args, **kwargs)._n
+                    if out.dtype == mine.dtype and out.shape == mine.shape:
+                        self._n = out
+                        return self
+                return checked(self, *args, **kwargs)
         return checked(self, *args, **kwargs)
 
     method._typed = True

@@ -168,6 +168,11 @@ class Executor:
     def unsupported(self, what: str):
         return UnsupportedOpError(f"{what} is not supported on {self.device} ({self.name} executor)")
 
+    def div_trunc(self, a, b):
+        """``div(a, b, rounding_mode="trunc")``: by default the true quotient truncated, in the operands'
+        promoted dtype (executors with integer division override it: exact, and refusing a zero divisor)."""
+        return self.astype(self.trunc(self.truediv(a, b)), self.dtype(self.add(a, b)))
+
     # complex views -----------------------------------------------------------------------
     @staticmethod
     def is_conj(x) -> bool:

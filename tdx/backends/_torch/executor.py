@@ -232,6 +232,7 @@ for _name, _fn in BINARY.items():
     setattr(TorchExecutor, _name, staticmethod(_fn))
 # div(rounding_mode="floor"): torch's derivative is zero, where floor_divide (``//``) has none
 TorchExecutor.div_floor = staticmethod(lambda a, b: torch.div(a, b, rounding_mode="floor"))
+TorchExecutor.div_trunc = staticmethod(lambda a, b: torch.div(a, b, rounding_mode="trunc"))
 
 
 def make_executor(name: str) -> TorchExecutor:

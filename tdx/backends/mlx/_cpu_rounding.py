@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import functools
 
+from threading import get_ident, main_thread
+
 import mlx.core as mx
 
 
@@ -55,12 +57,25 @@ def tanh(stream):
 _KERNELS: dict = {}  # key -> the compiled (or, without a JIT toolchain, the plain) kernel
 
 
+_MAIN_THREAD = main_thread().ident
+_PLAIN: dict = {}  # key -> the uncompiled kernel, for threads other than the main one (see compiled)
+
+
 def compiled(key, build):
     """The kernel cached under ``key``; on the first call ``build()`` gives ``(fn, probe_args)`` and the
     kernel is ``mx.compile(fn)`` where MLX can compile kernels on this machine (its CPU compiler needs a
     C++ toolchain at run time; ``fn(*probe_args)`` is compiled to find out), else ``fn`` itself (equal
     results, unfused). Called while an outer trace runs (``mx.compile``, ``vmap``), it returns ``fn``
-    uncached and probes on a later call."""
+    uncached and probes on a later call.
+
+    Outside the main thread it is always ``fn``: MLX keeps a compiled function's cache per thread and
+    frees it when the thread ends, taking the GIL; a thread ending while the interpreter finalizes
+    then aborts the process."""
+    if get_ident() != _MAIN_THREAD:
+        plain = _PLAIN.get(key)
+        if plain is None:
+            plain = _PLAIN[key] = build()[0]
+        return plain
     kernel = _KERNELS.get(key)
     if kernel is not None:
         return kernel

@@ -101,6 +101,35 @@ def _torch_pow_vjp(primals, cotangent, output):
     return _summed_to(da.astype(a.dtype), a.shape), _summed_to(db.astype(b.dtype), b.shape)
 
 
+def _int_floor_quotient(a, b, s):
+    return mx.floor_divide(a, b, stream=s)
+
+
+def _int_trunc_quotient(a, b, s):
+    """The integer quotient rounded toward zero (C's ``/``)."""
+    q = mx.floor_divide(a, b, stream=s)
+    inexact = mx.logical_and(mx.remainder(a, b, stream=s) != 0, mx.not_equal(a < 0, b < 0, stream=s), stream=s)
+    return mx.where(inexact, mx.add(q, 1, stream=s), q, stream=s)
+
+
+def _int_remainder(a, b, s):
+    return mx.remainder(a, b, stream=s)
+
+
+def _negated(a, s):
+    return mx.negative(a, stream=s)  # a // -1 (wrapping as torch's)
+
+
+def _zero(a, s):
+    return mx.zeros_like(a, stream=s)  # a % -1
+
+
+def _truncated_quotient(a, b, s):
+    """``trunc(a / b)`` (a signed zero kept)."""
+    q = mx.divide(a, b, stream=s)
+    return mx.where(q < 0, mx.ceil(q, stream=s), mx.floor(q, stream=s), stream=s)
+
+
 def _float_op(fn, a, b, raw, s):
     """``fn(a, b, s)`` on the float operands of :meth:`MLXElementwiseOps._args`; float16/bfloat16 are
     computed in float32 and rounded once, as torch's CPU kernels do, with a Python scalar among the
@@ -291,37 +320,42 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
         rt = D.float_for(self._promote(a, b))
         return mx.divide(self._cast(a, rt), self._cast(b, rt), stream=self.s)
 
-    def floordiv(self, a, b):
+    def _division(self, a, b, kernel: str, ints, at_minus_one, floats):
+        """One of the integer-or-float divisions: ``ints(a, b, s)`` on integers (a zero divisor refused,
+        ``at_minus_one(a, s)`` where the divisor is -1, which MLX would trap on), else ``floats`` by
+        :func:`_float_op`; bools refused as torch's ``kernel``."""
         raw = a, b
         a, b, rt = self._args(a, b)
         if rt is D.bool_:
-            raise OpDtypeError("\"div_floor\" not implemented for 'Bool'")
+            raise OpDtypeError(f"\"{kernel}\" not implemented for 'Bool'")
         if a.dtype in _INTS:
             b, minus_one = self._int_divisor(b)
-            q = mx.floor_divide(a, b, stream=self.s)
-            return q if minus_one is None else mx.where(minus_one, mx.negative(a, stream=self.s), q,
-                                                        stream=self.s)
-        return _float_op(_floor_quotient, a, b, raw, self.s)
+            out = ints(a, b, self.s)
+            return out if minus_one is None else mx.where(minus_one, at_minus_one(a, self.s), out, stream=self.s)
+        return _float_op(floats, a, b, raw, self.s)
+
+    def floordiv(self, a, b):
+        return self._division(a, b, "div_floor", _int_floor_quotient, _negated, _floor_quotient)
 
     div_floor = floordiv  # div(rounding_mode="floor"); the tape gives it a zero derivative as torch
 
+    def div_trunc(self, a, b):
+        """``div(a, b, rounding_mode="trunc")``: integers exactly (a zero divisor refused, as torch),
+        floats as ``trunc(a / b)`` (float16/bfloat16 in float32, rounded once)."""
+        return self._division(a, b, "div_trunc_cpu", _int_trunc_quotient, _negated, _truncated_quotient)
+
     def remainder(self, a, b):
-        raw = a, b
-        a, b, rt = self._args(a, b)
-        if rt is D.bool_:
-            raise OpDtypeError("\"remainder\" not implemented for 'Bool'")
-        if a.dtype in _INTS:
-            b, minus_one = self._int_divisor(b)
-            r = mx.remainder(a, b, stream=self.s)
-            return r if minus_one is None else mx.where(minus_one, mx.zeros_like(r, stream=self.s), r,
-                                                        stream=self.s)
-        return _float_op(_python_remainder, a, b, raw, self.s)
+        return self._division(a, b, "remainder", _int_remainder, _zero, _python_remainder)
 
     def pow(self, a, b):
         if isinstance(a, mx.array) and isinstance(b, mx.array) and _is_bool(a) and _is_bool(b):
             raise OpDtypeError("\"pow\" not implemented for 'Bool'")
         negative_scalar = isinstance(b, int) and b < 0  # checked before the cast wraps it (uint8)
+        half_power = b.__class__ is float and (b == 0.5 or b == -0.5)
         a, b, rt = self._args(a, b)
+        if half_power and a.dtype in _FLOATS and a.dtype != mx.float16:
+            # torch takes x ** 0.5 as sqrt and x ** -0.5 as rsqrt (but for float16): -0.0 gives -0.0 and -inf
+            return (mx.sqrt if b.item() > 0 else mx.rsqrt)(a, stream=self.s)
         if rt is D.bool_:
             return mx.power(a.astype(mx.int32), b.astype(mx.int32), stream=self.s).astype(mx.bool_)
         if D.is_integral(rt, include_bool=True) and negative_scalar:

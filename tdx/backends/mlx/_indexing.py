@@ -39,6 +39,7 @@ _INT_RANGE = {"uint8": (0, 255), "int8": (-128, 127), "int16": (-2 ** 15, 2 ** 1
               "int64": (-2 ** 63, 2 ** 63 - 1)}  # mutate: equivalent (past int64, the conversion raises the same)
 _FLOAT_MAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38, "float32": 3.4028234663852886e38,
               "complex64": 3.4028234663852886e38}
+_F32_MAX, _INF = _FLOAT_MAX["float32"], float("inf")
 # the C++ type torch's checked scalar conversion names in its error, per tdx dtype
 _C_TYPE = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t",
            "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float", "float64": "double",
@@ -67,6 +68,9 @@ def fit_scalar(value, d, fill: bool = True):
     Raises:
         TdxRuntimeError: "value cannot be converted to type ... without overflow".
     """
+    if value.__class__ is float and d.name == "float32" and (-_F32_MAX <= value <= _F32_MAX or value != value
+                                                             or abs(value) == _INF):
+        return value  # the common case, decided here
     if value.__class__ is bool or d.name == "bool":
         return bool(value) if isinstance(value, complex) else value
     if not isinstance(value, (int, float, complex)):

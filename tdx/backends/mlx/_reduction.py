@@ -22,22 +22,21 @@ from ._memory import check_alloc
 from ._rules import _HALF, _INTS, _axes, _dims, _kw, _out_shape, _reduced_shape
 
 
-_NARROW_INTS = frozenset((mx.bool_, mx.uint8, mx.int8, mx.int16, mx.int32))
+# torch's CPU accumulation type where it is wider than the dtype (the others accumulate in their own)
+_WIDER = {mx.float16: mx.float32, mx.bfloat16: mx.float32, mx.bool_: mx.int64, mx.uint8: mx.int64,
+          mx.int8: mx.int64, mx.int16: mx.int64, mx.int32: mx.int64}
 
 
 def _wide(x, s):
     """``x`` in torch's CPU accumulation type: float16/bfloat16 in float32, narrow ints in int64
     (whose wrap-around, cast back, is the narrow type's own); other dtypes as they are."""
-    if x.dtype in _HALF:
-        return x.astype(mx.float32, stream=s)
-    if x.dtype in _NARROW_INTS:
-        return x.astype(mx.int64, stream=s)
-    return x
+    wider = _WIDER.get(x.dtype)
+    return x if wider is None else x.astype(wider, stream=s)
 
 
 def _narrowed(out, dtype, s):
     """``out`` (computed by :func:`_wide`) rounded or wrapped back once to the reduction's ``dtype``."""
-    return out if out.dtype == dtype else out.astype(dtype, stream=s)
+    return out if out.dtype is dtype or out.dtype == dtype else out.astype(dtype, stream=s)
 
 
 @on_stream
@@ -230,9 +229,13 @@ class MLXReductionOps(MLXReductionOpsStreamed):
 
     def sum(self, x, dim=None, keepdim=False, dtype=None):
         x = self._acc(x, dtype)
-        wide = _wide(x, self.s)
+        own = x.dtype
+        wider = _WIDER.get(own)
+        wide = x if wider is None else x.astype(wider, stream=self.s)
         out = self._float32_sum(wide, dim, keepdim)
-        return _narrowed(self._reduce(mx.sum, 0, wide, dim, keepdim) if out is None else out, x.dtype, self.s)
+        if out is None:
+            out = self._reduce(mx.sum, 0, wide, dim, keepdim)
+        return out if wider is None else out.astype(own, stream=self.s)
 
     def prod(self, x, dim=None, keepdim=False, dtype=None):
         if dim is not None and not isinstance(dim, int):
@@ -240,7 +243,9 @@ class MLXReductionOps(MLXReductionOpsStreamed):
         if dtype is not None and D.as_dtype(dtype) is D.bool_:  # a product of bools is their conjunction
             return self.all(x.astype(mx.bool_, stream=self.s), dim, keepdim)
         x = self._acc(x, dtype)
-        return _narrowed(self._reduce(mx.prod, 1, _wide(x, self.s), dim, keepdim), x.dtype, self.s)
+        # narrow ints in int64 (wrapped back); float16/bfloat16 stay: torch's CPU product rounds to them as it goes
+        wide = x if x.dtype in _HALF else _wide(x, self.s)
+        return _narrowed(self._reduce(mx.prod, 1, wide, dim, keepdim), x.dtype, self.s)
 
     def _need_float(self, x, op):
         if x.dtype in _INTS and op != "mean":
