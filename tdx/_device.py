@@ -48,8 +48,10 @@ class device:
             type, index = "cuda", type
         if not isinstance(type, str):
             raise InvalidDeviceError(f"device(): expected a str, int or tdx.device, got {type!r}")
-        text = type.strip()
-        name, sep, suffix = text.partition(":")
+        if type != type.strip():  # torch refuses it too; a config value " cpu" must not pass as "cpu"
+            raise InvalidDeviceError(f"Invalid device string: {type!r} (leading or trailing whitespace); accepted: "
+                                     f"{_ACCEPTED}")
+        name, sep, suffix = type.partition(":")
         kind = None
         if name not in _TYPES:
             raise InvalidDeviceError(f"Expected one of {_ACCEPTED} device string, got {type!r}")

@@ -17,6 +17,7 @@ import os
 import reprlib
 import stat
 import sys
+import warnings
 from pathlib import Path
 
 from ._device import device as _device
@@ -208,6 +209,30 @@ def _nearest_pyproject(start: Path):
     return None
 
 
+def _read_pyproject(path: Path) -> dict:
+    """The nearest ``pyproject.toml``, parsed; ``{}`` (with a warning) for one that cannot be parsed or
+    read and never mentions tdx.
+
+    tdx reads only ``[tool.tdx]`` of that file, which usually belongs to another project (a parent
+    folder's): its syntax errors are not tdx's to enforce. A file that mentions ``tdx`` anywhere
+    may hold tdx's table, and dropping that silently would run with other settings than written:
+    it stays a ConfigError naming the file.
+    """
+    try:
+        return _read_toml(path)
+    except ConfigError as err:
+        try:
+            with open(path, "rb") as f:
+                mentions = b"tdx" in f.read()
+        except OSError:
+            mentions = False  # unreadable: nothing of it can be used either way
+        if mentions:
+            raise ConfigError(f"{err}; it mentions tdx, so its [tool.tdx] settings cannot be ignored") from None
+        warnings.warn(f"tdx ignores {path}: {str(err).removeprefix(str(path) + ': ')} (tdx reads only its "
+                      f"[tool.tdx] table, which it does not mention)", UserWarning, stacklevel=3)
+        return {}
+
+
 def _user_file() -> Path:
     base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
     return Path(base) / "tdx" / "config.toml"
@@ -222,7 +247,7 @@ def sources(cwd=None) -> list:
         layers.append((str(user), _flatten(_read_toml(user), str(user))))
     pyproject = _nearest_pyproject(cwd)
     if pyproject is not None:
-        tool = _read_toml(pyproject).get("tool", {})
+        tool = _read_pyproject(pyproject).get("tool", {})
         if not isinstance(tool, dict):
             raise ConfigError(f"{pyproject}: key 'tool' has bad value {short(tool)}: expected a table")
         table = tool.get("tdx")

@@ -114,10 +114,12 @@ def mismatch():
 
 
 if __name__ == "__main__":
+    started = time.monotonic()  # after the imports: what a loaded machine slows down is not timed
     try:
         dist.init_process_group(backend, timeout=timeout)
     except dist.DistError as err:
-        print(json.dumps({"init_error": type(err).__name__, "builtin": isinstance(err, RuntimeError)}), flush=True)
+        print(json.dumps({"init_error": type(err).__name__, "builtin": isinstance(err, RuntimeError),
+                          "init_seconds": time.monotonic() - started, "timeout": timeout}), flush=True)
         sys.exit(0)
     result = {"collectives": collectives, "ddp": ddp, "killed": killed, "mismatch": mismatch}[scenario]()
     print(json.dumps({"rank": dist.get_rank(), **result}), flush=True)

@@ -9,9 +9,10 @@ sample inputs and the first int64 and bool one, the method and in-place variants
 sample of each dtype, and the gradient of the first float64 sample (float32 where the executor has
 no float64). ``TDX_OPINFO_SAMPLES=8`` takes 8 float32 and 4 int64/bool samples for a deeper run.
 
-:data:`EXPECTED_FAILURES` is the one list of what does not pass yet (entry -> reason; an
-``@mlx`` suffix limits an entry to MLX devices); it shrinks as ops land. An entry listed there
-that passes fails the test (strict), so the list cannot go stale. Entries of namespaces not
+:data:`EXPECTED_FAILURES` is the one list of what does not pass yet (entry -> the exception class,
+a fragment of its message and the reason; an ``@mlx`` suffix limits an entry to MLX devices); it
+shrinks as ops land. An entry listed there that passes fails the test (strict), and so does one that
+fails another way (a new regression in a listed op), so the list cannot go stale. Entries of namespaces not
 built yet (``tdx.linalg``, ``tdx.fft``...) are expected failures while the namespace is missing.
 
 Run as a script (``python tests/test_opinfo.py [devices]``) it prints the independent figures:
@@ -28,6 +29,7 @@ import sys
 import pytest
 
 import opinfo_oracle as O
+import tdx
 
 if __name__ != "__main__":
     pytest.importorskip("expecttest", reason="torch's OpInfo database needs expecttest (the dev extra)")
@@ -37,50 +39,63 @@ SAMPLES = {"float32": _N, "int64": max(1, _N // 2), "bool": max(1, _N // 2)}
 GRAD_SAMPLES = 1
 DTYPES = ("float32", "int64", "bool")
 
-# entry -> why it fails; "entry@mlx" (or "@cpu") applies to that kind of device only
+PRIVATE = "private aten op (torch internals), not part of torch's public API"
+FFT64 = "float64 input needs complex128, which MLX cannot hold (its FFT computes in complex64 only)"
+
+
+def _missing(name: str, why: str) -> tuple:
+    """An entry tdx has no callable for: the oracle's Unsupported naming it."""
+    return O.Unsupported, f"tdx has no {name}", why
+
+
+# entry -> (the exception it fails with, a fragment of its message, why); "entry@mlx" (or "@cpu")
+# applies to that kind of device only. A failure of another class or message fails the test.
 EXPECTED_FAILURES: dict = {
-    'stft': 'Unsupported: tdx has no stft',
-    'gradient': 'Unsupported: tdx has no gradient',
-    '_softmax_backward_data': "private aten op (torch internals), not part of torch's public API",
-    'as_strided_scatter@mlx': "torch's own gradient of self is wrong (as_strided_scatter_backward gives the written slice grad and zeros elsewhere; 'Autograd formula looks wrong', pytorch/pytorch#77128 review); tdx's tape gives the true one (grad, 0 where src is written)",
-    'native_batch_norm': "private aten op (torch internals), not part of torch's public API",
-    '_native_batch_norm_legit': "private aten op (torch internals), not part of torch's public API",
-    '_batch_norm_with_update': "private aten op (torch internals), not part of torch's public API",
-    '_upsample_bilinear2d_aa': 'nn.functional.interpolate/upsample not built yet',
-    'max_pool2d_with_indices_backward': "private aten op (torch internals), not part of torch's public API",
-    'torch.ops.aten._safe_softmax.default': "private aten op (torch internals), not part of torch's public API",
-    'slice': "private aten op (torch internals), not part of torch's public API",
-    '_unsafe_masked_index': "private aten op (torch internals), not part of torch's public API",
-    '_unsafe_masked_index_put_accumulate': "private aten op (torch internals), not part of torch's public API",
-    'chalf': 'TdxTypeError: chalf(): complex32 is not supported by tdx',
-    'empty_strided': 'UnsupportedOpError: empty_strided(): tdx creates contiguous tensors only; stride (4,) is not the contiguous st',
-    '_chunk_cat': "private aten op (torch internals), not part of torch's public API",
-    'histogramdd': 'Unsupported: tdx has no histogramdd',
-    'to_sparse': "AttributeError: 'Tensor' object has no attribute 'to_sparse'",
-    'native_dropout_backward': "private aten op (torch internals), not part of torch's public API",
-    'grid_sampler_2d': "private aten op (torch internals), not part of torch's public API",
-    'grid_sampler_3d': "private aten op (torch internals), not part of torch's public API",
-    'hash_tensor': "private aten op (torch internals), not part of torch's public API",
-    '_segment_reduce.lengths': "private aten op (torch internals), not part of torch's public API",
-    '_segment_reduce.offsets': "private aten op (torch internals), not part of torch's public API",
-    'nn.functional.fractional_max_pool2d@mlx': 'max_unpool / fractional_max_pool not built yet',
-    'nn.functional.fractional_max_pool3d@mlx': 'max_unpool / fractional_max_pool not built yet',
-    'fft.hfft@mlx': 'tdx._errors.DtypeError: fft.hfft: float64 input needs complex128, which MLX cannot hold (its FFT computes in complex64 only); accepted on MLX: float32',
-    'fft.hfft2@mlx': 'tdx._errors.DtypeError: fft.hfftn: float64 input needs complex128, which MLX cannot hold (its FFT computes in complex64 only); accepted on MLX: float3',
-    'fft.hfftn@mlx': 'tdx._errors.DtypeError: fft.hfftn: float64 input needs complex128, which MLX cannot hold (its FFT computes in complex64 only); accepted on MLX: float3',
-    'fft.irfft@mlx': 'tdx._errors.DtypeError: fft.irfft: float64 input needs complex128, which MLX cannot hold (its FFT computes in complex64 only); accepted on MLX: float3',
-    'fft.irfft2@mlx': 'tdx._errors.DtypeError: fft.irfftn: float64 input needs complex128, which MLX cannot hold (its FFT computes in complex64 only); accepted on MLX: float',
-    'fft.irfftn@mlx': 'tdx._errors.DtypeError: fft.irfftn: float64 input needs complex128, which MLX cannot hold (its FFT computes in complex64 only); accepted on MLX: float',
+    'stft': _missing("stft", "tdx has no stft"),
+    'gradient': _missing("gradient", "tdx has no gradient"),
+    '_softmax_backward_data': _missing("_softmax_backward_data", PRIVATE),
+    'as_strided_scatter@mlx': (AssertionError, "grad of input 0", "torch's own gradient of self is wrong (as_strided_scatter_backward gives the written slice grad and zeros elsewhere; 'Autograd formula looks wrong', pytorch/pytorch#77128 review); tdx's tape gives the true one (grad, 0 where src is written)"),
+    'native_batch_norm': _missing("native_batch_norm", PRIVATE),
+    '_native_batch_norm_legit': _missing("_native_batch_norm_legit", PRIVATE),
+    '_batch_norm_with_update': _missing("_batch_norm_with_update", PRIVATE),
+    '_upsample_bilinear2d_aa': _missing("_upsample_bilinear2d_aa", "antialiased bilinear upsampling not built yet"),
+    'max_pool2d_with_indices_backward': (AttributeError, "ops", PRIVATE),
+    'torch.ops.aten._safe_softmax.default': _missing("torch.ops.aten._safe_softmax.default", PRIVATE),
+    'slice': _missing("slice", PRIVATE),
+    '_unsafe_masked_index': _missing("_unsafe_masked_index", PRIVATE),
+    '_unsafe_masked_index_put_accumulate': _missing("_unsafe_masked_index_put_accumulate", PRIVATE),
+    'chalf': (tdx.TdxTypeError, "complex32 is not supported by tdx", "tdx has no complex32"),
+    'empty_strided': (tdx.UnsupportedOpError, "tdx creates contiguous tensors only", "tdx creates contiguous tensors"),
+    '_chunk_cat': _missing("_chunk_cat", PRIVATE),
+    'histogramdd': _missing("histogramdd", "tdx has no histogramdd"),
+    'to_sparse': (tdx.UnsupportedOpError, "Tensor.to_sparse is not supported by tdx", "tdx has no sparse layouts"),
+    'native_dropout_backward': _missing("native_dropout_backward", PRIVATE),
+    'grid_sampler_2d': _missing("grid_sampler_2d", PRIVATE),
+    'grid_sampler_3d': _missing("grid_sampler_3d", PRIVATE),
+    'hash_tensor': _missing("hash_tensor", PRIVATE),
+    '_segment_reduce.lengths': _missing("_segment_reduce", PRIVATE),
+    '_segment_reduce.offsets': _missing("_segment_reduce", PRIVATE),
+    'nn.functional.fractional_max_pool2d@mlx': (tdx.UnsupportedOpError, "fractional_max_pool2d is not supported on mlx",
+                                                "fractional max pooling runs on torch executors only"),
+    'nn.functional.fractional_max_pool3d@mlx': (tdx.UnsupportedOpError, "fractional_max_pool3d is not supported on mlx",
+                                                "fractional max pooling runs on torch executors only"),
+    'fft.hfft@mlx': (tdx.DtypeError, "fft.hfft: " + FFT64, FFT64),
+    'fft.hfft2@mlx': (tdx.DtypeError, "fft.hfftn: " + FFT64, FFT64),
+    'fft.hfftn@mlx': (tdx.DtypeError, "fft.hfftn: " + FFT64, FFT64),
+    'fft.irfft@mlx': (tdx.DtypeError, "fft.irfft: " + FFT64, FFT64),
+    'fft.irfft2@mlx': (tdx.DtypeError, "fft.irfftn: " + FFT64, FFT64),
+    'fft.irfftn@mlx': (tdx.DtypeError, "fft.irfftn: " + FFT64, FFT64),
 }
 
 _DB = O.load_db()
 
 
 def expected_failure(op, device: str):
-    """The reason entry ``op`` is expected to fail on ``device``, or None."""
+    """``(exception class, message fragment, why)`` entry ``op`` is expected to fail with on ``device``,
+    or None."""
     eid = O.entry_id(op)
     if O.namespace_missing(op):
-        return "namespace not built"
+        return _missing(op.name.split(".")[0] + ".", "namespace not built")
     kind = device.split(":")[0]
     for key in (eid, f"{eid}@{kind}"):
         if key in EXPECTED_FAILURES:
@@ -103,17 +118,21 @@ def _run(op, device):
 @pytest.mark.filterwarnings("ignore")
 @pytest.mark.parametrize("op", _DB, ids=[O.entry_id(op) for op in _DB])
 def test_opinfo(op, device):
-    reason = expected_failure(op, device)
-    if reason is None:
+    expected = expected_failure(op, device)
+    if expected is None:
         _run(op, device)
         return
+    kind, fragment, why = expected
     try:
         _run(op, device)
-    except Exception:  # noqa: BLE001 - any failure is the expected one
-        pytest.xfail(reason)
-    if reason == "namespace not built":
+    except Exception as err:  # noqa: BLE001 - checked: only the pinned failure is the expected one
+        if isinstance(err, kind) and fragment in str(err):
+            pytest.xfail(why)
+        raise AssertionError(f"{O.entry_id(op)} on {device} was expected to fail with {kind.__name__} "
+                             f"({fragment!r}: {why}) but failed with {type(err).__name__}: {err}") from err
+    if why == "namespace not built":
         return
-    pytest.fail(f"{O.entry_id(op)} passes on {device}: remove it from EXPECTED_FAILURES ({reason})")
+    pytest.fail(f"{O.entry_id(op)} passes on {device}: remove it from EXPECTED_FAILURES ({why})")
 
 
 def _share(devices, grad: bool, verbose: bool):

@@ -539,3 +539,56 @@ def test_storage_of_a_plugin_executor_tensor(device):
     t = torch.arange(24.0).reshape(2, 3, 4)[:, 1:].contiguous()
     assert (offset, strides, storage.numel) == (0, t.stride(), t.numel())
     assert storage.read() == t.numpy().tobytes()
+
+
+class _InterruptsPickling:
+    """Pickling it raises KeyboardInterrupt (Ctrl-C arriving midway through a save)."""
+
+    def __reduce__(self):
+        raise KeyboardInterrupt
+
+
+def test_interrupted_save_keeps_the_previous_checkpoint(device, tmp_path, monkeypatch):
+    """Saving to a path writes a temporary file beside it and renames it over the target: an
+    interrupt while pickling or while writing the records leaves the old file whole."""
+    from tdx.compat.serialization import archive
+
+    path = tmp_path / "ckpt.pt"
+    tdx.save({"w": tdx.arange(4.0, device=device)}, path)
+    os.chmod(path, 0o640)
+    before = path.read_bytes()
+    with pytest.raises(KeyboardInterrupt):
+        tdx.save({"w": tdx.ones(1000, device=device), "x": _InterruptsPickling()}, path)
+    assert path.read_bytes() == before
+    real_write, written = archive.ArchiveWriter.write, []
+
+    def write(self, record, data):
+        written.append(record)
+        if record.endswith("data/0"):  # data.pkl and the small records are out: the storage interrupted
+            raise KeyboardInterrupt
+        real_write(self, record, data)
+
+    monkeypatch.setattr(archive.ArchiveWriter, "write", write)
+    with pytest.raises(KeyboardInterrupt):
+        tdx.save({"w": tdx.ones(1000, device=device)}, path)
+    assert written[0].endswith("data.pkl") and path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt.pt"]  # no temporary file left behind
+    monkeypatch.undo()
+    assert tdx.load(path)["w"].tolist() == [0.0, 1.0, 2.0, 3.0]
+    link = tmp_path / "latest.pt"
+    link.symlink_to(path)
+    tdx.save({"w": tdx.full((2,), 7.0, device=device)}, link)
+    assert link.is_symlink() and torch.load(path)["w"].tolist() == [7.0, 7.0]
+    assert (path.stat().st_mode & 0o777) == 0o640  # the replaced file keeps its mode
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt.pt", "latest.pt"]
+    buf = io.BytesIO(b"kept prefix|")
+    buf.seek(0, io.SEEK_END)
+    tdx.save(tdx.arange(3, device=device), buf)  # a file object: written in place, where it stands
+    assert buf.getvalue().startswith(b"kept prefix|PK")
+    for bad in (tmp_path / "no_such_folder" / "x.pt", tmp_path):  # torch: RuntimeError for both
+        with pytest.raises(RuntimeError) as info:
+            torch.save(1, bad)
+        with pytest.raises(RuntimeError) as info:
+            tdx.save(1, bad)
+        assert isinstance(info.value, tdx.TdxError)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt.pt", "latest.pt"]

@@ -56,7 +56,11 @@ MODULES = {
                                       "mlx and (gather or index_select or masks or sort or topk or unique or "
                                       "rearrange or range_edges or bad_index)"],
     "tdx/backends/mlx/_gather.py": ["tests/test_indexing.py", "-k", "mlx"],
-    "tdx/compat/serialization/": ["tests/test_serialization.py"],  # a package: its files' sites pooled
+    "tdx/compat/serialization/": ["tests/test_serialization.py", "tests/test_checkpoint_fuzz.py"],  # files pooled
+    "tdx/compat/nn/modules/state_dict.py": ["tests/test_nn_module.py", "tests/test_suite_guards.py",
+                                            "tests/test_serialization.py", "-k", "state_dict or assign or frozen"],
+    "tdx/compat/torch_alias.py": ["tests/test_run.py", "tests/test_alias_third_party.py", "-k",
+                                  "torch_alias or alias_block or import_forms or resolves_every or traceback"],
 }
 
 _CMP = {ast.Lt: ast.GtE, ast.GtE: ast.Lt, ast.Gt: ast.LtE, ast.LtE: ast.Gt, ast.Eq: ast.NotEq,

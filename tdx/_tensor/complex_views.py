@@ -12,7 +12,9 @@ from __future__ import annotations
 import math
 
 from .. import _dtypes as D
-from .._errors import TdxRuntimeError, TdxTypeError
+from .._errors import NATIVE_ERRORS, TdxRuntimeError, TdxTypeError
+from ..autograd import tape as _tape
+from ..autograd.tape import ACTIVE as _TAPE
 from .kernels import install
 from .tensor import Tensor
 from .wrapping import wrap
@@ -27,6 +29,8 @@ def _part(which):
             if which == "imag":
                 raise TdxRuntimeError("imag is not implemented for tensors with non-complex dtypes.")
             return input
+        if _TAPE[0] and _tape.wants(input):  # the executor's own real/imag: one tape node, differentiated
+            return _tape.call(fn, input)
         return wrap(getattr(ex, "complex_" + which)(input._n), ex)
 
     fn.__name__ = which
@@ -162,7 +166,10 @@ def _view(self, *shape, dtype=None):
     if self.ndim == 0 and d.itemsize != self.dtype.itemsize:
         raise TdxRuntimeError("self.dim() cannot be 0 to view " + f"{self.dtype.name} as {d.name} (different "
                               "element sizes)")
-    out = wrap(ex.view_dtype(self._n, ex.native_dtype(d)), ex)
+    try:
+        out = wrap(ex.view_dtype(self._n, ex.native_dtype(d)), ex)
+    except NATIVE_ERRORS as err:
+        raise ex.native_error(err) from None
     if not ex.mutable and d.itemsize == self.dtype.itemsize:  # the same memory, read as d
         from . import views as _views
 

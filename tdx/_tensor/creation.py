@@ -143,7 +143,7 @@ def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=
     if any(isinstance(v, float) and not math.isfinite(v) for v in vals):
         raise TdxRuntimeError(f"unsupported range: {vals[0]} -> {vals[1]}")
     if vals[2] == 0:
-        raise TdxValueError("arange(): step must be nonzero")
+        raise TdxRuntimeError("arange(): step must be nonzero")
     if (vals[1] - vals[0]) * vals[2] < 0:
         raise TdxRuntimeError(f"arange(): upper bound and lower bound inconsistent with step sign "
                             f"(start={vals[0]}, end={vals[1]}, step={vals[2]})")
@@ -166,7 +166,8 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False)
     if isinstance(steps, Tensor):
         steps = int(steps.item())
     if not isinstance(steps, int) or steps < 0:
-        raise TdxValueError(f"linspace(): number of steps must be a non-negative int, got {steps!r}")
+        raise (TdxTypeError if not isinstance(steps, int) else TdxRuntimeError)(
+            f"linspace(): number of steps must be a non-negative int, got {steps!r}")
     ex, dtype = _ex_dtype(device, dtype)
     return wrap_grad(ex.linspace(start, end, steps, dtype or D.get_default_dtype(), requires_grad), ex, requires_grad)
 
@@ -249,7 +250,7 @@ def _contiguous_stride(size, stride, op):
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     ex, dtype = _ex_dtype(device, dtype)
     if n < 0 or (m is not None and m < 0):
-        raise TdxValueError(f"eye(): n and m must be non-negative, got n={n}, m={m}")
+        raise TdxRuntimeError(f"eye(): n and m must be greater or equal to 0, got n={n}, m={m}")
     return wrap_grad(ex.eye(n, n if m is None else m, dtype or D.get_default_dtype(), requires_grad), ex, requires_grad)
 
 
@@ -280,7 +281,7 @@ def randint(low=0, high=None, size=None, *, dtype=None, device=None, generator=N
     if high is None or size is None:
         raise TdxTypeError("randint() needs high and size: randint(high, size) or randint(low, high, size)")
     if low >= high:
-        raise TdxValueError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+        raise TdxRuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     ex, dtype = _ex_dtype(device, dtype)
     return wrap(ex.randint(low, high, shape_args((size,), "randint"), dtype or D.int64, native_generator(generator, ex)),
                 ex)

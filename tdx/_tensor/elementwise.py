@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 
 from .. import _dtypes as D
-from .._errors import NATIVE_ERRORS, CastError, DtypeMismatchError, TdxRuntimeError, TdxValueError, UnsupportedOpError
+from .._errors import NATIVE_ERRORS, CastError, DtypeMismatchError, TdxRuntimeError, UnsupportedOpError
 from ..autograd import tape as _tape
 from ..autograd.tape import ACTIVE as _TAPE
 from . import wrapping as TM
@@ -138,8 +138,8 @@ class ElementwiseMethods:
             return wrap(ex.div_floor(self._n, other), ex)
         if rounding_mode == "trunc":
             return wrap(ex.div_trunc(self._n, other), ex)
-        raise TdxValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
-                            f"{rounding_mode!r}")
+        raise TdxRuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                              f"{rounding_mode!r}")
 
     def where(self, condition, other):
         ex = self._ex

@@ -38,10 +38,22 @@ def _check_index(index, op):
         raise TdxRuntimeError(f"{op}(): Expected dtype int32/int64 for index")
 
 
+def _in_range(index, input, d: int, op: str, low: int = 0):
+    """Refuse an index outside ``[low, size)`` of ``input``'s dim ``d`` as torch does (IndexError; the
+    scatter these ops lower to would say RuntimeError, as torch's scatter does)."""
+    n = input.shape[d] if input.ndim else 1
+    if index.numel():
+        lo, hi = int(index.min()), int(index.max())
+        if lo < low or hi >= n:
+            raise TdxIndexError(f"{op}(): index {hi if hi >= n else lo} is out of bounds for dimension {d} with "
+                                f"size {n}")
+
+
 def index_add(input, dim, index, source, *, alpha=1):  # noqa: A002
     """``input`` with ``alpha * source`` slices added at ``index`` along ``dim``."""
     _check_index(index, "index_add")
     d = _dim(dim, input)
+    _in_range(index, input, d, "index_add_")
     src = source if alpha == 1 else source * alpha
     if input.ndim == 0:
         return input + src.reshape(())
@@ -52,6 +64,7 @@ def index_copy(input, dim, index, source):  # noqa: A002
     """``input`` with ``source`` slices written at ``index`` along ``dim``."""
     _check_index(index, "index_copy")
     d = _dim(dim, input)
+    _in_range(index, input, d, "index_copy_")
     if input.ndim == 0:
         return source.reshape(()).to(input.dtype)
     return input.scatter(d, _along(index.long(), d, source), source)
@@ -65,6 +78,7 @@ def index_fill(input, dim, index, value):  # noqa: A002
                             f"{value.ndim} dimension(s).")
     d = _dim(dim, input)
     n = input.shape[d] if input.ndim else 1
+    _in_range(index, input, d, "index_fill_", low=-n)
     idx = index.long().reshape(-1)
     idx = idx.where(idx >= 0, idx + n)
     hit = input.new_zeros((n,), dtype=D.bool_).scatter(0, idx, True)

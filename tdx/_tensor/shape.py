@@ -178,9 +178,11 @@ class ShapeMethods:
         n = ex.shape(native)[norm_dim(dim, native.ndim)] if native.ndim else 0
         if isinstance(split_size_or_sections, int):
             step = split_size_or_sections
-            if step <= 0:
-                raise TdxValueError(f"split expects split_size be non-negative, but got split_size={step}")
-            sizes = [step] * (n // step) + ([n % step] if n % step or n == 0 else [])
+            if step < 0:
+                raise TdxRuntimeError(f"split expects split_size be non-negative, but got split_size={step}")
+            if step == 0 and n:
+                raise TdxRuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
+            sizes = [0] if step == 0 else [step] * (n // step) + ([n % step] if n % step or n == 0 else [])
         else:
             sizes = [int(s) for s in split_size_or_sections]
         pieces = tuple(wrap(p, ex) for p in ex.split(native, sizes, dim))
@@ -194,7 +196,8 @@ class ShapeMethods:
 
     def chunk(self, chunks, dim=0):
         if not isinstance(chunks, int) or chunks <= 0:
-            raise TdxValueError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+            raise (TdxTypeError if not isinstance(chunks, int) else TdxRuntimeError)(
+                f"chunk expects `chunks` to be greater than 0, got: {chunks}")
         from ..backends.base import norm_dim
 
         n = self.shape[norm_dim(dim, self._n.ndim)]
@@ -431,8 +434,12 @@ attach(ShapeMethods)
 
 
 def _natives(tensors, op: str):
-    if isinstance(tensors, Tensor) or not tensors:
-        raise TdxTypeError(f"{op}(): expected a non-empty list or tuple of Tensors, got {tensors!r}")
+    if isinstance(tensors, Tensor):
+        raise TdxTypeError(f"{op}(): expected a list or tuple of Tensors, got a Tensor")
+    if not tensors:  # torch's words and kinds: cat's own check (ValueError), the TensorList one for the rest
+        if op == "cat":
+            raise TdxValueError("torch.cat(): expected a non-empty list of Tensors")
+        raise TdxRuntimeError(f"{op} expects a non-empty TensorList")
     first = need_tensor(tensors[0], op, "tensors")
     ex = first._ex
     out = []

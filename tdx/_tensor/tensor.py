@@ -218,7 +218,10 @@ class Tensor:
     @inline_typed
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
         if self._ex.caps.native_autograd:
-            self._n.requires_grad_(requires_grad)
+            try:
+                self._n.requires_grad_(requires_grad)
+            except NATIVE_ERRORS as err:
+                raise self._ex.native_error(err) from None
         else:
             _tape.set_requires_grad(self, requires_grad)
         return self

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 
 from .. import _dtypes as D
 from . import views as _views
@@ -245,8 +246,10 @@ def shape_args(args, op: str) -> tuple:
     """``f(2, 3)``, ``f((2, 3))`` and ``f([2, 3])`` all as the tuple ``(2, 3)``."""
     if len(args) == 1 and not isinstance(args[0], int):
         args = args[0]
-    try:
-        shape = tuple(int(s) if not isinstance(s, int) else s for s in args)
+    if isinstance(args, (str, bytes)):
+        raise TdxTypeError(f"{op}(): argument 'size' must be tuple of ints, not {type(args).__name__}")
+    try:  # ints and what stands for one (NumPy ints, 0-d integer tensors); a float or a str is refused
+        shape = tuple(s if isinstance(s, int) else operator.index(s) for s in args)
     except TypeError:
         raise TdxTypeError(f"{op}(): expected a sequence of ints, got {args!r}") from None
     return shape

@@ -83,15 +83,21 @@ def _summed_to(g, shape):
 def _torch_pow(a, b):
     """``a ** b`` whose derivative is torch's at the points torch defines it: ``d/da`` is 0 where
     ``b == 0`` (``x ** 0`` at 0: MLX's ``0 * 0 ** -1`` is NaN) and ``d/db`` is 0 where ``a == 0`` and
-    ``b >= 0`` (MLX's ``0 * log 0`` is NaN). Used only inside a backward replay."""
+    ``b >= 0`` (MLX's ``0 * log 0`` is NaN). Complex operands get torch's conjugated derivatives
+    (MLX's own vjp of a complex ``power`` leaves out the conjugate: a wrong sign in the imaginary
+    direction). Used only inside a backward replay."""
     return mx.power(a, b)
 
 
 @_torch_pow.vjp
 def _torch_pow_vjp(primals, cotangent, output):
     a, b = primals
-    da = mx.where(b == 0, 0, cotangent * b * mx.power(a, b - 1))
-    db = mx.where(mx.logical_and(a == 0, b >= 0), 0, cotangent * output * mx.log(a))
+    if a.dtype == mx.complex64:  # torch's convention for a holomorphic f: grad_in = grad_out * conj(f')
+        da = mx.where(b == 0, 0, cotangent * mx.conj(b * mx.power(a, b - 1)))
+        db = mx.where(a == 0, 0, cotangent * mx.conj(output * mx.log(a)))
+    else:
+        da = mx.where(b == 0, 0, cotangent * b * mx.power(a, b - 1))
+        db = mx.where(mx.logical_and(a == 0, b >= 0), 0, cotangent * output * mx.log(a))
     return _summed_to(da.astype(a.dtype), a.shape), _summed_to(db.astype(b.dtype), b.shape)
 
 
@@ -366,7 +372,7 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
             odd = mx.remainder(b, 2) != 0
             unit = mx.where(a == 1, 1, mx.where(a == -1, mx.where(odd, -1, 1), 0)).astype(a.dtype)
             return mx.where(neg, unit, pos, stream=self.s)
-        if differentiating() and a.dtype in _FLOATS and a.dtype != mx.complex64:
+        if differentiating() and (a.dtype in _FLOATS or a.dtype == mx.complex64):
             return _torch_pow(a, b)
         return mx.power(a, b, stream=self.s)
 

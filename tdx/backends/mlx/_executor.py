@@ -186,8 +186,9 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
             start, end, step = int(start), int(end), int(step)
             if step == 0:
                 raise DtypeError("arange: step must be nonzero")
+        n = max(0, int(np.ceil((end - start) / step)))
+        check_alloc((n,), dtype.itemsize, "arange")
         if D.is_floating(dtype) or any(isinstance(v, float) for v in (start, end, step)):
-            n = max(0, int(np.ceil((end - start) / step)))
             out = mx.arange(n, dtype=mx.float64 if self.caps.float64 else mx.float32, stream=self.s)
             out = out * step + start
             return out.astype(self._nd(dtype), stream=self.s)
@@ -195,6 +196,7 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
 
     def linspace(self, start, end, steps, dtype, requires_grad=False):
         self._no_grad(requires_grad)
+        check_alloc((steps,), dtype.itemsize, "linspace")
         wide = mx.float32 if dtype in (D.float16, D.bfloat16) or not self.caps.float64 else mx.float64
         if not D.is_floating(dtype) and not dtype.is_complex and steps > 1:
             # torch: integer endpoints, steps in double from both ends, truncated
@@ -223,6 +225,7 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
         return mx.random.normal(shape, dtype=self._nd(dtype), key=self._key(generator), stream=self.s)
 
     def randint(self, low, high, shape, dtype, generator=None):
+        check_alloc(shape, dtype.itemsize, "randint")
         nd = self._nd(dtype)
         if not (mx.issubdtype(nd, mx.integer) or nd == mx.bool_):  # MLX draws integers only; torch casts them
             out = mx.random.randint(low, high, shape, dtype=mx.int64, key=self._key(generator), stream=self.s)

@@ -78,6 +78,12 @@ def check_alloc(shape, itemsize: int, op: str = "tensor") -> None:
     if nbytes > (64 << 20) and nbytes > available_bytes():
         raise TdxRuntimeError(f"{op}: can't allocate memory: you tried to allocate {nbytes} bytes "
                               f"(shape {list(dims)}), more than the {available_bytes()} bytes available")
+    check_dims(dims, op)
+
+
+def check_dims(dims, op: str) -> None:
+    """Refuse a shape with a dimension over MLX's 32-bit limit, naming ``op`` and the limit (MLX
+    itself raises a bare OverflowError, or ``std::bad_cast``)."""
     big = [d for d in dims if d > _INT32_MAX]
     if big:
         raise TdxRuntimeError(f"{op}: dimension {big[0]} of shape {list(dims)} exceeds MLX's limit of "

@@ -33,6 +33,7 @@ import mlx.core as mx
 from ..._errors import OpDtypeError, TdxRuntimeError
 from ..base import MLX_STATE_HEADER, MLX_STATE_SIZE
 from ._indexing import on_stream, scalar_name
+from ._memory import check_alloc, check_dims
 
 _FLOATS = frozenset((mx.float16, mx.bfloat16, mx.float32, mx.float64))
 # The one process-wide default key (torch's default generator is one per process; MLX's global
@@ -106,6 +107,8 @@ class MLXRandomOps:
     def randperm(self, n, dtype, generator=None):
         if n < 0:
             raise TdxRuntimeError(f"n must be non-negative, got{n}")
+        check_dims((n,), "randperm")  # the hard limit first: more memory would not help
+        check_alloc((n,), dtype.itemsize, "randperm")
         out = mx.random.permutation(n, key=self._key(generator), stream=self.s)
         return out.astype(self._nd(dtype), stream=self.s)
 

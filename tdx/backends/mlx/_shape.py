@@ -14,6 +14,7 @@ import numpy as np
 from ... import _dtypes as D
 from ..._errors import ShapeError
 from ..base import norm_dim
+from ._memory import _INT32_MAX, check_dims
 
 
 class MLXShapeOps:
@@ -24,6 +25,8 @@ class MLXShapeOps:
     # shapes ---------------------------------------------------------------------------
     def reshape(self, x, shape):
         shape = tuple(shape)
+        if max(shape, default=0) > _INT32_MAX:
+            check_dims(shape, "reshape")
         if -1 not in shape and math.prod(shape) == x.size:  # the common case, checked in full
             return mx.reshape(x, shape, stream=self.s)
         known = math.prod(s for s in shape if s != -1)
@@ -75,6 +78,8 @@ class MLXShapeOps:
 
     def expand(self, x, shape):
         shape = list(shape)
+        if max(shape, default=0) > _INT32_MAX:
+            check_dims(shape, "expand")
         if len(shape) < x.ndim:
             raise ShapeError(f"expand: the number of sizes provided ({len(shape)}) must be greater or "
                              f"equal to the number of dimensions in the tensor ({x.ndim})")

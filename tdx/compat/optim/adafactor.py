@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import tdx
 
-from .optimizer import Optimizer, scalar, step_tensor
+from .optimizer import Optimizer, check_lr, scalar, step_tensor
 
 __all__ = ["Adafactor"]
 
@@ -41,10 +41,7 @@ class Adafactor(Optimizer):
 
     def __init__(self, params, lr=1e-2, beta2_decay=-0.8, eps=(None, 1e-3), d=1.0, weight_decay=0.0, *,
                  foreach=None, maximize=False):
-        if isinstance(lr, tdx.Tensor) and lr.numel() != 1:
-            raise tdx.TdxValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise tdx.TdxValueError(f"Learning rate should be >= 0 but is: {lr}")
+        check_lr(lr, "Learning rate should be >= 0 but is: {lr}")
         if not 0.0 >= beta2_decay:
             raise tdx.TdxValueError(f"beta2_decay should be <= 0 but is: {beta2_decay}")
         if eps[0] is not None and not 0.0 <= eps[0]:

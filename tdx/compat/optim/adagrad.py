@@ -12,17 +12,10 @@ from __future__ import annotations
 
 import tdx
 
-from .optimizer import (Optimizer, OptimizerRuntimeError, advance_step, count_step, refuse_complex, scalar,
-                        step_tensor)
+from .optimizer import (Optimizer, OptimizerRuntimeError, advance_step, check_lr, count_step, refuse_complex,
+                        scalar, step_tensor)
 
 __all__ = ["Adagrad", "Adadelta", "RMSprop", "Rprop", "ASGD"]
-
-
-def _check_lr(lr):
-    if isinstance(lr, tdx.Tensor) and lr.numel() != 1:
-        raise tdx.TdxValueError("Tensor lr must be 1-element")
-    if not 0.0 <= lr:
-        raise tdx.TdxValueError(f"Invalid learning rate: {lr}")
 
 
 class Adagrad(Optimizer):
@@ -40,7 +33,7 @@ class Adagrad(Optimizer):
 
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
                  foreach=None, *, maximize=False, differentiable=False, fused=None):
-        _check_lr(lr)
+        check_lr(lr)
         if not 0.0 <= lr_decay:
             raise tdx.TdxValueError(f"Invalid lr_decay value: {lr_decay}")
         if not 0.0 <= weight_decay:
@@ -97,7 +90,7 @@ class Adadelta(Optimizer):
 
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *, capturable=False,
                  maximize=False, differentiable=False):
-        _check_lr(lr)
+        check_lr(lr)
         if not 0.0 <= rho <= 1.0:
             raise tdx.TdxValueError(f"Invalid rho value: {rho}")
         if not 0.0 <= eps:
@@ -145,7 +138,7 @@ class RMSprop(Optimizer):
 
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
                  capturable=False, foreach=None, maximize=False, differentiable=False):
-        _check_lr(lr)
+        check_lr(lr)
         if not 0.0 <= eps:
             raise tdx.TdxValueError(f"Invalid epsilon value: {eps}")
         if not 0.0 <= momentum:
@@ -206,7 +199,7 @@ class Rprop(Optimizer):
 
     def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *, capturable=False,
                  foreach=None, maximize=False, differentiable=False):
-        _check_lr(lr)
+        check_lr(lr)
         if not 0.0 < etas[0] < 1.0 < etas[1]:
             raise tdx.TdxValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
         defaults = {"lr": lr, "etas": etas, "step_sizes": step_sizes, "foreach": foreach,
@@ -250,7 +243,7 @@ class ASGD(Optimizer):
 
     def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, foreach=None,
                  maximize=False, differentiable=False, capturable=False):
-        _check_lr(lr)
+        check_lr(lr)
         if not 0.0 <= weight_decay:
             raise tdx.TdxValueError(f"Invalid weight_decay value: {weight_decay}")
         defaults = {"lr": lr, "lambd": lambd, "alpha": alpha, "t0": t0, "weight_decay": weight_decay,

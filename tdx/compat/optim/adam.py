@@ -19,7 +19,7 @@ from __future__ import annotations
 import tdx
 
 from . import kernels as K
-from .optimizer import Optimizer, OptimizerRuntimeError, advance_step, scalar, step_tensor
+from .optimizer import Optimizer, check_lr, OptimizerRuntimeError, advance_step, scalar, step_tensor
 
 __all__ = ["Adam", "AdamW", "Adamax", "NAdam", "RAdam"]
 
@@ -46,10 +46,7 @@ def _begin_step(p, grad, state, maximize, moments, counter=None):
 
 
 def _check_common(lr, eps, betas, weight_decay):
-    if isinstance(lr, tdx.Tensor) and lr.numel() != 1:
-        raise tdx.TdxValueError("Tensor lr must be 1-element")
-    if not 0.0 <= lr:
-        raise tdx.TdxValueError(f"Invalid learning rate: {lr}")
+    check_lr(lr)
     if not 0.0 <= eps:
         raise tdx.TdxValueError(f"Invalid epsilon value: {eps}")
     if not 0.0 <= betas[0] < 1.0:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import tdx
 
-from .optimizer import Optimizer, OptimizerRuntimeError, refuse_complex, scalar
+from .optimizer import Optimizer, check_lr, OptimizerRuntimeError, refuse_complex, scalar
 
 __all__ = ["LBFGS"]
 
@@ -128,10 +128,7 @@ class LBFGS(Optimizer):
 
     def __init__(self, params, lr=1, max_iter=20, max_eval=None, tolerance_grad=1e-7, tolerance_change=1e-9,
                  history_size=100, line_search_fn=None):
-        if isinstance(lr, tdx.Tensor) and lr.numel() != 1:
-            raise tdx.TdxValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise tdx.TdxValueError(f"Invalid learning rate: {lr}")
+        check_lr(lr)
         if max_eval is None:
             max_eval = max_iter * 5 // 4
         defaults = {"lr": lr, "max_iter": max_iter, "max_eval": max_eval, "tolerance_grad": tolerance_grad,

@@ -9,7 +9,7 @@ import math
 
 import tdx
 
-from .optimizer import Optimizer, scalar
+from .optimizer import Optimizer, check_lr, scalar
 
 __all__ = ["Muon"]
 
@@ -68,10 +68,7 @@ class Muon(Optimizer):
 
     def __init__(self, params, lr=1e-3, weight_decay=0.1, momentum=0.95, nesterov=True,
                  ns_coefficients=(_A, _B, _C), eps=_EPS, ns_steps=_NS_STEPS, adjust_lr_fn=None):
-        if isinstance(lr, tdx.Tensor) and lr.numel() != 1:
-            raise tdx.TdxValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise tdx.TdxValueError(f"Learning rate should be >= 0 but is: {lr}")
+        check_lr(lr, "Learning rate should be >= 0 but is: {lr}")
         if not 0.0 <= momentum:
             raise tdx.TdxValueError(f"momentum should be >= 0 but is: {momentum}")
         if not 0.0 <= weight_decay:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import numbers
 import struct
 import warnings
 import weakref
@@ -121,6 +122,24 @@ def _hooked_step(func: Callable) -> Callable:
 
     step.hooked = True
     return step
+
+
+def check_lr(lr: Any, message: str = "Invalid learning rate: {lr}", positive: bool = False) -> None:
+    """Refuse a learning rate as torch does: a Tensor of more than one element, a negative value
+    (zero too with ``positive``), and (tdx's own words, torch's TypeError) what is not a number.
+
+    Args:
+        lr: the learning rate given.
+        message: the optimizer's own wording of the ValueError (``{lr}`` is filled in).
+        positive: whether zero is refused too.
+    """
+    if isinstance(lr, tdx.Tensor):
+        if lr.numel() != 1:
+            raise tdx.TdxValueError("Tensor lr must be 1-element")
+    elif not isinstance(lr, numbers.Real) or isinstance(lr, bool):
+        raise tdx.TdxTypeError(f"lr must be a float or a 1-element Tensor, got {type(lr).__name__} {lr!r}")
+    if lr < 0.0 or (positive and lr == 0.0):
+        raise tdx.TdxValueError(message.format(lr=lr))
 
 
 def scalar(value: Any) -> Any:

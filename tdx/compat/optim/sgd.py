@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import tdx
 
-from .optimizer import Optimizer, OptimizerRuntimeError, scalar
+from .optimizer import Optimizer, check_lr, OptimizerRuntimeError, scalar
 
 __all__ = ["SGD"]
 
@@ -33,10 +33,7 @@ class SGD(Optimizer):
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
                  maximize=False, foreach=None, differentiable=False, fused=None):
-        if isinstance(lr, tdx.Tensor) and lr.numel() != 1:
-            raise tdx.TdxValueError("Tensor lr must be 1-element")
-        if lr < 0.0:
-            raise tdx.TdxValueError(f"Invalid learning rate: {lr}")
+        check_lr(lr)
         if momentum < 0.0:
             raise tdx.TdxValueError(f"Invalid momentum value: {momentum}")
         if weight_decay < 0.0:

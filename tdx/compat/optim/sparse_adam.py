@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import tdx
 
-from .optimizer import Optimizer, OptimizerRuntimeError
+from .optimizer import Optimizer, check_lr, OptimizerRuntimeError
 
 __all__ = ["SparseAdam"]
 
@@ -26,10 +26,7 @@ class SparseAdam(Optimizer):
     """
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, maximize=False):
-        if isinstance(lr, tdx.Tensor) and lr.numel() != 1:
-            raise tdx.TdxValueError("Tensor lr must be 1-element")
-        if not 0.0 < lr:
-            raise tdx.TdxValueError(f"Invalid learning rate: {lr}")
+        check_lr(lr, positive=True)
         if not 0.0 < eps:
             raise tdx.TdxValueError(f"Invalid epsilon value: {eps}")
         if not 0.0 <= betas[0] < 1.0:

@@ -15,6 +15,7 @@ import io
 import json
 import os
 import pickle
+import struct
 
 import numpy as np
 
@@ -22,12 +23,14 @@ import tdx
 
 from . import archive as _archive
 from . import legacy as _legacy
+from . import records as _records
 from . import storage as _storage
+from .records import CheckpointError, CheckpointUnpicklingError
 from .pickling import (CheckpointPickler, CheckpointUnpickler, StorageType, WeightsOnlyError, add_safe_globals,
                        clear_safe_globals, get_safe_globals, safe_globals, _parameter_class)
 
 __all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals",
-           "WeightsOnlyError", "DEFAULT_PROTOCOL"]
+           "WeightsOnlyError", "CheckpointError", "CheckpointUnpicklingError", "DEFAULT_PROTOCOL"]
 
 DEFAULT_PROTOCOL = 2  # torch's
 _TDX_LOCATIONS = ".data/tdx_locations"
@@ -45,6 +48,10 @@ def _torch_location(device: str):
 def save(obj, f, pickle_module=None, pickle_protocol=DEFAULT_PROTOCOL, _use_new_zipfile_serialization=True,
          _disable_byteorder_record=False) -> None:
     """Save ``obj`` to ``f`` (a path or a writable binary file) as ``torch.save`` does.
+
+    A path is written to a temporary file in the same folder, which then replaces it in one
+    rename: an interrupt or error midway leaves the previous file as it was (torch truncates it
+    first). A file object is written in place, as torch writes it.
 
     Args:
         obj: tensors, Parameters, state dicts (OrderedDict with ``_metadata``), containers,
@@ -79,16 +86,22 @@ def save(obj, f, pickle_module=None, pickle_protocol=DEFAULT_PROTOCOL, _use_new_
             extra[ref.key] = own
     if isinstance(f, (str, os.PathLike)):
         name = os.path.splitext(os.path.basename(os.fspath(f)))[0] or "archive"
+        with _archive.replacing(os.fspath(f)) as fh:
+            _write_archive(fh, name, buffer.getvalue(), pickler.storages, extra, _disable_byteorder_record)
     else:
-        name = "archive"
+        _write_archive(f, "archive", buffer.getvalue(), pickler.storages, extra, _disable_byteorder_record)
+
+
+def _write_archive(f, name, pickled, storages, extra, disable_byteorder):
+    """The records of one checkpoint, in torch's order, into ``f``."""
     writer = _archive.ArchiveWriter(f, name)
     try:
-        writer.write("data.pkl", buffer.getvalue())
+        writer.write("data.pkl", pickled)
         writer.write(".format_version", b"1")
         writer.write(".storage_alignment", str(_archive.ALIGNMENT).encode())
-        if not _disable_byteorder_record:
+        if not disable_byteorder:
             writer.write("byteorder", b"little")
-        for ref in pickler.storages:
+        for ref in storages:
             writer.write(f"data/{ref.key}", ref.storage.read())
         if extra:
             writer.write(_TDX_LOCATIONS, json.dumps(extra).encode())
@@ -138,26 +151,48 @@ def _view_of(flat, offset, size, stride):
     return core.expand(*size) if any(stride[d] == 0 and size[d] != 1 for d in range(len(size))) else core
 
 
-def _rebuild_tensor(flat, offset, size, stride, requires_grad=False, hooks=None, metadata=None):
-    size, stride = tuple(size), tuple(stride)
-    numel = int(np.prod(size)) if size else 1
-    if numel == 0:
+def _rebuild_tensor(flat, offset, size, stride, requires_grad=False, hooks=None, metadata=None, record="storage"):
+    """torch's ``_rebuild_tensor_v2``: the tensor ``(offset, size, stride)`` over storage ``flat``
+    (named ``record`` in errors), checked against it before anything is built."""
+    if not isinstance(flat, tdx.Tensor):
+        raise CheckpointError(f"checkpoint tensor: its storage is a {type(flat).__name__}, not a storage record")
+    size, stride = _records.check_layout(record, flat.numel(), offset, size, stride)
+    if not isinstance(requires_grad, bool):
+        raise CheckpointError(f"checkpoint tensor over {record!r}: requires_grad {requires_grad!r} is not a bool")
+    if 0 in size:
         out = tdx.zeros(size, dtype=flat.dtype, device=flat.device)
     else:
         out = _view_of(flat, offset, size, stride)
-        if out is None:  # a layout view ops cannot express: the values, copied
-            idx = np.full(size, offset, dtype=np.int64)
-            for d, (k, st) in enumerate(zip(size, stride)):
-                shape = [1] * len(size)
-                shape[d] = k
-                idx = idx + (np.arange(k, dtype=np.int64) * st).reshape(shape)
-            out = flat[tdx.as_tensor(idx.ravel(), device=flat.device)].reshape(size)
+        if out is None:  # a layout overlapping itself, which view ops cannot express: the values, copied
+            out = _overlapping(flat, offset, size, stride, record)
     if requires_grad:
         out = out.detach().requires_grad_(True) if not out.is_leaf else out.requires_grad_(True)
     return out
 
 
+# the most bytes an overlapping layout may expand to (tdx has no overlapping views: they are copied)
+_OVERLAP_LIMIT = 1 << 31
+
+
+def _overlapping(flat, offset, size, stride, record):
+    """The values of a self-overlapping layout (in bounds: checked), strided on the host without an
+    index array; refused when the copy would pass :data:`_OVERLAP_LIMIT` bytes."""
+    numel = int(np.prod(size, dtype=object))
+    if numel * flat.element_size() > _OVERLAP_LIMIT:
+        raise tdx.UnsupportedOpError(
+            f"checkpoint tensor over {record!r}: sizes {list(size)} with strides {list(stride)} overlap themselves; "
+            f"tdx copies such a tensor ({numel} elements) and refuses copies over {_OVERLAP_LIMIT} bytes")
+    host = np.ascontiguousarray(flat.numpy(force=True).reshape(-1))
+    item = host.itemsize
+    values = np.lib.stride_tricks.as_strided(host[offset:], shape=size, strides=[s * item for s in stride],
+                                             writeable=False)
+    return tdx.as_tensor(np.ascontiguousarray(values), device=flat.device).to(flat.dtype)
+
+
 def _rebuild_parameter(data, requires_grad, hooks=None):
+    if not isinstance(data, tdx.Tensor) or not isinstance(requires_grad, bool):
+        raise CheckpointError(f"checkpoint parameter: data {type(data).__name__} and requires_grad "
+                              f"{requires_grad!r} must be a tensor and a bool")
     return _parameter_class(data, requires_grad)
 
 
@@ -191,11 +226,20 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
             the tensors then share the mapped memory on cpu, copy-on-write).
         **pickle_load_args: only ``encoding`` is accepted (must be utf-8 compatible).
 
+    Every number a record carries is checked before anything of that size is allocated (see
+    :mod:`.records`): a crafted file is refused in about a millisecond, whatever it claims.
+
     Raises:
+        CheckpointError: (a RuntimeError, as torch's) a corrupt archive (truncated, a CRC that does
+            not match its record, a missing record), a storage count that does not match its
+            record, a tensor's sizes/strides/offset outside its storage or negative; names the record.
+        CheckpointUnpicklingError: (a ``pickle.UnpicklingError``) a pickle stream that cannot be
+            read: truncated, malformed, announcing more bytes than it holds; neither a zip
+            checkpoint nor a legacy one.
         WeightsOnlyError: (a ``pickle.UnpicklingError``) a global outside the allowed set.
         UnsupportedOpError: a big-endian checkpoint; a tensor subclass tdx lacks, or a tensor
-            carrying Python attributes (torch keeps them; tdx tensors hold none).
-        pickle.UnpicklingError: neither a zip checkpoint nor a legacy one.
+            carrying Python attributes (torch keeps them; tdx tensors hold none); a self-overlapping
+            layout whose copy would pass 2 GiB (tdx has no overlapping views).
         TdxTypeError: a map_location of another kind.
     """
     if pickle_module not in (None, pickle):
@@ -224,39 +268,68 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
 def _load_archive(reader, map_location, weights_only, mmap):
     if reader.has("byteorder") and reader.read("byteorder") != b"little":
         raise tdx.UnsupportedOpError(f"tdx.load reads little-endian checkpoints; this one is "
-                                     f"{reader.read('byteorder').decode()!r}")
-    own = json.loads(reader.read(_TDX_LOCATIONS)) if reader.has(_TDX_LOCATIONS) else {}
+                                     f"{reader.read('byteorder')[:16]!r}")
+    own = {}
+    if reader.has(_TDX_LOCATIONS):
+        try:
+            own = json.loads(reader.read(_TDX_LOCATIONS))
+        except (ValueError, UnicodeDecodeError) as err:
+            raise CheckpointError(f"checkpoint record {_TDX_LOCATIONS!r} is not JSON: {err}") from None
+        if not isinstance(own, dict) or not all(isinstance(v, str) for v in own.values()):
+            raise CheckpointError(f"checkpoint record {_TDX_LOCATIONS!r} must map storage keys to device strings")
 
     def host_values(key, dtype, numel):
+        record = f"data/{key}"
+        _records.check_storage(record, numel, dtype.itemsize, reader.size(record))
         values = None
         if mmap and dtype is not tdx.bfloat16:
             np_dtype = np.dtype("bool" if dtype is tdx.bool else dtype.name).newbyteorder("<")
-            values = reader.mapped(f"data/{key}", np_dtype, numel)
+            values = reader.mapped(record, np_dtype, numel)
         if values is None:
-            values = _storage.from_bytes(reader.read(f"data/{key}"), dtype)[:numel]
+            values = _storage.from_bytes(reader.read(record), dtype)
         return values
 
     return _unpickle(reader.read("data.pkl"), host_values, own, map_location, weights_only)
 
 
+# what a malformed pickle stream makes the unpickler (or the callables it reaches) raise
+_MALFORMED = (pickle.UnpicklingError, EOFError, ValueError, TypeError, KeyError, IndexError, AttributeError,
+              UnicodeDecodeError, OverflowError, RecursionError, struct.error)
+
+
 def _unpickle(pickled, host_values, own, map_location, weights_only):
-    """Unpickle checkpoint pickle bytes; ``host_values(key, dtype, numel)`` gives a storage's values."""
+    """Unpickle checkpoint pickle bytes; ``host_values(key, dtype, numel)`` gives a storage's values
+    (checked against the record's size).
+
+    With ``weights_only`` every callable the stream reaches is tdx's, so any failure of a builtin
+    kind is the stream's fault: a :class:`CheckpointUnpicklingError`. Otherwise only the unpickler's
+    own failures are; what the file's own classes raise passes through, as under torch.
+    """
+    _records.check_pickle("data.pkl", pickled)
     storages = {}
+    names = {}  # id(storage tensor) -> its record, for the errors that name it
 
     def to_device(values, dtype, device):
         t = tdx.as_tensor(values, device=device) if device == "cpu" else tdx.tensor(values, device=device)
         return t if t.dtype is dtype else t.to(dtype)
 
     def load_storage(pid):
+        if len(pid) < 5 or not isinstance(pid[2], str) or not isinstance(pid[3], str):
+            raise CheckpointUnpicklingError(f"checkpoint storage id {pid!r}: expected ('storage', type, key, "
+                                            f"location, numel)")
         _, storage_type, key, location, numel = pid[:5]
         view = pid[5] if len(pid) > 5 else None  # legacy files: (view key, offset, size) of a view of `key`
         if view is not None:
             root = load_storage(pid[:5])
-            return root[view[1]:view[1] + view[2]]
+            _, start, length = view
+            _records.check_layout(f"data/{key}", root.numel(), start, (length,), (1,))
+            out = root[start:start + length]
+            names[id(out)] = f"data/{key}"
+            return out
         if key in storages:
             return storages[key]
         if not isinstance(storage_type, StorageType):
-            raise pickle.UnpicklingError(f"unsupported storage type {storage_type!r} in checkpoint")
+            raise CheckpointUnpicklingError(f"unsupported storage type {storage_type!r} in checkpoint")
         dtype = storage_type.dtype
         saved = own.get(key, location)
         values = host_values(key, dtype, numel)
@@ -269,8 +342,19 @@ def _unpickle(pickled, host_values, own, map_location, weights_only):
         else:
             flat = to_device(values, dtype, _resolve(map_location, saved, location))
         storages[key] = flat
+        names[id(flat)] = f"data/{key}"
         return flat
 
-    unpickler = CheckpointUnpickler(io.BytesIO(pickled), load_storage, _rebuild_tensor, _rebuild_parameter,
-                                    weights_only)
-    return unpickler.load()
+    def rebuild(flat, *args, **kwargs):
+        return _rebuild_tensor(flat, *args, record=names.get(id(flat), "storage"), **kwargs)
+
+    unpickler = CheckpointUnpickler(io.BytesIO(pickled), load_storage, rebuild, _rebuild_parameter, weights_only)
+    try:
+        return unpickler.load()
+    except tdx.TdxError:
+        raise
+    except _MALFORMED as err:
+        if not weights_only and not isinstance(err, (pickle.UnpicklingError, EOFError)):
+            raise
+        raise CheckpointUnpicklingError(f"checkpoint record 'data.pkl' cannot be unpickled: "
+                                        f"{type(err).__name__}: {err}") from err

@@ -9,16 +9,20 @@ or MLX.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import mmap as _mmap
 import os
 import secrets
 import struct
 import zipfile
+import zlib
 
 import numpy as np
 
-__all__ = ["ArchiveWriter", "ArchiveReader", "ALIGNMENT", "is_zip"]
+from .records import CheckpointError
+
+__all__ = ["ArchiveWriter", "ArchiveReader", "ALIGNMENT", "is_zip", "replacing"]
 
 ALIGNMENT = 64
 _PAD_ID = b"FB"  # the extra-field id torch uses for its alignment padding
@@ -63,14 +67,29 @@ class ArchiveWriter:
         self.write(".data/serialization_id", "".join(f"{secrets.randbits(64):020d}" for _ in range(2)).encode())
 
 
+# what zipfile raises on a corrupt archive: a bad CRC, a truncated or inconsistent header (a negative
+# seek, a short struct), a name that is not UTF-8, an unknown compression method, a truncated record
+CORRUPT = (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError, struct.error, OSError,
+           NotImplementedError, OverflowError, KeyError, IndexError, zlib.error)
+
+
 class ArchiveReader:
-    """Reads the records of a checkpoint archive from ``f`` (a path or a binary file object)."""
+    """Reads the records of a checkpoint archive from ``f`` (a path or a binary file object).
+
+    Raises:
+        CheckpointError: (a RuntimeError, as torch's ``PytorchStreamReader failed ...``) a corrupt
+            archive, a missing record, a record whose CRC does not match its bytes.
+    """
 
     def __init__(self, f, path=None):
-        self.zip = zipfile.ZipFile(f, "r")
-        names = self.zip.namelist()
+        try:
+            self.zip = zipfile.ZipFile(f, "r")
+            names = self.zip.namelist()
+        except CORRUPT as err:
+            raise CheckpointError(f"PytorchStreamReader failed reading zip archive: {type(err).__name__}: "
+                                  f"{err}") from None
         if not names:
-            raise zipfile.BadZipFile("empty checkpoint archive")
+            raise CheckpointError("PytorchStreamReader failed reading zip archive: an archive with no record")
         self.prefix = names[0].split("/", 1)[0]
         self.names = set(names)
         self.path = path
@@ -79,25 +98,78 @@ class ArchiveReader:
     def has(self, record: str) -> bool:
         return f"{self.prefix}/{record}" in self.names
 
+    def size(self, record: str) -> int:
+        """The record's size in bytes as the archive states it (nothing read)."""
+        return self._info(record).file_size
+
+    def _info(self, record: str):
+        try:
+            return self.zip.getinfo(f"{self.prefix}/{record}")
+        except KeyError:
+            raise CheckpointError(f"PytorchStreamReader failed locating file {self.prefix}/{record}: "
+                                  f"file not found") from None
+
     def read(self, record: str) -> bytes:
-        return self.zip.read(f"{self.prefix}/{record}")
+        info = self._info(record)
+        try:
+            return self.zip.read(info)
+        except CORRUPT as err:
+            raise CheckpointError(f"PytorchStreamReader failed reading record {info.filename}: "
+                                  f"{type(err).__name__}: {err}") from None
 
     def mapped(self, record: str, np_dtype, count: int):
         """The record as a copy-on-write memory-mapped NumPy array (None where it cannot be:
         no file path, or a compressed record)."""
-        info = self.zip.getinfo(f"{self.prefix}/{record}")
+        info = self._info(record)
         if self.path is None or info.compress_type != zipfile.ZIP_STORED:
             return None
         if self._mapped is None:
             with open(self.path, "rb") as fh:
                 self._mapped = _mmap.mmap(fh.fileno(), 0, access=_mmap.ACCESS_COPY)
         local = self._mapped[info.header_offset:info.header_offset + 30]
+        if len(local) < 30 or local[:4] != b"PK\x03\x04":
+            raise CheckpointError(f"PytorchStreamReader failed reading record {info.filename}: bad local header")
         name_len, extra_len = struct.unpack("<HH", local[26:30])
         start = info.header_offset + 30 + name_len + extra_len
+        if start + count * np.dtype(np_dtype).itemsize > len(self._mapped):
+            raise CheckpointError(f"PytorchStreamReader failed reading record {info.filename}: it runs past the "
+                                  f"end of the file")
         return np.frombuffer(self._mapped, dtype=np_dtype, count=count, offset=start)
 
     def close(self) -> None:
         self.zip.close()
+
+
+@contextlib.contextmanager
+def replacing(path: str):
+    """A binary file that replaces ``path`` in one rename when the block ends normally.
+
+    The file is a new one beside the target (same folder, hence same file system), created with
+    the mode a new file gets (the umask applies), or the target's own mode when it exists; it is
+    flushed to disk before the rename. When the block raises, even ``KeyboardInterrupt``, the
+    temporary file is removed and ``path`` is untouched. A symlink is followed: its target is
+    replaced, the link stays.
+    """
+    target = os.path.realpath(path)
+    folder, base = os.path.split(target)
+    if not os.path.isdir(folder):
+        raise CheckpointError(f"Parent directory {folder} does not exist.")  # torch's RuntimeError
+    if os.path.isdir(target):
+        raise CheckpointError(f"cannot save to {path}: it is a directory")
+    tmp = os.path.join(folder, f".{base}.{secrets.token_hex(4)}.tmp")
+    fh = open(tmp, "xb")
+    try:
+        yield fh
+        fh.flush()
+        os.fsync(fh.fileno())
+        fh.close()
+        if os.path.exists(target):
+            os.chmod(tmp, os.stat(target).st_mode & 0o7777)
+        os.replace(tmp, target)
+    except BaseException:
+        fh.close()
+        os.unlink(tmp)
+        raise
 
 
 def open_for_read(f):

@@ -17,6 +17,7 @@ import pickletools
 import struct
 
 from .pickling import STORAGE_TYPES, StorageType
+from .records import CheckpointError, CheckpointUnpicklingError
 from . import storage as _storage
 
 import tdx
@@ -81,43 +82,80 @@ def read(fh):
     """``(main pickle bytes, host_values(key, dtype, numel))`` of a legacy checkpoint in ``fh``.
 
     Raises:
-        pickle.UnpicklingError: not a legacy checkpoint (wrong magic number or layout).
+        CheckpointUnpicklingError: not a legacy checkpoint (wrong magic number or layout), or a
+            malformed pickle in it.
+        CheckpointError: a storage whose element count does not fit the bytes left in the file.
         UnsupportedOpError: a big-endian file or another legacy protocol version.
     """
-    header = lambda: _HeaderUnpickler(fh).load()  # noqa: E731
     try:
-        magic = header()
-    except (pickle.UnpicklingError, EOFError, ValueError) as err:
-        raise pickle.UnpicklingError(f"not a torch checkpoint: neither a zip archive nor the legacy format "
-                                     f"({err})") from None
-    if magic != MAGIC_NUMBER:
-        raise pickle.UnpicklingError("Invalid magic number; corrupt file?")
-    version = header()
-    if version != _PROTOCOL_VERSION:
-        raise tdx.UnsupportedOpError(f"Invalid protocol version: {version}; tdx.load reads {_PROTOCOL_VERSION}")
-    sys_info = header()
-    if not sys_info.get("little_endian", True):
-        raise tdx.UnsupportedOpError("tdx.load reads little-endian checkpoints; this legacy file is big-endian")
+        return _read(fh)
+    except tdx.TdxError:
+        raise
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, KeyError, IndexError, AttributeError,
+            UnicodeDecodeError, OverflowError, RecursionError, struct.error) as err:
+        raise CheckpointUnpicklingError(f"not a readable torch checkpoint: neither a zip archive nor the legacy "
+                                        f"format ({type(err).__name__}: {err})") from None
+
+
+def _scanned(fh):
+    """Walk one pickle in ``fh`` (opcodes only: a length prefix running past the end is refused
+    before the unpickler allocates it) and rewind."""
     start = fh.tell()
     for opcode, _, _ in pickletools.genops(fh):
         if opcode.name == "STOP":
             break
     end = fh.tell()
     fh.seek(start)
-    pickled = fh.read(end - start)
+    return end - start
+
+
+def _read(fh):
+    fh = io.BytesIO(fh.read())  # a file's read(n) allocates n bytes before reading: in memory, it cannot
+
+    def header():
+        _scanned(fh)
+        return _HeaderUnpickler(fh).load()
+
+    magic = header()
+    if magic != MAGIC_NUMBER:
+        raise CheckpointUnpicklingError("Invalid magic number; corrupt file?")
+    version = header()
+    if version != _PROTOCOL_VERSION:
+        raise tdx.UnsupportedOpError(f"Invalid protocol version: {version!r}; tdx.load reads {_PROTOCOL_VERSION}")
+    sys_info = header()
+    if not isinstance(sys_info, dict):
+        raise CheckpointUnpicklingError(f"legacy checkpoint: system info {sys_info!r} is not a dict")
+    if not sys_info.get("little_endian", True):
+        raise tdx.UnsupportedOpError("tdx.load reads little-endian checkpoints; this legacy file is big-endian")
+    pickled = fh.read(_scanned(fh))
     keys = header()
+    if not isinstance(keys, list):
+        raise CheckpointUnpicklingError(f"legacy checkpoint: storage keys {keys!r} are not a list")
     scan = _ScanUnpickler(io.BytesIO(pickled))
     scan.load()
+    here = fh.tell()
+    left = fh.seek(0, io.SEEK_END) - here
+    fh.seek(here)
     blobs = {}
     for key in keys:
         dtype = scan.dtypes.get(key)
         if dtype is None:
-            raise pickle.UnpicklingError(f"legacy checkpoint: storage {key!r} has no element type")
+            raise CheckpointUnpicklingError(f"legacy checkpoint: storage {key!r} has no element type")
         (numel,) = struct.unpack("<q", fh.read(8))
+        left -= 8
+        if numel < 0 or numel * dtype.itemsize > left:
+            raise CheckpointError(f"legacy checkpoint: storage {key!r} claims {numel} elements of "
+                                  f"{dtype.itemsize} bytes; {max(left, 0)} bytes are left in the file")
         blobs[key] = (fh.read(numel * dtype.itemsize), numel)
+        left -= numel * dtype.itemsize
 
     def host_values(key, dtype, numel):
+        if key not in blobs:
+            raise CheckpointError(f"legacy checkpoint: no storage record {key!r}")
         data, count = blobs[key]
-        return _storage.from_bytes(data, dtype)[:count]
+        if dtype.itemsize * count != len(data):
+            raise CheckpointError(f"legacy checkpoint: storage {key!r} is read as {dtype} but was written as "
+                                  f"another element type")
+        return _storage.from_bytes(data, dtype)
 
     return pickled, host_values

@@ -220,12 +220,12 @@ def _torch_names(rebuild, rebuild_parameter):
         ("torch._tensor", "_rebuild_from_type_v2"): _rebuild_from_type_v2,
         ("torch", "device"): tdx.device,
         ("torch", "Size"): tdx.Size,
-        ("torch", "Tensor"): tdx.Tensor,
+        ("torch", "Tensor"): TENSOR_TYPE,
         ("torch.nn.parameter", "Parameter"): _parameter_class,
         ("collections", "OrderedDict"): collections.OrderedDict,
         ("collections", "Counter"): collections.Counter,
         ("_codecs", "encode"): _codecs.encode,
-        ("builtins", "bytearray"): bytearray,
+        ("builtins", "bytearray"): _bytearray,
         ("builtins", "set"): set,
         ("builtins", "complex"): complex,
     }
@@ -236,6 +236,26 @@ def _torch_names(rebuild, rebuild_parameter):
     return names
 
 
+class _TensorType:
+    """What ``torch.Tensor`` names in a checkpoint: the type ``_rebuild_from_type_v2`` is given.
+    Never called by a checkpoint torch writes; a crafted one calling it (``torch.Tensor(20000, 20000)``
+    allocates) is refused under ``weights_only`` (otherwise the name is ``tdx.Tensor`` itself)."""
+
+    def __call__(self, *args, **kwargs):
+        raise pickle.UnpicklingError(f"a checkpoint calls torch.Tensor{args!r}: torch's checkpoints only name it")
+
+
+TENSOR_TYPE = _TensorType()
+
+
+def _bytearray(*args):
+    """``bytearray`` as pickle protocol 2 uses it (``bytearray(str, encoding)``): a size is refused,
+    since ``bytearray(10**12)`` would allocate it."""
+    if args and isinstance(args[0], int):
+        raise pickle.UnpicklingError(f"a checkpoint calls bytearray{args!r}: only bytearray(data, encoding) is read")
+    return bytearray(*args)
+
+
 def _parameter_class(*args, **kwargs):
     """``torch.nn.Parameter`` called while loading: tdx's Parameter."""
     import tdx.nn as nn
@@ -244,6 +264,7 @@ def _parameter_class(*args, **kwargs):
 
 
 def _rebuild_from_type_v2(func, new_type, args, state):
+    new_type = tdx.Tensor if new_type is TENSOR_TYPE else new_type
     out = func(*args)
     if new_type is not tdx.Tensor and isinstance(new_type, type) and not isinstance(out, new_type):
         raise tdx.UnsupportedOpError(f"tdx.load cannot rebuild tensor subclass {new_type!r}")
@@ -269,6 +290,8 @@ class CheckpointUnpickler(pickle.Unpickler):
         super().__init__(file, encoding="utf-8")
         self._load_storage = load_storage
         self._names = _torch_names(rebuild, rebuild_parameter)
+        if not weights_only:
+            self._names[("torch", "Tensor")] = tdx.Tensor
         self._weights_only = weights_only
 
     def persistent_load(self, pid):

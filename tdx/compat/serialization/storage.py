@@ -78,7 +78,7 @@ def _mlx_storage(t):
     numel = root.numel()
 
     def read():
-        return to_bytes(root.numpy(force=True).reshape(-1), t.dtype)
+        return to_bytes(root.numpy(force=True).ravel(), t.dtype)
 
     return Storage(("root", id(root)), numel, t.dtype, str(t.device), read), lay.offset, tuple(lay.strides)
 

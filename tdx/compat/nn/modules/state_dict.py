@@ -168,7 +168,7 @@ class StateDictMixin:
                                   f"Tensor-like object from checkpoint but received {type(value)}")
                 continue
             lazy = is_lazy(param)
-            if not lazy and len(param.shape) == 0 and len(value.shape) == 1:
+            if not lazy and len(param.shape) == 0 and tuple(value.shape) == (1,):
                 value = value[0]  # torch's 0.3 compatibility: a 1-element 1-d tensor loads into a 0-d one
             if not lazy and value.shape != param.shape:
                 error_msgs.append(f"size mismatch for {key}: copying a param with shape {value.shape} from "
