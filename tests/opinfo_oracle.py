@@ -164,7 +164,7 @@ def resolve(op):
         for part in name.split("."):
             obj = getattr(obj, part)
         if is_refused(obj):
-            raise Unsupported(f"tdx refuses {op.name}: {obj.__doc__}")
+            raise Unsupported(f"tdx has no {op.name} (refused at use: {obj.__doc__})")
         if callable(obj) and not isinstance(obj, tdx.dtype):
             return obj
     except AttributeError:

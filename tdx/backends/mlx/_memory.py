@@ -76,8 +76,11 @@ def check_alloc(shape, itemsize: int, op: str = "tensor") -> None:
     if nbytes >= (1 << 63):
         raise TdxRuntimeError(f"{op}: Storage size calculation overflowed with sizes={list(dims)}")
     if nbytes > (64 << 20) and nbytes > available_bytes():
+        big = [d for d in dims if d > _INT32_MAX]
+        also = (f"; dimension {big[0]} also exceeds MLX's limit of {_INT32_MAX} elements per dimension"
+                if big else "")
         raise TdxRuntimeError(f"{op}: can't allocate memory: you tried to allocate {nbytes} bytes "
-                              f"(shape {list(dims)}), more than the {available_bytes()} bytes available")
+                              f"(shape {list(dims)}), more than the {available_bytes()} bytes available{also}")
     check_dims(dims, op)
 
 

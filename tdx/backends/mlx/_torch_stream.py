@@ -76,6 +76,15 @@ def _back(ex, t, dtype):
     return ex.from_host(_host().host_numpy(t), dtype)
 
 
+def _fits(shape, dtype, op: str):
+    """``shape``, once MLX can hold an array of it (checked before the host draws: MLX's limits and the
+    memory left, with the errors MLX's own draws give)."""
+    from ._memory import check_alloc
+
+    check_alloc(tuple(shape), dtype.itemsize, op)
+    return shape
+
+
 def _int64():
     from ... import _dtypes as D
 
@@ -84,10 +93,12 @@ def _int64():
 
 # name -> (the generator argument's position after self, the draw made by the host executor)
 _DRAWS = {
-    "rand": (2, lambda ex, h, shape, dtype, g: _back(ex, h.rand(shape, dtype, g), dtype)),
-    "randn": (2, lambda ex, h, shape, dtype, g: _back(ex, h.randn(shape, dtype, g), dtype)),
-    "randint": (4, lambda ex, h, lo, hi, shape, dtype, g: _back(ex, h.randint(lo, hi, shape, dtype, g), dtype)),
-    "randperm": (2, lambda ex, h, n, dtype, g: _back(ex, h.randperm(n, dtype, g), dtype)),
+    "rand": (2, lambda ex, h, shape, dtype, g: _back(ex, h.rand(_fits(shape, dtype, "rand"), dtype, g), dtype)),
+    "randn": (2, lambda ex, h, shape, dtype, g: _back(ex, h.randn(_fits(shape, dtype, "randn"), dtype, g), dtype)),
+    "randint": (4, lambda ex, h, lo, hi, shape, dtype, g: _back(
+        ex, h.randint(lo, hi, _fits(shape, dtype, "randint"), dtype, g), dtype)),
+    "randperm": (2, lambda ex, h, n, dtype, g: _back(
+        ex, h.randperm(_fits((n,), dtype, "randperm")[0] if n >= 0 else n, dtype, g), dtype)),
     "multinomial": (3, lambda ex, h, x, n, repl, g: _back(ex, h.multinomial(_to_host(ex, x), n, repl, g), _int64())),
     "bernoulli": (2, lambda ex, h, x, p, g: _back(ex, h.bernoulli(_to_host(ex, x), None, g) if p is None else
                                                   h.bernoulli_(_like(ex, x), _to_host(ex, p), g), ex.dtype(x))),
