@@ -1,8 +1,8 @@
 """torch's random streams on MLX: the same seed draws torch's numbers on every executor.
 
 :func:`torch_stream` decorates the MLX executor's class: each random method first asks whether
-this call draws from torch, else runs MLX's own (:mod:`._random`). While the stream in force is ``"torch"`` (the
-default: ``[random] stream`` in the config, ``TDX_RANDOM_STREAM``, see :func:`stream`), every draw
+this call draws from torch, else runs MLX's own (:mod:`._random`). While the stream in force is
+``"torch"`` (the default: ``[random] stream`` in the config, ``TDX_RANDOM_STREAM``), every draw
 of the MLX executor — ``rand``, ``randn``, ``randint``, ``randperm``, ``multinomial``,
 ``bernoulli(_)``, ``normal_``, ``uniform_``, ``exponential_``, ``cauchy_``, ``geometric_``, the
 ``torch.distributions`` samplers (``poisson``, ``binomial``, ``_standard_gamma``,
@@ -23,9 +23,6 @@ through NumPy.
 from __future__ import annotations
 
 import mlx.core as mx
-
-STREAMS = ("torch", "native")
-
 
 def stream() -> str:
     """The random stream in force: ``"torch"`` or ``"native"`` (config ``[random] stream``)."""
