@@ -121,10 +121,13 @@ def _drawing(name: str, native):
     signature = inspect.signature(native)
 
     def method(self, *args, **kwargs):
-        bound = signature.bind(self, *args, **kwargs)
-        bound.apply_defaults()
-        values = tuple(bound.arguments.values())[1:]
-        args, generator = values[:position], values[position]
+        if not kwargs and len(args) == position + 1:  # the facade's form: every argument by position
+            args, generator = args[:position], args[position]
+        else:
+            bound = signature.bind(self, *args, **kwargs)
+            bound.apply_defaults()
+            values = tuple(bound.arguments.values())[1:]
+            args, generator = values[:position], values[position]
         if not _torch_draws(generator):
             return native(self, *args, generator)
         return draw(self, _host(), *args, generator)
