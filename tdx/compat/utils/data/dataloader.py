@@ -307,7 +307,7 @@ class _MultiProcessIter(_BaseIter):
             code = w.exitcode
             if code is None or not active:  # alive, or told to stop (its iterable dataset is exhausted)
                 continue
-            self._shutdown_workers()
+            self._shutdown_workers(abort=True)
             if code < 0:
                 try:
                     name = signal.strsignal(-code) or f"signal {-code}"
@@ -365,13 +365,17 @@ class _MultiProcessIter(_BaseIter):
             data.reraise()
         return data
 
-    def _shutdown_workers(self):
+    def _shutdown_workers(self, abort: bool = False):
+        """Stop the workers: each is asked to exit and given ``_JOIN_S``, or, with ``abort`` (a peer died:
+        nothing they send will be read), terminated at once, so the error is raised without that wait."""
         if self._shutdown:
             return
         self._shutdown = True
         for q in self._index_queues:
             q.put(None)
         for w in self._workers:
+            if abort and w.is_alive():
+                w.terminate()
             w.join(timeout=_JOIN_S)
             if w.is_alive():
                 w.terminate()
