@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The GPU checks, in two stages, run from the repository root of a copied tree on a CUDA machine
+# (python3 holding a CUDA torch; tdx is pure Python, so PYTHONPATH=. is its install):
+#
+#   bench/gpu.sh torch OUT   the suite's cuda rows, then bench/dispatch.py, bench/sdpa.py and
+#                            bench/train.py on cuda against native torch
+#   bench/gpu.sh mlx OUT     MLX's CUDA build (wheels in WHEELS, default .whl1 .whl2: the `mlx` wheel and
+#                            the parts of `mlx-cuda-13` as written by `split`, joined here), then the
+#                            suite's mlx:gpu rows and the same benchmarks on mlx:gpu against native MLX
+#
+# Every step has its own time limit, so a stuck step costs its limit and the next one still runs.
+# Logs, tables and plots go to OUT (eight files a stage at most). This script only reads the tree; it installs into python3's own
+# site-packages (MLX's CUDA library finds the CUDA libraries beside it there).
+set -u
+stage=${1:?stage: torch or mlx}
+out=${2:?output folder}
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+jobs=${JOBS:-14}
+step() {  # step SECONDS NAME COMMAND...: run, log to OUT/NAME.log, say how it ended
+    local limit=$1 name=$2
+    shift 2
+    local t0=$SECONDS
+    timeout "$limit" "$@" >"$out/$name.log" 2>&1
+    echo "== $name: exit $? in $((SECONDS - t0)) s"
+    tail -n 25 "$out/$name.log"
+}
+
+nvidia-smi -L
+python3 -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name(0))"
+wheels=(${WHEELS:-.whl1 .whl2})
+extra=$(ls "${wheels[0]}"/expecttest-*.whl 2>/dev/null)
+[ -n "$extra" ] && python3 -m pip install -q --no-index --no-deps --no-cache-dir "$extra"
+
+if [ "$stage" = torch ]; then
+    python3 -m tdx info | head -n 20
+    OMP_NUM_THREADS=2 step 330 suite_cuda python3 -m pytest -p tdx.testing.plugin -n "$jobs" -q --timeout=120 \
+        --tdx-devices=cuda:0 -k cuda -p no:cacheprovider tests
+    step 60 dispatch_cuda python3 bench/dispatch.py --devices cpu,cuda:0 --repeats 7 --number 4000 --out "$out"
+    step 100 sdpa_cuda python3 bench/sdpa.py --devices cuda:0 --lengths 256,1024,4096,8192 --dims 64,128 \
+        --repeat 5 --budget 2 --min-time 0.2 --long 16384 --no-memory --out "$out"
+    step 150 train_cuda python3 bench/train.py --configs S M --steps 12 --warmup 3 --torch-device cuda:0 \
+        --no-rss --cpu-turns 1 --only "torch F" "tdx F" "torch nn" "tdx nn"
+    # the second stage's wheel part, kept outside the tree for the next call on this machine
+    mkdir -p /tmp/gpu_wheels && cp "${wheels[0]}"/* /tmp/gpu_wheels/ 2>/dev/null
+    exit 0
+fi
+
+cp "${wheels[1]}"/* /tmp/gpu_wheels/ 2>/dev/null
+cat /tmp/gpu_wheels/mlxcuda.part.* >/tmp/mlx_cuda_13-0.32.4-py3-none-manylinux_2_35_x86_64.whl
+python3 -m pip install -q --no-index --no-deps --no-cache-dir /tmp/gpu_wheels/mlx-0.32.4-*.whl \
+    /tmp/mlx_cuda_13-0.32.4-py3-none-manylinux_2_35_x86_64.whl || exit 1
+python3 -c "import mlx.core as mx; print('mlx', mx.__version__, 'cuda', mx.cuda.is_available(), mx.default_device())"
+python3 -m tdx info | head -n 20
+OMP_NUM_THREADS=2 step 200 suite_mlx_gpu python3 -m pytest -p tdx.testing.plugin -n "$jobs" -q --timeout=120 \
+    --tdx-devices=mlx:gpu -k "mlx and gpu" -p no:cacheprovider tests
+step 45 dispatch_mlx_gpu python3 bench/dispatch.py --devices mlx:cpu,mlx:gpu --repeats 7 --number 4000 --out "$out"
+step 60 sdpa_mlx_gpu python3 bench/sdpa.py --devices mlx:gpu --lengths 256,1024,4096 --dims 64 \
+    --repeat 5 --budget 2 --min-time 0.2 --long 0 --no-memory --out "$out"
+step 90 train_mlx_gpu python3 bench/train.py --configs S M --steps 8 --warmup 2 --mlx-device mlx:gpu \
+    --no-rss --only mlx "tdx F mlx" "tdx nn mlx"
+exit 0
