@@ -34,12 +34,12 @@ extra=$(ls "${wheels[0]}"/expecttest-*.whl 2>/dev/null)
 
 if [ "$stage" = torch ]; then
     python3 -m tdx info | head -n 20
-    OMP_NUM_THREADS=2 step 330 suite_cuda python3 -m pytest -p tdx.testing.plugin -n "$jobs" -q --timeout=120 \
+    OMP_NUM_THREADS=2 step 240 suite_cuda python3 -m pytest -p tdx.testing.plugin -n "$jobs" -q -rfE --timeout=60 \
         --tdx-devices=cuda:0 -k cuda -p no:cacheprovider tests
-    step 60 dispatch_cuda python3 bench/dispatch.py --devices cpu,cuda:0 --repeats 7 --number 4000 --out "$out"
-    step 100 sdpa_cuda python3 bench/sdpa.py --devices cuda:0 --lengths 256,1024,4096,8192 --dims 64,128 \
-        --repeat 5 --budget 2 --min-time 0.2 --long 16384 --no-memory --out "$out"
-    step 150 train_cuda python3 bench/train.py --configs S M --steps 12 --warmup 3 --torch-device cuda:0 \
+    step 40 dispatch_cuda python3 bench/dispatch.py --devices cpu,cuda:0 --repeats 7 --number 4000 --out "$out"
+    step 60 sdpa_cuda python3 bench/sdpa.py --devices cuda:0 --lengths 512,2048,8192 --dims 64,128 \
+        --repeat 5 --budget 2 --min-time 0.05 --long 0 --no-memory --out "$out"
+    step 70 train_cuda python3 bench/train.py --configs S M --steps 12 --warmup 3 --torch-device cuda:0 \
         --no-rss --cpu-turns 1 --only "torch F" "tdx F" "torch nn" "tdx nn"
     # the second stage's wheel part, kept outside the tree for the next call on this machine
     mkdir -p /tmp/gpu_wheels && cp "${wheels[0]}"/* /tmp/gpu_wheels/ 2>/dev/null
@@ -52,11 +52,11 @@ python3 -m pip install -q --no-index --no-deps --no-cache-dir /tmp/gpu_wheels/ml
     /tmp/mlx_cuda_13-0.32.4-py3-none-manylinux_2_35_x86_64.whl || exit 1
 python3 -c "import mlx.core as mx; print('mlx', mx.__version__, 'cuda', mx.cuda.is_available(), mx.default_device())"
 python3 -m tdx info | head -n 20
-OMP_NUM_THREADS=2 step 200 suite_mlx_gpu python3 -m pytest -p tdx.testing.plugin -n "$jobs" -q --timeout=120 \
+OMP_NUM_THREADS=2 step 150 suite_mlx_gpu python3 -m pytest -p tdx.testing.plugin -n "$jobs" -q -rfE --timeout=60 \
     --tdx-devices=mlx:gpu -k "mlx and gpu" -p no:cacheprovider tests
-step 45 dispatch_mlx_gpu python3 bench/dispatch.py --devices mlx:cpu,mlx:gpu --repeats 7 --number 4000 --out "$out"
-step 60 sdpa_mlx_gpu python3 bench/sdpa.py --devices mlx:gpu --lengths 256,1024,4096 --dims 64 \
-    --repeat 5 --budget 2 --min-time 0.2 --long 0 --no-memory --out "$out"
-step 90 train_mlx_gpu python3 bench/train.py --configs S M --steps 8 --warmup 2 --mlx-device mlx:gpu \
+step 30 dispatch_mlx_gpu python3 bench/dispatch.py --devices mlx:cpu,mlx:gpu --repeats 7 --number 4000 --out "$out"
+step 45 sdpa_mlx_gpu python3 bench/sdpa.py --devices mlx:gpu --lengths 512,2048,8192 --dims 64 \
+    --repeat 5 --budget 2 --min-time 0.05 --long 0 --no-memory --out "$out"
+step 70 train_mlx_gpu python3 bench/train.py --configs S --steps 8 --warmup 2 --mlx-device mlx:gpu \
     --no-rss --only mlx "tdx F mlx" "tdx nn mlx"
 exit 0
