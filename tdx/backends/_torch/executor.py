@@ -67,6 +67,7 @@ class TorchExecutor(TorchNNOps, TorchAdaptedOps, TorchKernelOps, TorchNamespaceO
             asynchronous=device.type not in ("cpu", "meta"),
             sdpa_kernels=(("flash", "efficient", "cudnn", "math") if device.type == "cuda"
                           else ("flash", "math") if device.type == "cpu" else ("math",)),
+            device_side_checks=device.type == "cuda",
         )
         super().__init__(device)
         self.tdev = torch.device(str(device))
