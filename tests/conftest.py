@@ -14,6 +14,54 @@ from tdx.testing.plugin import parametrize_devices
 BUILTINS = (IndexError, TypeError, ValueError, RuntimeError)
 
 
+def pytest_addoption(parser):
+    parser.addoption("--mlx-as-gpu", action="store_true", default=False,
+                     help="run mlx:cpu with what an MLX GPU declares (no float64, no zero-copy export to the host), "
+                          "to find tests that assume more without a GPU")
+
+
+def pytest_configure(config):
+    if config.getoption("--mlx-as-gpu"):
+        _declare_mlx_cpu_as_gpu()
+
+
+def _declare_mlx_cpu_as_gpu() -> None:
+    """Make every MLX executor of this process declare an MLX GPU's capabilities (see ``--mlx-as-gpu``)."""
+    import dataclasses
+
+    import mlx.core as mx
+
+    from tdx import _dtypes as D
+    from tdx.backends.mlx import _executor as E
+
+    init = E.MLXExecutor.__init__
+
+    def as_gpu(self, device):
+        init(self, device)
+        self.caps = dataclasses.replace(self.caps, dtypes=self.caps.dtypes - {"float64"}, float64=False,
+                                        dlpack_zero_copy_export=False)
+        self._to_native.pop(D.float64, None)
+        self._from_native.pop(mx.float64, None)
+
+    E.MLXExecutor.__init__ = as_gpu
+
+
+def pytest_runtest_setup(item):
+    """A row whose ``dtype`` the device does not hold (float64 on an MLX GPU) skips, naming both: the
+    refusal itself is tested apart (``test_float64_refused_where_missing``)."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    device, dtype = params.get("device"), params.get("dtype")
+    if not (isinstance(device, str) and isinstance(dtype, str) and dtype in _DTYPE_NAMES):
+        return
+    row = next((r for r in tdx.backends.available() if r.device == device), None)
+    if row is not None and row.available and dtype not in tdx.backends.get(device).caps.dtypes:
+        pytest.skip(f"{device} holds no {dtype}")
+
+
+_DTYPE_NAMES = frozenset({"float16", "bfloat16", "float32", "float64", "complex64", "complex128", "int8", "int16",
+                          "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool"})
+
+
 def pytest_generate_tests(metafunc):
     """tdx's own suite: every test taking ``device`` runs on every tdx device (the plugin is opt-in)."""
     parametrize_devices(metafunc, "device")
@@ -32,7 +80,7 @@ def pair(arr, device, dtype):
     """(tdx tensor on ``device``, torch CPU tensor) holding ``arr`` as ``dtype`` (a name)."""
     arr = np.asarray(arr)
     t = torch.tensor(arr).to(getattr(torch, dtype))
-    x = tdx.tensor(arr, device=device).to(getattr(tdx, dtype if dtype != "bool" else "bool"))
+    x = tdx.tensor(arr, dtype=getattr(tdx, dtype), device=device)  # narrowed on the host: no float64 on the device
     return x, t
 
 

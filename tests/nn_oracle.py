@@ -19,7 +19,7 @@ def leaf(arr, device, dtype, grad):
     arr = np.asarray(arr)
     if arr.dtype.kind in "iub":
         return tdx.tensor(arr, device=device), torch.tensor(arr)
-    x = tdx.tensor(arr, device=device).to(getattr(tdx, dtype)).requires_grad_(grad)
+    x = tdx.tensor(arr, dtype=getattr(tdx, dtype), device=device).requires_grad_(grad)
     t = torch.tensor(arr).to(getattr(torch, dtype)).requires_grad_(grad)
     return x, t
 
@@ -43,7 +43,7 @@ def compare(device, dtype, fn, arrays, grad=None, tol=None, seed=None):
     if grad and expected.requires_grad:
         up = np.random.default_rng(1).uniform(-1, 1, size=tuple(expected.shape))
         (expected * torch.tensor(up).to(expected.dtype)).sum().backward()
-        (got * tdx.tensor(up, device=device).to(got.dtype)).sum().backward()
+        (got * tdx.tensor(up, dtype=got.dtype, device=device)).sum().backward()
         for i in grad:
             if ts[i].grad is None:
                 assert xs[i].grad is None or float(xs[i].grad.abs().sum().item()) == 0, f"input {i}"
@@ -82,7 +82,7 @@ def module_check(device, dtype, build, arrays, grad=None, tol=None, train=True):
     if expected.requires_grad:
         up = np.random.default_rng(1).uniform(-1, 1, size=tuple(expected.shape))
         (expected * torch.tensor(up).to(expected.dtype)).sum().backward()
-        (got * tdx.tensor(up, device=device).to(got.dtype)).sum().backward()
+        (got * tdx.tensor(up, dtype=got.dtype, device=device)).sum().backward()
         for i in grad:
             assert_close(pairs[i][0].grad, pairs[i][1].grad, msg=f"grad of input {i}", **tol)
         params = dict(mod.named_parameters())

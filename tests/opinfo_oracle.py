@@ -112,7 +112,7 @@ def to_tdx(x, device):
         t = x.detach()
         name = str(t.dtype).rsplit(".", 1)[-1]
         arr = (t.float() if t.dtype == torch.bfloat16 else t).resolve_conj().resolve_neg().cpu().numpy()
-        out = tdx.tensor(np.array(arr, order="C"), device=device).to(getattr(tdx, name))
+        out = tdx.tensor(np.array(arr, order="C"), dtype=getattr(tdx, name), device=device)
         if x.requires_grad and x.is_leaf:
             out.requires_grad_()
         return out

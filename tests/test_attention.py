@@ -70,7 +70,7 @@ def _tdx(a, device, dtype):
         return None
     if a.dtype == bool:
         return tdx.tensor(a, device=device)
-    return tdx.tensor(a, device=device).to(getattr(tdx, dtype))
+    return tdx.tensor(a, dtype=getattr(tdx, dtype), device=device)
 
 
 def _host(t):

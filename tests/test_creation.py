@@ -120,7 +120,7 @@ def test_to_between_devices(device, other, dtype):
     if not any(r.device == other and r.available for r in tdx.backends.available()):
         pytest.skip(f"{other} unavailable")
     t = torch.tensor([[0, 1, 2], [3, 4, 5]]).to(getattr(torch, dtype))
-    x = tdx.tensor([[0, 1, 2], [3, 4, 5]], device=device).to(getattr(tdx, dtype))
+    x = tdx.tensor([[0, 1, 2], [3, 4, 5]], dtype=getattr(tdx, dtype), device=device)
     moved = x.to(other)
     assert str(moved.device) == other and moved.dtype is x.dtype
     check(lambda: moved, lambda: t)

@@ -214,7 +214,7 @@ def test_values_and_gradients(device, name, dtype):
     rng = np.random.default_rng(7)
     ws = [rng.uniform(-1, 1, size=tuple(w.shape)) for _, w in diff]
     sum((w * torch.tensor(c).to(w.dtype)).sum() for (_, w), c in zip(diff, ws)).backward()
-    sum((g * tdx.tensor(c, device=device).to(g.dtype)).sum() for (g, _), c in zip(diff, ws)).backward()
+    sum((g * tdx.tensor(c, dtype=g.dtype, device=device)).sum() for (g, _), c in zip(diff, ws)).backward()
     for g, w in zip(got_t, want_t):
         if isinstance(w, torch.Tensor) and w.grad is not None:
             assert_close(g.grad, w.grad, msg=f"{name} grad", **GTOL[dtype])
@@ -274,13 +274,13 @@ def test_ldl_factor_and_solve(device, shape, scale, dtype):
     a[..., np.arange(shape[-1]), np.arange(shape[-1])] *= scale
     b = rng.standard_normal(shape[:-1] + (2,))
     want = torch.linalg.ldl_factor_ex(torch.tensor(a).to(getattr(torch, dtype)))
-    got = LA.ldl_factor_ex(tdx.tensor(a, device=device).to(getattr(tdx, dtype)))
+    got = LA.ldl_factor_ex(tdx.tensor(a, dtype=getattr(tdx, dtype), device=device))
     assert got._fields == ("LD", "pivots", "info")
     assert_close(got.pivots, want.pivots, rtol=0, atol=0)
     assert_close(got.info, want.info, rtol=0, atol=0)
     assert_close(got.LD, want.LD, **TOL[dtype])
-    assert_close(LA.ldl_factor(tdx.tensor(a, device=device).to(getattr(tdx, dtype))).LD, want.LD, **TOL[dtype])
-    x = LA.ldl_solve(got.LD, got.pivots, tdx.tensor(b, device=device).to(getattr(tdx, dtype)))
+    assert_close(LA.ldl_factor(tdx.tensor(a, dtype=getattr(tdx, dtype), device=device)).LD, want.LD, **TOL[dtype])
+    x = LA.ldl_solve(got.LD, got.pivots, tdx.tensor(b, dtype=getattr(tdx, dtype), device=device))
     assert_close(x, torch.linalg.ldl_solve(want.LD, want.pivots, torch.tensor(b).to(getattr(torch, dtype))),
                  **{"float32": dict(rtol=1e-4, atol=1e-4), "float64": TOL["float64"]}[dtype])  # float32: pivots
     # of size 0.01 amplify rounding by their inverse

@@ -27,7 +27,7 @@ SMOOTH = {"sum", "prod", "mean", "logsumexp", "norm", "var", "std", "softmax", "
 
 
 def _pair(a, device, dtype, grad=False):
-    x = tdx.tensor(a, device=device).to(getattr(tdx, dtype))
+    x = tdx.tensor(a, dtype=getattr(tdx, dtype), device=device)
     t = torch.tensor(a).to(getattr(torch, dtype))
     return (x.requires_grad_(), t.requires_grad_()) if grad else (x, t)
 

@@ -22,7 +22,7 @@ def pairs(device, dtype, *arrays):
             out.append((None, None))
             continue
         t = torch.tensor(a).to(getattr(torch, dtype)).requires_grad_()
-        out.append((tdx.tensor(a, device=device).to(getattr(tdx, dtype)).requires_grad_(), t))
+        out.append((tdx.tensor(a, dtype=getattr(tdx, dtype), device=device).requires_grad_(), t))
     return out
 
 
@@ -33,7 +33,7 @@ def check(device, dtype, got, expected, leaves):
     rng = np.random.default_rng(1)
     ups = [rng.uniform(0.5, 1.5, size=tuple(e.shape)) for e in expected]
     sum(((e * torch.tensor(u).to(e.dtype)).sum() for e, u in zip(expected, ups) if e.requires_grad)).backward()
-    sum(((g * tdx.tensor(u, device=device).to(g.dtype)).sum() for g, u in zip(got, ups) if g.requires_grad)).backward()
+    sum(((g * tdx.tensor(u, dtype=g.dtype, device=device)).sum() for g, u in zip(got, ups) if g.requires_grad)).backward()
     for x, t in leaves:
         if t is not None:
             assert_close(x.grad, t.grad, **TOL[dtype])

@@ -51,7 +51,7 @@ def const(m, arr, dtype, device, like=None):
     rounded through ``dtype``, then cast to ``like``'s dtype when given."""
     arr = np.asarray(arr)
     t = torch.tensor(arr).to(getattr(torch, dtype)) if m is torch else \
-        tdx.tensor(arr, device=device).to(getattr(tdx, dtype))
+        tdx.tensor(arr, dtype=getattr(tdx, dtype), device=device)
     return t if like is None else t.to(like.dtype)
 
 
@@ -819,7 +819,7 @@ def test_errors(device, name):
         def T(arr, dtype="float32"):
             if m is torch:
                 return torch.tensor(np.asarray(arr)).to(getattr(torch, dtype))
-            return tdx.tensor(np.asarray(arr), device=device).to(getattr(tdx, dtype))
+            return tdx.tensor(np.asarray(arr), dtype=getattr(tdx, dtype), device=device)
         return T
 
     if "float64" in inspect.getsource(fn) and not supported(device, "float64"):

@@ -64,7 +64,7 @@ def make(arr, device, dtype):
     """(tdx tensor on ``device``, torch CPU tensor) holding ``arr`` as ``dtype``."""
     arr = np.asarray(arr)
     t = torch.tensor(arr).to(getattr(torch, dtype))
-    x = tdx.tensor(arr, device=device).to(getattr(tdx, dtype))
+    x = tdx.tensor(arr, dtype=getattr(tdx, dtype), device=device)  # narrowed on the host: no float64 on the device
     return x, t
 
 

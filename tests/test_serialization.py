@@ -45,7 +45,7 @@ def _pair(dtype, device):
     t = torch.tensor(arr).to(getattr(torch, dtype))
     if dtype == "complex128" and device.startswith("mlx"):
         pytest.skip("MLX has no complex128")
-    return tdx.tensor(arr, device=device).to(getattr(tdx, dtype)), t
+    return tdx.tensor(arr, dtype=getattr(tdx, dtype), device=device), t
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -35,7 +35,7 @@ POLY = ["chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomia
 
 def _pair(a, device, dtype, grad=False):
     t = torch.tensor(a).to(getattr(torch, dtype))
-    x = tdx.tensor(a, device=device).to(getattr(tdx, dtype))
+    x = tdx.tensor(a, dtype=getattr(tdx, dtype), device=device)
     return (x.requires_grad_(), t.requires_grad_()) if grad else (x, t)
 
 
@@ -48,7 +48,7 @@ def test_unary(device, name, kind, dtype):
     assert_close(got, want.detach(), msg=name, **TOL[dtype])
     if grad:
         w = np.linspace(-1, 1, 12)
-        (got * tdx.tensor(w, device=device).to(got.dtype)).sum().backward()
+        (got * tdx.tensor(w, dtype=got.dtype, device=device)).sum().backward()
         (want * torch.tensor(w).to(want.dtype)).sum().backward()
         # torch's float64 trigamma (digamma's derivative) is accurate to ~3e-10 only: tdx's equals
         # torch.special.zeta(2, x) to 1e-15, and torch's trigamma differs from that by up to 3.3e-10
@@ -183,7 +183,7 @@ def test_composed_against_decimal_series(device, name):
     if not device.startswith("mlx"):
         pytest.skip("the torch executor runs torch's kernel, itself off by up to 1.2e-6 here (see TORCH_OFF)")
     a = np.r_[np.linspace(0.3, 30, 34), 5.52, 7.0156, 24.999, 25.0] if name != "airy_ai" else np.linspace(-9.2, 2, 29)
-    got = getattr(S, name)(tdx.tensor(a, device=device).to(tdx.float64))
+    got = getattr(S, name)(tdx.tensor(a, dtype=tdx.float64, device=device))
     assert_close(got.numpy(), np.array([_decimal_series(name, v) for v in a]), msg=name, rtol=1e-13, atol=1e-14)
 
 
@@ -221,7 +221,7 @@ def test_incomplete_gamma(device, dtype):
         av, zv = t.numpy(), u.detach().numpy()  # as the dtype holds them (1e-300 is 0 in float32)
         fin = np.isfinite(want.detach().numpy()) & (av > 0) & (zv > 0) & np.isfinite(av) & np.isfinite(zv)
         w = np.where(fin, np.linspace(-1, 1, len(a)), 0.0)
-        (got * tdx.tensor(w, device=device).to(got.dtype)).nan_to_num(0.0).sum().backward()
+        (got * tdx.tensor(w, dtype=got.dtype, device=device)).nan_to_num(0.0).sum().backward()
         (want * torch.tensor(w).to(want.dtype)).nan_to_num(0.0).sum().backward()
         assert_close(y.grad.numpy()[fin], u.grad.numpy()[fin], msg=f"{name} grad", **tol)
         y.grad, u.grad = None, None

@@ -85,7 +85,7 @@ def test_logsumexp_of_all_minus_inf_rows(device, dtype):
     """A row of nothing but -inf is -inf (not nan), beside ordinary rows, along either dim and whole."""
     ninf = -math.inf
     values = np.array([[ninf, ninf, ninf], [0.0, 1.0, ninf], [2.0, -3.0, 0.5]])
-    x = tdx.tensor(values, device=device).to(getattr(tdx, dtype))
+    x = tdx.tensor(values, dtype=getattr(tdx, dtype), device=device)
     t = torch.tensor(values).to(getattr(torch, dtype))
     for dim in (1, 0, (0, 1)):
         got, expected = tdx.logsumexp(x, dim=dim), torch.logsumexp(t, dim=dim)

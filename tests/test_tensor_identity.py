@@ -22,7 +22,7 @@ X = np.array([[0.5, -1.25, 2.0], [3.0, 0.0, -2.5]], dtype=np.float32)
 
 
 def _both(device, arr=X, dtype="float32"):
-    return (tdx.tensor(arr, device=device).to(getattr(tdx, dtype)), torch.tensor(arr).to(getattr(torch, dtype)))
+    return (tdx.tensor(arr, dtype=getattr(tdx, dtype), device=device), torch.tensor(arr).to(getattr(torch, dtype)))
 
 
 @pytest.mark.parametrize("dtype", ["float32", "int64", "uint8", "bool", "int8"])
