@@ -111,3 +111,21 @@ def test_mlp_first_evaluation_is_torch_bit_for_bit(device):
         grads.append([_bits(loss)] + [_bits(q.grad) for q in p])
     for got, expect in zip(*grads):
         assert np.array_equal(got, expect)
+
+
+# shapes whose sum takes each plan of _summation_order.plan: MLX's own sum where torch's order is left to
+# right (rows of 2..4 or 8, columns of up to 16 rows in whole blocks), three sums of a reshape (rows of
+# 32..512 in whole vectors), the compiled graph (the rest); a sum of one element stays torch's +0.0
+@pytest.mark.parametrize("shape,dim", [((6, 8), 1), ((5, 3), -1), ((16, 32), 0), ((4, 7), 0), ((3, 64), 1),
+                                       ((64,), None), ((8, 8), None), ((2, 2, 96), (1, 2)), ((512,), 0),
+                                       ((5,), None), ((17, 32), 0), ((1,), None), ((3, 1), 1), ((9, 3), 0)])
+def test_each_summation_plan_is_torch_bit_for_bit(device, shape, dim):
+    _exact(device)
+    for _ in range(3):  # the first call decides the plan, later ones reuse it
+        a = _data(shape)
+        x, t = tdx.tensor(a, device=device), torch.tensor(a)
+        assert np.array_equal(_bits(x.sum(dim)).view(np.uint32), _bits(t.sum(dim)).view(np.uint32))
+        assert np.array_equal(_bits(x.mean(dim)).view(np.uint32), _bits(t.mean(dim)).view(np.uint32))
+    zeros = -np.zeros(shape, np.float32)  # torch's accumulators start at +0.0: a sum of -0.0s is +0.0
+    got = _bits(tdx.tensor(zeros, device=device).sum(dim))
+    assert np.array_equal(np.atleast_1d(got).view(np.uint32), np.atleast_1d(_bits(torch.tensor(zeros).sum(dim))).view(np.uint32))

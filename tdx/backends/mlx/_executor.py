@@ -74,6 +74,7 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
         super().__init__(device)
         self._mx_device = mx.gpu if gpu else mx.cpu
         self._stream = None  # made on first use: a GPU stream needs the GPU
+        self._sum_plans = {}  # (shape, dim, keepdim) -> how a float32 sum adds (_reduction._sum_plan)
         self._bind_dtypes(_TABLE)
 
     @property

@@ -28,9 +28,11 @@ orders: see :data:`ENABLED`).
 
 from __future__ import annotations
 
+import math
 import platform
 
 import mlx.core as mx
+import numpy as np
 
 from ._cpu_rounding import compiled
 
@@ -161,7 +163,8 @@ def over_axes(x, axes, s):
         out = column_sums(mx.reshape(x, (inner, outer), stream=s), s)
     else:
         return None
-    return None if out is None else mx.reshape(out, kept, stream=s)
+    # torch's accumulators start at +0.0: a sum of -0.0s is +0.0 (a running sum from its first element keeps -0.0)
+    return None if out is None else mx.add(mx.reshape(out, kept, stream=s), 0.0, stream=s)
 
 
 def dot(a, b, s):
@@ -247,3 +250,131 @@ def summed(x, axes, s):
 def dotted(a, b, s):
     """:func:`dot`, compiled per (length, stream) once a length repeats."""
     return _per_shape(("dot", a.shape[0], str(s)), lambda u, v: dot(u, v, s), (a, b))
+
+
+# --- per-shape plans: the cheapest graph that adds in torch's order -----------------------------------
+# A plan is decided once per (shape, axes, keepdim). MLX's CPU sum adds each row left to right, from
+# zero (checked once per stream: :func:`_adds_in_order`), which is torch's order where
+# :func:`_left_to_right` says so (rows of up to 4 elements or of exactly 8, columns of up to 4 rows, or
+# of up to 16 rows in whole blocks of columns): MLX's own sum is then the plan. Rows of 32 to 512
+# elements in whole vectors (one cascade chunk per accumulator) take three sums of a reshape, one per
+# level of torch's order (:func:`_vector_levels`). Every other shape takes the compiled graph of
+# :func:`summed`. A plan other than that graph is also checked against the graph on random probes of
+# its shape before it is used. A small reduction then costs one to three MLX ops instead of ~20.
+
+PROBE_LIMIT = 1 << 14  # larger reductions take the compiled graph (their arithmetic outweighs the graph)
+_PROBES = 8
+_IN_ORDER: dict = {}  # stream -> whether MLX's sum adds left to right on it
+
+
+def _adds_in_order(s) -> bool:
+    """Whether MLX's sum on stream ``s`` adds a row, a column and a middle axis left to right from zero:
+    ``1`` followed by ``2**-24``s stays ``1`` only then (any pair of the small ones added first, or a
+    lane of their own, gives more)."""
+    known = _IN_ORDER.get(s)
+    if known is None:
+        row = np.full(40, 2.0 ** -24, np.float32)
+        row[0] = 1.0
+        grid = mx.array(np.stack([row, row[::-1]]))  # the second reversed: its 1 comes last, (tiny sums) + 1
+        cube = mx.array(np.broadcast_to(row[None, :, None], (2, 40, 3)).copy())
+        sums = [mx.sum(grid, axis=1, stream=s), mx.sum(mx.transpose(grid), axis=0, stream=s),
+                mx.sum(mx.array(np.ascontiguousarray(grid.T)), axis=0, stream=s), mx.sum(cube, axis=1, stream=s),
+                mx.sum(grid[0], stream=s)]
+        want = np.float32(1.0), np.float32(1.0 + 39 * 2.0 ** -24)
+        known = _IN_ORDER[s] = all(np.array_equal(np.array(v).ravel()[:2], want) for v in sums[:3]) and bool(
+            np.all(np.array(sums[3]) == 1.0)) and np.array(sums[4]) == 1.0
+    return known
+
+
+def _left_to_right(shape, axes) -> bool:
+    """Whether torch's order for the sum of ``shape`` over ``axes`` (trailing or leading) is each sum's
+    elements added left to right from zero. A sum of one element is not: MLX copies it (``-0.0`` stays),
+    torch adds it to zero."""
+    nd, k = len(shape), len(axes)
+    if list(axes) == list(range(nd - k, nd)):  # rows: a contiguous run each
+        n = math.prod(shape[nd - k:])
+        return 2 <= n <= 4 or n == LANES  # up to 4 scalars, or one whole vector: nothing interleaves
+    if list(axes) == list(range(k)):  # columns
+        rows = math.prod(shape[:k])
+        cols = math.prod(shape) // rows
+        if cols == 1:
+            return 2 <= rows <= 4 or rows == LANES
+        block = 4 * LANES if cols >= LANES else 4
+        return 2 <= rows <= 4 or (2 <= rows <= 16 and cols % block == 0)  # one cascade chunk per block
+    return False
+
+
+def _probe_data(shape, k):
+    rng = np.random.default_rng(k)
+    return mx.array((rng.standard_normal(shape) * np.exp2(rng.integers(-12, 13, shape))).astype(np.float32))
+
+
+def _vector_levels(shape, axes, out_shape, s):
+    """The three-level form of torch's order for rows of ``n`` elements, ``n`` a multiple of 32 up to 512:
+    each of the 4 accumulators sums its vectors (one level), each lane sums the 4 accumulators, the
+    row sums its 8 lanes, each level a left-to-right MLX ``sum``. None for other layouts."""
+    nd = len(shape)
+    if list(axes) != list(range(nd - len(axes), nd)):
+        return None
+    n = math.prod(shape[a] for a in axes)
+    groups = n // (4 * LANES)
+    if n % (4 * LANES) or not 1 <= groups <= 16:
+        return None
+    lead = tuple(shape[: nd - len(axes)])
+    view = lead + ((groups, 4, LANES) if groups > 1 else (4, LANES))
+    reshape = tuple(out_shape) != lead
+
+    def fn(x):
+        y = mx.reshape(x, view, stream=s)
+        if groups > 1:
+            y = mx.sum(y, axis=-3, stream=s)
+        y = mx.sum(mx.sum(y, axis=-2, stream=s), axis=-1, stream=s)
+        return mx.reshape(y, out_shape, stream=s) if reshape else y
+
+    return fn
+
+
+def plan(shape, axes, keepdim, s):
+    """How to sum a float32 array of ``shape`` over ``axes`` in torch's order on stream ``s``.
+
+    Args:
+        shape: the array's shape (non-empty, at least 1-D).
+        axes: the reduced axes (normalized, none repeated).
+        keepdim: whether the reduced axes stay as size-1 dims.
+        s: a CPU stream.
+
+    Returns:
+        ``(fn, final)``: ``fn(x)`` is the sum with the result's shape; ``final`` says whether the plan
+        may be cached (False while an outer transformation traces the call: the checks cannot run).
+    """
+    axes = tuple(sorted(axes))
+    kept = tuple(1 if a in axes else d for a, d in enumerate(shape))
+    out_shape = kept if keepdim else tuple(d for a, d in enumerate(shape) if a not in axes)
+    ax = list(axes)
+
+    def own(x):  # MLX's own sum
+        return mx.sum(x, axis=ax, keepdims=keepdim, stream=s)
+
+    def graph(x):  # the compiled graph of torch's order, or MLX's own sum where it is not reproduced
+        out = summed(x, axes, s)
+        return own(x) if out is None else mx.reshape(out, out_shape, stream=s)
+
+    try:
+        if math.prod(shape) > PROBE_LIMIT or not _adds_in_order(s):
+            return graph, True
+        probes = [_probe_data(shape, k) for k in range(_PROBES)]
+        reference = [over_axes(p, axes, s) for p in probes]
+        if reference[0] is None:  # torch's order is not reproduced for this shape
+            return own, True
+        candidate = own if _left_to_right(shape, axes) else _vector_levels(shape, axes, out_shape, s)
+        if candidate is None:
+            return graph, True
+        for p, r in zip(probes, reference):
+            if not np.array_equal(np.array(candidate(p)).view(np.uint32),
+                                  np.array(mx.reshape(r, out_shape, stream=s)).view(np.uint32)):
+                return graph, True
+        return candidate, True
+    except (RuntimeError, ValueError) as err:
+        if "transformation" not in str(err):
+            raise
+        return graph, False  # traced: decided on a later call
