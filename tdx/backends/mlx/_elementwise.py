@@ -21,12 +21,15 @@ from ..._errors import (
     TdxRuntimeError,
     TdxTypeError,
 )
-from ...autograd.tape import differentiating
+from ...autograd.tape import ACTIVE as _TAPE, differentiating
 from . import _float64 as mlx_f64
 from . import _cpu_rounding as cpu_rounding
 from . import _summation_order as summation
 from ._indexing import on_stream, scalar_name
 from ._rules import _FLOATS, _INTS, _SCALARS, _SIGNED, _clamp_exact, _is_bool, _is_bool_operand, _tie_splitting, _where_exact
+
+
+_BOOL, _COMPLEX, _F32 = mx.bool_, mx.complex64, mx.float32
 
 
 def _same_float(a, t1, t2, value) -> bool:
@@ -297,17 +300,24 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
     # binary arithmetic ----------------------------------------------------------------
     def _bias_grad(self, a, b):
         """Whether ``a + b`` is replayed for its derivative with a broadcast float32 operand, whose
-        gradient torch sums in its own order (:func:`._summation_order.broadcast_add`)."""
-        return (differentiating() and summation.ENABLED and self.caps.float64 and type(a) is mx.array
+        gradient torch sums in its own order (:func:`._summation_order.broadcast_add`). Only a recorded
+        op is replayed: nothing is asked before a tape tensor first requires grad."""
+        return (_TAPE[0] and differentiating() and summation.ENABLED and self.caps.float64 and type(a) is mx.array
                 and type(b) is mx.array and a.shape != b.shape and a.dtype == b.dtype == mx.float32)
 
     def add(self, a, b):
+        if type(a) is mx.array and type(b) is mx.array and a.dtype == b.dtype and not (_TAPE[0] and differentiating()):
+            return mx.add(a, b, stream=self._stream or self.s)  # the per-op path
         a, b, _ = self._pair(a, b)
         if self._bias_grad(a, b):
             return summation.broadcast_add(a, b, False, self.s)
         return mx.add(a, b, stream=self.s)
 
     def sub(self, a, b):
+        if type(a) is mx.array and type(b) is mx.array and not (_TAPE[0] and differentiating()):  # the per-op path
+            d = a.dtype
+            if d == b.dtype and d != _BOOL:
+                return mx.subtract(a, b, stream=self._stream or self.s)
         if _is_bool(a) or _is_bool(b):
             raise OpDtypeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
                                "If you are trying to invert a mask, use the `~` or `logical_not()` "
@@ -318,6 +328,13 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
         return mx.subtract(a, b, stream=self.s)
 
     def mul(self, a, b):
+        if type(a) is mx.array:  # the common cases of _pair, inlined: this is the per-op path
+            d = a.dtype
+            if type(b) is mx.array:
+                if d == b.dtype:
+                    return mx.multiply(a, b, stream=self._stream or self.s)
+            elif (b.__class__ is float or b.__class__ is int) and d in _FLOATS:
+                return mx.multiply(a, b, stream=self._stream or self.s)
         a, b, _ = self._pair(a, b)
         return mx.multiply(a, b, stream=self.s)
 
@@ -377,6 +394,13 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
         return mx.power(a, b, stream=self.s)
 
     def matmul(self, a, b):
+        if type(a) is mx.array and type(b) is mx.array:  # the per-op path: one float dtype, not two vectors
+            dt = a.dtype
+            if dt == b.dtype and dt in _FLOATS and (a.ndim > 1 or b.ndim > 1):
+                try:
+                    return mx.matmul(a, b, stream=self._stream or self.s)
+                except ValueError:  # shapes that do not multiply (or a 0-d operand): torch's error below
+                    pass
         if not (isinstance(a, mx.array) and isinstance(b, mx.array)):
             raise TdxTypeError("matmul: both arguments must be tensors")
         na, nb, dt = a.ndim, b.ndim, a.dtype  # read once: each read of an MLX property is a call
@@ -401,6 +425,8 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
         return mx.matmul(a, b, stream=self.s)
 
     def _compare(self, fn, a, b):
+        if type(a) is mx.array and type(b) is mx.array and a.dtype == b.dtype:  # the per-op path
+            return fn(a, b, stream=self._stream or self.s)
         a, b, _ = self._pair(a, b)
         return fn(a, b, stream=self.s)
 
@@ -411,6 +437,10 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
         return self._compare(mx.not_equal, a, b)
 
     def _order(self, fn, name, a, b):
+        if type(a) is mx.array and type(b) is mx.array:  # the per-op path: one real dtype
+            d = a.dtype
+            if d == b.dtype and d != _COMPLEX:
+                return fn(a, b, stream=self._stream or self.s)
         a, b, rt = self._pair(a, b)
         if rt.is_complex:  # MLX would order complex numbers lexicographically
             raise TdxNotImplementedError(_complex_refused(name))
@@ -470,6 +500,10 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
         return self._shift(False, a, b)
 
     def maximum(self, a, b):
+        if type(a) is mx.array and type(b) is mx.array and not (_TAPE[0] and differentiating()):  # one real dtype
+            d = a.dtype
+            if d == b.dtype and d != _COMPLEX:
+                return mx.maximum(a, b, stream=self._stream or self.s)
         a, b, rt = self._args(a, b)
         if rt.is_complex:
             raise TdxRuntimeError(_complex_refused("maximum"))
@@ -645,6 +679,8 @@ _FLOAT_UNARY = {"exp": mx.exp, "expm1": mx.expm1, "log": mx.log, "log2": mx.log2
 
 def _float_unary(fn):
     def op(self, x):
+        if x.dtype == _F32:  # the per-op path
+            return fn(x, stream=self._stream or self.s)
         return fn(self._float_in(x), stream=self.s)
 
     op.__name__ = fn.__name__
@@ -655,6 +691,8 @@ def _float_unary_f64(fn, name):
     """As :func:`_float_unary`, with float64 computed by :mod:`tdx.backends.mlx._float64` (MLX's own
     value or derivative is float32-accurate)."""
     def op(self, x):
+        if x.dtype == _F32:  # the per-op path
+            return fn(x, stream=self._stream or self.s)
         x = self._float_in(x)
         if x.dtype == mx.float64:
             return mlx_f64.functions(self.s)[name](x)

@@ -85,6 +85,9 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
         that made them; reading a tensor built in another thread would raise. The first time a
         thread reaches this executor, its default streams become the shared ones, so even MLX
         calls that name no stream (operators, ``mx.vjp``'s cotangents) run on them.
+
+        The per-op paths whose only MLX call names the stream read ``self._stream or self.s`` (the
+        property's call is a tenth of a microsecond): a thread is entered by the first op that needs it.
         """
         stream = self._stream
         if stream is not None and _THREAD.ready:  # the per-op path: one attribute read each

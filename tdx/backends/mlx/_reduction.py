@@ -22,6 +22,8 @@ from ._memory import check_alloc
 from ._rules import _HALF, _INTS, _axes, _dims, _kw, _out_shape, _reduced_shape
 
 
+_F32 = mx.float32
+
 # torch's CPU accumulation type where it is wider than the dtype (the others accumulate in their own)
 _WIDER = {mx.float16: mx.float32, mx.bfloat16: mx.float32, mx.bool_: mx.int64, mx.uint8: mx.int64,
           mx.int8: mx.int64, mx.int16: mx.int64, mx.int32: mx.int64}
@@ -245,8 +247,11 @@ class MLXReductionOps(MLXReductionOpsStreamed):
         return found
 
     def sum(self, x, dim=None, keepdim=False, dtype=None):
-        if dtype is None and x.dtype == mx.float32:  # the common case first: a float32 sum, one plan lookup
-            plan = self._sum_plan(x, dim, keepdim)
+        if dtype is None and x.dtype == _F32:  # the common case first: a float32 sum, one plan lookup
+            try:
+                plan = self._sum_plans[(x.shape, dim, keepdim)]
+            except (KeyError, TypeError):
+                plan = self._sum_plan(x, dim, keepdim)
             if plan is not None:
                 return plan[0](x)
         x = self._acc(x, dtype)
@@ -275,8 +280,11 @@ class MLXReductionOps(MLXReductionOpsStreamed):
                                f"floating point or complex dtype. Got: {self._tdx(x).name}")
 
     def mean(self, x, dim=None, keepdim=False, dtype=None):
-        if dtype is None and x.dtype == mx.float32:  # the common case first, as sum's
-            plan = self._sum_plan(x, dim, keepdim)
+        if dtype is None and x.dtype == _F32:  # the common case first, as sum's
+            try:
+                plan = self._sum_plans[(x.shape, dim, keepdim)]
+            except (KeyError, TypeError):
+                plan = self._sum_plan(x, dim, keepdim)
             if plan is not None:
                 return mx.divide(plan[0](x), plan[1], stream=self.s)
         if dtype is None:
