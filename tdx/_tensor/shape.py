@@ -46,6 +46,7 @@ from .wrapping import (
 )
 
 __all__: list = []
+_new = object.__new__
 _export = exporter(__all__)
 
 
@@ -61,13 +62,20 @@ class ShapeMethods:
             return _tape.call(ShapeMethods.reshape, self, *shape)
         ex = self._ex
         try:
-            out = wrap(ex.reshape(self._n, shape if shape[0].__class__ is int else shape_args(shape, "reshape")),
-                       ex)
+            n = ex.reshape(self._n, shape if shape[0].__class__ is int else shape_args(shape, "reshape"))
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
         except IndexError:
             raise TdxTypeError("reshape() missing 1 required positional argument: 'shape'") from None
-        return out if ex.mutable else _reshaped(out, self, must_view=False)
+        out = _new(Tensor)  # wrap's, inlined: the per-op path
+        out._n = n
+        out._ex = ex
+        out._ag = out._view = None
+        if ex.mutable:
+            return out
+        if self._view is None:  # a reshape of a fresh tensor is always a view, with contiguous strides
+            return _views.link_contiguous(out, self, n.shape)
+        return _reshaped(out, self, must_view=False)
 
     @inline_typed
     def view(self, *shape):
@@ -79,10 +87,18 @@ class ShapeMethods:
             return _tape.call(ShapeMethods.view, self, *shape)
         ex = self._ex
         try:
-            out = wrap(ex.view(self._n, shape), ex)
+            n = ex.view(self._n, shape)
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
-        return out if ex.mutable else _reshaped(out, self, must_view=True)
+        out = _new(Tensor)  # wrap's, inlined: the per-op path
+        out._n = n
+        out._ex = ex
+        out._ag = out._view = None
+        if ex.mutable:
+            return out
+        if self._view is None:  # a view of a fresh tensor: contiguous strides
+            return _views.link_contiguous(out, self, n.shape)
+        return _reshaped(out, self, must_view=True)
 
     def reshape_as(self, other):
         return self.reshape(other.shape)
@@ -90,11 +106,27 @@ class ShapeMethods:
     def view_as(self, other):
         return self.view(other.shape)
 
+    @inline_typed
     def permute(self, *dims):
+        if _TAPE[0] and _tape.wants(self):
+            return _tape.call(ShapeMethods.permute, self, *dims)
         ex = self._ex
-        dims = shape_args(dims, "permute")
-        out = wrap(ex.permute(self._n, dims), ex)
-        return out if ex.mutable else _permuted(out, self, [d % max(self._n.ndim, 1) for d in dims])
+        for d in dims:  # permute(1, 0) as it is; permute((1, 0)), NumPy ints... normalized
+            if d.__class__ is not int:
+                dims = shape_args(dims, "permute")
+                break
+        else:
+            if not dims:
+                dims = shape_args(dims, "permute")
+        try:
+            n = ex.permute(self._n, dims)
+        except NATIVE_ERRORS as err:
+            raise ex.native_error(err) from None
+        out = _new(Tensor)  # wrap's, inlined: the per-op path
+        out._n = n
+        out._ex = ex
+        out._ag = out._view = None
+        return out if ex.mutable else _permuted(out, self, dims)
 
     @inline_typed
     def transpose(self, dim0, dim1):
@@ -102,15 +134,14 @@ class ShapeMethods:
             return _tape.call(ShapeMethods.transpose, self, dim0, dim1)
         ex = self._ex
         try:
-            out = wrap(ex.transpose(self._n, dim0, dim1), ex)
+            n = ex.transpose(self._n, dim0, dim1)
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
-        if ex.mutable:
-            return out
-        n = self._n.ndim
-        if not n:
-            return _permuted(out, self, [])
-        return _views.link_swapped(out, self, dim0 % n, dim1 % n)
+        out = _new(Tensor)  # wrap's, inlined: the per-op path
+        out._n = n
+        out._ex = ex
+        out._ag = out._view = None
+        return out if ex.mutable else _views.link_swapped(out, self, dim0, dim1)
 
     swapaxes = swapdims = transpose
 
@@ -132,10 +163,24 @@ class ShapeMethods:
         out = wrap(ex.squeeze(self._n, dim), ex)
         return out if ex.mutable else _reshaped(out, self, must_view=True)
 
+    @inline_typed
     def unsqueeze(self, dim):
+        if _TAPE[0] and _tape.wants(self):
+            return _tape.call(ShapeMethods.unsqueeze, self, dim)
         ex = self._ex
-        out = wrap(ex.unsqueeze(self._n, dim), ex)
-        return out if ex.mutable else _reshaped(out, self, must_view=True)
+        try:
+            n = ex.unsqueeze(self._n, dim)
+        except NATIVE_ERRORS as err:
+            raise ex.native_error(err) from None
+        out = _new(Tensor)  # wrap's, inlined: the per-op path
+        out._n = n
+        out._ex = ex
+        out._ag = out._view = None
+        if ex.mutable:
+            return out
+        if self._view is None:  # a fresh tensor with a dim added: contiguous strides
+            return _views.link_contiguous(out, self, n.shape)
+        return _reshaped(out, self, must_view=True)
 
     def flatten(self, start_dim=0, end_dim=-1):
         ex = self._ex

@@ -492,19 +492,31 @@ class Tensor:
         if _TAPE[0] and _tape.wants(self, index):
             return _tape.call(Tensor.__getitem__, self, index)
         ex = self._ex
-        if index.__class__ is not int and index.__class__ is not slice:
+        cls = index.__class__
+        if cls is tuple:
+            for i in index:  # ints and slices need no unwrapping (the common case)
+                if i.__class__ is not slice and i.__class__ is not int:
+                    index = _unwrap_index(index, ex)
+                    break
+        elif cls is not int and cls is not slice:
             index = _unwrap_index(index, ex)
         try:
-            out = wrap(ex.getitem(self._n, index), ex)
+            n = ex.getitem(self._n, index)
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
+        out = _new(Tensor)  # wrap's, inlined: the per-op path
+        out._n = n
+        out._ex = ex
+        out._ag = out._view = None
         if not ex.mutable:
-            if index.__class__ is int and getattr(self, "_view", None) is None:
-                return _views.link_first_index(out, self, index)
-            src = _views.layout_of(self)
-            lay = _views.basic_index(src, index)
-            if lay is not None:
-                _views.link(out, self, *lay, root=src.root)
+            lay = self._view
+            if lay is None:
+                if index.__class__ is int:
+                    return _views.link_first_index(out, self, index)
+                return _views.link_root_index(out, self, index)
+            view = _views.basic_index(lay, index)
+            if view is not None:
+                _views.link(out, self, *view, root=lay.root)
         return out
 
     @inline_typed

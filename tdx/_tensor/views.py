@@ -130,37 +130,56 @@ def _layout(root, shape: tuple, strides: tuple, offset: int, multi, detached) ->
 _new = object.__new__
 
 
+def _new_family(root) -> dict:
+    """The (empty) live-view table of ``root``, which has none yet."""
+    if len(_families) >= _sweep_at[0]:
+        _sweep()
+    views = {}
+    _families[id(root)] = (weakref.ref(root), views)
+    return views
+
+
+def _drop_dead(views: dict) -> None:
+    for key in [k for k, r in views.items() if r() is None]:
+        del views[key]
+
+
 def _register(root, out) -> None:
     """Add ``out`` to the live views of ``root`` (a tensor that is no view)."""
     entry = _families.get(id(root))
-    if entry is not None and entry[0]() is root:
-        views = entry[1]
-    else:
-        if len(_families) >= _sweep_at[0]:
-            _sweep()
-        views = {}
-        _families[id(root)] = (weakref.ref(root), views)
-    views[id(out)] = weakref.ref(out)
+    views = entry[1] if entry is not None and entry[0]() is root else _new_family(root)
+    views[id(out)] = _ref(out)
     if not len(views) & 63:  # every 64 new entries, drop the views that died  mutate: equivalent (memory only)
-        for key in [k for k, r in views.items() if r() is None]:
-            del views[key]
+        _drop_dead(views)
+
+
+_ref = weakref.ref
 
 
 def link_root(out, root, shape: tuple, strides: tuple, offset: int = 0):
     """:func:`link` for a view ``out`` of ``root``, a tensor that is itself no view (so nothing is
-    inherited): the hot path of view ops on a fresh tensor. ``shape`` and ``strides`` are tuples."""
-    out._view = _layout(root, shape, strides, offset, None, False)
-    _register(root, out)
+    inherited): the hot path of view ops on a fresh tensor. ``shape`` and ``strides`` are tuples.
+    (:func:`_layout` and :func:`_register`, inlined: this is every view op's path.)"""
+    lay = _new(Layout)
+    lay.root, lay.shape, lay.strides, lay.offset = root, shape, strides, offset
+    lay.multi = lay.cast = None
+    lay.detached = lay.owner = False
+    out._view = lay
+    entry = _families.get(id(root))
+    views = entry[1] if entry is not None and entry[0]() is root else _new_family(root)
+    views[id(out)] = _ref(out)
+    if not len(views) & 63:  # every 64 new entries, drop the views that died  mutate: equivalent (memory only)
+        _drop_dead(views)
     return out
 
 
-def link_contiguous(out, root):
+def link_contiguous(out, root, shape=None):
     """``out`` as a view of all of ``root`` (no view itself) in row-major order: ``reshape``/``view``
-    of a fresh tensor, whose strides are always the contiguous ones of the new shape."""
-    shape = tuple(out._n.shape)
-    out._view = _layout(root, shape, _contiguous(shape), 0, None, False)
-    _register(root, out)
-    return out
+    of a fresh tensor, whose strides are always the contiguous ones of the new shape (``out``'s
+    shape, a tuple, when the caller has it)."""
+    if shape is None:
+        shape = tuple(out._n.shape)
+    return link_root(out, root, shape, _contiguous(shape))
 
 
 def link(out, src, shape, strides, offset, root=None, multi=None, detached=False):
@@ -252,16 +271,66 @@ def anchor(root):
 
 def link_first_index(out, root, index: int):
     """``out`` as the view ``root[index]`` (an int) of ``root``, a tensor that is no view."""
-    shape = tuple(root._n.shape)
+    shape, strides, step = _first_index(root._n.shape)
+    return link_root(out, root, shape, strides, (index % step[0]) * step[1])
+
+
+@functools.lru_cache(maxsize=1024)  # mutate: equivalent (cache size: speed only)
+def _first_index(shape: tuple) -> tuple:
+    """``(shape, strides)`` of ``x[i]`` for a contiguous ``x`` of ``shape``, and (size, stride) of its dim 0."""
     strides = _contiguous(shape)
-    return link_root(out, root, shape[1:], strides[1:], (index % shape[0]) * strides[0])
+    return shape[1:], strides[1:], (shape[0], strides[0])
+
+
+class _IndexedLayout(Layout):
+    """The layout of ``root[index]``, ``root`` a tensor that is no view and ``index`` a tuple of ints and
+    slices: computed from the index the first time it is read (a write, a view of this view), so that
+    making the view does no arithmetic."""
+
+    __slots__ = ("recipe", "resolved")
+
+    def _resolve(self) -> tuple:
+        """``(shape, strides, offset)``, computed once from ``recipe`` (the root's shape then, the index)."""
+        root_shape, index = self.recipe
+        shape, strides, offset = basic_index(_layout(None, root_shape, _contiguous(root_shape), 0, None, False), index)
+        self.resolved = r = (tuple(shape), tuple(strides), offset)
+        return r
+
+    shape = property(lambda self: (self.resolved or self._resolve())[0])
+    strides = property(lambda self: (self.resolved or self._resolve())[1])
+    offset = property(lambda self: (self.resolved or self._resolve())[2])
+
+
+def link_root_index(out, root, index):
+    """``out`` as the view ``root[index]`` of ``root``, a tensor that is no view, when ``index`` is basic;
+    ``out`` as it is (a copy) for any other index. A tuple of ints and slices (checked by the executor)
+    is linked with its layout left to compute (:class:`_IndexedLayout`)."""
+    if index.__class__ is tuple:
+        for it in index:
+            if it.__class__ is not slice and it.__class__ is not int:
+                break
+        else:
+            lay = _new(_IndexedLayout)
+            lay.root, lay.recipe, lay.resolved = root, (root._n.shape, index), None
+            lay.multi = lay.cast = None
+            lay.detached = lay.owner = False
+            out._view = lay
+            _register(root, out)
+            return out
+    view = basic_index(layout_of(root), index)
+    return out if view is None else link(out, root, *view, root=root)
 
 
 def link_swapped(out, src, a: int, b: int):
-    """``out`` as ``src`` with dims ``a`` and ``b`` (non-negative) swapped: ``transpose``."""
+    """``out`` as ``src`` with dims ``a`` and ``b`` swapped: ``transpose`` (dims already checked, maybe
+    negative; a 0-d ``src`` is its own transpose)."""
     lay = src._view
     if lay is None:
-        return link_root(out, src, *_swapped_root(tuple(src._n.shape), a, b))
+        return link_root(out, src, *_swapped_root(src._n.shape, a, b))
+    n = len(lay.shape)
+    if not n:
+        return link(out, src, (), (), lay.offset, lay.root)
+    a, b = a % n, b % n
     shape, strides = list(lay.shape), list(lay.strides)
     shape[a], shape[b] = shape[b], shape[a]
     strides[a], strides[b] = strides[b], strides[a]
@@ -271,11 +340,23 @@ def link_swapped(out, src, a: int, b: int):
 @functools.lru_cache(maxsize=1024)  # mutate: equivalent (cache size: speed only)
 def _swapped_root(shape: tuple, a: int, b: int) -> tuple:
     """``(shape, strides)`` of a contiguous tensor of ``shape`` with dims ``a`` and ``b`` swapped."""
+    if not shape:
+        return (), ()
+    a, b = a % len(shape), b % len(shape)
     strides = list(_contiguous(shape))
     shape = list(shape)
     shape[a], shape[b] = shape[b], shape[a]
     strides[a], strides[b] = strides[b], strides[a]
     return tuple(shape), tuple(strides)
+
+
+@functools.lru_cache(maxsize=1024)  # mutate: equivalent (cache size: speed only)
+def permuted_root(shape: tuple, order: tuple) -> tuple:
+    """``(shape, strides)`` of a contiguous tensor of ``shape`` with its dims in ``order`` (maybe negative)."""
+    n = max(len(shape), 1)
+    order = [d % n for d in order]
+    strides = _contiguous(shape)
+    return tuple([shape[i] for i in order]), tuple([strides[i] for i in order])
 
 
 # layouts of the view ops, in torch's terms -----------------------------------------------------
@@ -300,10 +381,13 @@ def multi_view_error(lay: Layout, base_written: bool) -> str:
 def basic_index(lay: Layout, index):
     """The layout ``lay[index]`` has for a basic index (ints, slices, None, Ellipsis), else None."""
     items = index if isinstance(index, tuple) else (index,)
-    if not all(i is None or i is Ellipsis or isinstance(i, slice) or (isinstance(i, int) and not isinstance(i, bool))
-               for i in items):
-        return None
-    consumed = sum(1 for i in items if i is not None and i is not Ellipsis)
+    consumed = 0  # the dims the index consumes; anything but ints, slices, None and Ellipsis: no view
+    for i in items:
+        c = i.__class__
+        if c is slice or c is int or (isinstance(i, slice) or (isinstance(i, int) and c is not bool)):
+            consumed += 1
+        elif i is not None and i is not Ellipsis:
+            return None
     shape, strides, offset, d = [], [], lay.offset, 0
     for it in items:
         if it is None:  # torch's unsqueeze stride: what the next dim spans, or 1 at the end
