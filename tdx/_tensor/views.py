@@ -270,22 +270,29 @@ def anchor(root):
 
 
 def link_first_index(out, root, index: int):
-    """``out`` as the view ``root[index]`` (an int) of ``root``, a tensor that is no view."""
-    shape, strides, step = _first_index(root._n.shape)
-    return link_root(out, root, shape, strides, (index % step[0]) * step[1])
+    """``out`` as the view ``root[index]`` (an int, checked by the executor) of ``root``, a tensor that is
+    no view; its layout is computed when first read (:class:`_IndexedLayout`)."""
+    return _link_indexed(out, root, index)
 
 
-@functools.lru_cache(maxsize=1024)  # mutate: equivalent (cache size: speed only)
-def _first_index(shape: tuple) -> tuple:
-    """``(shape, strides)`` of ``x[i]`` for a contiguous ``x`` of ``shape``, and (size, stride) of its dim 0."""
-    strides = _contiguous(shape)
-    return shape[1:], strides[1:], (shape[0], strides[0])
+def _link_indexed(out, root, index):
+    lay = _new(_IndexedLayout)
+    lay.root, lay.recipe, lay.resolved = root, (root._n.shape, index), None
+    lay.multi = lay.cast = None
+    lay.detached = lay.owner = False
+    out._view = lay
+    entry = _families.get(id(root))  # _register's, inlined
+    views = entry[1] if entry is not None and entry[0]() is root else _new_family(root)
+    views[id(out)] = _ref(out)
+    if not len(views) & 63:  # mutate: equivalent (memory only)
+        _drop_dead(views)
+    return out
 
 
 class _IndexedLayout(Layout):
-    """The layout of ``root[index]``, ``root`` a tensor that is no view and ``index`` a tuple of ints and
-    slices: computed from the index the first time it is read (a write, a view of this view), so that
-    making the view does no arithmetic."""
+    """The layout of ``root[index]``, ``root`` a tensor that is no view and ``index`` an int or a tuple of
+    ints and slices: computed from the index the first time it is read (a write, a view of this view),
+    so that making the view does no arithmetic."""
 
     __slots__ = ("recipe", "resolved")
 
@@ -310,13 +317,7 @@ def link_root_index(out, root, index):
             if it.__class__ is not slice and it.__class__ is not int:
                 break
         else:
-            lay = _new(_IndexedLayout)
-            lay.root, lay.recipe, lay.resolved = root, (root._n.shape, index), None
-            lay.multi = lay.cast = None
-            lay.detached = lay.owner = False
-            out._view = lay
-            _register(root, out)
-            return out
+            return _link_indexed(out, root, index)
     view = basic_index(layout_of(root), index)
     return out if view is None else link(out, root, *view, root=root)
 

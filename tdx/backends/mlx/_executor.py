@@ -9,7 +9,6 @@ MLX device is used; it must never import torch.
 
 from __future__ import annotations
 
-import threading
 import warnings
 import weakref
 
@@ -39,6 +38,7 @@ from ._inverse_functions import MLXInverseFunctionOps
 from ._complex import MLXComplexOps
 from ._convolution import MLXConvolutionOps
 from ._shape import MLXShapeOps
+from ._streams import THREAD as _THREAD, enter_thread as _enter_thread, shared_stream as _shared_stream
 
 _TABLE = {
     D.bool_: mx.bool_, D.uint8: mx.uint8, D.int8: mx.int8, D.int16: mx.int16, D.int32: mx.int32,
@@ -319,31 +319,6 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
             _SHARED_SWEEP[0] = max(256, 2 * len(_SHARED))
         _SHARED[id(out)] = weakref.ref(out)
         return out
-
-
-_STREAMS: dict = {}
-class _ThreadState(threading.local):
-    """Per-thread state: whether this thread's default streams are the shared ones."""
-
-    ready = False
-
-
-_THREAD = _ThreadState()
-
-
-def _shared_stream(device):
-    """The process-wide stream for ``device`` (MLX's thread-unsafe kind: usable from any thread)."""
-    key = str(device)
-    if key not in _STREAMS:
-        _STREAMS[key] = mx.new_thread_unsafe_stream(device)
-    return _STREAMS[key]
-
-
-def _enter_thread() -> None:
-    """Make the shared streams this thread's default streams (MLX's defaults are per thread)."""
-    for stream in list(_STREAMS.values()):
-        mx.set_default_stream(stream)
-    _THREAD.ready = True
 
 
 _SHARED: dict = {}  # id(MLX array) -> weakref: arrays whose buffer torch may write (see share())
