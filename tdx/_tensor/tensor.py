@@ -493,13 +493,16 @@ class Tensor:
             return _tape.call(Tensor.__getitem__, self, index)
         ex = self._ex
         cls = index.__class__
+        basic = True  # an int, a slice or a tuple of them: nothing to unwrap, and a view
         if cls is tuple:
-            for i in index:  # ints and slices need no unwrapping (the common case)
+            for i in index:
                 if i.__class__ is not slice and i.__class__ is not int:
                     index = _unwrap_index(index, ex)
+                    basic = False
                     break
         elif cls is not int and cls is not slice:
             index = _unwrap_index(index, ex)
+            basic = False
         try:
             n = ex.getitem(self._n, index)
         except NATIVE_ERRORS as err:
@@ -511,9 +514,7 @@ class Tensor:
         if not ex.mutable:
             lay = self._view
             if lay is None:
-                if index.__class__ is int:
-                    return _views.link_first_index(out, self, index)
-                return _views.link_root_index(out, self, index)
+                return _views.link_root_index(out, self, index, basic)
             view = _views.basic_index(lay, index)
             if view is not None:
                 _views.link(out, self, *view, root=lay.root)

@@ -177,9 +177,7 @@ def link_contiguous(out, root, shape=None):
     """``out`` as a view of all of ``root`` (no view itself) in row-major order: ``reshape``/``view``
     of a fresh tensor, whose strides are always the contiguous ones of the new shape (``out``'s
     shape, a tuple, when the caller has it)."""
-    if shape is None:
-        shape = tuple(out._n.shape)
-    return link_root(out, root, shape, _contiguous(shape))
+    return _link_lazy(out, root, (_whole, tuple(out._n.shape) if shape is None else shape))
 
 
 def link(out, src, shape, strides, offset, root=None, multi=None, detached=False):
@@ -269,38 +267,17 @@ def anchor(root):
     return root
 
 
-def link_first_index(out, root, index: int):
-    """``out`` as the view ``root[index]`` (an int, checked by the executor) of ``root``, a tensor that is
-    no view; its layout is computed when first read (:class:`_IndexedLayout`)."""
-    return _link_indexed(out, root, index)
-
-
-def _link_indexed(out, root, index):
-    lay = _new(_IndexedLayout)
-    lay.root, lay.recipe, lay.resolved = root, (root._n.shape, index), None
-    lay.multi = lay.cast = None
-    lay.detached = lay.owner = False
-    out._view = lay
-    entry = _families.get(id(root))  # _register's, inlined
-    views = entry[1] if entry is not None and entry[0]() is root else _new_family(root)
-    views[id(out)] = _ref(out)
-    if not len(views) & 63:  # mutate: equivalent (memory only)
-        _drop_dead(views)
-    return out
-
-
-class _IndexedLayout(Layout):
-    """The layout of ``root[index]``, ``root`` a tensor that is no view and ``index`` an int or a tuple of
-    ints and slices: computed from the index the first time it is read (a write, a view of this view),
-    so that making the view does no arithmetic."""
+class _LazyLayout(Layout):
+    """The layout of a view of a root (a tensor that is no view) made by one view op, computed the first
+    time it is read (a write into the family, a view of this view, ``stride()``): making the view does
+    no arithmetic. ``recipe`` is ``(function, *arguments)``, the arguments taken when the view was made
+    (the root's shape then, the op's own arguments); the function gives ``(shape, strides, offset)``."""
 
     __slots__ = ("recipe", "resolved")
 
     def _resolve(self) -> tuple:
-        """``(shape, strides, offset)``, computed once from ``recipe`` (the root's shape then, the index)."""
-        root_shape, index = self.recipe
-        shape, strides, offset = basic_index(_layout(None, root_shape, _contiguous(root_shape), 0, None, False), index)
-        self.resolved = r = (tuple(shape), tuple(strides), offset)
+        recipe = self.recipe
+        self.resolved = r = recipe[0](*recipe[1:])
         return r
 
     shape = property(lambda self: (self.resolved or self._resolve())[0])
@@ -308,16 +285,42 @@ class _IndexedLayout(Layout):
     offset = property(lambda self: (self.resolved or self._resolve())[2])
 
 
-def link_root_index(out, root, index):
+def _link_lazy(out, root, recipe):
+    """``out`` as a view of ``root`` (no view) whose layout is ``recipe``'s (:class:`_LazyLayout`);
+    :func:`link_root`'s steps, inlined: this is every view op's path."""
+    lay = _new(_LazyLayout)
+    lay.root, lay.recipe, lay.resolved = root, recipe, None
+    lay.multi = lay.cast = None
+    lay.detached = lay.owner = False
+    out._view = lay
+    entry = _families.get(id(root))
+    views = entry[1] if entry is not None and entry[0]() is root else _new_family(root)
+    views[id(out)] = _ref(out)
+    if not len(views) & 63:  # every 64 new entries, drop the views that died  mutate: equivalent (memory only)
+        _drop_dead(views)
+    return out
+
+
+def _indexed(root_shape: tuple, index) -> tuple:
+    """The layout of ``x[index]`` (a basic index) for a contiguous ``x`` of ``root_shape``."""
+    shape, strides, offset = basic_index(_layout(None, root_shape, _contiguous(root_shape), 0, None, False), index)
+    return tuple(shape), tuple(strides), offset
+
+
+def _whole(shape: tuple) -> tuple:
+    """The layout of all of a root in row-major order, as ``shape``."""
+    return shape, _contiguous(shape), 0
+
+
+def link_root_index(out, root, index, basic: bool = False):
     """``out`` as the view ``root[index]`` of ``root``, a tensor that is no view, when ``index`` is basic;
-    ``out`` as it is (a copy) for any other index. A tuple of ints and slices (checked by the executor)
-    is linked with its layout left to compute (:class:`_IndexedLayout`)."""
-    if index.__class__ is tuple:
-        for it in index:
-            if it.__class__ is not slice and it.__class__ is not int:
-                break
-        else:
-            return _link_indexed(out, root, index)
+    ``out`` as it is (a copy) for any other index. An int, a slice or a tuple of them (``basic`` says
+    the caller saw that; the executor checked the bounds) is linked with its layout left to compute
+    (:class:`_LazyLayout`)."""
+    if not basic and index.__class__ is tuple:
+        basic = all(it.__class__ is slice or it.__class__ is int for it in index)
+    if basic or index.__class__ is int or index.__class__ is slice:
+        return _link_lazy(out, root, (_indexed, root._n.shape, index))
     view = basic_index(layout_of(root), index)
     return out if view is None else link(out, root, *view, root=root)
 
@@ -327,7 +330,7 @@ def link_swapped(out, src, a: int, b: int):
     negative; a 0-d ``src`` is its own transpose)."""
     lay = src._view
     if lay is None:
-        return link_root(out, src, *_swapped_root(src._n.shape, a, b))
+        return _link_lazy(out, src, (_swapped_root, src._n.shape, a, b))
     n = len(lay.shape)
     if not n:
         return link(out, src, (), (), lay.offset, lay.root)
@@ -340,24 +343,28 @@ def link_swapped(out, src, a: int, b: int):
 
 @functools.lru_cache(maxsize=1024)  # mutate: equivalent (cache size: speed only)
 def _swapped_root(shape: tuple, a: int, b: int) -> tuple:
-    """``(shape, strides)`` of a contiguous tensor of ``shape`` with dims ``a`` and ``b`` swapped."""
+    """``(shape, strides, 0)`` of a contiguous tensor of ``shape`` with dims ``a`` and ``b`` swapped."""
     if not shape:
-        return (), ()
+        return (), (), 0
     a, b = a % len(shape), b % len(shape)
     strides = list(_contiguous(shape))
     shape = list(shape)
     shape[a], shape[b] = shape[b], shape[a]
     strides[a], strides[b] = strides[b], strides[a]
-    return tuple(shape), tuple(strides)
+    return tuple(shape), tuple(strides), 0
 
 
-@functools.lru_cache(maxsize=1024)  # mutate: equivalent (cache size: speed only)
-def permuted_root(shape: tuple, order: tuple) -> tuple:
-    """``(shape, strides)`` of a contiguous tensor of ``shape`` with its dims in ``order`` (maybe negative)."""
+def _permuted_root(shape: tuple, order: tuple) -> tuple:
+    """``(shape, strides, 0)`` of a contiguous tensor of ``shape`` with its dims in ``order`` (maybe negative)."""
     n = max(len(shape), 1)
     order = [d % n for d in order]
     strides = _contiguous(shape)
-    return tuple([shape[i] for i in order]), tuple([strides[i] for i in order])
+    return tuple([shape[i] for i in order]), tuple([strides[i] for i in order]), 0
+
+
+def link_permuted_root(out, root, order):
+    """``out`` as ``root`` (no view) with its dims in ``order`` (checked, maybe negative): ``permute``."""
+    return _link_lazy(out, root, (_permuted_root, root._n.shape, tuple(order)))
 
 
 # layouts of the view ops, in torch's terms -----------------------------------------------------

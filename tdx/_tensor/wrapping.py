@@ -188,7 +188,7 @@ def _permuted(out, src, order):
     """Link ``out`` as ``src`` with its dims in ``order`` (checked by the executor, maybe negative)."""
     lay = src._view
     if lay is None:  # a fresh tensor: its contiguous layout, permuted (cached per shape and order)
-        return _views.link_root(out, src, *_views.permuted_root(src._n.shape, tuple(order)))
+        return _views.link_permuted_root(out, src, order)
     n = max(len(lay.shape), 1)
     order = [d % n for d in order]
     shape, strides = lay.shape, lay.strides

@@ -41,10 +41,14 @@ class MLXShapeOps:
     def reshape(self, x, shape):
         if shape.__class__ is not tuple:
             shape = tuple(shape)
+        size = x.size
+        # the common case, checked in full: no dim is inferred, and with 0 < size <= INT32_MAX none can be larger
+        if -1 not in shape and math.prod(shape) == size and 0 < size <= _INT32_MAX:
+            return mx.reshape(x, shape, stream=self._stream or self.s)
         if shape and max(shape) > _INT32_MAX:
             check_dims(shape, "reshape")
-        if -1 not in shape and math.prod(shape) == x.size:  # the common case, checked in full
-            return mx.reshape(x, shape, stream=self._stream or self.s)
+        if -1 not in shape and math.prod(shape) == size:
+            return mx.reshape(x, shape, stream=self.s)
         known = math.prod(s for s in shape if s != -1)
         if shape.count(-1) > 1:
             raise ShapeError("only one dimension can be inferred")
