@@ -99,6 +99,16 @@ def _check_stream(value):
     return None
 
 
+SUMMATION_ORDERS = ("torch", "native")
+
+
+def _check_summation(value):
+    if value not in SUMMATION_ORDERS:
+        return (f"expected one of {', '.join(repr(s) for s in SUMMATION_ORDERS)} (torch: float32 sums on MLX's CPU "
+                "add in torch's order, torch's last bit; native: MLX's own order, faster, may differ in the last bit)")
+    return None
+
+
 # dotted key -> (validator, built-in default)
 SCHEMA = {
     "default_device": (lambda v: _check_device(v, allow_auto=True), "auto"),
@@ -111,13 +121,15 @@ SCHEMA = {
     "backends.torch.num_threads": (_check_threads, None),
     "backends.mlx.fused_sdpa": (_check_bool, True),
     "backends.mlx.downcast_float64": (_check_bool, False),
+    "backends.mlx.summation": (_check_summation, "torch"),  # float32 sums on MLX's CPU: torch's order or MLX's
     "run.device": (_check_device, None),  # python -m tdx run: every tensor on this device
     "random.stream": (_check_stream, "torch"),  # whose generator MLX draws from: torch's CPU one or MLX's
 }
 # environment variable -> (the key it sets, its check), in increasing precedence
 _ENVIRONMENT = (("TDX_DEVICE", "default_device", lambda v: _check_device(v, allow_auto=True)),
                 ("TDX_RUN_DEVICE", "run.device", _check_device),
-                ("TDX_RANDOM_STREAM", "random.stream", _check_stream))
+                ("TDX_RANDOM_STREAM", "random.stream", _check_stream),
+                ("TDX_MLX_SUMMATION", "backends.mlx.summation", _check_summation))
 _SECTIONS = {"attention", "backends", "backends.torch", "backends.mlx", "run", "random"}
 
 

@@ -16,6 +16,7 @@ import numpy as np
 import mlx.core as mx
 
 from ... import _dtypes as D
+from ... import config
 from ..._errors import (DtypeError, PrecisionWarning, TdxError, TdxNotImplementedError, TdxRuntimeError,
                         TdxTypeError, TdxValueError,
                         translate)
@@ -75,6 +76,7 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
         self._mx_device = mx.gpu if gpu else mx.cpu
         self._stream = None  # made on first use: a GPU stream needs the GPU
         self._sum_plans = {}  # (shape, dim, keepdim) -> how a float32 sum adds (_reduction._sum_plan)
+        config.on_reload(self._sum_plans.clear)  # [backends.mlx] summation may have changed
         self._bind_dtypes(_TABLE)
 
     @property

@@ -219,10 +219,10 @@ class MLXReductionOps(MLXReductionOpsStreamed):
         return fn(x, **kw, stream=self.s)
 
     def _sum_plan(self, x, dim, keepdim):
-        """``(fn, count)`` for torch's float32 sum of ``x`` over ``dim``: ``fn(x)`` sums in torch's order of
-        additions on a CPU stream (:func:`._summation_order.plan`, decided once per shape and cached),
-        in MLX's own elsewhere; ``count`` is the number of elements per sum. None for a 0-d or empty
-        ``x`` (the general path's)."""
+        """How to sum the float32 ``x`` over ``dim``: a function of the array, in torch's order of additions
+        on a CPU stream (:func:`._summation_order.plan`), in MLX's own elsewhere, with the number of
+        elements per sum as its ``count``; decided once per (shape, dim, keepdim) and cached. None for a
+        0-d or empty ``x`` (the general path's)."""
         shape = x.shape
         try:
             key = (shape, dim, keepdim)
@@ -236,30 +236,34 @@ class MLXReductionOps(MLXReductionOpsStreamed):
         axes = _dims(dim, len(shape))
         axes = range(len(shape)) if axes is None else axes
         s = self.s
-        if summation.ENABLED and self.caps.float64:
+        if self.caps.float64 and summation.in_force():
             fn, final = summation.plan(shape, axes, keepdim, s)
         else:
             ax = list(axes)
-            fn, final = (lambda a: mx.sum(a, axis=ax, keepdims=keepdim, stream=s)), True
-        found = fn, math.prod(shape[a] for a in axes)
+
+            def fn(a):
+                return mx.sum(a, axis=ax, keepdims=keepdim, stream=s)
+
+            final = True
+        fn.count = math.prod(shape[a] for a in axes)
         if final and key is not None:
-            self._sum_plans[key] = found
-        return found
+            self._sum_plans[key] = fn
+        return fn
 
     def sum(self, x, dim=None, keepdim=False, dtype=None):
         if dtype is None and x.dtype == _F32:  # the common case first: a float32 sum, one plan lookup
             try:
-                plan = self._sum_plans[(x.shape, dim, keepdim)]
+                plan = self._sum_plans[x.shape, dim, keepdim]
             except (KeyError, TypeError):
                 plan = self._sum_plan(x, dim, keepdim)
             if plan is not None:
-                return plan[0](x)
+                return plan(x)
         x = self._acc(x, dtype)
         own = x.dtype
         wider = _WIDER.get(own)
         wide = x if wider is None else x.astype(wider, stream=self.s)
         plan = self._sum_plan(wide, dim, keepdim) if wider is mx.float32 else None
-        out = self._reduce(mx.sum, 0, wide, dim, keepdim) if plan is None else plan[0](wide)
+        out = self._reduce(mx.sum, 0, wide, dim, keepdim) if plan is None else plan(wide)
         return out if wider is None else out.astype(own, stream=self.s)
 
     def prod(self, x, dim=None, keepdim=False, dtype=None):
@@ -282,11 +286,11 @@ class MLXReductionOps(MLXReductionOpsStreamed):
     def mean(self, x, dim=None, keepdim=False, dtype=None):
         if dtype is None and x.dtype == _F32:  # the common case first, as sum's
             try:
-                plan = self._sum_plans[(x.shape, dim, keepdim)]
+                plan = self._sum_plans[x.shape, dim, keepdim]
             except (KeyError, TypeError):
                 plan = self._sum_plan(x, dim, keepdim)
             if plan is not None:
-                return mx.divide(plan[0](x), plan[1], stream=self.s)
+                return mx.divide(plan(x), plan.count, stream=self._stream or self.s)
         if dtype is None:
             self._need_float(x, "mean")
         elif D.is_integral(D.as_dtype(dtype), include_bool=True):
@@ -303,7 +307,7 @@ class MLXReductionOps(MLXReductionOpsStreamed):
         if plan is None:
             total = mx.sum(wide, **_kw(x, dim, keepdim), stream=self.s)
             return _narrowed(mx.divide(total, x.size // max(total.size, 1), stream=self.s), x.dtype, self.s)
-        return _narrowed(mx.divide(plan[0](wide), plan[1], stream=self.s), x.dtype, self.s)
+        return _narrowed(mx.divide(plan(wide), plan.count, stream=self.s), x.dtype, self.s)
 
     def var(self, x, dim=None, correction=1, keepdim=False):
         self._need_float(x, "var")

@@ -23,7 +23,8 @@ The orders reproduced here, measured against torch 2.13 on x86-64:
 Each helper answers ``None`` where its order is not reproduced (larger reductions, other
 layouts): the caller keeps MLX's own sum. Must never import torch or the facade; used only by
 the MLX executor, on CPU streams of x86-64 machines (elsewhere torch's kernels add in other
-orders: see :data:`ENABLED`).
+orders: see :data:`ENABLED`), while the config's ``[backends.mlx] summation`` is ``"torch"`` (the
+default; ``"native"`` keeps MLX's own order everywhere: :func:`in_force`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,14 @@ ENABLED = platform.machine().lower() in ("x86_64", "amd64")  # torch's AVX2 kern
 LANES = 8  # floats per vector in torch's AVX2 sum kernel
 GRAIN = 32768  # aten's GRAIN_SIZE: larger reductions may be split between threads (another order)
 MAX_DOT = 8000  # MKL's sdot order measured up to 8000 elements (8192 and more: another order)
+
+
+def in_force() -> bool:
+    """Whether float32 sums add in torch's order: on x86-64 (:data:`ENABLED`) while the config's
+    ``[backends.mlx] summation`` (``TDX_MLX_SUMMATION``) is ``"torch"``, the default."""
+    from ... import config
+
+    return ENABLED and config.current()["backends.mlx.summation"] == "torch"
 
 
 def _running(x, s):
@@ -321,15 +330,22 @@ def _vector_levels(shape, axes, out_shape, s):
     if n % (4 * LANES) or not 1 <= groups <= 16:
         return None
     lead = tuple(shape[: nd - len(axes)])
-    view = lead + ((groups, 4, LANES) if groups > 1 else (4, LANES))
-    reshape = tuple(out_shape) != lead
+    if tuple(out_shape) != lead:  # keepdim: the sums reshaped
+        def fn(x, _sum=mx.sum, _reshape=mx.reshape):
+            y = _reshape(x, lead + (groups, 4, LANES), stream=s)
+            return _reshape(_sum(_sum(_sum(y, axis=-3, stream=s), axis=-2, stream=s), axis=-1, stream=s), out_shape,
+                            stream=s)
+    elif groups > 1:
+        view = lead + (groups, 4, LANES)
 
-    def fn(x):
-        y = mx.reshape(x, view, stream=s)
-        if groups > 1:
-            y = mx.sum(y, axis=-3, stream=s)
-        y = mx.sum(mx.sum(y, axis=-2, stream=s), axis=-1, stream=s)
-        return mx.reshape(y, out_shape, stream=s) if reshape else y
+        def fn(x, _sum=mx.sum, _reshape=mx.reshape):
+            return _sum(_sum(_sum(_reshape(x, view, stream=s), axis=-3, stream=s), axis=-2, stream=s), axis=-1,
+                        stream=s)
+    else:  # one vector per accumulator
+        view = lead + (4, LANES)
+
+        def fn(x, _sum=mx.sum, _reshape=mx.reshape):
+            return _sum(_sum(_reshape(x, view, stream=s), axis=-2, stream=s), axis=-1, stream=s)
 
     return fn
 
@@ -352,8 +368,8 @@ def plan(shape, axes, keepdim, s):
     out_shape = kept if keepdim else tuple(d for a, d in enumerate(shape) if a not in axes)
     ax = list(axes)
 
-    def own(x):  # MLX's own sum
-        return mx.sum(x, axis=ax, keepdims=keepdim, stream=s)
+    def own(x, _sum=mx.sum):  # MLX's own sum
+        return _sum(x, axis=ax, keepdims=keepdim, stream=s)
 
     def graph(x):  # the compiled graph of torch's order, or MLX's own sum where it is not reproduced
         out = summed(x, axes, s)
