@@ -431,11 +431,6 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
         a, b, _ = self._pair(a, b)
         return fn(a, b, stream=self.s)
 
-    def eq(self, a, b):
-        return self._compare(mx.equal, a, b)
-
-    def ne(self, a, b):
-        return self._compare(mx.not_equal, a, b)
 
     def _order(self, fn, name, a, b):
         if type(a) is mx.array and type(b) is mx.array:  # the per-op path: one real dtype
@@ -446,18 +441,6 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
         if rt.is_complex:  # MLX would order complex numbers lexicographically
             raise TdxNotImplementedError(_complex_refused(name))
         return fn(a, b, stream=self.s)
-
-    def lt(self, a, b):
-        return self._order(mx.less, "lt", a, b)
-
-    def le(self, a, b):
-        return self._order(mx.less_equal, "le", a, b)
-
-    def gt(self, a, b):
-        return self._order(mx.greater, "gt", a, b)
-
-    def ge(self, a, b):
-        return self._order(mx.greater_equal, "ge", a, b)
 
     def _bitwise(self, fn, name, a, b):
         a, b, rt = self._args(a, b)
@@ -676,6 +659,26 @@ _FLOAT_UNARY = {"exp": mx.exp, "expm1": mx.expm1, "log": mx.log, "log2": mx.log2
                 "asin": mx.arcsin, "acos": mx.arccos, "atan": mx.arctan, "sinh": mx.sinh,
                 "cosh": mx.cosh, "tanh": mx.tanh, "erf": mx.erf,
                 "reciprocal": mx.reciprocal}
+
+
+def _comparison(fn, name, ordered: bool):
+    """The comparison ``name`` (MLX's ``fn``): operands of one dtype (a real one, for an ordering) go
+    straight to MLX, the per-op path; others through :meth:`MLXElementwiseOps._order`/``_compare``."""
+    def op(self, a, b):
+        if type(a) is mx.array and type(b) is mx.array:
+            d = a.dtype
+            if d == b.dtype and not (ordered and d == _COMPLEX):
+                return fn(a, b, stream=self._stream or self.s)
+        return self._order(fn, name, a, b) if ordered else self._compare(fn, a, b)
+
+    op.__name__ = name
+    return op
+
+
+for _name, _fn in {"eq": mx.equal, "ne": mx.not_equal}.items():
+    setattr(MLXElementwiseOps, _name, _comparison(_fn, _name, False))
+for _name, _fn in {"lt": mx.less, "le": mx.less_equal, "gt": mx.greater, "ge": mx.greater_equal}.items():
+    setattr(MLXElementwiseOps, _name, _comparison(_fn, _name, True))
 
 
 def _float_unary(fn):
