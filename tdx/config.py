@@ -90,23 +90,23 @@ def _check_priority(value):
 
 
 RANDOM_STREAMS = ("torch", "native")
-
-
-def _check_stream(value):
-    if value not in RANDOM_STREAMS:
-        return (f"expected one of {', '.join(repr(s) for s in RANDOM_STREAMS)} (torch: torch's CPU generator's "
-                "numbers on every executor; native: MLX's own, faster, other numbers)")
-    return None
-
-
 SUMMATION_ORDERS = ("torch", "native")
 
 
-def _check_summation(value):
-    if value not in SUMMATION_ORDERS:
-        return (f"expected one of {', '.join(repr(s) for s in SUMMATION_ORDERS)} (torch: float32 sums on MLX's CPU "
-                "add in torch's order, torch's last bit; native: MLX's own order, faster, may differ in the last bit)")
-    return None
+def _one_of(allowed: tuple, meaning: str):
+    """A check that a value is one of ``allowed``; its error lists them and says what they mean."""
+    def check(value):
+        if value not in allowed:
+            return f"expected one of {', '.join(repr(s) for s in allowed)} ({meaning})"
+        return None
+
+    return check
+
+
+_check_stream = _one_of(RANDOM_STREAMS, "torch: torch's CPU generator's numbers on every executor; native: MLX's "
+                                        "own, faster, other numbers")
+_check_summation = _one_of(SUMMATION_ORDERS, "torch: float32 sums on MLX's CPU add in torch's order, torch's last "
+                                             "bit; native: MLX's own order, faster, may differ in the last bit")
 
 
 # dotted key -> (validator, built-in default)

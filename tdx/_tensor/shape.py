@@ -50,6 +50,21 @@ _new = object.__new__
 _export = exporter(__all__)
 
 
+def _as_reshaped(src, ex, n, must_view: bool):
+    """``n``, ``src`` reshaped by executor ``ex`` (``reshape``, ``view``, ``unsqueeze``), as a Tensor: on an
+    immutable executor a view of ``src`` where torch's stride rule allows (always, for a fresh ``src``:
+    contiguous strides), else a copy (or torch's error, when ``must_view``)."""
+    out = _new(Tensor)  # wrap's, inlined: the per-op path
+    out._n = n
+    out._ex = ex
+    out._ag = out._view = None
+    if ex.mutable:
+        return out
+    if src._view is None:
+        return _views.link_contiguous(out, src, n.shape)
+    return _reshaped(out, src, must_view)
+
+
 class ShapeMethods:
     """The shape methods of ``tdx.Tensor``."""
 
@@ -67,15 +82,7 @@ class ShapeMethods:
             raise ex.native_error(err) from None
         except IndexError:
             raise TdxTypeError("reshape() missing 1 required positional argument: 'shape'") from None
-        out = _new(Tensor)  # wrap's, inlined: the per-op path
-        out._n = n
-        out._ex = ex
-        out._ag = out._view = None
-        if ex.mutable:
-            return out
-        if self._view is None:  # a reshape of a fresh tensor is always a view, with contiguous strides
-            return _views.link_contiguous(out, self, n.shape)
-        return _reshaped(out, self, must_view=False)
+        return _as_reshaped(self, ex, n, False)
 
     @inline_typed
     def view(self, *shape):
@@ -90,15 +97,7 @@ class ShapeMethods:
             n = ex.view(self._n, shape)
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
-        out = _new(Tensor)  # wrap's, inlined: the per-op path
-        out._n = n
-        out._ex = ex
-        out._ag = out._view = None
-        if ex.mutable:
-            return out
-        if self._view is None:  # a view of a fresh tensor: contiguous strides
-            return _views.link_contiguous(out, self, n.shape)
-        return _reshaped(out, self, must_view=True)
+        return _as_reshaped(self, ex, n, True)
 
     def reshape_as(self, other):
         return self.reshape(other.shape)
@@ -122,10 +121,7 @@ class ShapeMethods:
             n = ex.permute(self._n, dims)
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
-        out = _new(Tensor)  # wrap's, inlined: the per-op path
-        out._n = n
-        out._ex = ex
-        out._ag = out._view = None
+        out = wrap(n, ex)
         return out if ex.mutable else _permuted(out, self, dims)
 
     @inline_typed
@@ -137,10 +133,7 @@ class ShapeMethods:
             n = ex.transpose(self._n, dim0, dim1)
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
-        out = _new(Tensor)  # wrap's, inlined: the per-op path
-        out._n = n
-        out._ex = ex
-        out._ag = out._view = None
+        out = wrap(n, ex)
         return out if ex.mutable else _views.link_swapped(out, self, dim0, dim1)
 
     swapaxes = swapdims = transpose
@@ -172,15 +165,7 @@ class ShapeMethods:
             n = ex.unsqueeze(self._n, dim)
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
-        out = _new(Tensor)  # wrap's, inlined: the per-op path
-        out._n = n
-        out._ex = ex
-        out._ag = out._view = None
-        if ex.mutable:
-            return out
-        if self._view is None:  # a fresh tensor with a dim added: contiguous strides
-            return _views.link_contiguous(out, self, n.shape)
-        return _reshaped(out, self, must_view=True)
+        return _as_reshaped(self, ex, n, True)
 
     def flatten(self, start_dim=0, end_dim=-1):
         ex = self._ex

@@ -507,10 +507,7 @@ class Tensor:
             n = ex.getitem(self._n, index)
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
-        out = _new(Tensor)  # wrap's, inlined: the per-op path
-        out._n = n
-        out._ex = ex
-        out._ag = out._view = None
+        out = wrap(n, ex)
         if not ex.mutable:
             lay = self._view
             if lay is None:

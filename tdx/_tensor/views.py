@@ -156,23 +156,6 @@ def _register(root, out) -> None:
 _ref = weakref.ref
 
 
-def link_root(out, root, shape: tuple, strides: tuple, offset: int = 0):
-    """:func:`link` for a view ``out`` of ``root``, a tensor that is itself no view (so nothing is
-    inherited): the hot path of view ops on a fresh tensor. ``shape`` and ``strides`` are tuples.
-    (:func:`_layout` and :func:`_register`, inlined: this is every view op's path.)"""
-    lay = _new(Layout)
-    lay.root, lay.shape, lay.strides, lay.offset = root, shape, strides, offset
-    lay.multi = lay.cast = None
-    lay.detached = lay.owner = False
-    out._view = lay
-    entry = _families.get(id(root))
-    views = entry[1] if entry is not None and entry[0]() is root else _new_family(root)
-    views[id(out)] = _ref(out)
-    if not len(views) & 63:  # every 64 new entries, drop the views that died  mutate: equivalent (memory only)
-        _drop_dead(views)
-    return out
-
-
 def link_contiguous(out, root, shape=None):
     """``out`` as a view of all of ``root`` (no view itself) in row-major order: ``reshape``/``view``
     of a fresh tensor, whose strides are always the contiguous ones of the new shape (``out``'s
@@ -286,18 +269,14 @@ class _LazyLayout(Layout):
 
 
 def _link_lazy(out, root, recipe):
-    """``out`` as a view of ``root`` (no view) whose layout is ``recipe``'s (:class:`_LazyLayout`);
-    :func:`link_root`'s steps, inlined: this is every view op's path."""
+    """``out`` as a view of ``root`` (no view) whose layout is ``recipe``'s (:class:`_LazyLayout`): every
+    view op's path on a fresh tensor."""
     lay = _new(_LazyLayout)
     lay.root, lay.recipe, lay.resolved = root, recipe, None
     lay.multi = lay.cast = None
     lay.detached = lay.owner = False
     out._view = lay
-    entry = _families.get(id(root))
-    views = entry[1] if entry is not None and entry[0]() is root else _new_family(root)
-    views[id(out)] = _ref(out)
-    if not len(views) & 63:  # every 64 new entries, drop the views that died  mutate: equivalent (memory only)
-        _drop_dead(views)
+    _register(root, out)
     return out
 
 
