@@ -334,7 +334,7 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
             if type(b) is mx.array:
                 if d == b.dtype:
                     return mx.multiply(a, b, stream=self._stream or self.s)
-            elif (b.__class__ is float or b.__class__ is int) and d in _FLOATS:
+            elif (b.__class__ is float or b.__class__ is int) and (d == _F32 or d in _FLOATS):
                 return mx.multiply(a, b, stream=self._stream or self.s)
         a, b, _ = self._pair(a, b)
         return mx.multiply(a, b, stream=self.s)
@@ -397,7 +397,7 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
     def matmul(self, a, b):
         if type(a) is mx.array and type(b) is mx.array:  # the per-op path: one float dtype, not two vectors
             dt = a.dtype
-            if dt == b.dtype and dt in _FLOATS and (a.ndim > 1 or b.ndim > 1):
+            if dt == b.dtype and (dt == _F32 or dt in _FLOATS) and (a.ndim > 1 or b.ndim > 1):
                 try:
                     return mx.matmul(a, b, stream=self._stream or self.s)
                 except ValueError:  # shapes that do not multiply (or a 0-d operand): torch's error below
