@@ -65,6 +65,23 @@ def _as_reshaped(src, ex, n, must_view: bool):
     return _reshaped(out, src, must_view)
 
 
+def _view_as_dtype(src, dtype):
+    """``src``'s bytes read as ``dtype`` (``view(dtype)``): on an immutable executor a view of ``src`` when
+    the element size is the same (writes through either reach the other), as torch's."""
+    ex = src._ex
+    d = D.as_dtype(dtype)
+    if src.ndim == 0 and d.itemsize != src.dtype.itemsize:
+        raise TdxRuntimeError("self.dim() cannot be 0 to view " + f"{src.dtype.name} as {d.name} (different "
+                              "element sizes)")
+    try:
+        out = wrap(ex.view_dtype(src._n, ex.native_dtype(d)), ex)
+    except NATIVE_ERRORS as err:
+        raise ex.native_error(err) from None
+    if not ex.mutable and d.itemsize == src.dtype.itemsize:  # the same memory, read as d
+        _views.link_bits(out, src, ex.native_dtype(d))
+    return out
+
+
 class ShapeMethods:
     """The shape methods of ``tdx.Tensor``."""
 
@@ -85,10 +102,15 @@ class ShapeMethods:
         return _as_reshaped(self, ex, n, False)
 
     @inline_typed
-    def view(self, *shape):
-        if not shape or shape[0].__class__ is not int:
+    def view(self, *shape, dtype=None):
+        """A view with another ``shape``, or of the same bytes read as ``dtype`` (``view(tdx.float32)``)."""
+        if not shape or shape[0].__class__ is not int or dtype is not None:
+            if dtype is None and len(shape) == 1 and isinstance(shape[0], D.dtype):
+                dtype = shape[0]
+            if dtype is not None:
+                return _view_as_dtype(self, dtype)
             if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list)) and not hasattr(shape[0], "__len__"):
-                raise TdxTypeError(f"view(): expected a shape, got {shape[0]!r} (view(dtype) is not supported)")
+                raise TdxTypeError(f"view(): expected a shape or a dtype, got {shape[0]!r}")
             shape = shape_args(shape, "view")
         if _TAPE[0] and _tape.wants(self):
             return _tape.call(ShapeMethods.view, self, *shape)
