@@ -257,6 +257,10 @@ class _LazyLayout(Layout):
     (the root's shape then, the op's own arguments); the function gives ``(shape, strides, offset)``."""
 
     __slots__ = ("recipe", "resolved")
+    # a fresh tensor's view is one of no multi-view function, not detached, no owner, its root's dtype:
+    # read-only here (never written after it is made), so making one sets three fields, not seven
+    multi = cast = None
+    detached = owner = False
 
     def _resolve(self) -> tuple:
         recipe = self.recipe
@@ -273,8 +277,6 @@ def _link_lazy(out, root, recipe):
     view op's path on a fresh tensor."""
     lay = _new(_LazyLayout)
     lay.root, lay.recipe, lay.resolved = root, recipe, None
-    lay.multi = lay.cast = None
-    lay.detached = lay.owner = False
     out._view = lay
     _register(root, out)
     return out
