@@ -1,16 +1,19 @@
-"""Per-op dispatch cost: tdx against native torch (cpu) and native MLX (mlx:cpu), side by side.
+"""Per-op dispatch cost: tdx against native torch and native MLX on each device asked for, side by side.
 
 For ~16 common ops on small tensors, times the tdx call and the same call on the native
-framework in one run, interleaved, as the median over repeats of a timed loop, and
+framework on the same device in one run, interleaved, as the median over repeats of a timed loop, and
 prints a table of microseconds per op and the difference (tdx - native), with the medians of
 the view ops (reshape, view, transpose, permute, unsqueeze, basic indexing) and of the other ops
-apart. MLX is lazy: its rows time building the op (no evaluation) for both sides, which is what dispatch costs. Times are
+apart. MLX is lazy: its rows time building the op (no evaluation) for both sides, which is what
+dispatch costs; on cuda both sides queue kernels asynchronously, so the rows time the launch. Times are
 this process's CPU time by default (``--timer cpu``: stable on a loaded machine, where wall
 time counts the time other processes hold the cores); ``--timer wall`` measures wall time.
 ``--out DIR`` also writes ``DIR/dispatch.md`` (the table, stamped with the machine, date and command,
 with each difference's min..max over the repeats) and ``DIR/dispatch.png`` (with matplotlib).
 
-Run: ``.venv/bin/python bench/dispatch.py [--repeats 15] [--number 20000] [--timer cpu|wall] [--out DIR]``
+Run: ``.venv/bin/python bench/dispatch.py [--repeats 15] [--number 20000] [--timer cpu|wall] [--out DIR]
+[--devices cpu,mlx:cpu]`` (``--devices cuda:0,mlx:gpu`` on a GPU machine; a device that is not there is
+skipped with the reason).
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ def cases(lib, dev, native: bool):
             ("a.view(4, 16)", lambda: a.reshape(4, 16)), ("a.permute(1, 0)", lambda: a.transpose(1, 0)),
             ("a[:, 1:]", lambda: a[:, 1:]), ("a.unsqueeze(0)", lambda: lib.expand_dims(a, 0)),
         ]
-    kw = {} if native else {"device": dev}
+    kw = {} if dev is None or (native and dev == "cpu") else {"device": dev}
     a, b = lib.tensor(a_np, **kw), lib.tensor(b_np, **kw)
     return [
         ("a + b", lambda: a + b), ("a * 2.0", lambda: a * 2.0), ("a - b", lambda: a - b),
@@ -87,22 +90,35 @@ def main() -> None:
     parser.add_argument("--number", type=int, default=20000)
     parser.add_argument("--timer", choices=("cpu", "wall"), default="cpu")
     parser.add_argument("--out", default=None, help="also write dispatch.md and dispatch.png into this folder")
+    parser.add_argument("--devices", default="cpu,mlx:cpu", help="comma-separated tdx devices (cpu, cuda:0, "
+                        "mlx:cpu, mlx:gpu...), each timed against its native framework")
     args = parser.parse_args()
     TIMER[0] = time.process_time if args.timer == "cpu" else time.perf_counter
     started = datetime.datetime.now(datetime.timezone.utc)
 
-    import mlx.core as mx
     import torch
 
     import tdx
 
     torch.set_num_threads(1)
+    status = {r.device: r for r in tdx.backends.available()}
     print("tdx dispatch overhead, 8x8 float32, median of "
           f"{args.repeats} x {args.number} calls ({args.timer} microseconds per op)\n")
-    sections = [("cpu (torch)", measure(cases(tdx, "cpu", False), cases(torch, None, True), args.number,
-                                        args.repeats)),
-                ("mlx:cpu (MLX, op construction)", measure(cases(tdx, "mlx:cpu", False), cases(mx, None, True),
-                                                           args.number // 4, args.repeats))]
+    sections = []
+    for dev in [d.strip() for d in args.devices.split(",") if d.strip()]:
+        row = status.get(dev)
+        if row is None or not row.available:
+            print(f"# {dev}: skipped ({row.reason if row else 'not a device tdx lists'})")
+            continue
+        if dev.startswith("mlx"):
+            import mlx.core as mx
+
+            mx.set_default_device(mx.gpu if dev == "mlx:gpu" else mx.cpu)  # the native side's arrays and ops
+            sections.append((f"{dev} (MLX, op construction)",
+                             measure(cases(tdx, dev, False), cases(mx, None, True), args.number // 4, args.repeats)))
+        else:
+            sections.append((f"{dev} (torch)", measure(cases(tdx, dev, False), cases(torch, dev, True), args.number,
+                                                       args.repeats)))
     for title, rows in sections:
         print(f"== {title}")
         print(f"{'op':<20} {'tdx':>8} {'native':>8} {'tdx-native':>11} {'ratio':>6}")

@@ -39,6 +39,15 @@ def _versions() -> str:
     return ", ".join(parts)
 
 
+def _gpus() -> str:
+    """The CUDA card(s) this process used through torch, or "" when it used none."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_initialized():
+        return ""
+    names = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    return f"; GPU: {', '.join(names)} (CUDA {torch.version.cuda})"
+
+
 def stamp(argv=None, started=None) -> list:
     """Markdown lines naming the machine, the date, the versions and the command of this run."""
     argv = sys.argv if argv is None else argv
@@ -46,7 +55,7 @@ def stamp(argv=None, started=None) -> list:
     load = " / ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
     when = (started or datetime.datetime.now(datetime.timezone.utc)).strftime("%Y-%m-%d %H:%M UTC")
     return [f"- machine: {_cpu_model()}, {os.cpu_count()} logical cores, {platform.system()} "
-            f"{platform.release()}; load average {load} (1/5/15 min) at the start",
+            f"{platform.release()}; load average {load} (1/5/15 min) at the start{_gpus()}",
             f"- date: {when}",
             f"- versions: {_versions()}",
             f"- command: `python {shlex.join([script] + list(argv[1:]))}`"]

@@ -20,7 +20,10 @@ The table is printed and written to ``bench/out/train.md``, the plot to
 ``bench/out/train.png`` (when matplotlib is installed; else the run says it skipped it).
 
 Run: ``.venv/bin/python bench/train.py [--configs S M] [--steps 20] [--quick]``
-(``--quick``: config S only, 4 timed steps, no RSS subprocesses.)
+(``--quick``: config S only, 4 timed steps, no RSS subprocesses). On a GPU machine,
+``--torch-device cuda:0 --mlx-device mlx:gpu`` moves the torch contenders (native and tdx alike) and
+the MLX ones there; the contenders keep their names, the table's title names the devices, and
+``--no-rss`` is then the sensible choice (RSS does not see GPU memory).
 """
 
 from __future__ import annotations
@@ -54,6 +57,9 @@ def _rss_kb(field: str = "VmRSS") -> int:
     return 0
 
 
+DEVICES = {"torch": "cpu", "mlx": "mlx:cpu"}  # where the torch and the MLX contenders run (set by main)
+
+
 def make(name: str, cfg: dict, init: dict):
     """The step function of contender ``name`` (imports only what it needs)."""
     import gpt
@@ -61,17 +67,19 @@ def make(name: str, cfg: dict, init: dict):
     if name in ("mlx", "mlx compiled"):
         import mlx.core as mx
 
+        mx.set_default_device(mx.gpu if DEVICES["mlx"] == "mlx:gpu" else mx.cpu)
         return gpt.mlx_step(mx, cfg, init, compiled=name == "mlx compiled")
     if name.startswith("torch"):
         import torch
 
         torch.set_num_threads(1)
         maker = gpt.functional_step if name == "torch F" else gpt.module_step
-        return maker(torch, None, cfg, init, lambda ts: None)
+        native_device = None if DEVICES["torch"] == "cpu" else DEVICES["torch"]
+        return maker(torch, native_device, cfg, init, lambda ts: None)
     import tdx
 
     on_mlx = name.endswith("mlx")
-    device = "mlx:cpu" if on_mlx else "cpu"
+    device = DEVICES["mlx"] if on_mlx else DEVICES["torch"]
     if not on_mlx:
         import torch
 
@@ -173,7 +181,8 @@ def measure_rss(name: str, cfg_name: str, steps: int) -> float:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.dirname(HERE), env.get("PYTHONPATH")]))
     out = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", name, "--configs", cfg_name,
-                          "--steps", str(steps)], capture_output=True, text=True, env=env, check=True)
+                          "--steps", str(steps), "--torch-device", DEVICES["torch"], "--mlx-device", DEVICES["mlx"]],
+                         capture_output=True, text=True, env=env, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])["peak_mb"]
 
 
@@ -195,8 +204,12 @@ def main() -> None:
     ap.add_argument("--no-rss", action="store_true")
     ap.add_argument("--per-turn", type=int, default=2, help="steps per turn, the last one timed")
     ap.add_argument("--cpu-turns", type=int, default=4, help="turns a round for the cpu contenders")
+    ap.add_argument("--torch-device", default="cpu", help="device of the torch contenders (cpu, cuda:0...)")
+    ap.add_argument("--mlx-device", default="mlx:cpu", choices=("mlx:cpu", "mlx:gpu"),
+                    help="device of the MLX contenders")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    DEVICES.update(torch=args.torch_device, mlx=args.mlx_device)
     if args.child:
         return child_rss(args.child, args.configs[0], args.steps)
     if args.quick:
@@ -206,7 +219,8 @@ def main() -> None:
 
     names = available(args.only or ["torch F", "tdx F", "torch nn", "tdx nn", "mlx", "tdx F mlx", "tdx nn mlx",
                                     "mlx compiled", "tdx compiled mlx"])
-    lines = [f"GPT training step, {args.steps} interleaved rounds after {args.warmup} warm-up (a round: one turn "
+    lines = [f"GPT training step on {args.torch_device} (torch contenders) and {args.mlx_device} (MLX ones), "
+             f"{args.steps} interleaved rounds after {args.warmup} warm-up (a round: one turn "
              f"of each mlx contender, {args.cpu_turns} of each cpu one; a turn: {args.per_turn} steps, the last "
              f"timed; torch threads = 1); ms/step: median of the timed steps; 'vs native': median of the paired "
              f"turns' ratios; RSS: peak above interpreter start, own subprocess, {args.rss_steps} steps", ""]

@@ -19,6 +19,15 @@ def pytest_generate_tests(metafunc):
     parametrize_devices(metafunc, "device")
 
 
+def skip_value_checked(device, what: str) -> None:
+    """Skip a bad-input case on a device whose kernels check such values (``caps.device_side_checks``:
+    torch on CUDA), where the call raises nothing and the device-side assert ends the process's use of
+    the device, as with torch itself."""
+    if tdx.backends.get(device).caps.device_side_checks:
+        pytest.skip(f"{device} checks {what} inside the kernel, as torch does there: a device-side assert, "
+                    "not an error at the call")
+
+
 def pair(arr, device, dtype):
     """(tdx tensor on ``device``, torch CPU tensor) holding ``arr`` as ``dtype`` (a name)."""
     arr = np.asarray(arr)

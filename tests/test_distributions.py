@@ -341,9 +341,10 @@ def test_samplers_moments(device, stream, monkeypatch):
     d = tdx._sample_dirichlet(tdx.tensor([1.0, 2.0, 5.0], device=device).expand(n, 3).contiguous())
     assert_close(d.sum(-1), tdx.ones(n, device=device), rtol=1e-5, atol=1e-5)
     assert_close(d.mean(0), tdx.tensor([0.125, 0.25, 0.625], device=device), rtol=0.05, atol=0.01)
-    with pytest.raises(RuntimeError) as info:
-        tdx.poisson(tdx.tensor([-1.0], device=device))
-    assert isinstance(info.value, tdx.TdxError)
+    if not tdx.backends.get(device).caps.device_side_checks:  # else a device-side assert, as torch's
+        with pytest.raises(RuntimeError) as info:
+            tdx.poisson(tdx.tensor([-1.0], device=device))
+        assert isinstance(info.value, tdx.TdxError)
     # torch's argument rules: count and prob broadcast; integer count or rate is refused, typed as torch's
     assert tuple(tdx.binomial(tdx.tensor([10.0, 5.0], device=device), tdx.tensor(0.5, device=device)).shape) == (2,)
     for call, kind in ((lambda: tdx.binomial(tdx.tensor([10, 5], device=device), tdx.tensor([0.5, 0.5], device=device)),

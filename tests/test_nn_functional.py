@@ -21,7 +21,7 @@ import torch.nn.functional as TF
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 import tdx
-from conftest import BUILTINS, broadcast_pair, check, dim_of, seeds, shapes
+from conftest import BUILTINS, broadcast_pair, check, dim_of, seeds, shapes, skip_value_checked
 from test_grad_ops import floats, grad_check
 from test_ops_more import make, supported, tol, values
 
@@ -804,8 +804,15 @@ ERRORS = {
 }
 
 
+VALUE_CHECKED = {"nll class out of range", "nll negative class", "ce class out of range", "ce smoothed, out of range",
+                 "embedding out of range", "embedding negative", "bce out of range", "bce nan", "one_hot negative",
+                 "one_hot too few classes"}  # checked inside the kernel on CUDA (a device-side assert)
+
+
 @pytest.mark.parametrize("name", sorted(ERRORS))
 def test_errors(device, name):
+    if name in VALUE_CHECKED:
+        skip_value_checked(device, name)
     fn = ERRORS[name]
 
     def maker(m):

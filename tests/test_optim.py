@@ -35,6 +35,8 @@ CONFIGS = [
     ("Adam", dict(lr=0.01, maximize=True, decoupled_weight_decay=True, weight_decay=0.1, foreach=False)),
     ("AdamW", dict(lr=0.01)),
     ("AdamW", dict(lr=0.02, amsgrad=True, weight_decay=0.3, eps=1e-6)),
+    ("Adam", dict(lr=0.01, foreach=True, amsgrad=True, weight_decay=0.1)),  # torch's multi-tensor path
+    ("AdamW", dict(lr=0.01, foreach=True, maximize=True)),
     ("Adamax", dict(lr=0.01)),
     ("Adamax", dict(lr=0.01, weight_decay=0.1, maximize=True)),
     ("NAdam", dict(lr=0.01)),
@@ -399,6 +401,8 @@ ADAM_UPDATES = [
     ("Adam", dict(lr=0.01, betas=(0.8, 0.95), weight_decay=0.1, amsgrad=True)),
     ("Adam", dict(lr=0.01, betas=(0.3, 0.9), weight_decay=0.1, maximize=True)),  # lerp's weight >= 0.5
     ("AdamW", dict(lr=0.02, amsgrad=True, weight_decay=0.3, eps=1e-6)),
+    ("Adam", dict(lr=0.01, foreach=True, amsgrad=True, weight_decay=0.1)),  # torch's multi-tensor path
+    ("AdamW", dict(lr=0.01, foreach=True, maximize=True)),
     ("AdamW", dict(lr=0.001, betas=(0.9, 0.95))),
 ]
 

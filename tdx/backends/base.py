@@ -47,6 +47,10 @@ class Capabilities:
         dlpack_zero_copy_export: exporting to a host consumer shares memory.
         asynchronous: work is queued or lazy; hand-offs must synchronize.
         sdpa_kernels: names of native attention kernels the executor has.
+        device_side_checks: value-dependent checks (an index out of range, a class target past the
+            last class, a negative rate or weight) run inside the kernels, as device-side asserts:
+            such bad input raises nothing at the call, and the process can use the device no more
+            (torch on CUDA). Elsewhere these are errors raised at the call.
     """
 
     dtypes: frozenset
@@ -57,6 +61,7 @@ class Capabilities:
     dlpack_zero_copy_export: bool = True
     asynchronous: bool = False
     sdpa_kernels: tuple = field(default_factory=tuple)
+    device_side_checks: bool = False
 
 
 @dataclass(frozen=True)

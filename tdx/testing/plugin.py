@@ -11,12 +11,23 @@ argument parametrized calls :func:`parametrize_devices` from its own ``pytest_ge
 (tdx's suite does, in ``tests/conftest.py``). ``--tdx-devices=cpu,mlx:cpu`` narrows the devices;
 ``-p no:tdx`` turns the plugin off. Frameworks are imported only when devices are listed.
 
+On a device whose executor checks values inside its kernels (``caps.device_side_checks``: torch on
+CUDA, where an index out of range is a device-side assert that leaves the process unable to use the
+device), each test is followed by a synchronization: a fault found there fails that test by name,
+with the device's message. Under pytest-xdist the worker then ends, so a fresh one runs the tests
+that remain (the test is also reported as the crashed one); without xdist, the device's remaining
+tests in the run are skipped with the culprit named. One bad-input test can so never turn the rest
+of a device's rows into failures.
+
 This module must never parametrize or override anything a test did not opt in to.
 """
 
 from __future__ import annotations
 
 import collections
+import os
+import sys
+import time
 
 import pytest
 
@@ -26,6 +37,9 @@ _KEY = "tdx_device"
 _argnames: set = {FIXTURE}  # argument names parametrized over tdx's devices in this process
 _results: dict = collections.defaultdict(lambda: collections.Counter())
 _devices_seen: list = []
+_lost: dict = {}  # device -> node id of the test after which the device faulted, in this process
+_ending: list = []  # set when this xdist worker must end after the current test's reports
+_worker: list = []  # [True] in an xdist worker process (not in one it started, which inherits its environment)
 
 
 def pytest_addoption(parser):
@@ -36,6 +50,7 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
+    _worker.append(hasattr(config, "workerinput"))  # an xdist worker (its controller sets workerinput)
     config.addinivalue_line("markers", f"{MARKER}(argname='device'): run the test once per tdx device, "
                                        "passing it as ``argname``")
 
@@ -87,17 +102,72 @@ def pytest_generate_tests(metafunc):
         parametrize_devices(metafunc, argname)
 
 
+def _device_of(item):
+    """The tdx device ``item`` runs on, or None for a test outside the device matrix."""
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return None
+    for name in _argnames:
+        if name in callspec.params:
+            return callspec.params[name]
+    return None
+
+
+def _device_fault(device: str):
+    """The message of a device-side fault ``device`` reports after a test, or None (see the module doc)."""
+    from .. import backends
+
+    ex = backends.get(device)
+    if not ex.caps.device_side_checks:
+        return None
+    try:
+        ex.synchronize()
+    except RuntimeError as err:
+        return f"{type(err).__name__}: {err}"
+    return None
+
+
+def pytest_runtest_setup(item):
+    device = _device_of(item)
+    if device in _lost:
+        pytest.skip(f"{device} is unusable in this process after a device-side assert in {_lost[device]}")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    outcome = yield
+    device = _device_of(item)
+    if device is None:
+        return
+    fault = _device_fault(device)
+    if fault is None:
+        return
+    _lost[device] = item.nodeid
+    if _worker and _worker[0]:
+        _ending.append(item.nodeid)
+    raised = outcome.exception
+    before = "" if raised is None else f" (the test itself ended with {type(raised).__name__}: {raised})"
+    outcome.force_exception(pytest.fail.Exception(
+        f"{device} reported a device-side fault after this test: {fault}{before}. A value checked inside a "
+        "kernel (an index out of range, a bad target or rate) is an assert on the device, not an error at the "
+        "call; such bad-input cases cannot run there.", pytrace=False))
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    if _ending:  # this worker's device context is lost: end it, xdist starts a fresh one for the rest
+        sys.stderr.write(f"tdx: ending this worker after a device-side fault in {_ending[0]}\n")
+        sys.stderr.flush()
+        time.sleep(0.5)  # let the reports already sent reach the controller
+        os._exit(3)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
-    callspec = getattr(item, "callspec", None)
-    if callspec is None:
-        return
-    for name in _argnames:
-        if name in callspec.params:
-            report.user_properties.append((_KEY, callspec.params[name]))
-            return
+    device = _device_of(item)
+    if device is not None:
+        report.user_properties.append((_KEY, device))
 
 
 def pytest_runtest_logreport(report):

@@ -18,6 +18,7 @@ from .adapters import TorchAdaptedOps
 from .namespaces import TorchNamespaceOps
 from .nn import TorchNNOps
 from .kernels import TorchKernelOps
+from .optim import TorchOptimOps
 
 _TABLE = {
     D.bool_: torch.bool, D.uint8: torch.uint8, D.int8: torch.int8, D.int16: torch.int16,
@@ -48,7 +49,7 @@ def sync_default_dtype() -> None:
     torch.set_default_dtype(_TABLE[D.get_default_dtype()])
 
 
-class TorchExecutor(TorchNNOps, TorchAdaptedOps, TorchKernelOps, TorchNamespaceOps, Executor):
+class TorchExecutor(TorchNNOps, TorchAdaptedOps, TorchKernelOps, TorchNamespaceOps, TorchOptimOps, Executor):
     """Runs tdx ops with torch on one torch device."""
 
     name = "torch"
@@ -67,6 +68,7 @@ class TorchExecutor(TorchNNOps, TorchAdaptedOps, TorchKernelOps, TorchNamespaceO
             asynchronous=device.type not in ("cpu", "meta"),
             sdpa_kernels=(("flash", "efficient", "cudnn", "math") if device.type == "cuda"
                           else ("flash", "math") if device.type == "cpu" else ("math",)),
+            device_side_checks=device.type == "cuda",
         )
         super().__init__(device)
         self.tdev = torch.device(str(device))

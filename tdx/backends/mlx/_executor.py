@@ -195,6 +195,9 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
         n = max(0, int(np.ceil((end - start) / step)))
         check_alloc((n,), dtype.itemsize, "arange")
         if D.is_floating(dtype) or any(isinstance(v, float) for v in (start, end, step)):
+            if not self.caps.float64 and not D.is_floating(dtype):  # torch's double arithmetic, on the host
+                return mx.array((np.arange(n, dtype=np.float64) * step + start).astype(np.int64)).astype(
+                    self._nd(dtype), stream=self.s)
             out = mx.arange(n, dtype=mx.float64 if self.caps.float64 else mx.float32, stream=self.s)
             out = out * step + start
             return out.astype(self._nd(dtype), stream=self.s)
@@ -208,6 +211,10 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
             # torch: integer endpoints, steps in double from both ends, truncated
             start, end = int(start), int(end)
             step = (end - start) / (steps - 1)
+            if not self.caps.float64:  # no double on this device: torch's double arithmetic, on the host
+                i = np.arange(steps, dtype=np.float64)
+                host = np.where(i < steps // 2, start + step * i, end - step * (steps - 1 - i))
+                return mx.array(host.astype(np.int64)).astype(self._nd(dtype), stream=self.s)
             i = mx.arange(steps, dtype=wide, stream=self.s)
             half = steps // 2
             out = mx.where(i < half, start + step * i, end - step * (steps - 1 - i), stream=self.s)

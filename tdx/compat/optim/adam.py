@@ -94,6 +94,9 @@ class Adam(Optimizer):
         lr, eps, wd = scalar(group["lr"]), group["eps"], group["weight_decay"]
         amsgrad, maximize = group["amsgrad"], group["maximize"]
         decoupled = group["decoupled_weight_decay"]
+        if self._update_group_at_once(group, amsgrad=amsgrad, beta1=beta1, beta2=beta2, lr=lr, weight_decay=wd,
+                                      eps=eps, maximize=maximize, decoupled=decoupled):
+            return
         for p, grad, state in self._grads(group):
             grad, step = _begin_step(p, grad, state, maximize, _AMSGRAD_MOMENTS if amsgrad else _MOMENTS)
             exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
@@ -121,6 +124,25 @@ class Adam(Optimizer):
             else:
                 denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
             p.addcdiv_(exp_avg, denom, value=-step_size)
+
+
+    def _update_group_at_once(self, group, **settings) -> bool:
+        """The group's step in one executor call where the executor has one (torch's own Adam on torch
+        executors; ``differentiable``, ``capturable`` and ``fused`` keep the per-parameter path)."""
+        if group["differentiable"] or group["capturable"] or group["fused"]:
+            return False
+        rows = list(self._grads(group))
+        if not rows:
+            return True
+        moments = _AMSGRAD_MOMENTS if settings["amsgrad"] else _MOMENTS
+        if not hasattr(rows[0][0]._ex, "adam_group_update"):
+            return False
+        for p, _, state in rows:
+            if len(state) == 0:  # torch's layout and key order, as _begin_step makes it
+                state["step"] = step_tensor(0.0, p)
+                for name in moments:
+                    state[name] = tdx.zeros_like(p)
+        return K.adam_group_(rows, moments, foreach=group["foreach"], **settings)
 
 
 class AdamW(Adam):

@@ -3,7 +3,9 @@
 The element-wise updates (``lerp_``, ``addcmul_``, ``addcdiv_``) are the tensors' own in-place
 methods: they round as torch's CPU kernels do (one fused multiply-add for ``lerp`` and
 ``addcmul``) on every executor, torch's own kernels on torch executors. What this module adds is
-:func:`adam_update_`, the whole Adam step in one executor call where the executor has one (MLX).
+:func:`adam_update_`, the whole Adam step of one parameter in one executor call where the executor
+has one (MLX), and :func:`adam_group_`, the step of a whole param group in one executor call (torch
+executors: torch's own Adam, multi-tensor on CUDA as torch chooses).
 This module must never import torch or mlx, and never moves data between devices.
 
 Used only on optimizer-owned state, inside ``tdx.no_grad()``.
@@ -11,7 +13,7 @@ Used only on optimizer-owned state, inside ``tdx.no_grad()``.
 
 from __future__ import annotations
 
-__all__ = ["adam_update_"]
+__all__ = ["adam_update_", "adam_group_"]
 
 
 def adam_update_(p, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, weight_decay: str, wd: float, decay: float,
@@ -42,4 +44,34 @@ def adam_update_(p, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, weight_decay: 
     for t, native in zip((p, exp_avg, exp_avg_sq, max_exp_avg_sq), out):
         if t is not None:
             t._rebind(native, "adam")
+    return True
+
+
+def adam_group_(rows, moments, *, foreach, amsgrad: bool, beta1: float, beta2: float, lr: float, weight_decay: float,
+                eps: float, maximize: bool, decoupled: bool) -> bool:
+    """One Adam step of a whole param group by the executor's ``adam_group_update`` kernel, in place.
+
+    Args:
+        rows: ``(param, grad, state)`` of the group's parameters with a gradient, their state created
+            (``step`` and ``moments`` in torch's layout); the kernel advances the step counters.
+        moments: the state keys of the moments, ``max_exp_avg_sq`` last under AMSGrad.
+        foreach: the group's flag (None: the executor's framework chooses, as torch does).
+        amsgrad, beta1, beta2, lr, weight_decay, eps, maximize: the step's settings (Python numbers).
+        decoupled: AdamW's decoupled weight decay.
+
+    Returns:
+        True when the kernel ran; False when the executor has none or the tensors are not all its own
+        (nothing was written: the caller steps parameter by parameter).
+    """
+    ex = rows[0][0]._ex
+    if not hasattr(ex, "adam_group_update"):
+        return False
+    if any(p._ex is not ex or g._ex is not ex for p, g, _ in rows):
+        return False
+    natives = {name: [state[name]._n for _, _, state in rows] for name in moments}
+    ex.adam_group_update([p._n for p, _, _ in rows], [g._n for _, g, _ in rows], natives["exp_avg"],
+                         natives["exp_avg_sq"], natives.get("max_exp_avg_sq", []),
+                         [state["step"]._n for _, _, state in rows], foreach=foreach, amsgrad=amsgrad, beta1=beta1,
+                         beta2=beta2, lr=lr, weight_decay=weight_decay, eps=eps, maximize=maximize,
+                         decoupled=decoupled)
     return True

@@ -149,8 +149,15 @@ def scalar(value: Any) -> Any:
 
 
 def step_tensor(value: float, param: "tdx.Tensor") -> "tdx.Tensor":
-    """A 0-d float32 counter (torch's ``state['step']``) on ``param``'s own device."""
-    return tdx.tensor(float(value), dtype=tdx.float32, device=param.device)
+    """A 0-d float32 counter (torch's ``state['step']``).
+
+    It lives where torch keeps it: on the host for a parameter of an asynchronous executor that writes
+    in place (torch on CUDA or MPS: reading the count then never waits for the device), else on the
+    parameter's own device (the CPU, or MLX, whose counts :func:`advance_step` remembers).
+    """
+    caps = param.executor.caps
+    device = tdx.backends.HOST if caps.asynchronous and caps.mutable else param.device
+    return tdx.tensor(float(value), dtype=tdx.float32, device=device)
 
 
 # id(step counter) -> (a weak reference to it, the native array its count was read from, that count); see
