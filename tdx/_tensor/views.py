@@ -4,7 +4,9 @@ A view op on such an executor (basic indexing, ``view``/``reshape``, ``transpose
 ``squeeze``/``unsqueeze``, ``expand``, ``detach``...) records the result's layout
 relative to its root tensor: shape, strides and offset, computed with torch's own rules
 (so ``view`` refuses exactly the layouts torch refuses, and ``reshape`` copies exactly
-when torch copies). An in-place write to any tensor of the family goes through
+when torch copies). A view of a fresh tensor keeps its layout as a recipe (the op and its
+arguments), computed the first time it is read, so that making a view does no arithmetic.
+An in-place write to any tensor of the family goes through
 :func:`assign`: the new values are scattered into the root's flat buffer through the
 writer's index map, and every live view is refreshed from the root. No per-op inverse
 rules: one index map serves every view.
@@ -128,6 +130,7 @@ def _layout(root, shape: tuple, strides: tuple, offset: int, multi, detached) ->
 
 
 _new = object.__new__
+_ref = weakref.ref
 
 
 def _new_family(root) -> dict:
@@ -140,6 +143,7 @@ def _new_family(root) -> dict:
 
 
 def _drop_dead(views: dict) -> None:
+    """Remove the entries of ``views`` whose view has died."""
     for key in [k for k, r in views.items() if r() is None]:
         del views[key]
 
@@ -151,9 +155,6 @@ def _register(root, out) -> None:
     views[id(out)] = _ref(out)
     if not len(views) & 63:  # every 64 new entries, drop the views that died  mutate: equivalent (memory only)
         _drop_dead(views)
-
-
-_ref = weakref.ref
 
 
 def link_contiguous(out, root, shape=None):
@@ -373,7 +374,7 @@ def basic_index(lay: Layout, index):
     consumed = 0  # the dims the index consumes; anything but ints, slices, None and Ellipsis: no view
     for i in items:
         c = i.__class__
-        if c is slice or c is int or (isinstance(i, slice) or (isinstance(i, int) and c is not bool)):
+        if c is slice or c is int or isinstance(i, slice) or (isinstance(i, int) and c is not bool):
             consumed += 1
         elif i is not None and i is not Ellipsis:
             return None
