@@ -286,12 +286,12 @@ def _adds_in_order(s) -> bool:
         row[0] = 1.0
         grid = mx.array(np.stack([row, row[::-1]]))  # the second reversed: its 1 comes last, (tiny sums) + 1
         cube = mx.array(np.broadcast_to(row[None, :, None], (2, 40, 3)).copy())
-        sums = [mx.sum(grid, axis=1, stream=s), mx.sum(mx.transpose(grid), axis=0, stream=s),
-                mx.sum(mx.array(np.ascontiguousarray(grid.T)), axis=0, stream=s), mx.sum(cube, axis=1, stream=s),
-                mx.sum(grid[0], stream=s)]
+        sums = [mx.sum(grid, axis=1, stream=s), mx.sum(mx.transpose(grid, stream=s), axis=0, stream=s),
+                mx.sum(mx.array(np.ascontiguousarray(np.stack([row, row[::-1]]).T)), axis=0, stream=s),
+                mx.sum(cube, axis=1, stream=s), mx.sum(mx.array(row), stream=s)]
         want = np.float32(1.0), np.float32(1.0 + 39 * 2.0 ** -24)
-        known = _IN_ORDER[s] = all(np.array_equal(np.array(v).ravel()[:2], want) for v in sums[:3]) and bool(
-            np.all(np.array(sums[3]) == 1.0)) and np.array(sums[4]) == 1.0
+        known = _IN_ORDER[s] = bool(all(np.array_equal(np.array(v).ravel()[:2], want) for v in sums[:3])
+                                    and np.all(np.array(sums[3]) == 1.0) and np.array(sums[4]) == 1.0)
     return known
 
 
