@@ -1,11 +1,11 @@
 """Per-op dispatch cost: tdx against native torch and native MLX on each device asked for, side by side.
 
-For ~12 common ops on small tensors, times the tdx call and the same call on the native
+For ~16 common ops on small tensors, times the tdx call and the same call on the native
 framework on the same device in one run, interleaved, as the median over repeats of a timed loop, and
 prints a table of microseconds per op and the difference (tdx - native), with the medians of
-the view ops (reshape, transpose, ``a[0]``) and of the other ops apart. MLX is lazy: its rows
-time building the op (no evaluation) for both sides, which is what dispatch costs; on cuda both
-sides queue kernels asynchronously, so the rows time the launch. Times are
+the view ops (reshape, view, transpose, permute, unsqueeze, basic indexing) and of the other ops
+apart. MLX is lazy: its rows time building the op (no evaluation) for both sides, which is what
+dispatch costs; on cuda both sides queue kernels asynchronously, so the rows time the launch. Times are
 this process's CPU time by default (``--timer cpu``: stable on a loaded machine, where wall
 time counts the time other processes hold the cores); ``--timer wall`` measures wall time.
 ``--out DIR`` also writes ``DIR/dispatch.md`` (the table, stamped with the machine, date and command,
@@ -45,6 +45,8 @@ def cases(lib, dev, native: bool):
             ("a.sum()", lambda: a.sum()), ("a.mean(1)", lambda: a.mean(1)),
             ("a.reshape(4, 16)", lambda: a.reshape(4, 16)), ("a.transpose(0, 1)", lambda: a.transpose(1, 0)),
             ("a[0]", lambda: a[0]), ("maximum(a, b)", lambda: lib.maximum(a, b)),
+            ("a.view(4, 16)", lambda: a.reshape(4, 16)), ("a.permute(1, 0)", lambda: a.transpose(1, 0)),
+            ("a[:, 1:]", lambda: a[:, 1:]), ("a.unsqueeze(0)", lambda: lib.expand_dims(a, 0)),
         ]
     kw = {} if dev is None or (native and dev == "cpu") else {"device": dev}
     a, b = lib.tensor(a_np, **kw), lib.tensor(b_np, **kw)
@@ -54,10 +56,13 @@ def cases(lib, dev, native: bool):
         ("a.sum()", lambda: a.sum()), ("a.mean(1)", lambda: a.mean(1)),
         ("a.reshape(4, 16)", lambda: a.reshape(4, 16)), ("a.transpose(0, 1)", lambda: a.transpose(0, 1)),
         ("a[0]", lambda: a[0]), ("maximum(a, b)", lambda: lib.maximum(a, b)),
+        ("a.view(4, 16)", lambda: a.view(4, 16)), ("a.permute(1, 0)", lambda: a.permute(1, 0)),
+        ("a[:, 1:]", lambda: a[:, 1:]), ("a.unsqueeze(0)", lambda: a.unsqueeze(0)),
     ]
 
 
-VIEW_OPS = ("a.reshape(4, 16)", "a.transpose(0, 1)", "a[0]")
+VIEW_OPS = ("a.reshape(4, 16)", "a.transpose(0, 1)", "a[0]", "a.view(4, 16)", "a.permute(1, 0)", "a[:, 1:]",
+            "a.unsqueeze(0)")
 TIMER = [time.process_time]
 
 

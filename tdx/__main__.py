@@ -63,6 +63,10 @@ def info(verbose: bool = False) -> int:
                "torch is not installed: MLX draws from its own generator" if stream == "torch" else
                "MLX draws from its own generator (other numbers than torch's)")
         print(f"random stream: {stream} ({why})")
+        order = config.current()["backends.mlx.summation"]
+        print(f"MLX float32 sums: {order} (" + ("torch's order of additions on x86-64 CPUs, torch's last bit"
+                                                if order == "torch" else "MLX's own order: faster, may differ from "
+                                                "torch's in the last bit") + ")")
 
     def effective():
         print("\neffective config (value  <- source):")

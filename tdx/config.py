@@ -90,13 +90,23 @@ def _check_priority(value):
 
 
 RANDOM_STREAMS = ("torch", "native")
+SUMMATION_ORDERS = ("torch", "native")
 
 
-def _check_stream(value):
-    if value not in RANDOM_STREAMS:
-        return (f"expected one of {', '.join(repr(s) for s in RANDOM_STREAMS)} (torch: torch's CPU generator's "
-                "numbers on every executor; native: MLX's own, faster, other numbers)")
-    return None
+def _one_of(allowed: tuple, meaning: str):
+    """A check that a value is one of ``allowed``; its error lists them and says what they mean."""
+    def check(value):
+        if value not in allowed:
+            return f"expected one of {', '.join(repr(s) for s in allowed)} ({meaning})"
+        return None
+
+    return check
+
+
+_check_stream = _one_of(RANDOM_STREAMS, "torch: torch's CPU generator's numbers on every executor; native: MLX's "
+                                        "own, faster, other numbers")
+_check_summation = _one_of(SUMMATION_ORDERS, "torch: float32 sums on MLX's CPU add in torch's order, torch's last "
+                                             "bit; native: MLX's own order, faster, may differ in the last bit")
 
 
 # dotted key -> (validator, built-in default)
@@ -111,13 +121,15 @@ SCHEMA = {
     "backends.torch.num_threads": (_check_threads, None),
     "backends.mlx.fused_sdpa": (_check_bool, True),
     "backends.mlx.downcast_float64": (_check_bool, False),
+    "backends.mlx.summation": (_check_summation, "torch"),  # float32 sums on MLX's CPU: torch's order or MLX's
     "run.device": (_check_device, None),  # python -m tdx run: every tensor on this device
     "random.stream": (_check_stream, "torch"),  # whose generator MLX draws from: torch's CPU one or MLX's
 }
 # environment variable -> (the key it sets, its check), in increasing precedence
 _ENVIRONMENT = (("TDX_DEVICE", "default_device", lambda v: _check_device(v, allow_auto=True)),
                 ("TDX_RUN_DEVICE", "run.device", _check_device),
-                ("TDX_RANDOM_STREAM", "random.stream", _check_stream))
+                ("TDX_RANDOM_STREAM", "random.stream", _check_stream),
+                ("TDX_MLX_SUMMATION", "backends.mlx.summation", _check_summation))
 _SECTIONS = {"attention", "backends", "backends.torch", "backends.mlx", "run", "random"}
 
 

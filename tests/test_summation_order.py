@@ -111,3 +111,65 @@ def test_mlp_first_evaluation_is_torch_bit_for_bit(device):
         grads.append([_bits(loss)] + [_bits(q.grad) for q in p])
     for got, expect in zip(*grads):
         assert np.array_equal(got, expect)
+
+
+# shapes whose sum takes each plan of _summation_order.plan: MLX's own sum where torch's order is left to
+# right (rows of 2..4 or 8, columns of up to 16 rows in whole blocks), three sums of a reshape (rows of
+# 32..512 in whole vectors), the compiled graph (the rest); a sum of one element stays torch's +0.0
+@pytest.mark.parametrize("shape,dim", [((6, 8), 1), ((5, 3), -1), ((16, 32), 0), ((4, 7), 0), ((3, 64), 1),
+                                       ((64,), None), ((8, 8), None), ((2, 2, 96), (1, 2)), ((512,), 0),
+                                       ((5,), None), ((17, 32), 0), ((1,), None), ((3, 1), 1), ((9, 3), 0)])
+def test_each_summation_plan_is_torch_bit_for_bit(device, shape, dim):
+    _exact(device)
+    for _ in range(3):  # the first call decides the plan, later ones reuse it
+        a = _data(shape)
+        x, t = tdx.tensor(a, device=device), torch.tensor(a)
+        assert np.array_equal(_bits(x.sum(dim)).view(np.uint32), _bits(t.sum(dim)).view(np.uint32))
+        assert np.array_equal(_bits(x.mean(dim)).view(np.uint32), _bits(t.mean(dim)).view(np.uint32))
+    zeros = -np.zeros(shape, np.float32)  # torch's accumulators start at +0.0: a sum of -0.0s is +0.0
+    got = _bits(tdx.tensor(zeros, device=device).sum(dim))
+    assert np.array_equal(np.atleast_1d(got).view(np.uint32), np.atleast_1d(_bits(torch.tensor(zeros).sum(dim))).view(np.uint32))
+
+
+def test_native_summation_is_a_choice(monkeypatch):
+    """``[backends.mlx] summation = "native"`` (``TDX_MLX_SUMMATION``): MLX's own order, one MLX sum; the
+    default is torch's. The 8x8 sum and a 1-D dot add in another order in MLX than in torch."""
+    if not any(r.available for r in tdx.backends.available() if r.device == "mlx:cpu"):
+        pytest.skip("needs mlx:cpu")
+    _exact("mlx:cpu")
+    import mlx.core as mx
+
+    rng = np.random.default_rng(3)
+    data = [(rng.standard_normal((8, 8)) * np.exp2(rng.integers(-12, 13, (8, 8)))).astype(np.float32)
+            for _ in range(16)]
+    monkeypatch.setenv("TDX_MLX_SUMMATION", "native")
+    tdx.config.reload()
+    try:
+        assert tdx.config.current()["backends.mlx.summation"] == "native"
+        for a in data:  # MLX's own sum, bit for bit
+            x = tdx.tensor(a, device="mlx:cpu")
+            assert _bits(x.sum()).view(np.uint32) == np.array(mx.sum(mx.array(a))).view(np.uint32)
+            assert _bits(x[0] @ x[1]).view(np.uint32) == np.array(mx.matmul(mx.array(a[0]), mx.array(a[1]))).view(
+                np.uint32)
+    finally:
+        monkeypatch.delenv("TDX_MLX_SUMMATION")
+        tdx.config.reload()
+    differ = 0
+    for a in data:  # back to torch's order (the plans cached under "native" were dropped)
+        x = tdx.tensor(a, device="mlx:cpu")
+        assert _bits(x.sum()).view(np.uint32) == _bits(torch.tensor(a).sum()).view(np.uint32)
+        differ += _bits(x.sum()).view(np.uint32) != np.array(mx.sum(mx.array(a))).view(np.uint32)
+    assert differ, "the data should tell the two orders apart"
+
+
+def test_bad_summation_is_a_config_error(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tdx.toml").write_text('[backends.mlx]\nsummation = "fast"\n')
+    with pytest.raises(tdx.ConfigError, match=r"backends.mlx.summation.*'torch', 'native'"):
+        tdx.config.reload()
+    (tmp_path / "tdx.toml").unlink()
+    monkeypatch.setenv("TDX_MLX_SUMMATION", "pairwise")
+    with pytest.raises(tdx.ConfigError, match="TDX_MLX_SUMMATION"):
+        tdx.config.reload()
+    monkeypatch.delenv("TDX_MLX_SUMMATION")
+    tdx.config.reload()

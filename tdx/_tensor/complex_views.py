@@ -1,6 +1,7 @@
 """Complex numbers and reinterpretation: ``real``/``imag``/``angle``, ``complex``/``polar``,
 ``view_as_real``/``view_as_complex``, ``conj_physical``, ``resolve_neg``, ``isreal``, the ``H``/``mH``
-properties, ``view(dtype)`` and the complex casts (``cfloat``, ``cdouble``, ``chalf``).
+properties and the complex casts (``cfloat``, ``cdouble``, ``chalf``); ``view(dtype)`` is
+:mod:`.shape`'s ``view``.
 
 Executors with a kernel of torch's signature run it; elsewhere the composites here build each from
 tdx ops (``real``/``imag`` of a complex tensor come from the executor's ``real``/``imag``; a complex
@@ -12,7 +13,7 @@ from __future__ import annotations
 import math
 
 from .. import _dtypes as D
-from .._errors import NATIVE_ERRORS, TdxRuntimeError, TdxTypeError
+from .._errors import TdxRuntimeError, TdxTypeError
 from ..autograd import tape as _tape
 from ..autograd.tape import ACTIVE as _TAPE
 from .kernels import install
@@ -152,32 +153,6 @@ class ComplexViewMethods:
         raise TdxTypeError("chalf(): complex32 is not supported by tdx")
 
 
-_shape_view = Tensor.view
-
-
-def _view(self, *shape, dtype=None):
-    """A view with another ``shape``, or of the same bytes as ``dtype`` (``view(tdx.float32)``)."""
-    if dtype is None and len(shape) == 1 and isinstance(shape[0], D.dtype):
-        dtype = shape[0]
-    if dtype is None:
-        return _shape_view(self, *shape)
-    ex = self._ex
-    d = D.as_dtype(dtype)
-    if self.ndim == 0 and d.itemsize != self.dtype.itemsize:
-        raise TdxRuntimeError("self.dim() cannot be 0 to view " + f"{self.dtype.name} as {d.name} (different "
-                              "element sizes)")
-    try:
-        out = wrap(ex.view_dtype(self._n, ex.native_dtype(d)), ex)
-    except NATIVE_ERRORS as err:
-        raise ex.native_error(err) from None
-    if not ex.mutable and d.itemsize == self.dtype.itemsize:  # the same memory, read as d
-        from . import views as _views
-
-        _views.link_bits(out, self, ex.native_dtype(d))
-    return out
-
-
 for _name, _member in vars(ComplexViewMethods).items():
     if not _name.startswith("__"):
         setattr(Tensor, _name, _member)
-Tensor.view = _view

@@ -37,6 +37,7 @@ from .tensor import Tensor
 from .wrapping import SCALARS, attach, exporter, inline_typed, mixed_operands, need_tensor, operand, typed_errors, wrap
 
 __all__: list = []
+_new = object.__new__
 _export = exporter(__all__)
 
 
@@ -47,9 +48,14 @@ def _unary(name: str):
             return _tape.call(method, self)
         ex = self._ex
         try:
-            return wrap(getattr(ex, name)(self._n), ex)
+            n = getattr(ex, name)(self._n)
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
+        t = _new(Tensor)  # wrap's, inlined: the per-op path
+        t._n = n
+        t._ex = ex
+        t._ag = t._view = None
+        return t
 
     method.__name__ = name
     method.__doc__ = f"Elementwise ``{name}``, as ``torch.Tensor.{name}``."
@@ -71,9 +77,14 @@ def _binary(name: str, torch_name: str):
         elif other.__class__ not in SCALARS:
             other = operand(self, other, torch_name)
         try:
-            return wrap(getattr(ex, name)(mine, other), ex)
+            n = getattr(ex, name)(mine, other)
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
+        t = _new(Tensor)  # wrap's, inlined: the per-op path
+        t._n = n
+        t._ex = ex
+        t._ag = t._view = None
+        return t
 
     method.__name__ = torch_name
     method.__doc__ = f"``{torch_name}`` with torch's broadcasting and promotion."

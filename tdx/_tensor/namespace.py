@@ -24,6 +24,7 @@ from .tensor import Tensor
 from .wrapping import exporter, mixed_operands, need_tensor, operand, wrap
 
 __all__: list = []
+_new = object.__new__
 _export = exporter(__all__)
 
 
@@ -35,9 +36,14 @@ def _unary_fn(name):
             need_tensor(input, name)
         ex = input._ex
         try:
-            return wrap(getattr(ex, name)(input._n), ex)
+            n = getattr(ex, name)(input._n)
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
+        t = _new(Tensor)  # wrap's, inlined: the per-op path
+        t._n = n
+        t._ex = ex
+        t._ag = t._view = None
+        return t
 
     fn.__name__ = fn.__qualname__ = name
     fn.__module__ = "tdx"  # a generated torch function, public as tdx.<name>
@@ -61,9 +67,14 @@ def _binary_fn(name):
             ex = input._ex
             a, b = input._n, operand(input, other, name)
         try:
-            return wrap(getattr(ex, op)(a, b), ex)
+            n = getattr(ex, op)(a, b)
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
+        t = _new(Tensor)  # wrap's, inlined: the per-op path
+        t._n = n
+        t._ex = ex
+        t._ag = t._view = None
+        return t
 
     fn.__name__ = fn.__qualname__ = name
     fn.__module__ = "tdx"  # a generated torch function, public as tdx.<name>

@@ -23,6 +23,7 @@ from .tensor import Tensor
 from .wrapping import attach, dtype_or_none, exporter, inline_typed, int_arg, operand, typed_errors, wrap
 
 __all__: list = []
+_new = object.__new__
 _export = exporter(__all__)
 
 
@@ -38,9 +39,14 @@ class ReductionMethods:
             return _tape.call(ReductionMethods.sum, self, dim, keepdim, dtype=dtype)
         ex = self._ex
         try:
-            return wrap(ex.sum(self._n, dim, keepdim, dtype), ex)
+            n = ex.sum(self._n, dim, keepdim, dtype)
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
+        t = _new(Tensor)  # wrap's, inlined: the per-op path
+        t._n = n
+        t._ex = ex
+        t._ag = t._view = None
+        return t
 
     @inline_typed
     def mean(self, dim=None, keepdim=False, *, dtype=None):
@@ -48,9 +54,14 @@ class ReductionMethods:
             return _tape.call(ReductionMethods.mean, self, dim, keepdim, dtype=dtype)
         ex = self._ex
         try:
-            return wrap(ex.mean(self._n, dim, keepdim, dtype), ex)
+            n = ex.mean(self._n, dim, keepdim, dtype)
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
+        t = _new(Tensor)  # wrap's, inlined: the per-op path
+        t._n = n
+        t._ex = ex
+        t._ag = t._view = None
+        return t
 
     def prod(self, dim=None, keepdim=False, *, dtype=None):
         return wrap(self._ex.prod(self._n, dim, keepdim, dtype=dtype), self._ex)

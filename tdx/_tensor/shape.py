@@ -46,7 +46,40 @@ from .wrapping import (
 )
 
 __all__: list = []
+_new = object.__new__
 _export = exporter(__all__)
+
+
+def _as_reshaped(src, ex, n, must_view: bool):
+    """``n``, ``src`` reshaped by executor ``ex`` (``reshape``, ``view``, ``unsqueeze``), as a Tensor: on an
+    immutable executor a view of ``src`` where torch's stride rule allows (always, for a fresh ``src``:
+    contiguous strides), else a copy (or torch's error, when ``must_view``)."""
+    out = _new(Tensor)  # wrap's, inlined: the per-op path
+    out._n = n
+    out._ex = ex
+    out._ag = out._view = None
+    if ex.mutable:
+        return out
+    if src._view is None:
+        return _views.link_contiguous(out, src, n.shape)
+    return _reshaped(out, src, must_view)
+
+
+def _view_as_dtype(src, dtype):
+    """``src``'s bytes read as ``dtype`` (``view(dtype)``): on an immutable executor a view of ``src`` when
+    the element size is the same (writes through either reach the other), as torch's."""
+    ex = src._ex
+    d = D.as_dtype(dtype)
+    if src.ndim == 0 and d.itemsize != src.dtype.itemsize:
+        raise TdxRuntimeError("self.dim() cannot be 0 to view " + f"{src.dtype.name} as {d.name} (different "
+                              "element sizes)")
+    try:
+        out = wrap(ex.view_dtype(src._n, ex.native_dtype(d)), ex)
+    except NATIVE_ERRORS as err:
+        raise ex.native_error(err) from None
+    if not ex.mutable and d.itemsize == src.dtype.itemsize:  # the same memory, read as d
+        _views.link_bits(out, src, ex.native_dtype(d))
+    return out
 
 
 class ShapeMethods:
@@ -61,28 +94,32 @@ class ShapeMethods:
             return _tape.call(ShapeMethods.reshape, self, *shape)
         ex = self._ex
         try:
-            out = wrap(ex.reshape(self._n, shape if shape[0].__class__ is int else shape_args(shape, "reshape")),
-                       ex)
+            n = ex.reshape(self._n, shape if shape[0].__class__ is int else shape_args(shape, "reshape"))
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
         except IndexError:
             raise TdxTypeError("reshape() missing 1 required positional argument: 'shape'") from None
-        return out if ex.mutable else _reshaped(out, self, must_view=False)
+        return _as_reshaped(self, ex, n, False)
 
     @inline_typed
-    def view(self, *shape):
-        if not shape or shape[0].__class__ is not int:
+    def view(self, *shape, dtype=None):
+        """A view with another ``shape``, or of the same bytes read as ``dtype`` (``view(tdx.float32)``)."""
+        if not shape or shape[0].__class__ is not int or dtype is not None:
+            if dtype is None and len(shape) == 1 and isinstance(shape[0], D.dtype):
+                dtype = shape[0]
+            if dtype is not None:
+                return _view_as_dtype(self, dtype)
             if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list)) and not hasattr(shape[0], "__len__"):
-                raise TdxTypeError(f"view(): expected a shape, got {shape[0]!r} (view(dtype) is not supported)")
+                raise TdxTypeError(f"view(): expected a shape or a dtype, got {shape[0]!r}")
             shape = shape_args(shape, "view")
         if _TAPE[0] and _tape.wants(self):
             return _tape.call(ShapeMethods.view, self, *shape)
         ex = self._ex
         try:
-            out = wrap(ex.view(self._n, shape), ex)
+            n = ex.view(self._n, shape)
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
-        return out if ex.mutable else _reshaped(out, self, must_view=True)
+        return _as_reshaped(self, ex, n, True)
 
     def reshape_as(self, other):
         return self.reshape(other.shape)
@@ -90,11 +127,24 @@ class ShapeMethods:
     def view_as(self, other):
         return self.view(other.shape)
 
+    @inline_typed
     def permute(self, *dims):
+        if _TAPE[0] and _tape.wants(self):
+            return _tape.call(ShapeMethods.permute, self, *dims)
         ex = self._ex
-        dims = shape_args(dims, "permute")
-        out = wrap(ex.permute(self._n, dims), ex)
-        return out if ex.mutable else _permuted(out, self, [d % max(self._n.ndim, 1) for d in dims])
+        for d in dims:  # permute(1, 0) as it is; permute((1, 0)), NumPy ints... normalized
+            if d.__class__ is not int:
+                dims = shape_args(dims, "permute")
+                break
+        else:
+            if not dims:
+                dims = shape_args(dims, "permute")
+        try:
+            n = ex.permute(self._n, dims)
+        except NATIVE_ERRORS as err:
+            raise ex.native_error(err) from None
+        out = wrap(n, ex)
+        return out if ex.mutable else _permuted(out, self, dims)
 
     @inline_typed
     def transpose(self, dim0, dim1):
@@ -102,15 +152,11 @@ class ShapeMethods:
             return _tape.call(ShapeMethods.transpose, self, dim0, dim1)
         ex = self._ex
         try:
-            out = wrap(ex.transpose(self._n, dim0, dim1), ex)
+            n = ex.transpose(self._n, dim0, dim1)
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
-        if ex.mutable:
-            return out
-        n = self._n.ndim
-        if not n:
-            return _permuted(out, self, [])
-        return _views.link_swapped(out, self, dim0 % n, dim1 % n)
+        out = wrap(n, ex)
+        return out if ex.mutable else _views.link_swapped(out, self, dim0, dim1)
 
     swapaxes = swapdims = transpose
 
@@ -132,10 +178,16 @@ class ShapeMethods:
         out = wrap(ex.squeeze(self._n, dim), ex)
         return out if ex.mutable else _reshaped(out, self, must_view=True)
 
+    @inline_typed
     def unsqueeze(self, dim):
+        if _TAPE[0] and _tape.wants(self):
+            return _tape.call(ShapeMethods.unsqueeze, self, dim)
         ex = self._ex
-        out = wrap(ex.unsqueeze(self._n, dim), ex)
-        return out if ex.mutable else _reshaped(out, self, must_view=True)
+        try:
+            n = ex.unsqueeze(self._n, dim)
+        except NATIVE_ERRORS as err:
+            raise ex.native_error(err) from None
+        return _as_reshaped(self, ex, n, True)
 
     def flatten(self, start_dim=0, end_dim=-1):
         ex = self._ex

@@ -492,19 +492,29 @@ class Tensor:
         if _TAPE[0] and _tape.wants(self, index):
             return _tape.call(Tensor.__getitem__, self, index)
         ex = self._ex
-        if index.__class__ is not int and index.__class__ is not slice:
+        cls = index.__class__
+        basic = True  # an int, a slice or a tuple of them: nothing to unwrap, and a view
+        if cls is tuple:
+            for i in index:
+                if i.__class__ is not slice and i.__class__ is not int:
+                    index = _unwrap_index(index, ex)
+                    basic = False
+                    break
+        elif cls is not int and cls is not slice:
             index = _unwrap_index(index, ex)
+            basic = False
         try:
-            out = wrap(ex.getitem(self._n, index), ex)
+            n = ex.getitem(self._n, index)
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
+        out = wrap(n, ex)
         if not ex.mutable:
-            if index.__class__ is int and getattr(self, "_view", None) is None:
-                return _views.link_first_index(out, self, index)
-            src = _views.layout_of(self)
-            lay = _views.basic_index(src, index)
-            if lay is not None:
-                _views.link(out, self, *lay, root=src.root)
+            lay = self._view
+            if lay is None:
+                return _views.link_root_index(out, self, index, basic)
+            view = _views.basic_index(lay, index)
+            if view is not None:
+                _views.link(out, self, *view, root=lay.root)
         return out
 
     @inline_typed

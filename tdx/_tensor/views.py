@@ -4,7 +4,9 @@ A view op on such an executor (basic indexing, ``view``/``reshape``, ``transpose
 ``squeeze``/``unsqueeze``, ``expand``, ``detach``...) records the result's layout
 relative to its root tensor: shape, strides and offset, computed with torch's own rules
 (so ``view`` refuses exactly the layouts torch refuses, and ``reshape`` copies exactly
-when torch copies). An in-place write to any tensor of the family goes through
+when torch copies). A view of a fresh tensor keeps its layout as a recipe (the op and its
+arguments), computed the first time it is read, so that making a view does no arithmetic.
+An in-place write to any tensor of the family goes through
 :func:`assign`: the new values are scattered into the root's flat buffer through the
 writer's index map, and every live view is refreshed from the root. No per-op inverse
 rules: one index map serves every view.
@@ -128,39 +130,38 @@ def _layout(root, shape: tuple, strides: tuple, offset: int, multi, detached) ->
 
 
 _new = object.__new__
+_ref = weakref.ref
+
+
+def _new_family(root) -> dict:
+    """The (empty) live-view table of ``root``, which has none yet."""
+    if len(_families) >= _sweep_at[0]:
+        _sweep()
+    views = {}
+    _families[id(root)] = (weakref.ref(root), views)
+    return views
+
+
+def _drop_dead(views: dict) -> None:
+    """Remove the entries of ``views`` whose view has died."""
+    for key in [k for k, r in views.items() if r() is None]:
+        del views[key]
 
 
 def _register(root, out) -> None:
     """Add ``out`` to the live views of ``root`` (a tensor that is no view)."""
     entry = _families.get(id(root))
-    if entry is not None and entry[0]() is root:
-        views = entry[1]
-    else:
-        if len(_families) >= _sweep_at[0]:
-            _sweep()
-        views = {}
-        _families[id(root)] = (weakref.ref(root), views)
-    views[id(out)] = weakref.ref(out)
+    views = entry[1] if entry is not None and entry[0]() is root else _new_family(root)
+    views[id(out)] = _ref(out)
     if not len(views) & 63:  # every 64 new entries, drop the views that died  mutate: equivalent (memory only)
-        for key in [k for k, r in views.items() if r() is None]:
-            del views[key]
+        _drop_dead(views)
 
 
-def link_root(out, root, shape: tuple, strides: tuple, offset: int = 0):
-    """:func:`link` for a view ``out`` of ``root``, a tensor that is itself no view (so nothing is
-    inherited): the hot path of view ops on a fresh tensor. ``shape`` and ``strides`` are tuples."""
-    out._view = _layout(root, shape, strides, offset, None, False)
-    _register(root, out)
-    return out
-
-
-def link_contiguous(out, root):
+def link_contiguous(out, root, shape=None):
     """``out`` as a view of all of ``root`` (no view itself) in row-major order: ``reshape``/``view``
-    of a fresh tensor, whose strides are always the contiguous ones of the new shape."""
-    shape = tuple(out._n.shape)
-    out._view = _layout(root, shape, _contiguous(shape), 0, None, False)
-    _register(root, out)
-    return out
+    of a fresh tensor, whose strides are always the contiguous ones of the new shape (``out``'s
+    shape, a tuple, when the caller has it)."""
+    return _link_lazy(out, root, (_whole, tuple(out._n.shape) if shape is None else shape))
 
 
 def link(out, src, shape, strides, offset, root=None, multi=None, detached=False):
@@ -250,18 +251,72 @@ def anchor(root):
     return root
 
 
-def link_first_index(out, root, index: int):
-    """``out`` as the view ``root[index]`` (an int) of ``root``, a tensor that is no view."""
-    shape = tuple(root._n.shape)
-    strides = _contiguous(shape)
-    return link_root(out, root, shape[1:], strides[1:], (index % shape[0]) * strides[0])
+class _LazyLayout(Layout):
+    """The layout of a view of a root (a tensor that is no view) made by one view op, computed the first
+    time it is read (a write into the family, a view of this view, ``stride()``): making the view does
+    no arithmetic. ``recipe`` is ``(function, *arguments)``, the arguments taken when the view was made
+    (the root's shape then, the op's own arguments); the function gives ``(shape, strides, offset)``."""
+
+    __slots__ = ("recipe", "resolved")
+    # a fresh tensor's view is one of no multi-view function, not detached, no owner, its root's dtype:
+    # read-only here (never written after it is made), so making one sets three fields, not seven
+    multi = cast = None
+    detached = owner = False
+
+    def _resolve(self) -> tuple:
+        recipe = self.recipe
+        self.resolved = r = recipe[0](*recipe[1:])
+        return r
+
+    shape = property(lambda self: (self.resolved or self._resolve())[0])
+    strides = property(lambda self: (self.resolved or self._resolve())[1])
+    offset = property(lambda self: (self.resolved or self._resolve())[2])
+
+
+def _link_lazy(out, root, recipe):
+    """``out`` as a view of ``root`` (no view) whose layout is ``recipe``'s (:class:`_LazyLayout`): every
+    view op's path on a fresh tensor."""
+    lay = _new(_LazyLayout)
+    lay.root, lay.recipe, lay.resolved = root, recipe, None
+    out._view = lay
+    _register(root, out)
+    return out
+
+
+def _indexed(root_shape: tuple, index) -> tuple:
+    """The layout of ``x[index]`` (a basic index) for a contiguous ``x`` of ``root_shape``."""
+    shape, strides, offset = basic_index(_layout(None, root_shape, _contiguous(root_shape), 0, None, False), index)
+    return tuple(shape), tuple(strides), offset
+
+
+def _whole(shape: tuple) -> tuple:
+    """The layout of all of a root in row-major order, as ``shape``."""
+    return shape, _contiguous(shape), 0
+
+
+def link_root_index(out, root, index, basic: bool = False):
+    """``out`` as the view ``root[index]`` of ``root``, a tensor that is no view, when ``index`` is basic;
+    ``out`` as it is (a copy) for any other index. An int, a slice or a tuple of them (``basic`` says
+    the caller saw that; the executor checked the bounds) is linked with its layout left to compute
+    (:class:`_LazyLayout`)."""
+    if not basic and index.__class__ is tuple:
+        basic = all(it.__class__ is slice or it.__class__ is int for it in index)
+    if basic or index.__class__ is int or index.__class__ is slice:
+        return _link_lazy(out, root, (_indexed, root._n.shape, index))
+    view = basic_index(layout_of(root), index)
+    return out if view is None else link(out, root, *view, root=root)
 
 
 def link_swapped(out, src, a: int, b: int):
-    """``out`` as ``src`` with dims ``a`` and ``b`` (non-negative) swapped: ``transpose``."""
+    """``out`` as ``src`` with dims ``a`` and ``b`` swapped: ``transpose`` (dims already checked, maybe
+    negative; a 0-d ``src`` is its own transpose)."""
     lay = src._view
     if lay is None:
-        return link_root(out, src, *_swapped_root(tuple(src._n.shape), a, b))
+        return _link_lazy(out, src, (_swapped_root, src._n.shape, a, b))
+    n = len(lay.shape)
+    if not n:
+        return link(out, src, (), (), lay.offset, lay.root)
+    a, b = a % n, b % n
     shape, strides = list(lay.shape), list(lay.strides)
     shape[a], shape[b] = shape[b], shape[a]
     strides[a], strides[b] = strides[b], strides[a]
@@ -270,12 +325,28 @@ def link_swapped(out, src, a: int, b: int):
 
 @functools.lru_cache(maxsize=1024)  # mutate: equivalent (cache size: speed only)
 def _swapped_root(shape: tuple, a: int, b: int) -> tuple:
-    """``(shape, strides)`` of a contiguous tensor of ``shape`` with dims ``a`` and ``b`` swapped."""
+    """``(shape, strides, 0)`` of a contiguous tensor of ``shape`` with dims ``a`` and ``b`` swapped."""
+    if not shape:
+        return (), (), 0
+    a, b = a % len(shape), b % len(shape)
     strides = list(_contiguous(shape))
     shape = list(shape)
     shape[a], shape[b] = shape[b], shape[a]
     strides[a], strides[b] = strides[b], strides[a]
-    return tuple(shape), tuple(strides)
+    return tuple(shape), tuple(strides), 0
+
+
+def _permuted_root(shape: tuple, order: tuple) -> tuple:
+    """``(shape, strides, 0)`` of a contiguous tensor of ``shape`` with its dims in ``order`` (maybe negative)."""
+    n = max(len(shape), 1)
+    order = [d % n for d in order]
+    strides = _contiguous(shape)
+    return tuple([shape[i] for i in order]), tuple([strides[i] for i in order]), 0
+
+
+def link_permuted_root(out, root, order):
+    """``out`` as ``root`` (no view) with its dims in ``order`` (checked, maybe negative): ``permute``."""
+    return _link_lazy(out, root, (_permuted_root, root._n.shape, tuple(order)))
 
 
 # layouts of the view ops, in torch's terms -----------------------------------------------------
@@ -300,10 +371,13 @@ def multi_view_error(lay: Layout, base_written: bool) -> str:
 def basic_index(lay: Layout, index):
     """The layout ``lay[index]`` has for a basic index (ints, slices, None, Ellipsis), else None."""
     items = index if isinstance(index, tuple) else (index,)
-    if not all(i is None or i is Ellipsis or isinstance(i, slice) or (isinstance(i, int) and not isinstance(i, bool))
-               for i in items):
-        return None
-    consumed = sum(1 for i in items if i is not None and i is not Ellipsis)
+    consumed = 0  # the dims the index consumes; anything but ints, slices, None and Ellipsis: no view
+    for i in items:
+        c = i.__class__
+        if c is slice or c is int or isinstance(i, slice) or (isinstance(i, int) and c is not bool):
+            consumed += 1
+        elif i is not None and i is not Ellipsis:
+            return None
     shape, strides, offset, d = [], [], lay.offset, 0
     for it in items:
         if it is None:  # torch's unsqueeze stride: what the next dim spans, or 1 at the end

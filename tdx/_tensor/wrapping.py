@@ -185,10 +185,13 @@ def _reshaped(out, src, must_view: bool):
 
 
 def _permuted(out, src, order):
-    lay = _views.layout_of(src)
+    """Link ``out`` as ``src`` with its dims in ``order`` (checked by the executor, maybe negative)."""
+    lay = src._view
+    if lay is None:  # a fresh tensor: its contiguous layout, permuted (cached per shape and order)
+        return _views.link_permuted_root(out, src, order)
+    n = max(len(lay.shape), 1)
+    order = [d % n for d in order]
     shape, strides = lay.shape, lay.strides
-    if src is lay.root:
-        return _views.link_root(out, src, tuple([shape[i] for i in order]), tuple([strides[i] for i in order]))
     return _views.link(out, src, tuple([shape[i] for i in order]), tuple([strides[i] for i in order]), lay.offset,
                        lay.root)
 

@@ -214,7 +214,7 @@ class TorchExecutor(TorchNNOps, TorchAdaptedOps, TorchKernelOps, TorchNamespaceO
 
     @staticmethod
     def view(x, shape):
-        return x.view(shape)
+        return x.view(*shape) if shape else x.view(shape)  # torch parses view(4, 16) faster than view((4, 16))
 
     @staticmethod
     def expand(x, shape):

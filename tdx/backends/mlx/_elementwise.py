@@ -21,12 +21,15 @@ from ..._errors import (
     TdxRuntimeError,
     TdxTypeError,
 )
-from ...autograd.tape import differentiating
+from ...autograd.tape import ACTIVE as _TAPE, differentiating
 from . import _float64 as mlx_f64
 from . import _cpu_rounding as cpu_rounding
 from . import _summation_order as summation
 from ._indexing import on_stream, scalar_name
 from ._rules import _FLOATS, _INTS, _SCALARS, _SIGNED, _clamp_exact, _is_bool, _is_bool_operand, _tie_splitting, _where_exact
+
+
+_BOOL, _COMPLEX, _F32 = mx.bool_, mx.complex64, mx.float32
 
 
 def _same_float(a, t1, t2, value) -> bool:
@@ -297,17 +300,25 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
     # binary arithmetic ----------------------------------------------------------------
     def _bias_grad(self, a, b):
         """Whether ``a + b`` is replayed for its derivative with a broadcast float32 operand, whose
-        gradient torch sums in its own order (:func:`._summation_order.broadcast_add`)."""
-        return (differentiating() and summation.ENABLED and self.caps.float64 and type(a) is mx.array
-                and type(b) is mx.array and a.shape != b.shape and a.dtype == b.dtype == mx.float32)
+        gradient torch sums in its own order (:func:`._summation_order.broadcast_add`). Only a recorded
+        op is replayed: nothing is asked before a tape tensor first requires grad."""
+        return (_TAPE[0] and differentiating() and summation.ENABLED and self.caps.float64 and type(a) is mx.array
+                and type(b) is mx.array and a.shape != b.shape and a.dtype == b.dtype == mx.float32
+                and summation.in_force())
 
     def add(self, a, b):
+        if type(a) is mx.array and type(b) is mx.array and a.dtype == b.dtype and not (_TAPE[0] and differentiating()):
+            return mx.add(a, b, stream=self._stream or self.s)  # the per-op path
         a, b, _ = self._pair(a, b)
         if self._bias_grad(a, b):
             return summation.broadcast_add(a, b, False, self.s)
         return mx.add(a, b, stream=self.s)
 
     def sub(self, a, b):
+        if type(a) is mx.array and type(b) is mx.array and not (_TAPE[0] and differentiating()):  # the per-op path
+            d = a.dtype
+            if d == b.dtype and d != _BOOL:
+                return mx.subtract(a, b, stream=self._stream or self.s)
         if _is_bool(a) or _is_bool(b):
             raise OpDtypeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
                                "If you are trying to invert a mask, use the `~` or `logical_not()` "
@@ -318,6 +329,13 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
         return mx.subtract(a, b, stream=self.s)
 
     def mul(self, a, b):
+        if type(a) is mx.array:  # the common cases of _pair, inlined: this is the per-op path
+            d = a.dtype
+            if type(b) is mx.array:
+                if d == b.dtype:
+                    return mx.multiply(a, b, stream=self._stream or self.s)
+            elif (b.__class__ is float or b.__class__ is int) and (d == _F32 or d in _FLOATS):
+                return mx.multiply(a, b, stream=self._stream or self.s)
         a, b, _ = self._pair(a, b)
         return mx.multiply(a, b, stream=self.s)
 
@@ -377,6 +395,13 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
         return mx.power(a, b, stream=self.s)
 
     def matmul(self, a, b):
+        if type(a) is mx.array and type(b) is mx.array:  # the per-op path: one float dtype, not two vectors
+            dt = a.dtype
+            if dt == b.dtype and (dt == _F32 or dt in _FLOATS) and (a.ndim > 1 or b.ndim > 1):
+                try:
+                    return mx.matmul(a, b, stream=self._stream or self.s)
+                except ValueError:  # shapes that do not multiply (or a 0-d operand): torch's error below
+                    pass
         if not (isinstance(a, mx.array) and isinstance(b, mx.array)):
             raise TdxTypeError("matmul: both arguments must be tensors")
         na, nb, dt = a.ndim, b.ndim, a.dtype  # read once: each read of an MLX property is a call
@@ -394,39 +419,28 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
                 raise OpDtypeError("\"addmm\" not implemented for 'Bool'")
             out = np.matmul(np.array(a), np.array(b))
             return mx.array(out).astype(dt, stream=self.s)
-        if na == 1 and nb == 1 and dt == mx.float32 and summation.ENABLED and self.caps.float64:
+        if na == 1 and nb == 1 and dt == mx.float32 and self.caps.float64 and summation.in_force():
             out = summation.dotted(a, b, self.s)  # torch's (MKL's) order of additions
             if out is not None:
                 return out
         return mx.matmul(a, b, stream=self.s)
 
     def _compare(self, fn, a, b):
+        if type(a) is mx.array and type(b) is mx.array and a.dtype == b.dtype:  # the per-op path
+            return fn(a, b, stream=self._stream or self.s)
         a, b, _ = self._pair(a, b)
         return fn(a, b, stream=self.s)
 
-    def eq(self, a, b):
-        return self._compare(mx.equal, a, b)
-
-    def ne(self, a, b):
-        return self._compare(mx.not_equal, a, b)
 
     def _order(self, fn, name, a, b):
+        if type(a) is mx.array and type(b) is mx.array:  # the per-op path: one real dtype
+            d = a.dtype
+            if d == b.dtype and d != _COMPLEX:
+                return fn(a, b, stream=self._stream or self.s)
         a, b, rt = self._pair(a, b)
         if rt.is_complex:  # MLX would order complex numbers lexicographically
             raise TdxNotImplementedError(_complex_refused(name))
         return fn(a, b, stream=self.s)
-
-    def lt(self, a, b):
-        return self._order(mx.less, "lt", a, b)
-
-    def le(self, a, b):
-        return self._order(mx.less_equal, "le", a, b)
-
-    def gt(self, a, b):
-        return self._order(mx.greater, "gt", a, b)
-
-    def ge(self, a, b):
-        return self._order(mx.greater_equal, "ge", a, b)
 
     def _bitwise(self, fn, name, a, b):
         a, b, rt = self._args(a, b)
@@ -470,6 +484,10 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
         return self._shift(False, a, b)
 
     def maximum(self, a, b):
+        if type(a) is mx.array and type(b) is mx.array and not (_TAPE[0] and differentiating()):  # one real dtype
+            d = a.dtype
+            if d == b.dtype and d != _COMPLEX:
+                return mx.maximum(a, b, stream=self._stream or self.s)
         a, b, rt = self._args(a, b)
         if rt.is_complex:
             raise TdxRuntimeError(_complex_refused("maximum"))
@@ -643,8 +661,30 @@ _FLOAT_UNARY = {"exp": mx.exp, "expm1": mx.expm1, "log": mx.log, "log2": mx.log2
                 "reciprocal": mx.reciprocal}
 
 
+def _comparison(fn, name, ordered: bool):
+    """The comparison ``name`` (MLX's ``fn``): operands of one dtype (a real one, for an ordering) go
+    straight to MLX, the per-op path; others through :meth:`MLXElementwiseOps._order`/``_compare``."""
+    def op(self, a, b):
+        if type(a) is mx.array and type(b) is mx.array:
+            d = a.dtype
+            if d == b.dtype and not (ordered and d == _COMPLEX):
+                return fn(a, b, stream=self._stream or self.s)
+        return self._order(fn, name, a, b) if ordered else self._compare(fn, a, b)
+
+    op.__name__ = name
+    return op
+
+
+for _name, _fn in {"eq": mx.equal, "ne": mx.not_equal}.items():
+    setattr(MLXElementwiseOps, _name, _comparison(_fn, _name, False))
+for _name, _fn in {"lt": mx.less, "le": mx.less_equal, "gt": mx.greater, "ge": mx.greater_equal}.items():
+    setattr(MLXElementwiseOps, _name, _comparison(_fn, _name, True))
+
+
 def _float_unary(fn):
     def op(self, x):
+        if x.dtype == _F32:  # the per-op path
+            return fn(x, stream=self._stream or self.s)
         return fn(self._float_in(x), stream=self.s)
 
     op.__name__ = fn.__name__
@@ -655,6 +695,8 @@ def _float_unary_f64(fn, name):
     """As :func:`_float_unary`, with float64 computed by :mod:`tdx.backends.mlx._float64` (MLX's own
     value or derivative is float32-accurate)."""
     def op(self, x):
+        if x.dtype == _F32:  # the per-op path
+            return fn(x, stream=self._stream or self.s)
         x = self._float_in(x)
         if x.dtype == mx.float64:
             return mlx_f64.functions(self.s)[name](x)

@@ -9,7 +9,6 @@ MLX device is used; it must never import torch.
 
 from __future__ import annotations
 
-import threading
 import warnings
 import weakref
 
@@ -17,6 +16,7 @@ import numpy as np
 import mlx.core as mx
 
 from ... import _dtypes as D
+from ... import config
 from ..._errors import (DtypeError, PrecisionWarning, TdxError, TdxNotImplementedError, TdxRuntimeError,
                         TdxTypeError, TdxValueError,
                         translate)
@@ -39,6 +39,7 @@ from ._inverse_functions import MLXInverseFunctionOps
 from ._complex import MLXComplexOps
 from ._convolution import MLXConvolutionOps
 from ._shape import MLXShapeOps
+from ._streams import THREAD as _THREAD, enter_thread as _enter_thread, shared_stream as _shared_stream
 
 _TABLE = {
     D.bool_: mx.bool_, D.uint8: mx.uint8, D.int8: mx.int8, D.int16: mx.int16, D.int32: mx.int32,
@@ -74,6 +75,8 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
         super().__init__(device)
         self._mx_device = mx.gpu if gpu else mx.cpu
         self._stream = None  # made on first use: a GPU stream needs the GPU
+        self._sum_plans = {}  # (shape, dim, keepdim) -> how a float32 sum adds (_reduction._sum_plan)
+        config.on_reload(self._sum_plans.clear)  # [backends.mlx] summation may have changed
         self._bind_dtypes(_TABLE)
 
     @property
@@ -84,6 +87,9 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
         that made them; reading a tensor built in another thread would raise. The first time a
         thread reaches this executor, its default streams become the shared ones, so even MLX
         calls that name no stream (operators, ``mx.vjp``'s cotangents) run on them.
+
+        The per-op paths whose only MLX call names the stream read ``self._stream or self.s`` (the
+        property's call is a tenth of a microsecond): a thread is entered by the first op that needs it.
         """
         stream = self._stream
         if stream is not None and _THREAD.ready:  # the per-op path: one attribute read each
@@ -322,31 +328,6 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
             _SHARED_SWEEP[0] = max(256, 2 * len(_SHARED))
         _SHARED[id(out)] = weakref.ref(out)
         return out
-
-
-_STREAMS: dict = {}
-class _ThreadState(threading.local):
-    """Per-thread state: whether this thread's default streams are the shared ones."""
-
-    ready = False
-
-
-_THREAD = _ThreadState()
-
-
-def _shared_stream(device):
-    """The process-wide stream for ``device`` (MLX's thread-unsafe kind: usable from any thread)."""
-    key = str(device)
-    if key not in _STREAMS:
-        _STREAMS[key] = mx.new_thread_unsafe_stream(device)
-    return _STREAMS[key]
-
-
-def _enter_thread() -> None:
-    """Make the shared streams this thread's default streams (MLX's defaults are per thread)."""
-    for stream in list(_STREAMS.values()):
-        mx.set_default_stream(stream)
-    _THREAD.ready = True
 
 
 _SHARED: dict = {}  # id(MLX array) -> weakref: arrays whose buffer torch may write (see share())

@@ -12,6 +12,7 @@ import numpy as np
 from ..._errors import TdxIndexError, TdxValueError
 from ._indexing import fit_scalar
 from ._rules import _INTS, gathered
+from ._streams import THREAD as _THREAD
 
 
 class MLXGatherOps:
@@ -105,9 +106,24 @@ class MLXGatherOps:
         return x[tuple(first)], tuple(second)
 
     def getitem(self, x, index):
-        self.s  # noqa: B018 - this thread's default stream made the shared one before ``x[...]`` runs on it
-        if index.__class__ is int and x.ndim and -x.shape[0] <= index < x.shape[0]:
-            return x[index]  # the common case, checked here in full
+        if self._stream is None or not _THREAD.ready:
+            self.s  # noqa: B018 - this thread's default stream made the shared one before ``x[...]`` runs on it
+        if index.__class__ is int:
+            shape = x.shape
+            if shape and -shape[0] <= index < shape[0]:
+                return x[index]  # the common case, checked here in full
+        elif index.__class__ is tuple:  # ints and slices only, one per leading dim: checked here in full
+            shape = x.shape
+            if len(index) <= len(shape):
+                for it, n in zip(index, shape):
+                    if it.__class__ is slice:
+                        step = it.step
+                        if step is not None and (step.__class__ is not int or step <= 0):
+                            break
+                    elif it.__class__ is not int or not -n <= it < n:
+                        break
+                else:
+                    return gathered(x, x[index]) if 0 in shape else x[index]
         split = self._scalar_bools(x, index)
         if split is not None:
             return self.getitem(*split)

@@ -22,6 +22,8 @@ from ._memory import check_alloc
 from ._rules import _HALF, _INTS, _axes, _dims, _kw, _out_shape, _reduced_shape
 
 
+_F32 = mx.float32
+
 # torch's CPU accumulation type where it is wider than the dtype (the others accumulate in their own)
 _WIDER = {mx.float16: mx.float32, mx.bfloat16: mx.float32, mx.bool_: mx.int64, mx.uint8: mx.int64,
           mx.int8: mx.int64, mx.int16: mx.int64, mx.int32: mx.int64}
@@ -216,25 +218,52 @@ class MLXReductionOps(MLXReductionOpsStreamed):
             return mx.full(_reduced_shape(x.shape, kw["axis"], keepdim), identity, x.dtype, stream=self.s)
         return fn(x, **kw, stream=self.s)
 
-    def _float32_sum(self, x, dim, keepdim):
-        """torch's float32 sum in torch's order of additions (:mod:`._summation_order`) on a CPU
-        stream, or ``None`` where that order is not reproduced (MLX's own sum then)."""
-        if x.dtype != mx.float32 or not x.ndim or not x.size or not (summation.ENABLED and self.caps.float64):
+    def _sum_plan(self, x, dim, keepdim):
+        """How to sum the float32 ``x`` over ``dim``: a function of the array, in torch's order of additions
+        on a CPU stream (:func:`._summation_order.plan`), in MLX's own elsewhere, with the number of
+        elements per sum as its ``count``; decided once per (shape, dim, keepdim) and cached. None for a
+        0-d or empty ``x`` (the general path's)."""
+        shape = x.shape
+        try:
+            key = (shape, dim, keepdim)
+            found = self._sum_plans.get(key)
+        except TypeError:  # an unhashable dim (a list)
+            key, found = None, None
+        if found is not None:
+            return found
+        if not shape or 0 in shape:
             return None
-        axes = _dims(dim, x.ndim)
-        out = summation.summed(x, range(x.ndim) if axes is None else axes, self.s)
-        if out is None or keepdim:
-            return out
-        return mx.reshape(out, _reduced_shape(x.shape, axes, False), stream=self.s)
+        axes = _dims(dim, len(shape))
+        axes = range(len(shape)) if axes is None else axes
+        s = self.s
+        if self.caps.float64 and summation.in_force():
+            fn, final = summation.plan(shape, axes, keepdim, s)
+        else:
+            ax = list(axes)
+
+            def fn(a):
+                return mx.sum(a, axis=ax, keepdims=keepdim, stream=s)
+
+            final = True
+        fn.count = math.prod(shape[a] for a in axes)
+        if final and key is not None:
+            self._sum_plans[key] = fn
+        return fn
 
     def sum(self, x, dim=None, keepdim=False, dtype=None):
+        if dtype is None and x.dtype == _F32:  # the common case first: a float32 sum, one plan lookup
+            try:
+                plan = self._sum_plans[x.shape, dim, keepdim]
+            except (KeyError, TypeError):
+                plan = self._sum_plan(x, dim, keepdim)
+            if plan is not None:
+                return plan(x)
         x = self._acc(x, dtype)
         own = x.dtype
         wider = _WIDER.get(own)
         wide = x if wider is None else x.astype(wider, stream=self.s)
-        out = self._float32_sum(wide, dim, keepdim)
-        if out is None:
-            out = self._reduce(mx.sum, 0, wide, dim, keepdim)
+        plan = self._sum_plan(wide, dim, keepdim) if wider is mx.float32 else None
+        out = self._reduce(mx.sum, 0, wide, dim, keepdim) if plan is None else plan(wide)
         return out if wider is None else out.astype(own, stream=self.s)
 
     def prod(self, x, dim=None, keepdim=False, dtype=None):
@@ -255,6 +284,13 @@ class MLXReductionOps(MLXReductionOpsStreamed):
                                f"floating point or complex dtype. Got: {self._tdx(x).name}")
 
     def mean(self, x, dim=None, keepdim=False, dtype=None):
+        if dtype is None and x.dtype == _F32:  # the common case first, as sum's
+            try:
+                plan = self._sum_plans[x.shape, dim, keepdim]
+            except (KeyError, TypeError):
+                plan = self._sum_plan(x, dim, keepdim)
+            if plan is not None:
+                return mx.divide(plan(x), plan.count, stream=self._stream or self.s)
         if dtype is None:
             self._need_float(x, "mean")
         elif D.is_integral(D.as_dtype(dtype), include_bool=True):
@@ -267,10 +303,11 @@ class MLXReductionOps(MLXReductionOpsStreamed):
             return self._empty_nan(x, dim, keepdim)
         # torch divides the sum by the count; MLX's mean multiplies by 1/count (another rounding)
         wide = _wide(x, self.s)
-        total = self._float32_sum(wide, dim, keepdim)
-        if total is None:
+        plan = self._sum_plan(wide, dim, keepdim) if wide.dtype == mx.float32 else None
+        if plan is None:
             total = mx.sum(wide, **_kw(x, dim, keepdim), stream=self.s)
-        return _narrowed(mx.divide(total, x.size // max(total.size, 1), stream=self.s), x.dtype, self.s)
+            return _narrowed(mx.divide(total, x.size // max(total.size, 1), stream=self.s), x.dtype, self.s)
+        return _narrowed(mx.divide(plan(wide), plan.count, stream=self.s), x.dtype, self.s)
 
     def var(self, x, dim=None, correction=1, keepdim=False):
         self._need_float(x, "var")

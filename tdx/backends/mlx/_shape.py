@@ -6,6 +6,7 @@ Must never import torch or the facade.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import mlx.core as mx
@@ -17,6 +18,20 @@ from ..base import norm_dim
 from ._memory import _INT32_MAX, check_dims
 
 
+@functools.lru_cache(maxsize=1024)
+def _permutation(dims: tuple, ndim: int) -> tuple:
+    """``dims`` made non-negative, checked to be a permutation of ``ndim`` dims (as torch's ``permute``).
+
+    Raises:
+        TdxIndexError: a dim is out of range.
+        ShapeError: ``dims`` is not a permutation.
+    """
+    out = [norm_dim(d, ndim) for d in dims]
+    if sorted(out) != list(range(ndim)):
+        raise ShapeError(f"permute(): dims {list(out)} are not a permutation of the {ndim} dims of the input")
+    return tuple(out)
+
+
 class MLXShapeOps:
     """MLX shape ops with torch's semantics: reshape, transpose, expand, split and the views' layouts."""
 
@@ -24,10 +39,15 @@ class MLXShapeOps:
 
     # shapes ---------------------------------------------------------------------------
     def reshape(self, x, shape):
-        shape = tuple(shape)
-        if max(shape, default=0) > _INT32_MAX:
+        if shape.__class__ is not tuple:
+            shape = tuple(shape)
+        size = x.size
+        # the common case, checked in full: no dim is inferred, and with 0 < size <= INT32_MAX none can be larger
+        if -1 not in shape and math.prod(shape) == size and 0 < size <= _INT32_MAX:
+            return mx.reshape(x, shape, stream=self._stream or self.s)
+        if shape and max(shape) > _INT32_MAX:
             check_dims(shape, "reshape")
-        if -1 not in shape and math.prod(shape) == x.size:  # the common case, checked in full
+        if -1 not in shape and math.prod(shape) == size:
             return mx.reshape(x, shape, stream=self.s)
         known = math.prod(s for s in shape if s != -1)
         if shape.count(-1) > 1:
@@ -41,23 +61,22 @@ class MLXShapeOps:
     view = reshape
 
     def permute(self, x, dims):
-        dims = [norm_dim(d, x.ndim) for d in dims]
-        if sorted(dims) != list(range(x.ndim)):
-            raise ShapeError(f"permute(): dims {list(dims)} are not a permutation of the "
-                             f"{x.ndim} dims of the input")
-        return mx.transpose(x, dims, stream=self.s)
+        return mx.transpose(x, _permutation(tuple(dims), x.ndim), stream=self._stream or self.s)
 
     def transpose(self, x, dim0, dim1):
         n = x.ndim
         if n >= 2 and -n <= dim0 < n and -n <= dim1 < n:  # norm_dim's checks, inlined for the per-op path
-            return mx.swapaxes(x, dim0 % n, dim1 % n, stream=self.s)
+            return mx.swapaxes(x, dim0 % n, dim1 % n, stream=self._stream or self.s)
         if x.ndim < 2:
             norm_dim(dim0, x.ndim), norm_dim(dim1, x.ndim)
             return x
         return mx.swapaxes(x, norm_dim(dim0, x.ndim), norm_dim(dim1, x.ndim), stream=self.s)
 
     def unsqueeze(self, x, dim):
-        return mx.expand_dims(x, norm_dim(dim, x.ndim + 1), stream=self.s)
+        n = x.ndim + 1
+        if dim.__class__ is not int or not -n <= dim < n:  # norm_dim's checks, inlined for the per-op path
+            dim = norm_dim(dim, n)
+        return mx.expand_dims(x, dim % n, stream=self._stream or self.s)
 
     def squeeze(self, x, dim=None):
         if dim is None:

@@ -23,14 +23,17 @@ The orders reproduced here, measured against torch 2.13 on x86-64:
 Each helper answers ``None`` where its order is not reproduced (larger reductions, other
 layouts): the caller keeps MLX's own sum. Must never import torch or the facade; used only by
 the MLX executor, on CPU streams of x86-64 machines (elsewhere torch's kernels add in other
-orders: see :data:`ENABLED`).
+orders: see :data:`ENABLED`), while the config's ``[backends.mlx] summation`` is ``"torch"`` (the
+default; ``"native"`` keeps MLX's own order everywhere: :func:`in_force`).
 """
 
 from __future__ import annotations
 
+import math
 import platform
 
 import mlx.core as mx
+import numpy as np
 
 from ._cpu_rounding import compiled
 
@@ -38,6 +41,14 @@ ENABLED = platform.machine().lower() in ("x86_64", "amd64")  # torch's AVX2 kern
 LANES = 8  # floats per vector in torch's AVX2 sum kernel
 GRAIN = 32768  # aten's GRAIN_SIZE: larger reductions may be split between threads (another order)
 MAX_DOT = 8000  # MKL's sdot order measured up to 8000 elements (8192 and more: another order)
+
+
+def in_force() -> bool:
+    """Whether float32 sums add in torch's order: on x86-64 (:data:`ENABLED`) while the config's
+    ``[backends.mlx] summation`` (``TDX_MLX_SUMMATION``) is ``"torch"``, the default."""
+    from ... import config
+
+    return ENABLED and config.current()["backends.mlx.summation"] == "torch"
 
 
 def _running(x, s):
@@ -161,7 +172,8 @@ def over_axes(x, axes, s):
         out = column_sums(mx.reshape(x, (inner, outer), stream=s), s)
     else:
         return None
-    return None if out is None else mx.reshape(out, kept, stream=s)
+    # torch's accumulators start at +0.0: a sum of -0.0s is +0.0 (a running sum from its first element keeps -0.0)
+    return None if out is None else mx.add(mx.reshape(out, kept, stream=s), 0.0, stream=s)
 
 
 def dot(a, b, s):
@@ -247,3 +259,137 @@ def summed(x, axes, s):
 def dotted(a, b, s):
     """:func:`dot`, compiled per (length, stream) once a length repeats."""
     return _per_shape(("dot", a.shape[0], str(s)), lambda u, v: dot(u, v, s), (a, b))
+
+
+# --- per-shape plans: the cheapest graph that adds in torch's order -----------------------------------
+# A plan is decided once per (shape, axes, keepdim). MLX's CPU sum adds each row left to right, from
+# zero (checked once per stream: :func:`_adds_in_order`), which is torch's order where
+# :func:`_left_to_right` says so (rows of up to 4 elements or of exactly 8, columns of up to 4 rows, or
+# of up to 16 rows in whole blocks of columns): MLX's own sum is then the plan. Rows of 32 to 512
+# elements in whole vectors (one cascade chunk per accumulator) take three sums of a reshape, one per
+# level of torch's order (:func:`_vector_levels`). Every other shape takes the compiled graph of
+# :func:`summed`. A plan other than that graph is also checked against the graph on random probes of
+# its shape before it is used. A small reduction then costs one to three MLX ops instead of ~20.
+
+PROBE_LIMIT = 1 << 14  # larger reductions take the compiled graph (their arithmetic outweighs the graph)
+_PROBES = 6
+_IN_ORDER: dict = {}  # stream -> whether MLX's sum adds left to right on it
+
+
+def _adds_in_order(s) -> bool:
+    """Whether MLX's sum on stream ``s`` adds a row, a column and a middle axis left to right from zero:
+    ``1`` followed by ``2**-24``s stays ``1`` only then (any pair of the small ones added first, or a
+    lane of their own, gives more)."""
+    known = _IN_ORDER.get(s)
+    if known is None:
+        row = np.full(40, 2.0 ** -24, np.float32)
+        row[0] = 1.0
+        grid = mx.array(np.stack([row, row[::-1]]))  # the second reversed: its 1 comes last, (tiny sums) + 1
+        cube = mx.array(np.broadcast_to(row[None, :, None], (2, 40, 3)).copy())
+        sums = [mx.sum(grid, axis=1, stream=s), mx.sum(mx.transpose(grid, stream=s), axis=0, stream=s),
+                mx.sum(mx.array(np.ascontiguousarray(np.stack([row, row[::-1]]).T)), axis=0, stream=s),
+                mx.sum(cube, axis=1, stream=s), mx.sum(mx.array(row), stream=s)]
+        want = np.float32(1.0), np.float32(1.0 + 39 * 2.0 ** -24)
+        known = _IN_ORDER[s] = bool(all(np.array_equal(np.array(v).ravel()[:2], want) for v in sums[:3])
+                                    and np.all(np.array(sums[3]) == 1.0) and np.array(sums[4]) == 1.0)
+    return known
+
+
+def _left_to_right(shape, axes) -> bool:
+    """Whether torch's order for the sum of ``shape`` over ``axes`` (trailing or leading) is each sum's
+    elements added left to right from zero. A sum of one element is not: MLX copies it (``-0.0`` stays),
+    torch adds it to zero."""
+    nd, k = len(shape), len(axes)
+    if list(axes) == list(range(nd - k, nd)):  # rows: a contiguous run each
+        n = math.prod(shape[nd - k:])
+        return 2 <= n <= 4 or n == LANES  # up to 4 scalars, or one whole vector: nothing interleaves
+    if list(axes) == list(range(k)):  # columns
+        rows = math.prod(shape[:k])
+        cols = math.prod(shape) // rows
+        if cols == 1:
+            return 2 <= rows <= 4 or rows == LANES
+        block = 4 * LANES if cols >= LANES else 4
+        return 2 <= rows <= 4 or (2 <= rows <= 16 and cols % block == 0)  # one cascade chunk per block
+    return False
+
+
+def _probe_data(shape, k):
+    rng = np.random.default_rng(k)
+    return mx.array((rng.standard_normal(shape) * np.exp2(rng.integers(-12, 13, shape))).astype(np.float32))
+
+
+def _vector_levels(shape, axes, out_shape, s):
+    """The three-level form of torch's order for rows of ``n`` elements, ``n`` a multiple of 32 up to 512:
+    each of the 4 accumulators sums its vectors (one level), each lane sums the 4 accumulators, the
+    row sums its 8 lanes, each level a left-to-right MLX ``sum``. None for other layouts."""
+    nd = len(shape)
+    if list(axes) != list(range(nd - len(axes), nd)):
+        return None
+    n = math.prod(shape[a] for a in axes)
+    groups = n // (4 * LANES)
+    if n % (4 * LANES) or not 1 <= groups <= 16:
+        return None
+    lead = tuple(shape[: nd - len(axes)])
+    if tuple(out_shape) != lead:  # keepdim: the sums reshaped
+        def fn(x, _sum=mx.sum, _reshape=mx.reshape):
+            y = _reshape(x, lead + (groups, 4, LANES), stream=s)
+            return _reshape(_sum(_sum(_sum(y, axis=-3, stream=s), axis=-2, stream=s), axis=-1, stream=s), out_shape,
+                            stream=s)
+    elif groups > 1:
+        view = lead + (groups, 4, LANES)
+
+        def fn(x, _sum=mx.sum, _reshape=mx.reshape):
+            return _sum(_sum(_sum(_reshape(x, view, stream=s), axis=-3, stream=s), axis=-2, stream=s), axis=-1,
+                        stream=s)
+    else:  # one vector per accumulator
+        view = lead + (4, LANES)
+
+        def fn(x, _sum=mx.sum, _reshape=mx.reshape):
+            return _sum(_sum(_reshape(x, view, stream=s), axis=-2, stream=s), axis=-1, stream=s)
+
+    return fn
+
+
+def plan(shape, axes, keepdim, s):
+    """How to sum a float32 array of ``shape`` over ``axes`` in torch's order on stream ``s``.
+
+    Args:
+        shape: the array's shape (non-empty, at least 1-D).
+        axes: the reduced axes (normalized, none repeated).
+        keepdim: whether the reduced axes stay as size-1 dims.
+        s: a CPU stream.
+
+    Returns:
+        ``(fn, final)``: ``fn(x)`` is the sum with the result's shape; ``final`` says whether the plan
+        may be cached (False while an outer transformation traces the call: the checks cannot run).
+    """
+    axes = tuple(sorted(axes))
+    kept = tuple(1 if a in axes else d for a, d in enumerate(shape))
+    out_shape = kept if keepdim else tuple(d for a, d in enumerate(shape) if a not in axes)
+    ax = list(axes)
+
+    def own(x, _sum=mx.sum):  # MLX's own sum
+        return _sum(x, axis=ax, keepdims=keepdim, stream=s)
+
+    def graph(x):  # the compiled graph of torch's order, or MLX's own sum where it is not reproduced
+        out = summed(x, axes, s)
+        return own(x) if out is None else mx.reshape(out, out_shape, stream=s)
+
+    try:
+        if math.prod(shape) > PROBE_LIMIT or not _adds_in_order(s):
+            return graph, True
+        if over_axes(mx.zeros(shape, mx.float32), axes, s) is None:  # torch's order not reproduced (no eval)
+            return own, True
+        candidate = own if _left_to_right(shape, axes) else _vector_levels(shape, axes, out_shape, s)
+        if candidate is None:
+            return graph, True
+        probes = [_probe_data(shape, k) for k in range(_PROBES)]
+        pairs = [(candidate(p), mx.reshape(over_axes(p, axes, s), out_shape, stream=s)) for p in probes]
+        mx.eval(pairs)
+        if all(np.array_equal(np.array(c).view(np.uint32), np.array(r).view(np.uint32)) for c, r in pairs):
+            return candidate, True
+        return graph, True
+    except (RuntimeError, ValueError) as err:
+        if "transformation" not in str(err):
+            raise
+        return graph, False  # traced: decided on a later call
