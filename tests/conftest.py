@@ -21,6 +21,8 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
+    config.addinivalue_line("markers", "float64: the test holds float64 on its device, or needs torch's rounding, "
+                                       "which MLX reproduces with float64 arithmetic; skipped where the device has none")
     if config.getoption("--mlx-as-gpu"):
         _declare_mlx_cpu_as_gpu()
 
@@ -47,15 +49,21 @@ def _declare_mlx_cpu_as_gpu() -> None:
 
 
 def pytest_runtest_setup(item):
-    """A row whose ``dtype`` the device does not hold (float64 on an MLX GPU) skips, naming both: the
-    refusal itself is tested apart (``test_float64_refused_where_missing``)."""
+    """A row whose ``dtype`` the device does not hold (float64 on an MLX GPU) skips, naming both, as does a
+    test marked ``float64`` on a device without it: the refusal itself is tested apart
+    (``test_float64_refused_where_missing``)."""
     params = getattr(getattr(item, "callspec", None), "params", {})
     device, dtype = params.get("device"), params.get("dtype")
-    if not (isinstance(device, str) and isinstance(dtype, str) and dtype in _DTYPE_NAMES):
+    if not isinstance(device, str):
         return
     row = next((r for r in tdx.backends.available() if r.device == device), None)
-    if row is not None and row.available and dtype not in tdx.backends.get(device).caps.dtypes:
+    if row is None or not row.available:
+        return
+    caps = tdx.backends.get(device).caps
+    if isinstance(dtype, str) and dtype in _DTYPE_NAMES and dtype not in caps.dtypes:
         pytest.skip(f"{device} holds no {dtype}")
+    if not caps.float64 and item.get_closest_marker("float64") is not None:
+        pytest.skip(f"{device} has no float64, which this test holds or rounds through")
 
 
 _DTYPE_NAMES = frozenset({"float16", "bfloat16", "float32", "float64", "complex64", "complex128", "int8", "int16",

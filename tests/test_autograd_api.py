@@ -276,6 +276,7 @@ def test_backward_function_and_inputs(device):
 
 
 # gradcheck -----------------------------------------------------------------------------------------------
+@pytest.mark.float64
 def test_gradcheck_and_gradgradcheck(device):
     x = tdx.tensor(RNG.uniform(0.5, 1.5, (2, 3)), device=device, dtype=tdx.float64, requires_grad=True)
     y = tdx.tensor(RNG.uniform(0.5, 1.5, (3,)), device=device, dtype=tdx.float64, requires_grad=True)

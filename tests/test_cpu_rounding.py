@@ -18,6 +18,7 @@ def _bits(x):
 
 
 @pytest.mark.parametrize("alpha", [0.37, -1.3e-3, 3, 1e-8])
+@pytest.mark.float64
 def test_add_sub_alpha_round_once_as_torch(device, alpha):
     a = RNG.standard_normal(1000).astype(np.float32)
     b = RNG.standard_normal(1000).astype(np.float32)
@@ -55,6 +56,7 @@ def test_add_alpha_keeps_promotion_and_integers(device):
         tdx.add(tdx.tensor([1, 2], device=device), tdx.tensor([3, 4], device=device), alpha=0.5)
 
 
+@pytest.mark.float64
 def test_tanh_and_its_derivative_round_as_torch(device):
     a = (RNG.standard_normal(20000) * 2).astype(np.float32)
     x = tdx.tensor(a, device=device, requires_grad=True)

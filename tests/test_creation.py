@@ -17,6 +17,7 @@ DATA = [[1, 2, 3], [1.5, -2.0], [True, False], 3, 2.5, True, [[1, 2], [3, 4]], [
 
 
 @pytest.mark.parametrize("data", DATA, ids=lambda d: repr(d)[:30])
+@pytest.mark.float64
 def test_tensor_infers_dtype_like_torch(device, data):
     check(lambda: tdx.tensor(data, device=device), lambda: torch.tensor(data))
 

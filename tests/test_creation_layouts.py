@@ -11,6 +11,7 @@ import tdx
 
 @pytest.mark.parametrize("size,order", [((2, 3, 4), (2, 0, 1)), ((2, 3, 4, 5), (0, 2, 3, 1)), ((5,), (0,)),
                                         ((), ()), ((0, 3), (1, 0))])
+@pytest.mark.float64
 def test_empty_permuted_strides(device, size, order):
     expected = torch.empty_permuted(size, order, dtype=torch.float64, requires_grad=True)
     got = tdx.empty_permuted(size, order, dtype=tdx.float64, device=device, requires_grad=True)

@@ -151,6 +151,7 @@ def test_statistics_match_torch(name, device):
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.float64
 def test_seeded_sample_shape_dtype_support(name, device):
     """sample((4,)) has torch's shape and dtype, lies in the support, and a seed repeats it."""
     dt, dx = _make(name, torch), _make(name, tdx, device)

@@ -163,6 +163,7 @@ def test_inplace_keeps_identity(device):
 @pytest.mark.parametrize("op", ["addcmul", "addcdiv"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("value", [1, 0.1, -3])
+@pytest.mark.float64
 def test_addcmul_addcdiv_round_as_torch(device, op, dtype, value):
     """The optimizers' update ops, out of place and in place (broadcast operands too), bit for bit
     torch's: ``self + value * t1 * t2`` (or ``/ t2``) rounded in torch's kernel's order. torch's
@@ -185,6 +186,7 @@ def test_addcmul_addcdiv_round_as_torch(device, op, dtype, value):
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("weight", [0.1, 0.001, -0.7, 0.5, 0.9, 2.5])
+@pytest.mark.float64
 def test_lerp_rounds_as_torch(device, dtype, weight):
     """``lerp`` with a number weight (the optimizers' moving averages), out of place, in place and
     its gradients: float32 bit for bit torch's (one fused multiply-add, ``weight - 1`` from 0.5 up);

@@ -22,6 +22,7 @@ def bits_equal(got, expected):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.float64
 def test_nextafter_bit_exact(device, dtype):
     ta, tb = (torch.tensor(v).to(getattr(torch, dtype)) for v in (A, B))
     xa, xb = (tdx.tensor(v, device=device).to(getattr(tdx, dtype)) for v in (A, B))
@@ -30,6 +31,7 @@ def test_nextafter_bit_exact(device, dtype):
     bits_equal(xa.clone().nextafter_(xb), ta.clone().nextafter_(tb))
 
 
+@pytest.mark.float64
 def test_nextafter_broadcast_and_promotion(device):
     ta, tb = torch.tensor(A, dtype=torch.float32).reshape(3, 4), torch.tensor([np.inf, -np.inf, 0.0, 1.0])
     xa, xb = tdx.tensor(A, device=device).float().reshape(3, 4), tdx.tensor([np.inf, -np.inf, 0.0, 1.0], device=device)
@@ -46,6 +48,7 @@ def test_nextafter_refuses_like_torch(device):
     assert isinstance(err.value, tdx.TdxError)
 
 
+@pytest.mark.float64
 def test_nextafter_gradient(device):
     ta = torch.tensor([[1.0, -2.0, 0.5]], dtype=torch.float64, requires_grad=True)
     tb = torch.tensor([[3.0], [0.0]], dtype=torch.float64, requires_grad=True)

@@ -302,6 +302,7 @@ CONVERT = {"float": lambda m, x: x.float(), "half": lambda m, x: x.half(), "bflo
 @pytest.mark.parametrize("name", sorted(CONVERT))
 @SETTINGS
 @given(shape=shapes, dtype=dtypes, seed=seeds)
+@pytest.mark.float64
 def test_conversion_grads(device, name, shape, dtype, seed):
     assume(supported(device, dtype) and (name != "double" or supported(device, "float64")))
     grad_check(device, dtype, [floats(shape, seed)], CONVERT[name], seed)

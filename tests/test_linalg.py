@@ -39,7 +39,7 @@ def _mk(m, arrays, device, dtype, grad):
     out = []
     for a in arrays:
         if isinstance(a, np.ndarray) and a.dtype.kind == "f":
-            t = (m.tensor(a, device=device) if m is tdx else torch.tensor(a)).to(getattr(m, dtype))
+            t = m.tensor(a, dtype=getattr(m, dtype), device=device) if m is tdx else torch.tensor(a).to(getattr(m, dtype))
             out.append(t.requires_grad_() if grad else t)
         elif isinstance(a, np.ndarray):
             out.append(m.tensor(a, device=device) if m is tdx else torch.tensor(a))
@@ -220,6 +220,7 @@ def test_values_and_gradients(device, name, dtype):
             assert_close(g.grad, w.grad, msg=f"{name} grad", **GTOL[dtype])
 
 
+@pytest.mark.float64
 def test_named_tuples_and_int_outputs(device):
     a = tdx.tensor(_mat((3, 3), 1), device=device).float()
     ref = torch.tensor(_mat((3, 3), 1)).float()
@@ -257,6 +258,7 @@ def test_singular_is_linalg_error_on_mlx():
         LA.inv(x)
 
 
+@pytest.mark.float64
 def test_mlx_eig_float64_raises():
     x = tdx.tensor(_mat((3, 3), 0), device="mlx:cpu").double()
     with pytest.raises(tdx.DtypeError, match="complex128"):
@@ -288,6 +290,7 @@ def test_ldl_factor_and_solve(device, shape, scale, dtype):
 
 @pytest.mark.parametrize("name, method", [("lstsq", True), ("solve", True), ("eig", True), ("symeig", True),
                                           ("matrix_rank", False)])
+@pytest.mark.float64
 def test_removed_torch_functions_raise_like_torch(device, name, method):
     """torch 2 keeps these pre-1.9 names only to raise, pointing at torch.linalg."""
     a = tdx.tensor(_mat((3, 3), 4), device=device)
@@ -307,6 +310,7 @@ def test_removed_torch_functions_raise_like_torch(device, name, method):
                                 lambda m, x: m.logdet(x), lambda m, x: x.diagonal(dim1=-2, dim2=-1),
                                 lambda m, x: m.linalg.diagonal(x)])
 @pytest.mark.parametrize("shape", [(0, 5, 5), (0, 1, 1), (3, 0, 0)])
+@pytest.mark.float64
 def test_gradients_of_empty_batches(device, fn, shape):
     """MLX's derivative of a diagonal traps (SIGFPE) on empty input: the process must survive, with torch's
     (empty or zero) results and gradients."""
@@ -319,6 +323,7 @@ def test_gradients_of_empty_batches(device, fn, shape):
     assert_close(got_x.grad, want_x.grad, **TOL["float64"])
 
 
+@pytest.mark.float64
 def test_lstsq_singular_values_not_differentiable(device):
     a = tdx.tensor(_mat((4, 3), 2), device=device).requires_grad_()
     ref = torch.tensor(_mat((4, 3), 2)).requires_grad_()

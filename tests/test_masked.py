@@ -107,6 +107,7 @@ def test_fully_masked_identities(device):
                                      mask=torch.tensor([[True, True, True, False]])))
 
 
+@pytest.mark.float64
 def test_integer_inputs_and_dtype_argument(device):
     a = RNG.integers(-5, 6, (4, 5))
     mk, mt = _masks(device)
@@ -127,6 +128,7 @@ def test_integer_inputs_and_dtype_argument(device):
                  **TOL["float32"])
 
 
+@pytest.mark.float64
 def test_broadcast_mask_no_mask_and_options(device):
     x, t = _pair(A, device, "float64")
     row = np.array([True, False, True, True, False])
@@ -152,6 +154,7 @@ def test_broadcast_mask_no_mask_and_options(device):
     assert_close(M.sum(s, mask=tdx.tensor(False, device=device)), torch.masked.sum(st, mask=torch.tensor(False)))
 
 
+@pytest.mark.float64
 def test_bad_input(device):
     x = tdx.tensor(A, device=device)
     with pytest.raises(tdx.TdxError) as err:

@@ -182,6 +182,7 @@ BINARY = ["logaddexp", "logaddexp2", "hypot", "fmax", "fmin", "copysign", "xlogy
 @pytest.mark.parametrize("name", BINARY)
 @SETTINGS
 @given(shape2=broadcastable(2), dts=st.tuples(dtypes, dtypes), seed=seeds, special=st.booleans())
+@pytest.mark.float64
 def test_binary(device, name, shape2, dts, seed, special):
     assume(supported(device, *dts) and (name != "float_power" or supported(device, "float64")))
     if name == "heaviside" and special:
@@ -199,6 +200,7 @@ def test_binary(device, name, shape2, dts, seed, special):
 @SETTINGS
 @given(shape=shapes, dtype=dtypes, seed=seeds, scalar=st.sampled_from([2, -1.5, 0.0, -0.0, True, 2.5]),
        first=st.booleans())
+@pytest.mark.float64
 def test_binary_with_number(device, name, shape, dtype, seed, scalar, first):
     assume(supported(device, dtype) and (name != "float_power" or supported(device, "float64")))
     (x,), (t,) = pairs([values(shape, dtype, seed, special=True)], device, [dtype])
@@ -523,6 +525,7 @@ INPLACE = {
 @pytest.mark.parametrize("case", sorted(INPLACE))
 @SETTINGS
 @given(dts=st.tuples(dtypes, dtypes), seed=seeds)
+@pytest.mark.float64
 def test_inplace(device, case, dts, seed):
     """In-place variants write into self, with torch's cast and no-broadcast-of-self rules."""
     assume(supported(device, *dts) and (case != "float_power_" or supported(device, "float64")))
@@ -614,6 +617,7 @@ ERRORS = _error_cases()
 
 
 @pytest.mark.parametrize("case", sorted(ERRORS))
+@pytest.mark.float64
 def test_errors_match_torch(device, case):
     """Where torch raises, tdx raises a TdxError of the same builtin kind (naming what was wrong)."""
     arrays, fn = ERRORS[case]
@@ -692,6 +696,7 @@ GRADS = {
 @pytest.mark.parametrize("name", sorted(GRADS))
 @GRAD_SETTINGS
 @given(dtype=st.sampled_from(FLOATS), seed=seeds)
+@pytest.mark.float64
 def test_grads(device, name, dtype, seed):
     assume(supported(device, dtype) and (name != "float_power" or supported(device, "float64")))
     shapes_, ranges, fn = GRADS[name]

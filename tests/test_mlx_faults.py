@@ -249,6 +249,7 @@ def test_quieter_faults_match_torch(device, case):
     _same(lambda: mine(device), theirs)
 
 
+@pytest.mark.float64
 def test_numpy_float64_scalar_keeps_its_dtype(device):
     for value in (np.float64(3.0), np.float32(2.0), np.int16(4)):
         assert tdx.tensor(value, device=device).dtype.name == str(torch.tensor(value).dtype).split(".")[1]
@@ -448,6 +449,7 @@ _DTYPE_REFUSALS = {
 
 
 @pytest.mark.parametrize("case", list(_DTYPE_REFUSALS))
+@pytest.mark.float64
 def test_dtype_refusals_and_missing_sizes_as_torch(device, case):
     fn = _DTYPE_REFUSALS[case]
     _same(lambda: fn(tdx, {"device": device}), lambda: fn(torch, {}))

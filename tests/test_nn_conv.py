@@ -361,6 +361,7 @@ def test_resampling_modules(device, name, args, kw, shape):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("training", [True, False])
 @pytest.mark.parametrize("shape", [(4, 3, 5, 6), (6, 3), (3, 3, 4)])
+@pytest.mark.float64
 def test_batch_norm(device, dtype, training, shape):
     rm, rv = u(3, seed=5), np.abs(u(3, seed=6)) + 0.5
     out = {}
@@ -379,6 +380,7 @@ def test_batch_norm(device, dtype, training, shape):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("use_input_stats", [True, False])
+@pytest.mark.float64
 def test_instance_norm(device, dtype, use_input_stats):
     rm, rv = u(3, seed=5), np.abs(u(3, seed=6)) + 0.5
     out = {}

@@ -12,6 +12,7 @@ import torch
 import tdx
 
 
+@pytest.mark.float64
 def test_hardsigmoid_float64_gradient_bit_for_bit(device):
     x = np.linspace(-4, 4, 33)
     t = torch.tensor(x, requires_grad=True)
@@ -41,6 +42,7 @@ def test_normal_layout(device):
     assert isinstance(err.value, tdx.TdxError) and "layout" in str(err.value)
 
 
+@pytest.mark.float64
 def test_pdist_of_one_row_keeps_the_graph(device):
     t = torch.ones(1, 3, dtype=torch.float64, requires_grad=True)
     x = tdx.ones(1, 3, dtype=tdx.float64, device=device).requires_grad_()
@@ -52,6 +54,7 @@ def test_pdist_of_one_row_keeps_the_graph(device):
     np.testing.assert_array_equal(x.grad.cpu().numpy(), t.grad.numpy())
 
 
+@pytest.mark.float64
 def test_triplet_margin_with_a_distance_module(device):
     rng = np.random.default_rng(0)
     a, p, n = (rng.normal(size=(4, 5)) for _ in range(3))
@@ -63,6 +66,7 @@ def test_triplet_margin_with_a_distance_module(device):
     np.testing.assert_allclose(got.item(), expected.item(), rtol=1e-12)
 
 
+@pytest.mark.float64
 def test_div_floor_gradient_is_zero(device):
     """torch: div(rounding_mode="floor") has a zero derivative (floor_divide, ``//``, has none)."""
     t = torch.tensor([3.5, -5.0, 7.0], dtype=torch.float64, requires_grad=True)

@@ -50,6 +50,7 @@ def _is_cpu(device):
 
 
 @pytest.mark.parametrize("name,shape,kw", RANDOM, ids=_ids(RANDOM))
+@pytest.mark.float64
 def test_random_init_matches_torch(device, name, shape, kw):
     tdx.manual_seed(123)
     t = tdx.empty(*shape, device=device)
@@ -79,6 +80,7 @@ def test_random_init_matches_torch(device, name, shape, kw):
 
 @pytest.mark.parametrize("name", ["uniform_", "normal_", "trunc_normal_", "xavier_uniform_", "xavier_normal_",
                                   "kaiming_uniform_", "kaiming_normal_", "orthogonal_"])
+@pytest.mark.float64
 def test_generator_argument(device, name):
     g = tdx.Generator(device=device)
     g.manual_seed(5)

@@ -101,6 +101,7 @@ def test_local_response_norm_int64(device, shape):
 @pytest.mark.parametrize("fn,shape", [("dropout1d", (4, 6, 5)), ("dropout1d", (6, 5)), ("dropout2d", (4, 6, 3, 2)),
                                       ("dropout3d", (4, 6, 2, 2, 2)), ("dropout3d", (6, 2, 2, 2)),
                                       ("feature_alpha_dropout", (4, 6, 3))])
+@pytest.mark.float64
 def test_channel_dropout(device, fn, shape):
     x = tdx.tensor(u(*shape, lo=0.5, hi=1.5), device=device).float().requires_grad_(True)
     f = getattr(F(tdx), fn)
@@ -131,6 +132,7 @@ def test_channel_dropout(device, fn, shape):
         raises_like(lambda: f(tdx.ones(2, 3, 4, 5, device=device)), lambda: F(torch).dropout1d(torch.ones(2, 3, 4, 5)))
 
 
+@pytest.mark.float64
 def test_rrelu_and_gumbel_softmax(device):
     x = tdx.tensor(u(200, lo=-2, hi=2), device=device).requires_grad_(True)
     xt = torch.tensor(x.detach().numpy())
@@ -221,6 +223,7 @@ def test_activation_modules(device, dtype, i):
 
 
 @pytest.mark.parametrize("i", range(len(INPLACE)))
+@pytest.mark.float64
 def test_inplace_activation_modules(device, i):
     """``inplace=True``: the module writes into a non-leaf input and returns it; gradients still torch's."""
     ref, mod = INPLACE[i](torch).eval(), INPLACE[i](tdx).eval()
@@ -300,6 +303,7 @@ def test_lazy_linear(device):
     assert tuple(mod.weight.grad.shape) == (3, 4)
 
 
+@pytest.mark.float64
 def test_embedding_from_pretrained(device):
     arr = u(4, 3)
     for freeze in (True, False):
@@ -323,6 +327,7 @@ DROPOUTS = [("Dropout", (8, 50)), ("Dropout1d", (8, 6, 5)), ("Dropout2d", (8, 6,
 
 
 @pytest.mark.parametrize("name,shape", DROPOUTS)
+@pytest.mark.float64
 def test_dropout_modules_train_eval(device, name, shape):
     mod = getattr(tdx.nn, name)(p=0.5)
     x = tdx.tensor(u(*shape, lo=0.5, hi=1.5), device=device).float()
@@ -363,6 +368,7 @@ def test_module_errors(device):
         tdx.nn.Embedding(3, 2, sparse=True)
 
 
+@pytest.mark.float64
 def test_training_idioms(device):
     """A small model built from the modules trains like torch's: ``model.to(device)``, ``zero_grad``,
     ``p.grad.zero_()``, ``p.data.add_`` steps; the loss curve follows torch's."""

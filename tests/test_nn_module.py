@@ -311,6 +311,7 @@ def test_repr_matches_torch(device):
     assert repr(pdict) == repr(tdict).replace("torch.", "tdx.")
 
 
+@pytest.mark.float64
 def test_parameter_repr_and_type(device):
     p = nn.Parameter(tdx.tensor([1.0, 2.5], device=device))
     want = repr(torch.nn.Parameter(torch.tensor([1.0, 2.5])))
@@ -335,6 +336,7 @@ def test_parameter_repr_and_type(device):
     assert not isinstance(tdx.ones(1), (nn.Parameter, nn.Buffer))
 
 
+@pytest.mark.float64
 def test_uninitialized_parameter(device):
     u = nn.UninitializedParameter(device=device)
     assert nn.parameter.is_lazy(u) and repr(u) == "<UninitializedParameter>"
@@ -410,6 +412,7 @@ def test_deepcopy_and_pickle(device):
 
 
 # conversion ---------------------------------------------------------------------------------------
+@pytest.mark.float64
 def test_to_device_keeps_parameter_identity(device):
     net = build(nn, "cpu")
     params = list(net.parameters())

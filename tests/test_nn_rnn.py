@@ -228,6 +228,7 @@ def test_dropout_between_layers(device):
         assert_close(a, tm(x_t)[0].detach(), rtol=0, atol=0)
 
 
+@pytest.mark.float64
 def test_errors_are_typed(device):
     xm = xnn.LSTM(3, 4).to(device)
     with pytest.raises(RuntimeError, match="input.size\\(-1\\) must be equal to input_size") as e:
@@ -290,6 +291,7 @@ def test_pack_and_pad_roundtrip(device, batch_first):
         XR.pad_packed_sequence(xp, total_length=2)
 
 
+@pytest.mark.float64
 def test_pack_sequence_and_unpack(device):
     seqs_t = [rand(n, 3, seed=n) for n in (2, 5, 3)]
     seqs = [to_tdx(s, device) for s in seqs_t]

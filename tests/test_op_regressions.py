@@ -20,6 +20,7 @@ X = [[1.23456, -2.5, 0.125], [3.14159, 0.5, -7.77777]]
 
 
 @pytest.mark.parametrize("decimals", [0, 1, 3, -1])
+@pytest.mark.float64
 def test_round_decimals(device, decimals):
     check(lambda: tdx.round(tdx.tensor(X, device=device), decimals=decimals),
           lambda: torch.round(torch.tensor(X), decimals=decimals))
@@ -64,6 +65,7 @@ def test_randint_float_dtype(device):
 
 
 @pytest.mark.parametrize("correction", [0.5, 1.5, 0, 2])
+@pytest.mark.float64
 def test_std_var_float_correction(device, correction):
     for dim in (None, 0, 1):
         check(lambda: tdx.tensor(X, device=device).std(dim, correction=correction),

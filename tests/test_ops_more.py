@@ -121,6 +121,7 @@ def test_unary(device, name, shape, dtype, seed, special):
 
 
 @pytest.mark.parametrize("case", sorted(EDGE_CASES), ids=lambda g: f"{g[0]}-{g[1]}")
+@pytest.mark.float64
 def test_dtype_edge_cases(device, case):
     """Each executor gives torch's result, or torch's error kind, where its framework differs."""
     dtype = case[1]
@@ -235,6 +236,7 @@ def test_scan(device, name, shape, dtype, seed, data, out):
 @SETTINGS
 @given(shape=shapes, dtype=st.sampled_from(ALL), seed=seeds, data=st.data(),
        out=st.sampled_from([None, "float32", "float64"]))
+@pytest.mark.float64
 def test_softmax(device, name, shape, dtype, seed, data, out):
     assume(supported(device, dtype))
     x, t = make(values(shape, dtype, seed, special=data.draw(st.booleans())), device, dtype)

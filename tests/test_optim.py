@@ -144,6 +144,7 @@ def _to_tdx(obj, device="cpu"):
 
 
 @pytest.mark.parametrize("name,kwargs", CONFIGS, ids=IDS)
+@pytest.mark.float64
 def test_training_matches_torch(device, name, kwargs):
     pair = Pair(name, kwargs, device)
     for i in range(STEPS):
@@ -152,6 +153,7 @@ def test_training_matches_torch(device, name, kwargs):
 
 
 @pytest.mark.parametrize("name,kwargs", CONFIGS, ids=IDS)
+@pytest.mark.float64
 def test_state_dict_layout_and_crossing(device, name, kwargs):
     pair = Pair(name, kwargs, device)
     for _ in range(3):
@@ -187,6 +189,7 @@ def test_state_dict_layout_and_crossing(device, name, kwargs):
 
 @pytest.mark.parametrize("line_search_fn", [None, "strong_wolfe"])
 @pytest.mark.parametrize("history_size", [3, 100])
+@pytest.mark.float64
 def test_lbfgs_closure(device, line_search_fn, history_size):
     d = _data(1)
     tp = {k: torch.tensor(d[k], requires_grad=k in ("w1", "b1", "w2")) for k in d}
@@ -424,6 +427,7 @@ def _adam_run(lib, device, name, kwargs, fused=True):
 
 
 @pytest.mark.parametrize("name,kwargs", ADAM_UPDATES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(ADAM_UPDATES)])
+@pytest.mark.float64
 def test_adam_update_with_given_gradients(device, name, kwargs, monkeypatch):
     """The update arithmetic alone (gradients handed in, no backward), 8 steps of changing bias
     corrections. cpu: bit for bit torch's. Elsewhere the moments are torch's bit for bit while they

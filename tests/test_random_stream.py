@@ -54,6 +54,7 @@ DRAWS = {
 
 
 @pytest.mark.parametrize("name", sorted(DRAWS))
+@pytest.mark.float64
 def test_every_random_op_draws_torchs_numbers(device, name):
     for seed in SEEDS:
         for form in DRAWS[name]:

@@ -33,6 +33,7 @@ def _same_bits(got, expected):
 # floor division ------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("a, b", [(1.5, 0.1), (-1.5, INF), (INF, -1.5), (-0.0, 3.0), (0.0, -3.0), (5.0, 0.0),
                                   (-5.0, -0.0), (NAN, 1.0), (7.0, 2.5), (-7.0, 2.5), (1e-30, 1e30)])
+@pytest.mark.float64
 def test_floor_division_is_pythons(device, a, b):
     x = tdx.tensor([a], device=device)
     t = torch.tensor([a])
@@ -43,6 +44,7 @@ def test_floor_division_is_pythons(device, a, b):
     _same_bits(x.fmod(b), t.fmod(b))
 
 
+@pytest.mark.float64
 def test_floor_division_of_float16_takes_the_scalar_in_float32(device):
     x = tdx.tensor([1.5, -0.1], dtype=tdx.float16, device=device)
     t = torch.tensor([1.5, -0.1], dtype=torch.float16)
@@ -111,6 +113,7 @@ def test_sum_to_a_narrow_int_wraps(device, dtype):
     assert_close(x.prod(dtype=getattr(tdx, dtype)), t.prod(dtype=getattr(torch, dtype)))
 
 
+@pytest.mark.float64
 def test_ldexp_promotes_as_torch(device):
     for a, b in [("int64", "float64"), ("int32", "int64"), ("float16", "int32"), ("float32", "float64")]:
         x = tdx.tensor([1, 3], dtype=getattr(tdx, a), device=device)

@@ -78,6 +78,7 @@ def test_binary_and_parametrized(device, dtype):
 
 
 @pytest.mark.parametrize("name", POLY)
+@pytest.mark.float64
 def test_polynomials(device, name):
     x, t = _pair(X["unit"], device, "float64")
     for n in (0, 1, 2, 5):
@@ -179,6 +180,7 @@ def _decimal_series(name, x):
 
 
 @pytest.mark.parametrize("name", ["bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "airy_ai"])
+@pytest.mark.float64
 def test_composed_against_decimal_series(device, name):
     if not device.startswith("mlx"):
         pytest.skip("the torch executor runs torch's kernel, itself off by up to 1.2e-6 here (see TORCH_OFF)")
@@ -188,6 +190,7 @@ def test_composed_against_decimal_series(device, name):
 
 
 @pytest.mark.parametrize("name", ["erfc", "erfcx", "ndtr", "log_ndtr", "ndtri", *GRAD_IDENTITY])
+@pytest.mark.float64
 def test_composed_gradients(device, name):
     a = X["p01"] if name == "ndtri" else np.r_[0.03, 0.5, 1.4, 2.2, 3.3, 5.5, 8.5, 12.0, 24.9, 25.5, 30.0] \
         if name in GRAD_IDENTITY else \
@@ -261,6 +264,7 @@ def test_polynomial_floating_degree_truncates(device, name):
     assert_close(got, expected, **TOL["float32"])
 
 
+@pytest.mark.float64
 def test_zeta_domain_as_torch(device):
     """Cephes' domain: inf at s == 1 and at the non-positive integer q; NaN for s < 1 and for negative q with a
     non-integer s; a negative non-integer q with an integer s is summed."""
@@ -274,6 +278,7 @@ def test_zeta_domain_as_torch(device):
     assert_close(got, torch.special.zeta(torch.tensor([3, 2]), torch.tensor([-2, 0])))
 
 
+@pytest.mark.float64
 def test_trigamma_values_and_gradient_as_torch(device):
     """polygamma(1) is torch's own series (its values to the last bits); its derivative is polygamma(2)."""
     a = np.array([1.46413656, 2.19429448, 0.42753707, -5.960539, 5.0, 30.0, -2.5, 1e-3])
@@ -286,6 +291,7 @@ def test_trigamma_values_and_gradient_as_torch(device):
 
 
 @pytest.mark.parametrize("name", ["igamma", "igammac"])
+@pytest.mark.float64
 def test_igamma_function_method_inplace(device, name):
     a, x = RNG.uniform(0.2, 6, 10), RNG.uniform(0.0, 8, 10)
     for dtype in ("float32", "float64"):

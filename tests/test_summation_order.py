@@ -35,6 +35,7 @@ def _data(shape):
 
 
 @pytest.mark.parametrize("n", [1, 3, 7, 8, 9, 16, 17, 48, 64, 100, 257, 1023, 4000])
+@pytest.mark.float64
 def test_sum_and_mean_of_everything(device, n):
     _exact(device)
     for _ in range(3):  # fresh data each time: the first call builds the order, later ones run it compiled
@@ -47,6 +48,7 @@ def test_sum_and_mean_of_everything(device, n):
 
 
 @pytest.mark.parametrize("shape", [(16, 8), (16, 3), (32, 16), (32, 1), (20, 70), (100, 5), (7, 33), (256, 20)])
+@pytest.mark.float64
 def test_sum_over_first_and_last_dims(device, shape):
     _exact(device)
     a = _data(shape)
@@ -62,6 +64,7 @@ def test_sum_over_first_and_last_dims(device, shape):
 
 
 @pytest.mark.parametrize("n", [4, 8, 12, 16, 28, 44, 64, 100, 1000, 4092])
+@pytest.mark.float64
 def test_dot(device, n):
     _exact(device)
     for _ in range(3):  # fresh data each time: the first call builds the order, later ones run it compiled
@@ -71,6 +74,7 @@ def test_dot(device, n):
 
 
 @pytest.mark.parametrize("rows,cols", [(16, 8), (32, 16), (40, 3), (64, 40)])
+@pytest.mark.float64
 def test_bias_gradient_sums_as_torch(device, rows, cols):
     """``h + b`` and ``h - b`` with a broadcast ``b`` (1-D, and as a ``(1, cols)`` row): ``b``'s
     gradient is the cotangent summed over the rows, in torch's order."""
@@ -96,6 +100,7 @@ def test_bias_gradient_sums_as_torch(device, rows, cols):
     assert np.array_equal(_bits(xb.grad), _bits(tb.grad))
 
 
+@pytest.mark.float64
 def test_mlp_first_evaluation_is_torch_bit_for_bit(device):
     """One forward and backward of a tanh MLP with a mean loss: loss and every gradient equal
     torch's bit for bit (the mean, the bias gradient; the products' sums are short enough that

@@ -50,6 +50,7 @@ def test_is_neg_follows_torchs_lazy_negation():
     assert z.conj().imag.is_neg() == torch.tensor([1 + 2j]).conj().imag.is_neg()
 
 
+@pytest.mark.float64
 def test_get_device_dim_order_and_strided_answers(device):
     x, t = _both(device)
     assert x.get_device() == tdx.get_device(x) == -1 == t.get_device()
@@ -82,6 +83,7 @@ def test_as_subclass_and_module_load(device):
     assert y.module_load(x, assign=True).tolist() == u.module_load(t, assign=True).tolist()
 
 
+@pytest.mark.float64
 def test_random_(device):
     for dtype, args, lo, hi in (("float32", (), 0, 2 ** 24), ("float32", (5,), 0, 4), ("int64", (-3, 4), -3, 3),
                                 ("uint8", (), 0, 255), ("bool", (), 0, 1), ("float64", (2, 10), 2, 9)):
@@ -184,6 +186,7 @@ def test_slice_inverse(device):
         assert_close(a[tuple(index)].slice_inverse(a, *args), want)
 
 
+@pytest.mark.float64
 def test_range_vander_frombuffer(device):
     tdx.set_default_device(device)
     try:
@@ -236,6 +239,7 @@ def test_dim_order_of_permuted_and_expanded_layouts(device):
     assert base[:, ::2].dim_order() == base_t[:, ::2].dim_order()
 
 
+@pytest.mark.float64
 def test_from_file(tmp_path, device):
     path = str(tmp_path / "values.bin")
     np.arange(10, dtype=np.float32).tofile(path)

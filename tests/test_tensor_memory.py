@@ -174,6 +174,7 @@ def test_shared_and_pinned_memory(device):
 
 # --- legacy constructors ---------------------------------------------------------------------------------------
 
+@pytest.mark.float64
 def test_new_builds_in_the_same_dtype_and_device(device):
     x = tdx.zeros(2, dtype=tdx.float64, device=device)
     t = torch.zeros(2, dtype=torch.float64)
@@ -186,6 +187,7 @@ def test_new_builds_in_the_same_dtype_and_device(device):
 
 @pytest.mark.parametrize("name", ["FloatTensor", "DoubleTensor", "LongTensor", "IntTensor", "ByteTensor",
                                   "BoolTensor", "HalfTensor", "ShortTensor", "CharTensor", "BFloat16Tensor"])
+@pytest.mark.float64
 def test_legacy_tensor_types(name, device):
     tdx.set_default_device(device)
     try:

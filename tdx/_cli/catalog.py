@@ -54,7 +54,7 @@ class Kit:
     def t(self, data, dtype=None):
         """A tensor of ``data`` as ``dtype`` (the kit's dtype by default) on the kit's device."""
         m = self.m
-        return m.tensor(np.asarray(data), device=self.device).to(getattr(m, dtype or self.dtype))
+        return m.tensor(np.asarray(data), dtype=getattr(m, dtype or self.dtype), device=self.device)
 
 
 def _inplace(name, *args):
