@@ -107,7 +107,9 @@ class Series:
 def make_call(device, kernel, q, k, v, causal):
     """A zero-argument callable running one attention call to completion."""
     ex = q._ex
-    sync = ex.synchronize if ex.caps.asynchronous else (lambda: None)
+    # torch's asynchronous devices wait on the stream; on MLX ``mx.eval`` already waits for the result, as
+    # on the native side, which makes no further synchronization
+    sync = ex.synchronize if ex.caps.asynchronous and ex.name != "mlx" else (lambda: None)
     if kernel == NATIVE:
         if ex.name == "torch":
             import torch
