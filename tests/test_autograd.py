@@ -3,6 +3,8 @@ and a small training loop that must reach torch's loss."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -386,3 +388,38 @@ def test_inplace_write_through_view_of_dropped_root(device):
 
     for got, want in zip(run(tdx, device=device), run(torch)):
         assert_close(got, want)
+
+
+def test_write_through_detach_after_a_recorded_write_of_its_base(device):
+    """``d = h.detach()``, then ``h.mul_(2)`` (recorded), then a write through ``d``: all three writes
+    are in the shared values, and the gradient is torch's (the logging/EMA idiom of a detached alias)."""
+    def run(lib, **kw):
+        x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True, **kw)
+        h = x * 1
+        d = h.detach()
+        h.mul_(2)
+        d[0] = 100.0
+        d[1:].add_(0.5)
+        (h * x).sum().backward()
+        return h.detach(), d, x.grad
+
+    for got, want in zip(run(tdx, device=device), run(torch)):
+        assert_close(got, want)
+
+
+def test_only_retained_non_leaves_get_a_grad(device):
+    """After ``backward()`` a non-leaf has ``.grad`` only when ``retain_grad()`` asked for it, as torch's."""
+    def run(lib, **kw):
+        x = lib.tensor(A, requires_grad=True, **kw)
+        h = x * 2
+        h.retain_grad()
+        k = h.sin()
+        (k * k).sum().backward()
+        with warnings.catch_warnings():  # torch warns when the .grad of a non-leaf is read
+            warnings.simplefilter("ignore")
+            return x.grad, h.grad, k.grad
+
+    got, want = run(tdx, device=device), run(torch)
+    assert want[2] is None and got[2] is None
+    assert_close(got[0], want[0])
+    assert_close(got[1], want[1])

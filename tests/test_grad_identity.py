@@ -278,3 +278,20 @@ def test_to_across_executors_backward_inputs_stop_there(device):
     ((t * 3).double() * vt).sum().backward(inputs=[vt])
     assert w.grad is None and t.grad is None
     assert_close(v.grad, vt.grad)
+
+
+def test_to_across_executors_retain_graph_keeps_both_sides(device):
+    """``backward(retain_graph=True)`` through a ``.to()`` between executors keeps the graph on both
+    sides: a second backward accumulates again, as torch's across its devices."""
+    other = _other(device)
+    if not _has(other):
+        pytest.skip(f"{other} is not available")
+    w = tdx.tensor(P0, device=device, requires_grad=True)
+    loss = (w.sin().to(other) ** 2).sum()  # sin keeps its input for backward on either side
+    loss.backward(retain_graph=True)
+    loss.backward()
+    t = torch.tensor(P0, requires_grad=True)
+    tl = (t.sin() ** 2).sum()
+    tl.backward(retain_graph=True)
+    tl.backward()
+    assert_close(w.grad, t.grad)

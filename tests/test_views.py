@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import operator
+import weakref
 
 import pytest
 import torch
@@ -261,6 +263,10 @@ def test_writes_from_overlapping_memory(device, case):
     ("0-d view as 0-d", lambda x: x[0, 3].view(())),
     ("empty view as itself", lambda x: x[:0].t().view(4, 0)), ("empty view reshaped", lambda x: x[:, :0].view(0, 3)),
     ("empty transposed as -1", lambda x: x[:0].t().view(-1)),
+    ("None, Ellipsis, slice and int", lambda x: x[None, ..., 1:3, 0]),
+    ("view of strided columns", lambda x: x[:, ::2].view(6)),  # dims merge across a stride of 2
+    ("view of transposed, split by a size-1 dim", lambda x: x.t().view(4, 3, 1)),
+    ("view of a column block", lambda x: x[:, 1:3].view(3, 1, 2)),  # two chunks of memory
 ], ids=lambda c: c[0])
 def test_layouts_of_more_views(device, case):
     """Strides, offsets and shared writes of views torch lays out by special rules (``None`` indices,
@@ -275,3 +281,46 @@ def test_layouts_of_more_views(device, case):
     got, want = run(tdx, device=device), run(torch)
     assert got[0] == want[0], case[0]
     check(lambda: got[1:], lambda: want[1:], msg=case[0])
+
+
+def test_detached_view_does_not_keep_a_later_history_alive(device):
+    """``d = t.detach()`` taken before ``t`` gains a history by an in-place op: ``d`` keeps sharing
+    the values but holds neither ``t`` nor that history, so both are freed when ``t`` is dropped, as
+    torch's."""
+    def run(mod, **kw):
+        t = mod.zeros(3, **kw) + 1
+        d = t.detach()
+        w = mod.full((3,), 2., **kw).requires_grad_()
+        t.mul_(w)  # t now has a history
+        probe = weakref.ref(t)
+        values, has_history = t.tolist(), t.grad_fn is not None  # read without detach(), which moves t itself
+        del t
+        gc.collect()
+        d.add_(1)  # the detached view still works after its base is gone
+        return probe() is None, has_history, values, d.tolist(), d.requires_grad
+
+    assert run(tdx, device=device) == run(torch)
+
+
+def test_live_view_families_survive_the_sweep_of_dead_ones(device):
+    """The table of view families is swept of dead roots as it grows; a live root keeps its views
+    through the sweep (a write through the root still reaches them), and dead roots do leave it."""
+    from tdx._tensor import views as _views
+
+    def run(mod, **kw):
+        x = mod.arange(6., **kw)
+        v = x[1:4]
+        keep = [mod.zeros(2, **kw)[1:] for _ in range(_views._sweep_at[0] + 1)]  # enough families to sweep
+        x.add_(10)
+        keep[0].fill_(5)
+        return x, v, keep[0], keep[-1]
+
+    got, want = run(tdx, device=device), run(torch)
+    for i, (g, w) in enumerate(zip(got, want)):
+        check(lambda: g, lambda: w, msg=f"tensor {i}")
+    del got
+    gc.collect()
+    if device.startswith("mlx"):  # only immutable executors keep families: the dead ones go at the next sweep
+        fresh = [tdx.zeros(2, device=device)[1:] for _ in range(_views._sweep_at[0] + 1)]
+        dead = sum(1 for ref, _ in _views._families.values() if ref() is None)
+        assert dead < 100, dead

@@ -502,7 +502,7 @@ def publish(updates) -> None:
     names = [u[1] for u in updates]
     values = [u[2] for u in updates]
     replaced = [getattr(o, n, None) for o, n in zip(objs, names)]
-    collections.deque(map(setattr, objs, names, values), maxlen=0)
+    collections.deque(map(setattr, objs, names, values), maxlen=0)  # mutate: equivalent (any maxlen drains the map)
     del replaced
 
 

@@ -715,15 +715,14 @@ def set_grad(t, value) -> None:
             raise TdxRuntimeError(f"attempting to assign a gradient with dtype '{value.dtype}' to a tensor with "
                                   f"dtype '{t.dtype}'. The gradient must match the tensor's dtype")
     m = meta(t)
-    if ex.caps.native_autograd:
+    if ex.caps.native_autograd:  # ``value`` is a Tensor here: None returned above
         try:
-            t._n.grad = None if value is None else value._n
+            t._n.grad = value._n
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
-        if m is None and value is not None:
+        if m is None:
             m = t._ag = Meta()
-        if m is not None:
-            m.grad = value
+        m.grad = value  # the wrapper ``.grad`` returns: ``value`` itself
         return
     if m is None:
         if value is None:
