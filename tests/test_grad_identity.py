@@ -295,3 +295,20 @@ def test_to_across_executors_retain_graph_keeps_both_sides(device):
     tl.backward(retain_graph=True)
     tl.backward()
     assert_close(w.grad, t.grad)
+
+
+def test_grad_assigned_to_a_tensor_without_requires_grad(device):
+    """``p.grad = g`` on a tensor that does not require grad (averaged gradients put on a copy of the
+    weights): ``.grad`` is ``g`` itself and an optimizer step applies it, as torch's."""
+    def run(mod, **kw):
+        p = mod.tensor(P0, **kw)
+        g = mod.full((3, 4), 0.5, **kw)
+        p.grad = g
+        same = p.grad is g
+        mod.optim.SGD([p], lr=0.1).step()
+        return same, p.grad is g, p, g
+
+    got, want = run(tdx, device=device), run(torch)
+    assert got[:2] == want[:2] == (True, True)
+    assert_close(got[2], want[2])
+    assert_close(got[3], want[3])
