@@ -423,3 +423,27 @@ def test_only_retained_non_leaves_get_a_grad(device):
     assert want[2] is None and got[2] is None
     assert_close(got[0], want[0])
     assert_close(got[1], want[1])
+
+
+def test_new_tensors_of_a_tensor_with_history_have_none(device):
+    """``h.new_zeros``/``new_ones``/``new_full``/``new_empty``/``new_tensor`` and ``torch.tensor(h)`` of a
+    tensor with a history are new leaves without it (requiring grad only when asked), on ``h``'s device
+    unless another is given; ``h.cpu()`` keeps the gradient flowing, as torch's."""
+    def run(mod, **kw):
+        x = mod.tensor(A, requires_grad=True, **kw)
+        h = x * 2
+        with warnings.catch_warnings():  # torch warns that tensor(h) had better be h.detach().clone()
+            warnings.simplefilter("ignore")
+            made = [h.new_zeros(2, 3), h.new_ones(2), h.new_full((2,), 1.5), h.new_empty(0), h.new_tensor([1., 2.]),
+                    h.new_tensor(h), mod.tensor(h), mod.tensor(x, requires_grad=True),
+                    mod.tensor(h, dtype=mod.float64), h.new_zeros(2, device="cpu")]
+        flags = [(m.requires_grad, m.is_leaf, str(m.dtype).split(".")[-1]) for m in made]
+        where = [m.device == h.device for m in made[:-1]] + [made[-1].device.type == "cpu"]
+        made[6].add_(1)  # a copy: h keeps its values
+        (h.cpu() * h.cpu()).sum().backward()
+        return flags, where, h, x.grad
+
+    got, want = run(tdx, device=device), run(torch)
+    assert got[:2] == want[:2]
+    assert_close(got[2], want[2])
+    assert_close(got[3], want[3])

@@ -546,16 +546,17 @@ def _run_grad_hooks(m, g, ex, create_graph):
     replaces the gradient.
 
     Raises:
-        TdxRuntimeError: a hook returned something that is not a tensor, or a tensor of another shape.
+        TdxTypeError: a hook returned something that is neither a tensor nor None (torch's TypeError).
+        TdxRuntimeError: a hook returned a tensor of another shape.
     """
+    from .._tensor.wrapping import need_tensor
+
     for hook in list(m.grad_hooks.values()):
         given = g if create_graph else _wrap(g, ex)
         out = hook(given)
         if out is None:
             continue
-        if not hasattr(out, "_n") or not hasattr(out, "_ex"):
-            raise TdxRuntimeError(f"hook '{getattr(hook, '__name__', hook)}' returned {type(out).__name__}: a "
-                                  "gradient hook must return a Tensor or None")
+        need_tensor(out, "register_hook", "hook_result")  # torch's TypeError, as on torch executors
         if tuple(out.shape) != tuple(given.shape):
             raise TdxRuntimeError(f"hook '{getattr(hook, '__name__', hook)}' has changed the size of value: "
                                   f"expected {list(given.shape)}, got {list(out.shape)}")
