@@ -447,3 +447,17 @@ def test_new_tensors_of_a_tensor_with_history_have_none(device):
     assert got[:2] == want[:2]
     assert_close(got[2], want[2])
     assert_close(got[3], want[3])
+
+
+def test_tape_refuses_a_recorded_op_whose_result_changes_executor(device):
+    """The tape's guard for what it cannot differentiate: a recorded op whose result lands on another
+    executor (a move is differentiable only as ``to()``/``cpu()``) is refused, naming where from."""
+    from tdx.autograd import tape
+
+    x = tdx.tensor(A, device=device, requires_grad=True)
+    if x._ex.caps.native_autograd:
+        pytest.skip("torch executors record their own autograd")
+    h = x * 2
+    with pytest.raises(tdx.UnsupportedOpError, match=f"from {device} to another executor"):
+        tape.call(lambda t: t.detach().to("cpu"), h)
+    assert_close((h * 1).cpu(), torch.tensor(A) * 2)  # the tape is still usable

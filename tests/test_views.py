@@ -237,6 +237,9 @@ OVERLAP_WRITES = {
     "whole from its transpose": lambda x: _write(..., lambda y: y.t())(x[1].view(2, 2)),
     "add_ of own transpose": lambda x: x[2].view(2, 2).add_(x[2].view(2, 2).t()),
     "blocks that are not dense": _write((slice(None, 2), slice(None, 2)), lambda x: x[:2, 1:3]),
+    # one side not dense: unchecked, as torch's, though the spans (offset to offset + numel) intersect
+    "a column into a row": _write((0, slice(1, None)), lambda x: x[:, 0]),
+    "a row into a column": _write((slice(None), 0), lambda x: x[0, 1:]),
     "disjoint rows": _write(0, lambda x: x[2]),
     "two ints": _write((1, -1), lambda x: x[0, 0]),
     "the same elements": _write(1, lambda x: x[1] * 2),
