@@ -286,15 +286,20 @@ def test_layouts_of_more_views(device, case):
     check(lambda: got[1:], lambda: want[1:], msg=case[0])
 
 
-def test_detached_view_does_not_keep_a_later_history_alive(device):
-    """``d = t.detach()`` taken before ``t`` gains a history by an in-place op: ``d`` keeps sharing
-    the values but holds neither ``t`` nor that history, so both are freed when ``t`` is dropped, as
-    torch's."""
+@pytest.mark.parametrize("history", ["before detach", "after detach"])
+def test_detached_view_does_not_keep_its_base_alive(device, history):
+    """``d = t.detach()`` of a tensor with a history, or taken before ``t`` gains one by an in-place op:
+    ``d`` keeps sharing the values but holds neither ``t`` nor that history, so both are freed when
+    ``t`` is dropped, as torch's."""
     def run(mod, **kw):
-        t = mod.zeros(3, **kw) + 1
-        d = t.detach()
         w = mod.full((3,), 2., **kw).requires_grad_()
-        t.mul_(w)  # t now has a history
+        if history == "before detach":
+            t = w * 3
+            d = t.detach()
+        else:
+            t = mod.zeros(3, **kw) + 1
+            d = t.detach()
+            t.mul_(w)  # t now has a history
         probe = weakref.ref(t)
         values, has_history = t.tolist(), t.grad_fn is not None  # read without detach(), which moves t itself
         del t
