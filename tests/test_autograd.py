@@ -461,3 +461,56 @@ def test_tape_refuses_a_recorded_op_whose_result_changes_executor(device):
     with pytest.raises(tdx.UnsupportedOpError, match=f"from {device} to another executor"):
         tape.call(lambda t: t.detach().to("cpu"), h)
     assert_close((h * 1).cpu(), torch.tensor(A) * 2)  # the tape is still usable
+
+
+def test_write_through_a_view_of_a_tensor_with_a_detached_alias(device):
+    """``d = h.detach()`` (a logging alias), then a recorded write through a view of ``h``: ``h``, ``d``
+    and the view all show it, and the gradient is torch's."""
+    def run(lib, **kw):
+        x = lib.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True, **kw)
+        h = x * 2
+        d = h.detach()
+        v = h[1:3]
+        v.mul_(x[:2])
+        (h * h).sum().backward()
+        return h.tolist(), d.tolist(), v.tolist(), x.grad
+
+    got, want = run(tdx, device=device), run(torch)
+    assert got[:3] == want[:3]
+    assert_close(got[3], want[3])
+
+
+def test_grad_of_the_output_itself_among_the_inputs(device):
+    """``autograd.grad(out, [out, x])`` and ``out.backward(inputs=[out, x])``: the output's own gradient
+    is the given one, as torch's."""
+    def run(lib, **kw):
+        x = lib.tensor(A, requires_grad=True, **kw)
+        out = (x * x).sin().sum()
+        g_out, g_x = lib.autograd.grad(out, [out, x], retain_graph=True)
+        y = x * 3
+        y.backward(lib.ones_like(y) * 2, inputs=[y, x])
+        return g_out, g_x, y.grad, x.grad
+
+    for got, want in zip(run(tdx, device=device), run(torch)):
+        assert_close(got, want)
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_a_leaf_frozen_after_the_forward_takes_no_gradient(device, create_graph):
+    """``requires_grad_(False)`` on a leaf between the forward and the backward (freezing one network
+    of a GAN for the other's step): it gets no ``.grad``, the other leaves get theirs, as torch's."""
+    def run(lib, **kw):
+        x = lib.tensor([0.5, 1.0, 2.0], requires_grad=True, **kw)
+        w = lib.tensor([3.0, 4.0, 5.0], requires_grad=True, **kw)
+        y = x.sin()  # a node whose only input is frozen below
+        z = (y * w).sum()
+        x.requires_grad_(False)
+        with warnings.catch_warnings():  # torch warns that backward(create_graph=True) makes a cycle
+            warnings.simplefilter("ignore")
+            y.backward(lib.ones_like(y), create_graph=create_graph, retain_graph=True)
+            z.backward(create_graph=create_graph)
+        return x.grad, w.grad.detach()
+
+    got, want = run(tdx, device=device), run(torch)
+    assert want[0] is None and got[0] is None
+    assert_close(got[1], want[1])

@@ -386,3 +386,17 @@ def test_enumerations_match_torch():
     for name in ("DeviceType", "ProfilerActivity", "ProfilerState"):
         theirs, ours = getattr(torch.autograd, name), getattr(tdx.autograd, name)
         assert {k: int(v) for k, v in theirs.__members__.items()} == {k: int(v) for k, v in ours.__members__.items()}
+
+
+def test_gradient_penalty_through_one_input_ops(device):
+    """The gradient-penalty idiom through a chain of one-input ops (``tanh``, ``sum``): the first
+    gradient keeps a graph (its cotangents have none), and the penalty's gradient is torch's."""
+    x, t = both(B, device)
+    outs = []
+    for mod, v in ((tdx, x), (torch, t)):
+        (g,) = mod.autograd.grad(v.tanh().sum(), v, create_graph=True)
+        (g * g).sum().backward()
+        outs.append((g.requires_grad, g.detach(), v.grad))
+    assert outs[0][0] and outs[1][0]
+    for a, b in zip(outs[0][1:], outs[1][1:]):
+        assert_close(a, b, rtol=1e-5, atol=1e-5)

@@ -660,7 +660,10 @@ def _wrap(native, ex):
 def _accumulate(m, g, ex, create_graph) -> None:
     """Add ``g`` to ``m.grad`` as torch's AccumulateGrad: the first gradient becomes ``.grad``; later ones
     are added in place into that same Tensor (its views see them), or out of place when a graph is
-    being created (the new ``.grad`` then has a history)."""
+    being created (the new ``.grad`` then has a history). A leaf that stopped requiring grad after the
+    forward pass (``requires_grad_(False)``) takes nothing, as torch's."""
+    if not m.requires_grad:
+        return
     old = m.grad
     if old is None:
         m.grad = g if create_graph else _wrap(g, ex)
