@@ -460,6 +460,8 @@ def test_tape_refuses_a_recorded_op_whose_result_changes_executor(device):
     h = x * 2
     with pytest.raises(tdx.UnsupportedOpError, match=f"from {device} to another executor"):
         tape.call(lambda t: t.detach().to("cpu"), h)
+    with pytest.raises(tdx.UnsupportedOpError, match=f"from {device} to another executor"):
+        tape.call(lambda t: (t * 1, t.detach().to("cpu")), h)  # one of several outputs
     assert_close((h * 1).cpu(), torch.tensor(A) * 2)  # the tape is still usable
 
 

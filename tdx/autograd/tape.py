@@ -735,7 +735,8 @@ def set_grad(t, value) -> None:
     m.grad = value
 
 
-def backward(t, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
+def backward(t, gradient=None, retain_graph=None,
+             create_graph=False, inputs=None) -> None:  # mutate: equivalent (Tensor.backward passes all)
     """``Tensor.backward`` for a tape tensor."""
     if gradient is None:
         if t.numel() != 1:
