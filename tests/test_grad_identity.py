@@ -306,9 +306,23 @@ def test_grad_assigned_to_a_tensor_without_requires_grad(device):
         p.grad = g
         same = p.grad is g
         mod.optim.SGD([p], lr=0.1).step()
-        return same, p.grad is g, p, g
+        return same, p.grad is g, p.requires_grad, p, g
 
     got, want = run(tdx, device=device), run(torch)
-    assert got[:2] == want[:2] == (True, True)
-    assert_close(got[2], want[2])
+    assert got[:3] == want[:3] == (True, True, False)
     assert_close(got[3], want[3])
+    assert_close(got[4], want[4])
+
+
+def test_to_across_executors_leaves_a_plain_grad(device):
+    """A backward that crosses a ``.to()`` between executors leaves each leaf a plain ``.grad``: no
+    history, not requiring grad, as torch's across its devices."""
+    other = _other(device)
+    if not _has(other):
+        pytest.skip(f"{other} is not available")
+    w = tdx.tensor(P0, device=device, requires_grad=True)
+    ((w * 3).to(other).sin() * 2).sum().backward()
+    t = torch.tensor(P0, requires_grad=True)
+    ((t * 3).sin() * 2).sum().backward()
+    assert (w.grad.requires_grad, w.grad.grad_fn) == (t.grad.requires_grad, t.grad.grad_fn) == (False, None)
+    assert_close(w.grad, t.grad)

@@ -39,7 +39,8 @@ class Meta:
 
     __slots__ = ("requires_grad", "grad", "node", "index", "retain", "hooks", "grad_hooks")
 
-    def __init__(self, requires_grad=False, node=None, index=0):
+    def __init__(self, requires_grad=False, node=None,
+                 index=0):  # mutate: equivalent (a meta with a node is always given its index)
         self.requires_grad = requires_grad
         self.grad = None
         self.node = node
@@ -415,7 +416,9 @@ def differentiating() -> bool:
     return _local.differentiating
 
 
-def run_backward(roots, grad_roots, retain_graph=False, inputs=None, create_graph=False, accumulate=True):
+def run_backward(roots, grad_roots,
+                 retain_graph=False,  # mutate: equivalent (every caller passes it)
+                 inputs=None, create_graph=False, accumulate=True):
     """Propagate ``grad_roots`` (natives, or Tensors when ``create_graph``) from ``roots`` to the leaves.
 
     With ``create_graph`` every vector-Jacobian product is itself recorded (a node whose backward
