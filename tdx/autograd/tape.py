@@ -636,7 +636,7 @@ def _grads_of(node, slots, create_graph):
         return custom(slots, create_graph)
     import mlx.core as mx
 
-    if any(s is None for s in slots):
+    if any(s is None for s in slots):  # mutate: equivalent (speed only: a pending node has a set slot)
         outs = node.outputs_like()
         ex = node.inputs[0]._ex
         slots = [s if s is not None else (_wrap(mx.zeros_like(outs[i]), ex) if create_graph else
