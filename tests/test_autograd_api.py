@@ -400,3 +400,25 @@ def test_gradient_penalty_through_one_input_ops(device):
     assert outs[0][0] and outs[1][0]
     for a, b in zip(outs[0][1:], outs[1][1:]):
         assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_function_gradient_of_another_dtype_is_cast_to_the_input(device, create_graph):
+    """A custom Function whose backward returns a float32 gradient for a float16 input: the engine casts
+    it to the input's dtype, with or without ``create_graph``, as torch's."""
+    outs = []
+    for mod, dev in ((tdx, device), (torch, "cpu")):
+        class Twice(mod.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return (g * 2).to(mod.float32)
+
+        w = mod.tensor([0.5, 3.0], dtype=mod.float16, device=dev, requires_grad=True)
+        (g,) = mod.autograd.grad((Twice.apply(w) * w).sum(), [w], create_graph=create_graph)
+        outs.append((str(g.dtype).split(".")[-1], g.detach()))
+    assert outs[0][0] == outs[1][0] == "float16"
+    assert_close(outs[0][1], outs[1][1])
