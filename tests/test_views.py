@@ -275,6 +275,7 @@ def test_writes_from_overlapping_memory(device, case):
     ("view of strided columns", lambda x: x[:, ::2].view(6)),  # dims merge across a stride of 2
     ("view of transposed, split by a size-1 dim", lambda x: x.t().view(4, 3, 1)),
     ("view of a column block", lambda x: x[:, 1:3].view(3, 1, 2)),  # two chunks of memory
+    ("a one-wide column as a vector", lambda x: x[:, 1:2].view(3)),  # the size-1 dim's stride is ignored
     ("a slice of a bits view", lambda x: x.view(x.int().dtype)[1:, ::2]),  # the slice reads the bits too
 ], ids=lambda c: c[0])
 def test_layouts_of_more_views(device, case):
