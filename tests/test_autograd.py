@@ -3,6 +3,8 @@ and a small training loop that must reach torch's loss."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -386,3 +388,133 @@ def test_inplace_write_through_view_of_dropped_root(device):
 
     for got, want in zip(run(tdx, device=device), run(torch)):
         assert_close(got, want)
+
+
+def test_write_through_detach_after_a_recorded_write_of_its_base(device):
+    """``d = h.detach()``, then ``h.mul_(2)`` (recorded), then a write through ``d``: all three writes
+    are in the shared values, and the gradient is torch's (the logging/EMA idiom of a detached alias)."""
+    def run(lib, **kw):
+        x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True, **kw)
+        h = x * 1
+        d = h.detach()
+        h.mul_(2)
+        d[1:].add_(0.5)  # a write through part of the family: the rest must be h's new values
+        d[-1] = 100.0
+        (h * x).sum().backward()
+        return h.detach(), d, x.grad
+
+    for got, want in zip(run(tdx, device=device), run(torch)):
+        assert_close(got, want)
+
+
+def test_only_retained_non_leaves_get_a_grad(device):
+    """After ``backward()`` a non-leaf has ``.grad`` only when ``retain_grad()`` asked for it, as torch's."""
+    def run(lib, **kw):
+        x = lib.tensor(A, requires_grad=True, **kw)
+        h = x * 2
+        h.retain_grad()
+        k = h.sin()
+        j = h.cos()
+        j.register_hook(lambda g: g * 2)  # a hook, but no retain_grad()
+        (k * k + j).sum().backward()
+        with warnings.catch_warnings():  # torch warns when the .grad of a non-leaf is read
+            warnings.simplefilter("ignore")
+            return x.grad, h.grad, k.grad, j.grad
+
+    got, want = run(tdx, device=device), run(torch)
+    assert want[2:] == (None, None) and got[2:] == (None, None)
+    assert_close(got[0], want[0])
+    assert_close(got[1], want[1])
+
+
+def test_new_tensors_of_a_tensor_with_history_have_none(device):
+    """``h.new_zeros``/``new_ones``/``new_full``/``new_empty``/``new_tensor`` and ``torch.tensor(h)`` of a
+    tensor with a history are new leaves without it (requiring grad only when asked), on ``h``'s device
+    unless another is given; ``h.cpu()`` keeps the gradient flowing, as torch's."""
+    def run(mod, **kw):
+        x = mod.tensor(A, requires_grad=True, **kw)
+        h = x * 2
+        with warnings.catch_warnings():  # torch warns that tensor(h) had better be h.detach().clone()
+            warnings.simplefilter("ignore")
+            made = [h.new_zeros(2, 3), h.new_ones(2), h.new_full((2,), 1.5), h.new_empty(0), h.new_tensor([1., 2.]),
+                    h.new_tensor(h), mod.tensor(h), mod.tensor(x, requires_grad=True),
+                    mod.tensor(h, dtype=mod.float64), h.new_zeros(2, device="cpu")]
+        flags = [(m.requires_grad, m.is_leaf, str(m.dtype).split(".")[-1]) for m in made]
+        where = [m.device == h.device for m in made[:-1]] + [made[-1].device.type == "cpu"]
+        made[6].add_(1)  # a copy: h keeps its values
+        (h.cpu() * h.cpu()).sum().backward()
+        return flags, where, h, x.grad
+
+    got, want = run(tdx, device=device), run(torch)
+    assert got[:2] == want[:2]
+    assert_close(got[2], want[2])
+    assert_close(got[3], want[3])
+
+
+def test_tape_refuses_a_recorded_op_whose_result_changes_executor(device):
+    """The tape's guard for what it cannot differentiate: a recorded op whose result lands on another
+    executor (a move is differentiable only as ``to()``/``cpu()``) is refused, naming where from."""
+    from tdx.autograd import tape
+
+    x = tdx.tensor(A, device=device, requires_grad=True)
+    if x._ex.caps.native_autograd:
+        pytest.skip("torch executors record their own autograd")
+    h = x * 2
+    with pytest.raises(tdx.UnsupportedOpError, match=f"from {device} to another executor"):
+        tape.call(lambda t: t.detach().to("cpu"), h)
+    with pytest.raises(tdx.UnsupportedOpError, match=f"from {device} to another executor"):
+        tape.call(lambda t: (t * 1, t.detach().to("cpu")), h)  # one of several outputs
+    assert_close((h * 1).cpu(), torch.tensor(A) * 2)  # the tape is still usable
+
+
+def test_write_through_a_view_of_a_tensor_with_a_detached_alias(device):
+    """``d = h.detach()`` (a logging alias), then a recorded write through a view of ``h``: ``h``, ``d``
+    and the view all show it, and the gradient is torch's."""
+    def run(lib, **kw):
+        x = lib.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True, **kw)
+        h = x * 2
+        d = h.detach()
+        v = h[1:3]
+        v.mul_(x[:2])
+        (h * h).sum().backward()
+        return h.tolist(), d.tolist(), v.tolist(), x.grad
+
+    got, want = run(tdx, device=device), run(torch)
+    assert got[:3] == want[:3]
+    assert_close(got[3], want[3])
+
+
+def test_grad_of_the_output_itself_among_the_inputs(device):
+    """``autograd.grad(out, [out, x])`` and ``out.backward(inputs=[out, x])``: the output's own gradient
+    is the given one, as torch's."""
+    def run(lib, **kw):
+        x = lib.tensor(A, requires_grad=True, **kw)
+        out = (x * x).sin().sum()
+        g_out, g_x = lib.autograd.grad(out, [out, x], retain_graph=True)
+        y = x * 3
+        y.backward(lib.ones_like(y) * 2, inputs=[y, x])
+        return g_out, g_x, y.grad, x.grad
+
+    for got, want in zip(run(tdx, device=device), run(torch)):
+        assert_close(got, want)
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_a_leaf_frozen_after_the_forward_takes_no_gradient(device, create_graph):
+    """``requires_grad_(False)`` on a leaf between the forward and the backward (freezing one network
+    of a GAN for the other's step): it gets no ``.grad``, the other leaves get theirs, as torch's."""
+    def run(lib, **kw):
+        x = lib.tensor([0.5, 1.0, 2.0], requires_grad=True, **kw)
+        w = lib.tensor([3.0, 4.0, 5.0], requires_grad=True, **kw)
+        y = x.sin()  # a node whose only input is frozen below
+        z = (y * w).sum()
+        x.requires_grad_(False)
+        with warnings.catch_warnings():  # torch warns that backward(create_graph=True) makes a cycle
+            warnings.simplefilter("ignore")
+            y.backward(lib.ones_like(y), create_graph=create_graph, retain_graph=True)
+            z.backward(create_graph=create_graph)
+        return x.grad, w.grad.detach()
+
+    got, want = run(tdx, device=device), run(torch)
+    assert want[0] is None and got[0] is None
+    assert_close(got[1], want[1])

@@ -387,3 +387,39 @@ def test_enumerations_match_torch():
     for name in ("DeviceType", "ProfilerActivity", "ProfilerState"):
         theirs, ours = getattr(torch.autograd, name), getattr(tdx.autograd, name)
         assert {k: int(v) for k, v in theirs.__members__.items()} == {k: int(v) for k, v in ours.__members__.items()}
+
+
+def test_gradient_penalty_through_one_input_ops(device):
+    """The gradient-penalty idiom through a chain of one-input ops (``tanh``, ``sum``): the first
+    gradient keeps a graph (its cotangents have none), and the penalty's gradient is torch's."""
+    x, t = both(B, device)
+    outs = []
+    for mod, v in ((tdx, x), (torch, t)):
+        (g,) = mod.autograd.grad(v.tanh().sum(), v, create_graph=True)
+        (g * g).sum().backward()
+        outs.append((g.requires_grad, g.detach(), v.grad))
+    assert outs[0][0] and outs[1][0]
+    for a, b in zip(outs[0][1:], outs[1][1:]):
+        assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_function_gradient_of_another_dtype_is_cast_to_the_input(device, create_graph):
+    """A custom Function whose backward returns a float32 gradient for a float16 input: the engine casts
+    it to the input's dtype, with or without ``create_graph``, as torch's."""
+    outs = []
+    for mod, dev in ((tdx, device), (torch, "cpu")):
+        class Twice(mod.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return (g * 2).to(mod.float32)
+
+        w = mod.tensor([0.5, 3.0], dtype=mod.float16, device=dev, requires_grad=True)
+        (g,) = mod.autograd.grad((Twice.apply(w) * w).sum(), [w], create_graph=create_graph)
+        outs.append((str(g.dtype).split(".")[-1], g.detach()))
+    assert outs[0][0] == outs[1][0] == "float16"
+    assert_close(outs[0][1], outs[1][1])

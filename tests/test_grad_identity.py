@@ -278,3 +278,51 @@ def test_to_across_executors_backward_inputs_stop_there(device):
     ((t * 3).double() * vt).sum().backward(inputs=[vt])
     assert w.grad is None and t.grad is None
     assert_close(v.grad, vt.grad)
+
+
+def test_to_across_executors_retain_graph_keeps_both_sides(device):
+    """``backward(retain_graph=True)`` through a ``.to()`` between executors keeps the graph on both
+    sides: a second backward accumulates again, as torch's across its devices."""
+    other = _other(device)
+    if not _has(other):
+        pytest.skip(f"{other} is not available")
+    w = tdx.tensor(P0, device=device, requires_grad=True)
+    loss = (w.sin().to(other) ** 2).sum()  # sin keeps its input for backward on either side
+    loss.backward(retain_graph=True)
+    loss.backward()
+    t = torch.tensor(P0, requires_grad=True)
+    tl = (t.sin() ** 2).sum()
+    tl.backward(retain_graph=True)
+    tl.backward()
+    assert_close(w.grad, t.grad)
+
+
+def test_grad_assigned_to_a_tensor_without_requires_grad(device):
+    """``p.grad = g`` on a tensor that does not require grad (averaged gradients put on a copy of the
+    weights): ``.grad`` is ``g`` itself and an optimizer step applies it, as torch's."""
+    def run(mod, **kw):
+        p = mod.tensor(P0, **kw)
+        g = mod.full((3, 4), 0.5, **kw)
+        p.grad = g
+        same = p.grad is g
+        mod.optim.SGD([p], lr=0.1).step()
+        return same, p.grad is g, p.requires_grad, p, g
+
+    got, want = run(tdx, device=device), run(torch)
+    assert got[:3] == want[:3] == (True, True, False)
+    assert_close(got[3], want[3])
+    assert_close(got[4], want[4])
+
+
+def test_to_across_executors_leaves_a_plain_grad(device):
+    """A backward that crosses a ``.to()`` between executors leaves each leaf a plain ``.grad``: no
+    history, not requiring grad, as torch's across its devices."""
+    other = _other(device)
+    if not _has(other):
+        pytest.skip(f"{other} is not available")
+    w = tdx.tensor(P0, device=device, requires_grad=True)
+    ((w * 3).to(other).sin() * 2).sum().backward()
+    t = torch.tensor(P0, requires_grad=True)
+    ((t * 3).sin() * 2).sum().backward()
+    assert (w.grad.requires_grad, w.grad.grad_fn) == (t.grad.requires_grad, t.grad.grad_fn) == (False, None)
+    assert_close(w.grad, t.grad)

@@ -91,6 +91,19 @@ def test_register_hook_needs_requires_grad_and_the_right_shape(device):
     assert isinstance(info.value, tdx.TdxError)
 
 
+@pytest.mark.parametrize("returned", [2.0, [1.0, 1.0, 1.0], X[0]], ids=["float", "list", "ndarray"])
+def test_register_hook_returning_a_non_tensor_is_a_type_error(device, returned):
+    """A hook on a leaf or on a non-leaf that returns neither a Tensor nor None: torch's TypeError."""
+    for where in ("leaf", "non-leaf"):
+        for m, dev in ((tdx, device), (torch, "cpu")):
+            x = m.ones(3, device=dev, requires_grad=True)
+            h = x if where == "leaf" else x * 2
+            h.register_hook(lambda g: returned)
+            with pytest.raises(TypeError) as info:
+                (h * h).sum().backward()
+            assert m is torch or isinstance(info.value, tdx.TdxError), where
+
+
 # --- storages and pointers -------------------------------------------------------------------------------------
 
 def test_data_ptr_and_storage_follow_views(device):

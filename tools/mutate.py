@@ -39,11 +39,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 # module -> the pytest arguments of the tests that cover it (the MLX executor's modules and the
-# tape only run on mlx:cpu, so the subsets select that device)
+# tape only run on mlx:cpu, so the subsets select that device; the tape's ``.grad`` setter also serves
+# torch executors, so the gradient-identity tests run there too)
 MODULES = {
     "tdx/autograd/tape.py": ["tests/test_autograd.py", "tests/test_grad_identity.py", "tests/test_autograd_api.py",
+                             "tests/test_tensor_memory.py",
                              "tests/test_reduce_shape.py::test_norm_orders_gradient_at_zero", "-k",
-                             "mlx or across_executors"],
+                             "mlx or across_executors or grad_identity"],
     "tdx/_tensor/views.py": ["tests/test_views.py", "tests/test_inplace_views.py", "tests/test_silent_values.py",
                              "tests/test_grad_identity.py", "-k", "mlx"],
     "tdx/config.py": ["tests/test_config.py", "tests/test_bad_input.py", "tests/test_random_stream.py", "-k",

@@ -17,7 +17,7 @@ from .. import backends
 from .._errors import (NATIVE_ERRORS, TdxNotImplementedError, TdxOverflowError, TdxRuntimeError, TdxTypeError, TdxValueError)
 from .generator import native as native_generator
 from .tensor import Tensor
-from .wrapping import (attach, exporter, shape_args, typed_errors, wrap, wrap_grad)
+from .wrapping import (attach, exporter, shape_args, typed_function, wrap, wrap_grad)
 from .._errors import translate
 
 __all__: list = []
@@ -44,9 +44,11 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     """A new tensor copying ``data`` (nested lists, scalars, NumPy arrays, tensors)."""
     _check_strides(data)
     ex, dtype = _ex_dtype(device, dtype)
-    if isinstance(data, Tensor):
-        out = data.to(ex.device).clone()
-        return out if dtype is None else out.to(dtype)
+    if isinstance(data, Tensor):  # torch's: a copy without history, on data's device unless one is given
+        out = data.detach()
+        out = (out if device is None else out.to(ex.device)).clone()
+        out = out if dtype is None else out.to(dtype)
+        return out.requires_grad_() if requires_grad else out
     native = _foreign(data)
     if native is not None:
         return wrap(_import(native, ex, dtype, copy=True), ex)
@@ -394,9 +396,9 @@ class CreationMethods:
         return tensor(data, requires_grad=requires_grad, **self._like(dtype, device))
 
 
-for _name, _fn in list(vars(CreationMethods).items()):
-    if callable(_fn) and not _name.startswith("_") and not getattr(_fn, "_typed", False):
-        setattr(CreationMethods, _name, typed_errors(_fn))
+for _name, _fn in list(vars(CreationMethods).items()):  # typed errors, never a tape node: a new tensor has
+    if callable(_fn) and not _name.startswith("_") and not getattr(_fn, "_typed", False):  # no history (torch's)
+        setattr(CreationMethods, _name, typed_function(_fn))
 attach(CreationMethods)
 
 

@@ -412,12 +412,15 @@ class Tensor:
             raise self._ex.native_error(err) from None
         return out.clone() if copy else out
 
+    @inline_typed  # ``to`` types its errors and records the move itself (a tape node would refuse it)
     def cpu(self) -> "Tensor":
         return self.to("cpu")
 
+    @inline_typed
     def cuda(self, device=None) -> "Tensor":
         return self.to("cuda" if device is None else f"cuda:{device}" if isinstance(device, int) else device)
 
+    @inline_typed
     def mlx(self) -> "Tensor":
         return self.to("mlx")
 

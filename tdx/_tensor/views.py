@@ -66,7 +66,7 @@ class Layout:
 # id(root) -> (weakref(root), {id(view): weakref(view)}); keyed by id because tensors compare
 # elementwise; the root weakref guards against a recycled id. Dead entries are swept lazily.
 _families: dict = {}
-_sweep_at = [1024]
+_sweep_at = [1024]  # mutate: equivalent (memory only: when dead entries go)
 # Held while a write computes a tensor's new array from its current one and publishes it, so writes from
 # several threads into one tensor (``x[i] = v`` on disjoint elements, ``x += 1``) never lose each other.
 WRITE_LOCK = threading.RLock()
@@ -576,7 +576,7 @@ def publish(updates) -> None:
     names = [u[1] for u in updates]
     values = [u[2] for u in updates]
     replaced = [getattr(o, n, None) for o, n in zip(objs, names)]
-    collections.deque(map(setattr, objs, names, values), maxlen=0)
+    collections.deque(map(setattr, objs, names, values), maxlen=0)  # mutate: equivalent (any maxlen drains the map)
     del replaced
 
 

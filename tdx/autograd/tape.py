@@ -39,7 +39,8 @@ class Meta:
 
     __slots__ = ("requires_grad", "grad", "node", "index", "retain", "hooks", "grad_hooks")
 
-    def __init__(self, requires_grad=False, node=None, index=0):
+    def __init__(self, requires_grad=False, node=None,
+                 index=0):  # mutate: equivalent (a meta with a node is always given its index)
         self.requires_grad = requires_grad
         self.grad = None
         self.node = node
@@ -415,7 +416,9 @@ def differentiating() -> bool:
     return _local.differentiating
 
 
-def run_backward(roots, grad_roots, retain_graph=False, inputs=None, create_graph=False, accumulate=True):
+def run_backward(roots, grad_roots,
+                 retain_graph=False,  # mutate: equivalent (every caller passes it)
+                 inputs=None, create_graph=False, accumulate=True):
     """Propagate ``grad_roots`` (natives, or Tensors when ``create_graph``) from ``roots`` to the leaves.
 
     With ``create_graph`` every vector-Jacobian product is itself recorded (a node whose backward
@@ -546,16 +549,17 @@ def _run_grad_hooks(m, g, ex, create_graph):
     replaces the gradient.
 
     Raises:
-        TdxRuntimeError: a hook returned something that is not a tensor, or a tensor of another shape.
+        TdxTypeError: a hook returned something that is neither a tensor nor None (torch's TypeError).
+        TdxRuntimeError: a hook returned a tensor of another shape.
     """
+    from .._tensor.wrapping import need_tensor
+
     for hook in list(m.grad_hooks.values()):
         given = g if create_graph else _wrap(g, ex)
         out = hook(given)
         if out is None:
             continue
-        if not hasattr(out, "_n") or not hasattr(out, "_ex"):
-            raise TdxRuntimeError(f"hook '{getattr(hook, '__name__', hook)}' returned {type(out).__name__}: a "
-                                  "gradient hook must return a Tensor or None")
+        need_tensor(out, "register_hook", "hook_result")  # torch's TypeError, as on torch executors
         if tuple(out.shape) != tuple(given.shape):
             raise TdxRuntimeError(f"hook '{getattr(hook, '__name__', hook)}' has changed the size of value: "
                                   f"expected {list(given.shape)}, got {list(out.shape)}")
@@ -632,7 +636,7 @@ def _grads_of(node, slots, create_graph):
         return custom(slots, create_graph)
     import mlx.core as mx
 
-    if any(s is None for s in slots):
+    if any(s is None for s in slots):  # mutate: equivalent (speed only: a pending node has a set slot)
         outs = node.outputs_like()
         ex = node.inputs[0]._ex
         slots = [s if s is not None else (_wrap(mx.zeros_like(outs[i]), ex) if create_graph else
@@ -659,7 +663,10 @@ def _wrap(native, ex):
 def _accumulate(m, g, ex, create_graph) -> None:
     """Add ``g`` to ``m.grad`` as torch's AccumulateGrad: the first gradient becomes ``.grad``; later ones
     are added in place into that same Tensor (its views see them), or out of place when a graph is
-    being created (the new ``.grad`` then has a history)."""
+    being created (the new ``.grad`` then has a history). A leaf that stopped requiring grad after the
+    forward pass (``requires_grad_(False)``) takes nothing, as torch's."""
+    if not m.requires_grad:
+        return
     old = m.grad
     if old is None:
         m.grad = g if create_graph else _wrap(g, ex)
@@ -715,15 +722,14 @@ def set_grad(t, value) -> None:
             raise TdxRuntimeError(f"attempting to assign a gradient with dtype '{value.dtype}' to a tensor with "
                                   f"dtype '{t.dtype}'. The gradient must match the tensor's dtype")
     m = meta(t)
-    if ex.caps.native_autograd:
+    if ex.caps.native_autograd:  # ``value`` is a Tensor here: None returned above
         try:
-            t._n.grad = None if value is None else value._n
+            t._n.grad = value._n
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
-        if m is None and value is not None:
+        if m is None:
             m = t._ag = Meta()
-        if m is not None:
-            m.grad = value
+        m.grad = value  # the wrapper ``.grad`` returns: ``value`` itself
         return
     if m is None:
         if value is None:
@@ -732,7 +738,8 @@ def set_grad(t, value) -> None:
     m.grad = value
 
 
-def backward(t, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
+def backward(t, gradient=None, retain_graph=None,
+             create_graph=False, inputs=None) -> None:  # mutate: equivalent (Tensor.backward passes all)
     """``Tensor.backward`` for a tape tensor."""
     if gradient is None:
         if t.numel() != 1:
