@@ -294,7 +294,7 @@ def _whole(shape: tuple) -> tuple:
     return shape, _contiguous(shape), 0
 
 
-def link_root_index(out, root, index, basic: bool = False):
+def link_root_index(out, root, index, basic: bool = False):  # mutate: equivalent (its one caller passes basic)
     """``out`` as the view ``root[index]`` of ``root``, a tensor that is no view, when ``index`` is basic;
     ``out`` as it is (a copy) for any other index. An int, a slice or a tuple of them (``basic`` says
     the caller saw that; the executor checked the bounds) is linked with its layout left to compute
