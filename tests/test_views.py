@@ -356,3 +356,56 @@ def test_live_view_families_survive_the_sweep_of_dead_ones(device):
         fresh = [tdx.zeros(2, device=device)[1:] for _ in range(_views._sweep_at[0] + 1)]
         dead = sum(1 for ref, _ in _views._families.values() if ref() is None)
         assert dead < 100, dead
+
+
+@pytest.mark.parametrize("index", ["list", "tensor", "mask"])
+@pytest.mark.parametrize("of_view", [False, True])
+def test_advanced_index_is_a_copy_not_a_view(device, index, of_view):
+    """``x[[0, 2]]``, ``x[tensor]`` and ``x[mask]`` copy: writing the result leaves ``x`` (and its root) as they
+    were, of a root and of a view alike."""
+    def run(mod, **kw):
+        root = mod.arange(12., **kw).reshape(4, 3)
+        x = root[1:] if of_view else root
+        idx = {"list": [0, 2], "tensor": mod.tensor([0, 2], **kw),
+               "mask": mod.tensor([True, False, True] + ([] if of_view else [False]), **kw)}[index]
+        y = x[idx]
+        y.fill_(100.0)
+        return root, y
+
+    got, want = run(tdx, device=device), run(torch)
+    for g, w in zip(got, want):
+        check(lambda: g, lambda: w, msg=index)
+
+
+@pytest.mark.parametrize("of_view", [False, True])
+def test_new_trailing_axis_has_torchs_stride(device, of_view):
+    """``x[..., None]`` and ``x[0, :, None]``: a new axis after the last dim has stride 1, as torch's; writes
+    through it reach ``x``."""
+    def run(mod, **kw):
+        root = mod.arange(24., **kw).reshape(2, 3, 4)
+        x = root[:, 1:] if of_view else root
+        a, b = x[..., None], x[0, :, None]
+        b.mul_(-1)
+        return root, a, b
+
+    got, want = run(tdx, device=device), run(torch)
+    for g, w in zip(got, want):
+        assert g.stride() == w.stride() and g.storage_offset() == w.storage_offset(), (g.stride(), w.stride())
+        check(lambda: g, lambda: w)
+
+
+@pytest.mark.parametrize("pick", ["index", "slice"])
+def test_view_of_a_multi_output_view_refuses_in_place_writes(device, pick):
+    """``a, b = h.split(2)`` under autograd: a view of ``a`` (``a[0]``, ``a[1:]``) inherits torch's refusal
+    of in-place writes to one of several views a function returns."""
+    def run(mod, **kw):
+        h = mod.ones(4, 3, requires_grad=True, **kw) * 1
+        a, _ = h.split(2)
+        v = a[0] if pick == "index" else a[1:]
+        v.add_(1)
+
+    with pytest.raises(RuntimeError, match="output of a function that returns multiple views"):
+        run(torch)
+    with pytest.raises(RuntimeError, match="output of a function that returns multiple views") as info:
+        run(tdx, device=device)
+    assert isinstance(info.value, tdx.TdxError)

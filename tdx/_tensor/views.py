@@ -294,14 +294,17 @@ def _whole(shape: tuple) -> tuple:
     return shape, _contiguous(shape), 0
 
 
+_BASIC_ITEMS = (int, slice)  # the classes of a basic index's items that need no unwrapping (bool is not int)
+
+
 def link_root_index(out, root, index, basic: bool = False):  # mutate: equivalent (its one caller passes basic)
     """``out`` as the view ``root[index]`` of ``root``, a tensor that is no view, when ``index`` is basic;
     ``out`` as it is (a copy) for any other index. An int, a slice or a tuple of them (``basic`` says
     the caller saw that; the executor checked the bounds) is linked with its layout left to compute
     (:class:`_LazyLayout`)."""
     if not basic and index.__class__ is tuple:
-        basic = all(it.__class__ is slice or it.__class__ is int for it in index)
-    if basic or index.__class__ is int or index.__class__ is slice:
+        basic = all(it.__class__ in _BASIC_ITEMS for it in index)
+    if basic or index.__class__ in _BASIC_ITEMS:  # mutate: equivalent (swapping the or's operands: speed only)
         return _link_lazy(out, root, (_indexed, root._n.shape, index))
     view = basic_index(layout_of(root), index)
     return out if view is None else link(out, root, *view, root=root)
