@@ -36,13 +36,19 @@ def _begin_step(p, grad, state, maximize, moments, counter=None):
     Returns:
         ``(grad, step)``: the gradient to use and the new step count (a Python float).
     """
+    _init_state(p, state, moments, counter)
+    return (-grad if maximize else grad), advance_step(state["step"])
+
+
+def _init_state(p, state, moments, counter=None):
+    """``p``'s state on its first step, in torch's layout and key order: ``step``, NAdam's ``counter`` at 1,
+    then the zero ``moments``."""
     if len(state) == 0:
         state["step"] = step_tensor(0.0, p)
         if counter is not None:
             state[counter] = step_tensor(1.0, p)
         for name in moments:
             state[name] = tdx.zeros_like(p)
-    return (-grad if maximize else grad), advance_step(state["step"])
 
 
 def _check_common(lr, eps, betas, weight_decay):
@@ -131,17 +137,14 @@ class Adam(Optimizer):
         executors; ``differentiable``, ``capturable`` and ``fused`` keep the per-parameter path)."""
         if group["differentiable"] or group["capturable"] or group["fused"]:
             return False
+        if not K.has_group_kernel(group["params"]):  # decided before any gradient is read
+            return False
         rows = list(self._grads(group))
         if not rows:
             return True
         moments = _AMSGRAD_MOMENTS if settings["amsgrad"] else _MOMENTS
-        if not hasattr(rows[0][0]._ex, "adam_group_update"):
-            return False
         for p, _, state in rows:
-            if len(state) == 0:  # torch's layout and key order, as _begin_step makes it
-                state["step"] = step_tensor(0.0, p)
-                for name in moments:
-                    state[name] = tdx.zeros_like(p)
+            _init_state(p, state, moments)
         return K.adam_group_(rows, moments, foreach=group["foreach"], **settings)
 
 

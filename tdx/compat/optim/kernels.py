@@ -13,7 +13,7 @@ Used only on optimizer-owned state, inside ``tdx.no_grad()``.
 
 from __future__ import annotations
 
-__all__ = ["adam_update_", "adam_group_"]
+__all__ = ["adam_update_", "adam_group_", "has_group_kernel"]
 
 
 def adam_update_(p, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, weight_decay: str, wd: float, decay: float,
@@ -47,6 +47,12 @@ def adam_update_(p, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, weight_decay: 
     return True
 
 
+def has_group_kernel(params) -> bool:
+    """Whether the executor of the first of ``params`` has an ``adam_group_update`` kernel (see
+    :func:`adam_group_`); False for no parameters."""
+    return bool(params) and hasattr(params[0]._ex, "adam_group_update")
+
+
 def adam_group_(rows, moments, *, foreach, amsgrad: bool, beta1: float, beta2: float, lr: float, weight_decay: float,
                 eps: float, maximize: bool, decoupled: bool) -> bool:
     """One Adam step of a whole param group by the executor's ``adam_group_update`` kernel, in place.
@@ -64,7 +70,7 @@ def adam_group_(rows, moments, *, foreach, amsgrad: bool, beta1: float, beta2: f
         (nothing was written: the caller steps parameter by parameter).
     """
     ex = rows[0][0]._ex
-    if not hasattr(ex, "adam_group_update"):
+    if not has_group_kernel([rows[0][0]]):
         return False
     if any(p._ex is not ex or g._ex is not ex for p, g, _ in rows):
         return False
