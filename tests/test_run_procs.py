@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-from test_run import PROGRAMS, _py, _reference
+from test_run import GLOO_SHUTDOWN_ABORT, PROGRAMS, _py, _reference
 
 ORDERED = ("profiled_train", "dataloader_spawn", "char_tensorboard")
 
@@ -57,3 +57,27 @@ def test_process_program_runs_unmodified(name, device, tmp_path, tmp_path_factor
             ref = EventAccumulator(str(ref_dir / "runs" / "makemore"))
             ref.Reload()
             assert losses == [e.value for e in ref.Scalars("Loss/train")]
+
+
+_FLAKY = """
+import pathlib, sys
+runs = pathlib.Path("runs.txt")
+n = len(runs.read_text()) if runs.exists() else 0
+runs.write_text("x" * (n + 1))
+if n < FAILS:
+    sys.stderr.write(MESSAGE + "\\nProcessExitedException: process 0 terminated with signal SIGABRT\\n")
+    sys.exit(1)
+print("done")
+"""
+
+
+@pytest.mark.parametrize("message,fails,runs,rc", [
+    (GLOO_SHUTDOWN_ABORT, 1, 2, 0),    # gloo's shutdown abort: run again, and the second run counts
+    (GLOO_SHUTDOWN_ABORT, 5, 3, 1),    # every attempt aborts: the last failure is returned
+    ("ValueError: a real failure", 1, 1, 1),  # anything else is returned at once
+])
+def test_only_gloo_shutdown_abort_is_run_again(message, fails, runs, rc, tmp_path):
+    prog = tmp_path / "prog.py"
+    prog.write_text(f"FAILS = {fails}\nMESSAGE = {message!r}\n" + _FLAKY)
+    done = _py([str(prog)], tmp_path)
+    assert done.returncode == rc and len((tmp_path / "runs.txt").read_text()) == runs
