@@ -84,6 +84,14 @@ def skip_value_checked(device, what: str) -> None:
                     "not an error at the call")
 
 
+def torch_twin(device: str) -> str:
+    """The torch device whose results tdx promises on ``device``: the device itself where tdx runs real torch's own
+    kernels and generators there (the torch executor on cuda or mps: their summation orders, cuDNN's TF32
+    convolutions, the Philox draws), else ``"cpu"`` (MLX draws torch's CPU stream and adds in its CPU order).
+    A bit-exact or random-stream check builds its reference there and compares on the host."""
+    return device if tdx.backends.get(device).name == "torch" else "cpu"
+
+
 def pair(arr, device, dtype):
     """(tdx tensor on ``device``, torch CPU tensor) holding ``arr`` as ``dtype`` (a name)."""
     arr = np.asarray(arr)
