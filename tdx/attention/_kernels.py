@@ -107,7 +107,7 @@ _CPU_FLASH = (
 
 
 def _torch_says(backend):
-    """On CUDA, torch's own ``can_use_*`` decides (its reasons are captured from its warnings)."""
+    """On CUDA, torch's own ``can_use_*`` decides (asked quietly: see :func:`._torch.cuda_can_use`)."""
     def check(p):
         if not _cuda(p):
             return True

@@ -13,7 +13,6 @@ Imported on first use of a torch kernel; it imports torch, never MLX.
 
 from __future__ import annotations
 
-import warnings
 
 import torch
 
@@ -57,13 +56,17 @@ def run(p, backend):
 
 
 def cuda_can_use(backend, p) -> tuple:
-    """(torch's ``can_use_*`` verdict, its reasons) for a CUDA kernel on canonical params ``p``."""
-    fn = getattr(torch.backends.cuda, _CAN_USE[backend], None)
+    """(torch's ``can_use_*`` verdict, a reason when refused) for a CUDA kernel on canonical params ``p``.
+
+    Asked with ``debug=False``: torch's debug answers go to the process's stderr through c10's logger (not to
+    Python's warnings), so asking for them would print lines a native torch call never prints. The reason
+    names the check and how to see torch's own account."""
+    name = _CAN_USE[backend]
+    fn = getattr(torch.backends.cuda, name, None)
     if fn is None:
-        return False, f"this torch build has no {_CAN_USE[backend]}"
+        return False, f"this torch build has no {name}"
     params = torch.backends.cuda.SDPAParams(p.q, p.k, p.v, p.mask, p.dropout_p, p.is_causal, p.groups > 1)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        ok = bool(fn(params, True))
-    reasons = "; ".join(str(w.message).strip() for w in caught)
-    return ok, reasons or f"torch's {_CAN_USE[backend]} refuses these inputs"
+    if fn(params, False):
+        return True, ""
+    return False, (f"torch's {name} refuses these inputs on {p.q.device} ({p.q.dtype}, head dim {p.q.shape[-1]}; "
+                   f"torch.backends.cuda.{name}(params, debug=True) prints torch's reasons)")
