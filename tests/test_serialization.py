@@ -20,6 +20,7 @@ import pytest
 import torch
 
 import tdx
+from conftest import torch_twin
 from tdx.testing import assert_close
 
 DTYPES = ["float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool",
@@ -54,6 +55,7 @@ def test_tdx_save_torch_load_every_dtype(device, dtype, tmp_path):
     path = tmp_path / "ckpt.pt"
     tdx.save({"x": x, "row": x[1], "xt": x.t()}, path)
     got = torch.load(path)  # weights_only=True: only torch's safe names in the file
+    t = t.to(torch_twin(device))  # torch restores a cuda tensor on cuda, an MLX one on cpu
     for key, expected in (("x", t), ("row", t[1]), ("xt", t.t())):
         assert got[key].dtype == expected.dtype
         assert torch.equal(got[key], expected), key
@@ -110,7 +112,7 @@ def test_3d_strided_views_stay_views(device, name, tmp_path):
     """A 3-d strided view saved beside its base is a view of the one storage after loading, in both
     directions, as torch.save/torch.load of the same views gives."""
     view = _VIEWS_3D[name]
-    tb = torch.arange(24.0).reshape(2, 4, 3)
+    tb = torch.arange(24.0, device=torch_twin(device)).reshape(2, 4, 3)  # where torch.load restores tdx's tensors
     base = tdx.arange(24.0, device=device).reshape(2, 4, 3)
     tdx.save({"base": base, "v": view(base)}, tmp_path / "tdx.pt")
     got = torch.load(tmp_path / "tdx.pt")  # tdx.save -> torch.load: the two alias, strides as torch's
@@ -125,9 +127,9 @@ def test_3d_strided_views_stay_views(device, name, tmp_path):
         real = [d for d in range(3) if view(tb).shape[d] > 1]  # a size-1 dim's stride is free
         assert [got["v"].stride(d) for d in real] == [view(tb).stride(d) for d in real]
         assert got["v"].storage_offset() == view(tb).storage_offset()
-        assert_close(got["v"], view(tb).numpy(), rtol=0, atol=0)
+        assert_close(got["v"], view(tb).cpu().numpy(), rtol=0, atol=0)
         got["base"].add_(100)
-        assert_close(got["v"], (view(tb) + 100).numpy(), rtol=0, atol=0, msg=f"{path.name} {name}")
+        assert_close(got["v"], (view(tb) + 100).cpu().numpy(), rtol=0, atol=0, msg=f"{path.name} {name}")
 
 
 def test_state_dict_round_trip_with_torch_module(device, tmp_path):
@@ -164,8 +166,9 @@ def test_parameters_and_requires_grad(device, tmp_path):
     buf = io.BytesIO()
     tdx.save(w * 2, buf)  # a non-leaf: saved with requires_grad, loaded as a leaf, as torch
     buf.seek(0)
-    loaded = torch.load(buf)
-    assert loaded.requires_grad and loaded.is_leaf and torch.equal(loaded, torch.full((3,), 2.0))
+    loaded = torch.load(buf)  # on the device torch restores tdx's tensor to
+    assert loaded.requires_grad and loaded.is_leaf
+    assert torch.equal(loaded, torch.full((3,), 2.0, device=torch_twin(device)))
     buf.seek(0)
     mine = tdx.load(buf, map_location=device)
     assert mine.requires_grad and mine.is_leaf
@@ -190,7 +193,9 @@ def test_mlx_tensors_load_on_cpu(device, tmp_path):
     x = tdx.tensor([[1.0, 2.0], [3.0, 4.0]], device=device)
     path = tmp_path / "m.pt"
     tdx.save({"x": x, "xt": x.t()}, path)
-    assert torch.equal(torch.load(path)["xt"], torch.tensor([[1.0, 3.0], [2.0, 4.0]]))  # torch: no map_location
+    # torch, no map_location: an MLX tensor loads on cpu, a cuda one on cuda (the device torch_twin names)
+    want = torch.tensor([[1.0, 3.0], [2.0, 4.0]], device=torch_twin(device))
+    assert torch.equal(torch.load(path)["xt"], want)
     on_cpu = tdx.load(path, map_location="cpu")
     assert on_cpu["x"].device == tdx.device("cpu") and on_cpu["xt"].stride() == (1, 2)
     assert tdx.load(path)["x"].device == x.device  # tdx remembers the device it was saved from

@@ -16,6 +16,7 @@ import pytest
 import torch
 
 import tdx
+from conftest import torch_twin
 from tdx.testing import assert_close
 
 X = np.array([[0.5, -1.25, 2.0], [3.0, 0.0, -2.5]], dtype=np.float32)
@@ -53,7 +54,8 @@ def test_is_neg_follows_torchs_lazy_negation():
 @pytest.mark.float64
 def test_get_device_dim_order_and_strided_answers(device):
     x, t = _both(device)
-    assert x.get_device() == tdx.get_device(x) == -1 == t.get_device()
+    on_twin = t.to(torch_twin(device))  # -1 for host memory (cpu, MLX's), the ordinal on cuda
+    assert x.get_device() == tdx.get_device(x) == on_twin.get_device() == torch.get_device(on_twin)
     for a, b in ((x, t), (x.t(), t.t()), (x.unsqueeze(0).expand(3, 2, 3), t.unsqueeze(0).expand(3, 2, 3))):
         assert a.dim_order() == b.dim_order()
     y, u = tdx.zeros(2, 1, 3, device=device), torch.zeros(2, 1, 3)
@@ -153,7 +155,9 @@ def test_foreign_device_moves_raise_torchs_errors(device):
     with pytest.raises(RuntimeError, match="reinforce") as info:
         x.reinforce(1.0)
     assert isinstance(info.value, tdx.TdxError)
-    with pytest.raises(NotImplementedError) as info:
+    with pytest.raises(RuntimeError):  # torch: "unknown parameter type" (None is no Stream), on every device
+        t.to(torch_twin(device)).record_stream(None)
+    with pytest.raises(RuntimeError) as info:  # tdx: no stream off CUDA (NotImplementedError), torch's error on it
         x.record_stream(None)
     assert isinstance(info.value, tdx.TdxError)
 

@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import tdx
+from conftest import torch_twin
 from tdx.testing import assert_close
 
 X = np.array([[0.5, -1.25, 2.0], [3.0, 0.75, -2.5]], dtype=np.float32)
@@ -173,7 +174,8 @@ def test_resize_and_resize_as(device):
 
 def test_shared_and_pinned_memory(device):
     x = tdx.ones(3, device=device)
-    assert x.is_shared() is False and x.is_pinned() is False
+    t = torch.ones(3, device=torch_twin(device))  # torch counts CUDA memory as shared (IPC-ready), host memory not
+    assert x.is_shared() is t.is_shared() and x.is_pinned() is t.is_pinned() is False
     if x._ex.name == "torch":
         assert x.share_memory_() is x and x.is_shared() is True
     else:
@@ -211,7 +213,10 @@ def test_legacy_tensor_types(name, device):
     assert ours.tolist() == theirs.tolist() and ours.device == tdx.device(device)
     assert str(ours.dtype).split(".")[1] == str(theirs.dtype).split(".")[1]
     assert tuple(empty.shape) == (2, 3)
-    assert isinstance(ours, getattr(tdx, name)) and isinstance(theirs, getattr(torch, name))
+    # torch.FloatTensor... are torch's CPU types: a tensor on cuda is an instance of none (torch.cuda.FloatTensor)
+    on_twin = torch.tensor([1, 0, 2], dtype=theirs.dtype, device=torch_twin(device))
+    assert isinstance(ours, getattr(tdx, name)) is isinstance(on_twin, getattr(torch, name))
+    assert isinstance(theirs, getattr(torch, name))
     other = "LongTensor" if name != "LongTensor" else "FloatTensor"
     assert not isinstance(ours, getattr(tdx, other)) and not isinstance(theirs, getattr(torch, other))
 

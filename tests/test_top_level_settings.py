@@ -13,6 +13,7 @@ import pytest
 import torch
 
 import tdx
+from conftest import torch_twin
 from tdx.compat import refused
 from tdx.testing import assert_close
 
@@ -85,12 +86,22 @@ def test_warn_always_anomaly_and_flags():
     assert tdx.cudnn_is_acceptable(tdx.zeros(1)) is torch.cudnn_is_acceptable(torch.zeros(1)) is False
 
 
+def _draw_around_a_restore(m, device):
+    m.manual_seed(3)
+    state = m.get_rng_state()
+    a = m.rand(4, device=device).tolist()
+    m.set_rng_state(state)
+    return a, m.rand(4, device=device).tolist()
+
+
 def test_rng_state_and_seed(device):
-    tdx.manual_seed(3)
-    state = tdx.get_rng_state()
-    a = tdx.rand(4).tolist()
-    tdx.set_rng_state(state)
-    assert tdx.rand(4).tolist() == a
+    """``get_rng_state`` is the default CPU generator's state, as torch's: restoring it repeats the draws of a
+    device drawing that stream (cpu, MLX), not those of a device with its own generator (cuda), as in torch."""
+    twin = torch_twin(device)
+    got = _draw_around_a_restore(tdx, device)
+    assert got == _draw_around_a_restore(torch, twin)
+    if twin == "cpu":
+        assert got[0] == got[1]
     s = tdx.seed()
     assert isinstance(s, int) and s == tdx.initial_seed()
 
@@ -279,7 +290,9 @@ def test_torch_function_switches_and_thread_safe_generator(device):
         with m.DisableTorchFunctionSubclass():
             second = (a + 1).tolist()
         assert (first, second) == ((t * 2).tolist(), (t + 1).tolist())
-    assert tdx.thread_safe_generator() is None and torch.thread_safe_generator() is None
+    assert tdx.thread_safe_generator() is None
+    if hasattr(torch, "thread_safe_generator"):  # torch 2.12 added it
+        assert torch.thread_safe_generator() is None
 
     class Counting:
         def __init__(self):

@@ -9,7 +9,7 @@ False; on a torch executor they are torch's answers. This module must never impo
 
 from __future__ import annotations
 
-from .._errors import TdxRuntimeError, TdxTypeError, UnsupportedOpError
+from .._errors import NATIVE_ERRORS, TdxRuntimeError, TdxTypeError, UnsupportedOpError
 from .tensor import Tensor
 from .wrapping import attach, need_tensor
 
@@ -134,10 +134,14 @@ class _IdentityMethods:
 
         Raises:
             UnsupportedOpError: not a CUDA tensor (torch raises NotImplementedError there too).
+            TdxError: ``stream`` is no CUDA stream (torch's error, of its builtin kind).
         """
         if self.device.type != "cuda":
             raise UnsupportedOpError(f"record_stream is only available for CUDA tensors, not {self.device}")
-        self._n.record_stream(getattr(stream, "native", stream))
+        try:
+            self._n.record_stream(getattr(stream, "native", stream))
+        except NATIVE_ERRORS as err:  # not a Stream: torch's error, typed
+            raise self._ex.native_error(err) from None
 
 
 attach(_IdentityMethods)

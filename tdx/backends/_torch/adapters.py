@@ -162,7 +162,8 @@ class TorchAdaptedOps:
 
         Raises:
             TdxRuntimeError: ``data`` is an MLX generator's state, or torch refuses it (a
-                wrong size for this device's generator), with torch's message.
+                wrong size for this device's generator), with torch's message, which names the
+                size received.
         """
         if len(data) == MLX_STATE_SIZE and data.startswith(MLX_STATE_HEADER):
             raise TdxRuntimeError(f"set_state got an MLX generator's state ({len(data)} bytes starting "
@@ -172,7 +173,10 @@ class TorchAdaptedOps:
         try:
             gen.set_state(torch.frombuffer(bytearray(data), dtype=torch.uint8) if data
                           else torch.empty(0, dtype=torch.uint8))
-        except (RuntimeError, TypeError, ValueError) as err:
+        except RuntimeError as err:  # a wrong size: the message names the size received (CUDA's does not)
+            named = str(len(data)) in str(err)
+            raise TdxRuntimeError(str(err) if named else f"{err}: got a state of {len(data)} bytes") from err
+        except (TypeError, ValueError) as err:
             raise self.native_error(err) from err
         return gen, gen.initial_seed()
 

@@ -34,7 +34,7 @@ NN_KERNELS = frozenset((
     "margin_ranking_loss", "cosine_embedding_loss", "triplet_margin_loss",
     # activations and norms tdx composes elsewhere
     "elu", "selu", "celu", "silu", "mish", "hardswish", "logsigmoid", "softplus", "glu", "group_norm", "rms_norm", "pdist",
-    "grid_sample", "bilinear", "conv_tbc", "alpha_dropout", "rrelu", "gumbel_softmax"))
+    "grid_sample", "bilinear", "conv_tbc", "dropout", "alpha_dropout", "rrelu", "gumbel_softmax"))
 
 
 class TorchNNOps:

@@ -274,8 +274,8 @@ def initial_seed() -> int:
 
 
 def get_rng_state(device="cuda"):
-    """A CUDA device's generator state as a uint8 tensor (under a pin to another device, the state of
-    the generator that device draws from).
+    """A CUDA device's generator state as a uint8 tdx tensor on cpu (under a pin to another device, the state
+    of the generator that device draws from).
 
     Raises:
         BackendUnavailableError: no CUDA.
@@ -284,7 +284,13 @@ def get_rng_state(device="cuda"):
         from ..runtime import get_rng_state as pinned_state
 
         return pinned_state()
-    return _need("get_rng_state()").get_rng_state(_arg(device))
+    import numpy as np
+
+    from ... import _dtypes as D
+    from ..._tensor.creation import tensor
+
+    state = _need("get_rng_state()").get_rng_state(_arg(device))  # torch's ByteTensor on the host
+    return tensor(np.frombuffer(state.numpy().tobytes(), dtype=np.uint8), dtype=D.uint8, device="cpu")
 
 
 def set_rng_state(new_state, device="cuda") -> None:
@@ -298,7 +304,12 @@ def set_rng_state(new_state, device="cuda") -> None:
 
         pinned_set(new_state)
         return
-    _need("set_rng_state()").set_rng_state(new_state, _arg(device))
+    cuda = _need("set_rng_state()")
+    if hasattr(new_state, "_n"):  # a tdx tensor (get_rng_state's): torch's ByteTensor of the same bytes
+        torch = _flags.torch_module()
+        data = bytearray(new_state.numpy(force=True).tobytes())
+        new_state = torch.frombuffer(data, dtype=torch.uint8) if data else torch.empty(0, dtype=torch.uint8)
+    cuda.set_rng_state(new_state, _arg(device))
 
 
 def empty_cache() -> None:

@@ -456,9 +456,11 @@ def _check_p(p) -> None:
         raise TdxValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
+@_kernels.torch_kernel
 def dropout(input, p=0.5, training=True, inplace=False):  # noqa: A002 - torch's name
     """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)`` (only when
-    ``training``).
+    ``training``). On a torch executor torch's own kernel draws the mask: on CUDA that is a fused
+    kernel drawing other numbers than ``bernoulli_`` does, so composing it would not give torch's mask.
 
     Raises:
         TdxValueError: ``p`` is outside ``[0, 1]`` (checked even when not training, as torch).
