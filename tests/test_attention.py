@@ -74,7 +74,9 @@ def _tdx(a, device, dtype):
 
 
 def _host(t):
-    return np.asarray(t.float().numpy() if t.dtype in (tdx.float16, tdx.bfloat16) else t.numpy(), np.float64)
+    """``t`` as a float64 NumPy array on the host (``__array__`` copies a GPU tensor back; ``.numpy()`` refuses one,
+    as torch's does)."""
+    return np.asarray(t, np.float64)
 
 
 def _oracle(q, k, v, mask=None, cot=None, **kw):
@@ -177,6 +179,8 @@ def test_every_kernel_is_reachable(device):
     ex = tdx.backends.get(device)
     t = [_tdx(a, device, "float32") for a in (q, k, v)]
     got = set(_usable(*t))
+    if "efficient" in ex.caps.sdpa_kernels:  # torch's CUDA kernels: flash runs float16/bfloat16 only
+        got |= set(_usable(*(_tdx(a, device, "float16") for a in (q, k, v))))
     expect = {SDPBackend.MATH, SDPBackend.CHUNKED}
     if "flash" in ex.caps.sdpa_kernels:
         expect.add(SDPBackend.FLASH_ATTENTION)
@@ -209,7 +213,7 @@ def test_float64(device):
         with sdpa_kernel([b]):
             out = F.scaled_dot_product_attention(*t, attn_mask=tm, **kw)
         assert out.dtype == tdx.float64
-        assert _rel(out.numpy(), want) <= TOL["float64"], (device, b, _rel(out.numpy(), want))
+        assert _rel(_host(out), want) <= TOL["float64"], (device, b, _rel(_host(out), want))
     if tdx.backends.get(device).caps.native_autograd:
         return
     cot = np.random.default_rng(3).standard_normal(want.shape)
@@ -526,8 +530,10 @@ def test_automatic_choice_prefers_fast_kernels(device):
     t = [tdx.randn(1, 8, 256, 64, device=device) for _ in range(3)]
     ex = tdx.backends.get(device)
     chosen = A.explain(*t).kernel
-    if "flash" in ex.caps.sdpa_kernels:
-        assert chosen is SDPBackend.FLASH_ATTENTION
+    usable = _usable(*t)
+    fused = [b for b in (SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION) if b in usable]
+    if fused:  # the fastest fused kernel that runs the inputs (CUDA's flash refuses float32: efficient then)
+        assert chosen is fused[0], (chosen, usable)
     if str(device) == "mlx:cpu":
         assert chosen is SDPBackend.BRIDGE  # MLX's CPU kernels are far slower than torch's
     with sdpa_kernel([SDPBackend.MATH, SDPBackend.CHUNKED]):
@@ -664,8 +670,16 @@ def test_explain_names_every_refusal(device):
             continue
         if b is SDPBackend.MLX_FUSED and "mlx_fused" not in ex.caps.sdpa_kernels:
             continue
-        assert "dropout" in exp.reasons[b], exp.reasons[b]
-    assert "has no native 'cudnn' kernel" in exp.reasons[SDPBackend.CUDNN_ATTENTION]
+        if b is SDPBackend.FLASH_ATTENTION and "efficient" in ex.caps.sdpa_kernels:
+            # CUDA's flash kernel has dropout: torch's own can_use_flash_attention refuses these float32 inputs
+            assert "dtype" in exp.reasons[b], exp.reasons[b]
+        else:
+            assert "dropout" in exp.reasons[b], exp.reasons[b]
+    cudnn = exp.reasons[SDPBackend.CUDNN_ATTENTION]
+    if "cudnn" in ex.caps.sdpa_kernels:  # torch's can_use_cudnn_attention gives the reason (float32 inputs)
+        assert isinstance(cudnn, str) and cudnn, cudnn
+    else:
+        assert "has no native 'cudnn' kernel" in cudnn, cudnn
     text = str(exp)
     assert exp.kernel.name in text and "->" in text
 

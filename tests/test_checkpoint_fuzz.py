@@ -304,7 +304,8 @@ def test_a_record_claiming_bytes_past_the_end(device, tmp_path):
         blob[at:at + 4] = struct.pack("<I", 4000)
     path = tmp_path / "past_the_end.pt"
     path.write_bytes(bytes(blob))
-    with pytest.raises(CheckpointError, match="data/0: EOFError"):  # read: the bytes run out
+    # read: the bytes run out (Python >= 3.11.8/3.12.2's zipfile refuses the overlap before reading: BadZipFile)
+    with pytest.raises(CheckpointError, match=r"data/0: (EOFError|BadZipFile: Overlapped entries)"):
         tdx.load(path, map_location=device)
     with pytest.raises(CheckpointError, match="data/0: it runs past the end of the file"):  # mapped
         tdx.load(path, mmap=True, map_location=device)

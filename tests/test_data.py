@@ -286,8 +286,10 @@ def test_workers_give_the_same_batches(device):
     loader = D.DataLoader(mine, batch_size=4, shuffle=True, num_workers=2, worker_init_fn=_record_init,
                           prefetch_factor=3)
     it = iter(loader)
-    # an MLX device used in this process makes spawn the start method; else the platform's default
-    expected = "spawn" if "tdx.backends.mlx._executor" in sys.modules else multiprocessing.get_start_method()
+    # an MLX device used, or CUDA initialised, in this process makes spawn the start method; else the platform's
+    cuda = sys.modules.get("torch.cuda")
+    spawn = "tdx.backends.mlx._executor" in sys.modules or (cuda is not None and cuda.is_initialized())
+    expected = "spawn" if spawn else multiprocessing.get_start_method()
     assert it._workers[0]._start_method == expected and (expected == "spawn" or not device.startswith("mlx"))
     multi = list(it)
     assert len(multi) == len(single) == len(loader)

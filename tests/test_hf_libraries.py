@@ -17,7 +17,7 @@ import torch
 
 import tdx
 from tdx.testing import assert_close
-from test_run import PROGRAMS, _py
+from test_run import PROGRAM_TIMEOUT, PROGRAMS, _py, reference_args
 
 einops = pytest.importorskip("einops")
 pytest.importorskip("safetensors")
@@ -25,13 +25,16 @@ pytest.importorskip("safetensors")
 _ref: dict = {}
 
 
-def _reference(name, tmp_path_factory):
-    if name not in _ref:
+def _reference(name, tmp_path_factory, device="cpu"):
+    """(working dir, stdout) of the reference run (``reference_args``: on a GPU, real torch with its tensors there)."""
+    args = reference_args(name, device)
+    key = tuple(args)
+    if key not in _ref:
         cwd = tmp_path_factory.mktemp(name)
-        done = _py([str(PROGRAMS / f"{name}.py")], cwd)
+        done = _py(args, cwd)
         assert done.returncode == 0, done.stderr[-3000:]
-        _ref[name] = (cwd, done.stdout)
-    return _ref[name]
+        _ref[key] = (cwd, done.stdout)
+    return _ref[key]
 
 
 def _einops_case(lib, x, w):
@@ -63,9 +66,11 @@ def test_einops_matches_torch_with_gradients(device):
 
 
 @pytest.mark.parametrize("name", ["einops_safetensors", "vision_models"])
+@pytest.mark.timeout(PROGRAM_TIMEOUT)
 def test_library_programs_run_unmodified(name, device, tmp_path_factory):
-    """einops layers and safetensors files (byte-identical: same SHA-256 on every device); vision models."""
-    cwd, expected = _reference(name, tmp_path_factory)
+    """einops layers and safetensors files (byte-identical: same SHA-256 on every device, against ``python
+    program.py``); vision models (on a GPU against real torch there: cuDNN's TF32 convolutions, CUDA's draws)."""
+    cwd, expected = _reference(name, tmp_path_factory, "cpu" if name == "einops_safetensors" else device)
     done = _py(["-m", "tdx", "run", "--device", device, str(PROGRAMS / f"{name}.py")], cwd)
     assert done.returncode == 0, done.stderr[-3000:]
     if device == "cpu" or name == "einops_safetensors":

@@ -19,6 +19,7 @@ import pytest
 import torch
 
 import tdx
+from conftest import torch_twin
 from tdx.testing import assert_close, tolerance
 
 RTOL, ATOL = tolerance("float32", "module")  # a few steps of a small MLP: float32 round-off compounds
@@ -228,7 +229,16 @@ def test_state_dict_round_trips(device):
 def test_numpy_writes_reach_the_tensor_or_raise(device):
     """``a = x.numpy(); a[0] = 5``: on the torch executor the array shares ``x``'s memory, so the write
     shows in ``x`` (and in a later ``x.sum()``), as torch's; where the memory cannot be shared
-    writably (MLX) the array is read-only and the write raises. A write is never silently lost."""
+    writably (MLX) the array is read-only and the write raises. A write is never silently lost. On a GPU
+    torch's ``numpy()`` refuses the tensor (no array to write through), and so does tdx's, with torch's error."""
+    twin = torch_twin(device)
+    if twin != "cpu":
+        with pytest.raises(TypeError) as expected:
+            torch.arange(6.0, device=twin).numpy()
+        with pytest.raises(TypeError) as got:
+            tdx.arange(6.0, device=device).numpy()
+        assert isinstance(got.value, tdx.TdxError) and str(got.value) == str(expected.value)
+        return
     t = torch.arange(6.0).reshape(2, 3)
     ta = t.numpy()
     ta[0, 1] = 5.0

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import tdx
-from conftest import check
+from conftest import check, skip_value_checked
 
 
 def _loss(mod, x, w, b):
@@ -45,7 +45,7 @@ def test_detached_loss_lets_the_graph_go(device, backward):
     assert [r() for r in dead] == [None] * len(dead)
     assert kept.grad_fn is None and not kept.requires_grad
     ref = _loss(torch, *_inputs(torch)).detach()
-    torch.testing.assert_close(torch.from_numpy(kept.numpy()), ref, rtol=1.3e-6, atol=0)
+    torch.testing.assert_close(torch.tensor(kept.numpy(force=True)), ref, rtol=1.3e-6, atol=0)
 
 
 def _aliasing(mod, **kw):
@@ -110,8 +110,8 @@ def test_backward_frees_the_views_it_recorded(device):
     tw, tb = _inputs(torch)[1:]
     tx = _inputs(torch)[0]
     (((tx @ tw.t() + tb.expand(4, 6)) ** 2).sum() + _loss(torch, tx, tw, tb)).backward()
-    torch.testing.assert_close(torch.from_numpy(w.grad.numpy()), tw.grad, rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(torch.from_numpy(b.grad.numpy()), tb.grad, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(torch.tensor(w.grad.numpy(force=True)), tw.grad, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(torch.tensor(b.grad.numpy(force=True)), tb.grad, rtol=1e-5, atol=1e-5)
 
 
 def test_retained_graph_keeps_its_views(device):
@@ -124,7 +124,7 @@ def test_retained_graph_keeps_its_views(device):
     t = (tx @ tw.t() + tb.expand(4, 6)).square().sum()
     t.backward(retain_graph=True)
     t.backward()
-    torch.testing.assert_close(torch.from_numpy(w.grad.numpy()), tw.grad, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(torch.tensor(w.grad.numpy(force=True)), tw.grad, rtol=1e-5, atol=1e-5)
 
 
 def test_optimizer_step_builds_no_index_maps():
@@ -223,6 +223,7 @@ def test_cross_entropy_rows(device, reduction, ignore):
 
 def test_cross_entropy_rows_bad_target(device):
     """A target out of range raises torch's IndexError on the fused path too."""
+    skip_value_checked(device, "class targets")
     check(lambda: tdx.nn.functional.cross_entropy(tdx.zeros(3, 4, device=device), tdx.tensor([0, 4, 1], device=device)),
           lambda: torch.nn.functional.cross_entropy(torch.zeros(3, 4), torch.tensor([0, 4, 1])))
 

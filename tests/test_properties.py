@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import tdx
 from tdx.testing import assert_close, tolerance
 
-from conftest import BUILTINS
+from conftest import BUILTINS, torch_twin
 
 _EXAMPLES = int(os.environ.get("TDX_HYPOTHESIS_EXAMPLES", "0"))
 # the same examples every run (a green suite stays green); TDX_HYPOTHESIS_EXAMPLES=N explores N fresh ones
@@ -53,8 +53,10 @@ def operands(draw, dtypes=FLOATS + INTS):
     return dtype, draw(vals), draw(vals)
 
 
-def _pair(values, dtype, device):
+def _pair(values, dtype, device, oracle="cpu"):
+    """(tdx tensor on ``device``, torch tensor on ``oracle``) holding ``values`` as ``dtype``."""
     t = torch.tensor(values, dtype=torch.float64 if dtype in FLOATS else torch.int64).to(getattr(torch, dtype))
+    t = t.to(oracle)
     wide = tdx.float64 if dtype in FLOATS else tdx.int64
     x = tdx.tensor(t.to(torch.float64 if dtype in FLOATS else torch.int64).tolist(), dtype=wide, device=device)
     return x.to(getattr(tdx, dtype)), t
@@ -92,7 +94,7 @@ def _compare(got_fn, expected_fn, exact: bool, kind: str = "elementwise"):
         assert_close(got, expected, rtol=rtol, atol=atol)
         return
     g = torch.tensor(np.asarray(got.to(tdx.float64 if got.dtype.is_floating_point else tdx.int64).cpu().numpy()))
-    e = expected.to(torch.float64 if expected.dtype.is_floating_point else torch.int64)
+    e = expected.cpu().to(torch.float64 if expected.dtype.is_floating_point else torch.int64)
     assert g.shape == e.shape
     if e.dtype.is_floating_point:
         assert torch.equal(g.isnan(), e.isnan()), (g, e)
@@ -117,7 +119,9 @@ _DIVISIONS = {
 @pytest.mark.float64
 def test_division_family_matches_torch(device, ops, op, scalar):
     dtype, a, b = ops
-    (x, t), (y, u) = _pair(a, dtype, device), _pair(b, dtype, device)
+    # the oracle runs where tdx's kernels do: an integer divided by 0 raises on torch's CPU, not on CUDA
+    twin = torch_twin(device)
+    (x, t), (y, u) = _pair(a, dtype, device, twin), _pair(b, dtype, device, twin)
     fn = _DIVISIONS[op]
     if scalar:  # a Python scalar divisor: torch computes float16/bfloat16 with it in float32
         s = b[0] if dtype in FLOATS else int(b[0])
@@ -145,7 +149,8 @@ def _opmath(fn, t, u):
 @pytest.mark.float64
 def test_div_matches_torch(device, ops, rounding):
     dtype, a, b = ops
-    (x, t), (y, u) = _pair(a, dtype, device), _pair(b, dtype, device)
+    twin = torch_twin(device)  # an integer divided by 0 raises on torch's CPU, not on CUDA
+    (x, t), (y, u) = _pair(a, dtype, device, twin), _pair(b, dtype, device, twin)
     _compare(lambda: tdx.div(x, y, rounding_mode=rounding),
              _opmath(lambda a, b: torch.div(a, b, rounding_mode=rounding), t, u), exact=rounding is not None)
 

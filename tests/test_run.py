@@ -15,14 +15,19 @@ import pytest
 import torch
 
 import tdx
+from conftest import torch_twin
 
 pytest_plugins = ["pytester"]
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PROGRAMS = ROOT / "tests" / "programs"
 # program -> relative tolerance of every number it prints on a device other than torch's cpu executor:
-# the same seed draws torch's numbers on every executor (the torch random stream), so only the kernels'
-# roundings differ: float32 programs within 1e-4, the float64 LSTM within 1e-6
+# the same seed draws torch's numbers on every executor (the torch random stream on MLX; on a GPU the reference
+# runs there too, see reference_args), so only the kernels' roundings differ: float32 programs within 1e-4, the
+# float64 LSTM within 1e-6
 TOLERANCE = {"poly_regression": 1e-4, "bigram": 1e-4, "gpt": 1e-4, "lstm_lbfgs": 1e-6}
+# seconds a test running a program twice (the reference, then through tdx) may take: each run starts a Python with
+# torch (and on a GPU a CUDA context) and may take up to _py's 300 s
+PROGRAM_TIMEOUT = 600
 _ref: dict = {}
 
 
@@ -55,19 +60,35 @@ def _numbers(out: str) -> list:
     return [float(n) for n in re.findall(r"-?\d+\.\d+(?:e-?\d+)?", out)]
 
 
-def _reference(name: str, tmp_path_factory):
-    """(working dir, stdout) of ``python program.py`` under real torch (the data files it writes stay there)."""
-    if name not in _ref:
+# real torch with every tensor made on DEVICE, as ``tdx run --device DEVICE`` makes them (its random draws then come
+# from that device's generator, the CUDA one on a GPU, and its kernels are that device's)
+_ON_DEVICE = ("import runpy, sys, torch; torch.set_default_device(sys.argv[1]); sys.argv = sys.argv[2:]; "
+              "runpy.run_path(sys.argv[0], run_name='__main__')")
+
+
+def reference_args(name: str, device: str = "cpu") -> list:
+    """The arguments of the reference run of program ``name`` for tdx runs pinned to ``device``: ``python
+    program.py`` under real torch where tdx promises torch's CPU numbers, else the program under real torch with
+    its tensors on the device whose kernels tdx runs there (``torch_twin``)."""
+    path, twin = str(PROGRAMS / f"{name}.py"), torch_twin(device)
+    return [path] if twin == "cpu" else ["-c", _ON_DEVICE, twin, path]
+
+
+def _reference(name: str, tmp_path_factory, device: str = "cpu"):
+    """(working dir, stdout) of the reference run under real torch (the data files it writes stay there)."""
+    key = (name, torch_twin(device))
+    if key not in _ref:
         cwd = tmp_path_factory.mktemp(name)
-        done = _py([str(PROGRAMS / f"{name}.py")], cwd)
+        done = _py(reference_args(name, device), cwd)
         assert done.returncode == 0, done.stderr
-        _ref[name] = (cwd, done.stdout)
-    return _ref[name]
+        _ref[key] = (cwd, done.stdout)
+    return _ref[key]
 
 
 @pytest.mark.parametrize("name", sorted(TOLERANCE))
+@pytest.mark.timeout(PROGRAM_TIMEOUT)
 def test_program_runs_unmodified(name, device, tmp_path_factory):
-    cwd, expected = _reference(name, tmp_path_factory)
+    cwd, expected = _reference(name, tmp_path_factory, device)
     done = _py(["-m", "tdx", "run", "--device", device, str(PROGRAMS / f"{name}.py")], cwd)
     assert done.returncode == 0, done.stderr
     if device == "cpu":

@@ -95,7 +95,10 @@ class TorchProvider(Provider):
         import torch
 
         rows = [DeviceStatus("cpu", True, "", self.name)]
-        n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        # counted through NVML where it answers (torch.cuda.device_count), never through the CUDA runtime
+        # (is_available), which initialises the driver: a process that merely lists devices (a forkserver
+        # server adopting a cuda pin) could then fork no child able to use CUDA
+        n = torch.cuda.device_count()
         if n:
             rows += [DeviceStatus(f"cuda:{i}", True, "", self.name) for i in range(n)]
         elif torch.version.cuda is None and getattr(torch.version, "hip", None) is None:

@@ -11,8 +11,10 @@ pid and exit code or signal, in torch's words (torch notices through SIGCHLD; td
 
 Start method: the ``multiprocessing_context`` given, else ``spawn`` once an MLX device has
 been used in this process (tdx's MLX executor is loaded: a forked child would inherit MLX's
-initialised state without its threads, which is unsafe), and the platform's default otherwise
-(``fork`` on Linux, as torch). Merely importing ``mlx`` (tdx does to list devices) does not
+initialised state without its threads, which is unsafe) or CUDA has been initialised in it (a forked
+child cannot use CUDA at all, and tdx's default device is then a GPU: a worker's ``tensor(...)``
+would fail where torch's lands on the CPU), and the platform's default otherwise
+(``fork`` on Linux, as torch). Merely importing ``mlx`` or ``torch`` (tdx does to list devices) does not
 count. ``pin_memory`` is accepted and does nothing:
 none of tdx's host devices has pinned memory to give. Must never import torch or MLX.
 """
@@ -62,9 +64,15 @@ def _start_context(requested):
             raise tdx.TdxTypeError("multiprocessing_context option should be a valid context object or a string "
                                    f"specifying the start method, but got multiprocessing_context={requested}")
         return requested
-    if _MLX_EXECUTOR in sys.modules:
+    if _MLX_EXECUTOR in sys.modules or _cuda_initialised():
         return multiprocessing.get_context("spawn")
     return multiprocessing.get_context()
+
+
+def _cuda_initialised() -> bool:
+    """Whether torch has initialised CUDA in this process (looked up, never imported)."""
+    cuda = sys.modules.get("torch.cuda")
+    return cuda is not None and bool(cuda.is_initialized())
 
 
 class DataLoader:
