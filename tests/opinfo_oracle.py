@@ -348,9 +348,8 @@ def _twin_input(op, x, twin: str):
     if twin == "cpu" or op.name not in STORAGE_READERS or not isinstance(x, torch.Tensor):
         return on_twin(x, twin)
     t = x.detach()
-    whole = t.as_strided((t.untyped_storage().nbytes() // t.element_size(),), (1,), 0).to(twin)
-    out = whole.as_strided(tuple(t.shape), t.stride(), t.storage_offset())
-    return out.requires_grad_() if x.requires_grad and x.is_leaf else out
+    whole = x.as_strided((t.untyped_storage().nbytes() // t.element_size(),), (1,), 0).to(twin)  # differentiable
+    return whole.as_strided(tuple(t.shape), t.stride(), t.storage_offset())
 
 
 def _tdx_input(op, x, device):
