@@ -1,9 +1,11 @@
-"""PyTorch's OpInfo database (``op_db``) run through tdx, with real torch on CPU as the oracle.
+"""PyTorch's OpInfo database (``op_db``) run through tdx, with real torch as the oracle.
 
 For an OpInfo entry, a device and a dtype, :func:`run_entry` takes torch's own sample inputs,
 copies each onto the device as tdx tensors, calls the tdx function of the same name (``tdx.add``,
 ``tdx.nn.functional.relu``, ``tdx.linalg.svd``...), and compares values, dtype and shape with
-torch's result on CPU. Entries whose ``op`` is a Python function of torch's test suite (a lambda
+torch's result on the device's torch twin (``conftest.torch_twin``: the device itself where tdx runs
+torch's own kernels there, such as cuda, whose kernels round, pick among ties, draw and refuse dtypes
+otherwise than CPU's; CPU for MLX). Entries whose ``op`` is a Python function of torch's test suite (a lambda
 such as ``lambda x: x.H``) are called with their globals rebound so that ``torch`` means ``tdx``.
 With ``grad=True`` the gradients of the inputs of a weighted sum of the outputs are compared too;
 ``variants=True`` also checks the method (``x.add(y)``) and in-place (``x.add_(y)``) variants.
@@ -25,6 +27,8 @@ import torch
 import tdx
 from tdx.compat.refused import is_refused
 from tdx.testing import assert_close
+
+from conftest import torch_twin
 
 # (rtol, atol) per dtype. float32 is looser than torch.testing's 1.3e-6: reductions and matmuls
 # accumulate in another order on each executor, and MLX's transcendental kernels differ by a few ulp.
@@ -307,6 +311,47 @@ def same_view(x, device):
     return out
 
 
+def on_twin(x, twin: str):
+    """``x`` with every torch tensor copied onto the torch device ``twin`` by a differentiable copy (a
+    gradient reaches the CPU leaf it came from) and a ``torch.device`` naming it; ``x`` itself on CPU."""
+    if twin == "cpu":
+        return x
+    if isinstance(x, torch.Tensor):
+        return x.to(twin)
+    if isinstance(x, torch.device):
+        return torch.device(twin)
+    if isinstance(x, tuple) and hasattr(x, "_fields"):  # namedtuple
+        return type(x)(*(on_twin(v, twin) for v in x))
+    if isinstance(x, (list, tuple)):
+        return type(x)(on_twin(v, twin) for v in x)
+    if isinstance(x, dict):
+        return {k: on_twin(v, twin) for k, v in x.items()}
+    return x
+
+
+def on_host(x):
+    """``x`` (torch's result on the twin device) with every tensor on CPU by a differentiable copy, structseqs
+    (``torch.return_types``) and namedtuples kept."""
+    if isinstance(x, torch.Tensor):
+        return x.to("cpu")
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        return type(x)(*(on_host(v) for v in x))
+    if isinstance(x, (list, tuple)):
+        return type(x)([on_host(v) for v in x]) if type(x) not in (list, tuple) else type(x)(map(on_host, x))
+    if isinstance(x, dict):
+        return {k: on_host(v) for k, v in x.items()}
+    return x
+
+
+def _twin_input(op, x, twin: str):
+    """The sample input on the twin device; a storage reader gets the same view of a copy of the whole storage."""
+    if twin == "cpu" or op.name not in STORAGE_READERS or not isinstance(x, torch.Tensor):
+        return on_twin(x, twin)
+    t = x.detach()
+    whole = x.as_strided((t.untyped_storage().nbytes() // t.element_size(),), (1,), 0).to(twin)  # differentiable
+    return whole.as_strided(tuple(t.shape), t.stride(), t.storage_offset())
+
+
 def _tdx_input(op, x, device):
     return same_view(x, device) if op.name in STORAGE_READERS and isinstance(x, torch.Tensor) else to_tdx(x, device)
 
@@ -346,17 +391,19 @@ def check_sample(op, fn, sample, device: str, dtype: str, variant: str = "functi
     """Run one sample input through torch and tdx and compare (raises AssertionError when they differ)."""
     name = op.name.split(".")[-1]
     what = f"{entry_id(op)}:{variant}:{dtype}"
-    t_args = (sample.input, *sample.args)
+    twin = torch_twin(device)
+    t_in, t_rest, t_kwargs = _twin_input(op, sample.input, twin), on_twin(sample.args, twin), on_twin(sample.kwargs, twin)
+    t_args = (t_in, *t_rest)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if variant == "function":
-                expected = op.op(*t_args, **sample.kwargs)
+                expected = op.op(*t_args, **t_kwargs)
             elif variant == "method":
-                expected = op.method_variant(*t_args, **sample.kwargs)
+                expected = op.method_variant(*t_args, **t_kwargs)
             else:
-                expected = op.inplace_variant(sample.input.clone() if not grad else sample.input, *sample.args,
-                                              **sample.kwargs)
+                expected = op.inplace_variant(t_in.clone() if not grad else t_in, *t_rest, **t_kwargs)
+        expected = on_host(expected)
     except (RuntimeError, ValueError, TypeError, IndexError) as err:
         kind = next(b for b in (IndexError, TypeError, ValueError, RuntimeError) if isinstance(err, b))
         inp = _tdx_input(op, sample.input, device)

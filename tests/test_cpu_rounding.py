@@ -1,6 +1,9 @@
 """float32 ops that round as torch's CPU kernels round them, on every executor: ``add``/``sub`` with
 ``alpha`` (one fused multiply-add), ``tanh`` and its derivative, ``mean`` (the sum divided by the
-count). Optimizers and training loops compare with torch to the last bits through these ops."""
+count). Optimizers and training loops compare with torch to the last bits through these ops.
+
+The reference is torch on the device's torch twin (``conftest.torch_twin``): CPU, or the device itself where tdx
+runs torch's own kernels there (cuda's tanh, and its mean multiplying by ``1 / count``, round otherwise)."""
 
 from __future__ import annotations
 
@@ -9,12 +12,13 @@ import pytest
 import torch
 
 import tdx
+from conftest import torch_twin
 
 RNG = np.random.default_rng(7)
 
 
 def _bits(x):
-    return x.detach().numpy(force=True) if isinstance(x, tdx.Tensor) else x.detach().numpy()
+    return x.detach().numpy(force=True) if isinstance(x, tdx.Tensor) else x.detach().cpu().numpy()
 
 
 @pytest.mark.parametrize("alpha", [0.37, -1.3e-3, 3, 1e-8])
@@ -60,7 +64,7 @@ def test_add_alpha_keeps_promotion_and_integers(device):
 def test_tanh_and_its_derivative_round_as_torch(device):
     a = (RNG.standard_normal(20000) * 2).astype(np.float32)
     x = tdx.tensor(a, device=device, requires_grad=True)
-    t = torch.tensor(a, requires_grad=True)
+    t = torch.tensor(a, device=torch_twin(device), requires_grad=True)
     yx, yt = x.tanh(), t.tanh()
     differ = _bits(yx) != _bits(yt)
     # torch's kernel misses the correctly rounded value in ~1 of 2000 elements; MLX's own in ~1 of 5
@@ -68,7 +72,7 @@ def test_tanh_and_its_derivative_round_as_torch(device):
     np.testing.assert_array_max_ulp(_bits(yx), _bits(yt), maxulp=1)
     g = RNG.standard_normal(20000).astype(np.float32)
     yx.backward(tdx.tensor(g, device=device))
-    yt.backward(torch.tensor(g))
+    yt.backward(torch.tensor(g, device=t.device))
     same_y = ~differ  # where the outputs agree, torch's tanh_backward gives the same bits
     assert np.array_equal(_bits(x.grad)[same_y], _bits(t.grad)[same_y])
 
@@ -88,6 +92,6 @@ def _sums_where_reciprocal_rounds_differently(n, count=40):
 @pytest.mark.parametrize("n", [3, 7, 10])
 def test_mean_divides_the_sum_by_the_count(device, n):
     rows = _sums_where_reciprocal_rounds_differently(n)
-    x, t = tdx.tensor(rows, device=device), torch.tensor(rows)
+    x, t = tdx.tensor(rows, device=device), torch.tensor(rows, device=torch_twin(device))
     assert np.array_equal(_bits(x.mean(1)), _bits(t.mean(1)))
     assert np.array_equal(_bits(x[0].mean()), _bits(t[0].mean()))

@@ -12,6 +12,7 @@ import torch
 import tdx
 import tdx.distributions as D
 from tdx.testing import assert_close, tolerance
+from conftest import torch_twin
 
 RNG = np.random.default_rng(7)
 B = 5  # batch size of every case
@@ -371,7 +372,9 @@ def test_namespace_is_torchs_package_on_tdx():
 def test_torch_rules_the_distributions_rely_on(device):
     """A 0-d CPU tensor is a scalar operand of an op on any device, either side (torch's rule that
     ``RelaxedBernoulli(torch.tensor(0.7), probs=x_cuda)`` needs); CPU integer index tensors index a
-    tensor on any device; ``exponential_``/``cauchy_``/``geometric_`` draw torch's own stream on cpu."""
+    tensor on any device; ``exponential_``/``cauchy_``/``geometric_`` draw torch's own stream: its CPU one, or
+    on cuda torch's Philox stream there (the device's torch twin)."""
+    twin = {"device": torch_twin(device)}
     x = tdx.tensor([1.0, 2.0, 3.0], device=device)
     c = tdx.tensor(2.0)
     for got, want in ((c * x, [2.0, 4.0, 6.0]), (x - c, [-1.0, 0.0, 1.0]), (c - x, [1.0, 0.0, -1.0]),
@@ -387,7 +390,7 @@ def test_torch_rules_the_distributions_rely_on(device):
         tdx.manual_seed(11)  # torch's stream on every executor by default: torch's very numbers
         got = getattr(tdx.empty(6, device=device), name)(*args)
         torch.manual_seed(11)
-        assert_close(got, getattr(torch.empty(6), name)(*args), rtol=0, atol=0, msg=name)
+        assert_close(got, getattr(torch.empty(6, **twin), name)(*args), rtol=0, atol=0, msg=name)
     for draw in (lambda L, dev: L.poisson(L.tensor([0.5, 4.0, 30.0], **dev)),
                  lambda L, dev: L._standard_gamma(L.tensor([0.3, 2.0, 9.0], **dev)),
                  lambda L, dev: L.binomial(L.tensor([10.0, 3.0, 50.0], **dev), L.tensor([0.2, 0.5, 0.9], **dev)),
@@ -395,7 +398,7 @@ def test_torch_rules_the_distributions_rely_on(device):
         tdx.manual_seed(12)
         got = draw(tdx, {"device": device})
         torch.manual_seed(12)
-        assert_close(got, draw(torch, {}), rtol=0, atol=0)
+        assert_close(got, draw(torch, twin), rtol=0, atol=0)
 
 
 def test_native_stream_fills(device, monkeypatch):

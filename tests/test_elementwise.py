@@ -1,4 +1,5 @@
-"""Elementwise operators and math against torch on CPU: broadcasting, promotion, scalars."""
+"""Elementwise operators and math against torch on CPU (on the device itself where tdx runs torch's kernels there,
+for the checks of what those kernels do otherwise: rounding, dtypes refused): broadcasting, promotion, scalars."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import torch
 
 import tdx
 from tdx.testing import tolerance
-from conftest import check, pair, sample
+from conftest import check, pair, sample, torch_twin
 
 SHAPES = [((3, 4), (3, 4)), ((3, 1), (1, 4)), ((2, 3, 4), (4,)), ((), (3,)), ((5,), ()),
           ((0, 3), (1, 3)), ((), ())]
@@ -78,6 +79,7 @@ UNARY = ["neg", "abs", "exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "r
 @pytest.mark.parametrize("dtype", ["float32", "int64", "bool"])
 def test_unary(device, name, dtype):
     x, t = pair(sample((3, 4), dtype, seed=6), device, dtype)
+    t = t.to(torch_twin(device))  # torch on cuda takes abs of bool, which its CPU kernel refuses
     check(lambda: getattr(x, name)(), lambda: getattr(t, name)(), msg=f"{name}")
     check(lambda: getattr(tdx, name)(x), lambda: getattr(torch, name)(t), msg=f"tdx.{name}")
 
@@ -122,6 +124,7 @@ def test_where_clamp_maximum(device, dtype):
 def test_matmul(device, shapes, dtype):
     a, ta = pair(sample(shapes[0], dtype, seed=10), device, dtype)
     b, tb = pair(sample(shapes[1], dtype, seed=11), device, dtype)
+    ta, tb = ta.to(torch_twin(device)), tb.to(torch_twin(device))  # torch on cuda has no integer matmul
     rtol, atol = tolerance(dtype, "matmul")  # exact for int64
     check(lambda: a @ b, lambda: ta @ tb, rtol=rtol, atol=atol)
     check(lambda: tdx.matmul(a, b), lambda: torch.matmul(ta, tb), rtol=rtol, atol=atol)
@@ -172,9 +175,10 @@ def test_addcmul_addcdiv_round_as_torch(device, op, dtype, value):
     rng = np.random.default_rng(3)  # full-precision values: every product has low bits to round
     s, t1 = rng.standard_normal((64, 33)).astype(dtype), rng.standard_normal((64, 33)).astype(dtype)
     t2 = (rng.standard_normal(33) + 2.5).astype(dtype)
-    ts, tt1, tt2 = (torch.from_numpy(a) for a in (s, t1, t2))
+    twin = torch_twin(device)  # torch's kernel on the device rounds as its own compiler fused it
+    ts, tt1, tt2 = (torch.from_numpy(a).to(twin) for a in (s, t1, t2))
     xs, xt1, xt2 = (tdx.tensor(a, device=device) for a in (s, t1, t2))
-    expect = getattr(torch, op)(ts, tt1, tt2, value=value)
+    expect = getattr(torch, op)(ts, tt1, tt2, value=value).cpu()
     got = getattr(tdx, op)(xs, xt1, xt2, value=value)
     getattr(xs, op + "_")(xt1, xt2, value=value)
     for out in (got, xs):
@@ -193,9 +197,11 @@ def test_lerp_rounds_as_torch(device, dtype, weight):
     float64 on an executor without a fused multiply-add within 2 ulp."""
     rng = np.random.default_rng(7)
     a, b = rng.standard_normal((40, 33)).astype(dtype), rng.standard_normal(33).astype(dtype)
-    ta, tb = torch.from_numpy(a).requires_grad_(), torch.from_numpy(b).requires_grad_()
+    twin = torch_twin(device)  # torch's kernel on the device rounds as its own compiler fused it
+    ta, tb = torch.from_numpy(a).to(twin).requires_grad_(), torch.from_numpy(b).to(twin).requires_grad_()
     xa, xb = (tdx.tensor(v, device=device, requires_grad=True) for v in (a, b))
-    expect, got = torch.lerp(ta, tb, weight), tdx.lerp(xa, xb, weight)
+    on_twin, got = torch.lerp(ta, tb, weight), tdx.lerp(xa, xb, weight)
+    expect = on_twin.cpu()
     inplace = tdx.tensor(a, device=device).lerp_(tdx.tensor(b, device=device), weight)
     exact = dtype == "float32" or xa._ex.caps.native_autograd
     for out in (got, inplace):
@@ -205,8 +211,8 @@ def test_lerp_rounds_as_torch(device, dtype, weight):
             torch.testing.assert_close(torch.from_numpy(out.detach().numpy(force=True)), expect.detach(),
                                        rtol=0, atol=2 * 8.9e-16)
     g = np.random.default_rng(8).standard_normal((40, 33)).astype(dtype)
-    expect.backward(torch.from_numpy(g))
+    on_twin.backward(torch.from_numpy(g).to(twin))
     got.backward(tdx.tensor(g, device=device))
     rtol, atol = tolerance(dtype)
     for x, t in ((xa, ta), (xb, tb)):
-        torch.testing.assert_close(torch.from_numpy(x.grad.numpy(force=True)), t.grad, rtol=rtol, atol=atol)
+        torch.testing.assert_close(torch.from_numpy(x.grad.numpy(force=True)), t.grad.cpu(), rtol=rtol, atol=atol)

@@ -1,8 +1,8 @@
-"""Property-based agreement with torch on CPU for the composite math ops (addmm, lerp, isclose, hstack...).
+"""Property-based agreement with real torch for the composite math ops (addmm, lerp, isclose, hstack...).
 
 Hypothesis draws shapes (0-d and 0-size included), broadcasting shapes, dtypes, values (with NaN,
 infinities and zeros for floats) and op arguments; each op runs through tdx on the device and
-through torch on CPU, and must give the same values, dtype and shape, or raise a TdxError of the
+through torch on the device's torch twin (CPU, or cuda itself), and must give the same values, dtype and shape, or raise a TdxError of the
 builtin kind torch raises. Half precision results may match either torch in that dtype or torch
 computing in float32 from the same inputs (the exact answer rounded once), as tdx's composites
 compute them. Gradients of every differentiable composite are checked against torch's autograd.
@@ -19,7 +19,7 @@ import torch
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 import tdx
-from conftest import check
+from conftest import check, torch_twin
 from test_grad_ops import floats, grad_check
 from test_ops_more import dim_of, make, seeds, shapes, supported, tol, values
 
@@ -65,9 +65,11 @@ def check_wide(tdx_fn, torch_fn, inputs, msg="", **tolerance):
 
 
 def pairs(arrays, device, dtypes_):
-    """(tdx tensors, torch tensors) for ``arrays`` as ``dtypes_``."""
+    """(tdx tensors, torch tensors) for ``arrays`` as ``dtypes_``, the torch ones on the device's torch twin: on
+    cuda, torch's own kernels there are the oracle (no integer matmul, int32 addcmul scaling in int64...)."""
     made = [make(a, device, d) for a, d in zip(arrays, dtypes_)]
-    return [m[0] for m in made], [m[1] for m in made]
+    twin = torch_twin(device)
+    return [m[0] for m in made], [m[1].to(twin) for m in made]
 
 
 def _no_nan(arr):

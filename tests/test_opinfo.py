@@ -1,8 +1,10 @@
 """torch's OpInfo database (``op_db``) as the oracle of the whole op surface, on every device.
 
 Each ``op_db`` entry (702 in torch 2.13) is one test per device: torch's sample inputs go through
-tdx and through torch on CPU (see :mod:`opinfo_oracle`), comparing values, dtype and shape, the
-gradients of the inputs for entries that support autograd, and the method and in-place variants.
+tdx and through torch on the device's torch twin (CPU for MLX; cuda itself, whose kernels round, draw,
+break ties and refuse dtypes otherwise than CPU's; see :mod:`opinfo_oracle`), comparing values, dtype and
+shape, the gradients of the inputs for entries that support autograd, and the method and in-place variants.
+Sampling and the dtypes sampled stay CPU's: a dtype torch's cuda kernel refuses must be refused by tdx there.
 
 Sampling, so the module stays fast (about 70 s of CPU per device): per entry, the first 2 float32
 sample inputs and the first int64 and bool one, the method and in-place variants on the first

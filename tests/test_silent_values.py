@@ -14,7 +14,7 @@ import torch
 import tdx
 from tdx.testing import assert_close, tolerance
 
-from conftest import check
+from conftest import check, skip_value_checked, torch_twin
 
 INF, NAN = math.inf, math.nan
 
@@ -101,7 +101,9 @@ def test_half_reductions_accumulate_in_float32(device, dtype):
     ]
     with tdx.device(device):
         for fn in cases:
-            assert_close(fn(tdx, getattr(tdx, dtype)), fn(torch, getattr(torch, dtype)), rtol=rtol, atol=atol)
+            with torch.device(torch_twin(device)):  # cuda's half kernels accumulate otherwise than CPU's
+                want = fn(torch, getattr(torch, dtype))
+            assert_close(fn(tdx, getattr(tdx, dtype)), want, rtol=rtol, atol=atol)
 
 
 @pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "int32"])
@@ -160,6 +162,7 @@ def test_an_out_of_range_dim_is_an_index_error(device, op):
 
 
 def test_masked_scatter_with_a_short_source_raises(device):
+    skip_value_checked(device, "a masked_scatter source shorter than the mask's count")
     check(lambda: tdx.zeros(4, device=device).masked_scatter(tdx.tensor([True, True, True, False], device=device),
                                                               tdx.tensor([1.0, 2.0], device=device)),
           lambda: torch.zeros(4).masked_scatter(torch.tensor([True, True, True, False]), torch.tensor([1.0, 2.0])))
