@@ -186,6 +186,9 @@ def test_loss_errors(device, fn):
             f(lp, m.tensor([[1, 1], [1, 1]]), m.tensor([5, 5]), m.tensor([2, 2]), blank=3)
 
     for case in (0, 1):
+        if case == 1 and fn in ("multi_margin_loss", "multilabel_margin_loss") and \
+                tdx.backends.get(device).caps.device_side_checks:
+            continue  # a class target past the last class: an assert inside cuda's kernel (see skip_value_checked)
         with tdx.device(device):
             raises_like(lambda: call(tdx, case), lambda: call(torch, case))
 
