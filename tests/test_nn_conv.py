@@ -129,7 +129,7 @@ def test_conv_default_init_is_torchs(name, args, kw):
     torch.manual_seed(7)
     ref = getattr(torch.nn, name)(*args, **kw)
     tdx.manual_seed(7)
-    mod = getattr(tdx.nn, name)(*args, **kw)
+    mod = getattr(tdx.nn, name)(*args, **kw, device="cpu")  # where torch builds it (tdx's default may be cuda)
     for k, v in ref.state_dict().items():
         np.testing.assert_array_equal(mod.state_dict()[k].numpy(), v.numpy(), err_msg=k)
 
