@@ -9,6 +9,7 @@ warnings match torch's. Values are read with ``.cpu().numpy()``, as a cuda tenso
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import numpy as np
@@ -47,8 +48,12 @@ def _ids(cases):
     return [f"{name}-{'x'.join(map(str, shape))}-{i}" for i, (name, shape, _) in enumerate(cases)]
 
 
-def _torch_stream(device):
-    """Whether ``device`` draws from torch's own generator there (the torch executor)."""
+def _torch_stream(device, name=None):
+    """Whether ``device`` draws from torch's own generator there (the torch executor), with the installed
+    torch's initializer ``name`` making the draws tdx's makes: trunc_normal_ is torch 2.13's rejection sampler
+    (an older torch draws erfinv of uniforms, other numbers from the same distribution)."""
+    if name == "trunc_normal_" and "accept_buf" not in inspect.getsource(TI._no_grad_trunc_normal_):
+        return False
     return tdx.backends.get(device).name == "torch"
 
 
@@ -68,7 +73,7 @@ def test_random_init_matches_torch(device, name, shape, kw):
     torch.manual_seed(123)
     ref = getattr(TI, name)(torch.empty(*shape, device=torch_twin(device)), **kw).cpu().numpy()
     got = t.cpu().numpy()
-    if _torch_stream(device):
+    if _torch_stream(device, name):
         if name == "orthogonal_":  # NumPy's QR (float64, then rounded) against torch's float32 QR
             np.testing.assert_allclose(got, ref, rtol=0, atol=_qr_atol(device))
         else:
@@ -97,7 +102,7 @@ def test_generator_argument(device, name):
     g.manual_seed(5)
     b = getattr(I, name)(tdx.empty(8, 6, device=device), generator=g).cpu().numpy()
     assert np.array_equal(a, b)
-    if _torch_stream(device):
+    if _torch_stream(device, name):
         tg = torch.Generator(device=torch_twin(device))
         tg.manual_seed(5)
         ref = getattr(TI, name)(torch.empty(8, 6, device=torch_twin(device)), generator=tg).cpu().numpy()
