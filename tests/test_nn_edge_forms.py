@@ -1,5 +1,5 @@
 """Edge forms of ``tdx.nn.functional`` against torch on CPU, on every device: hardsigmoid's float64
-gradient (torch multiplies by 1/6 rounded to float32), unfold of zero-size batches,
+gradient (torch multiplies by 1/6 rounded to float32; compared on the device's torch twin), unfold of zero-size batches,
 ``torch.normal``'s ``layout=``, pdist of one row, triplet loss with a distance module, and
 ``div(rounding_mode="floor")``'s zero gradient."""
 
@@ -10,20 +10,41 @@ import pytest
 import torch
 
 import tdx
+from conftest import torch_twin
 
 
 @pytest.mark.float64
 def test_hardsigmoid_float64_gradient_bit_for_bit(device):
+    """Bit for bit with real torch on the device's torch twin: torch's kernels there (cuda's forward also
+    multiplies by a float32 1/6 where its CPU one divides by 6)."""
+    twin = torch_twin(device)
     x = np.linspace(-4, 4, 33)
-    t = torch.tensor(x, requires_grad=True)
+    t = torch.tensor(x, device=twin, requires_grad=True)
     g = tdx.tensor(x, device=device).requires_grad_()
     up = np.random.default_rng(0).uniform(0.5, 1.5, size=x.shape)
     expected = torch.nn.functional.hardsigmoid(t)
     got = tdx.nn.functional.hardsigmoid(g)
-    np.testing.assert_array_equal(got.detach().cpu().numpy(), expected.detach().numpy())
-    (expected * torch.tensor(up)).sum().backward()
+    np.testing.assert_array_equal(got.detach().cpu().numpy(), expected.detach().cpu().numpy())
+    (expected * torch.tensor(up, device=twin)).sum().backward()
     (got * tdx.tensor(up, device=device)).sum().backward()
-    np.testing.assert_array_equal(g.grad.cpu().numpy(), t.grad.numpy())  # 0 at and outside +-3
+    np.testing.assert_array_equal(g.grad.cpu().numpy(), t.grad.cpu().numpy())  # 0 at and outside +-3
+
+
+@pytest.mark.float64
+def test_hardswish_float64_bit_for_bit(device):
+    """hardswish in float64, values and gradient, as real torch computes it on the device's torch twin (its cuda
+    kernel multiplies by 1/6 rounded to float32, its CPU one divides by 6)."""
+    twin = torch_twin(device)
+    x = np.linspace(-4, 4, 41)
+    t = torch.tensor(x, device=twin, requires_grad=True)
+    g = tdx.tensor(x, device=device).requires_grad_()
+    up = np.random.default_rng(1).uniform(0.5, 1.5, size=x.shape)
+    rtol = 0 if tdx.backends.get(device).name == "torch" else 1e-12  # torch's kernel, or MLX's own rounding
+    expected, got = torch.nn.functional.hardswish(t), tdx.nn.functional.hardswish(g)
+    np.testing.assert_allclose(got.detach().cpu().numpy(), expected.detach().cpu().numpy(), rtol=rtol, atol=0)
+    (expected * torch.tensor(up, device=twin)).sum().backward()
+    (got * tdx.tensor(up, device=device)).sum().backward()
+    np.testing.assert_allclose(g.grad.cpu().numpy(), t.grad.cpu().numpy(), rtol=rtol, atol=0)
 
 
 @pytest.mark.parametrize("shape", [(0, 1, 4, 4), (0, 3, 5, 6)])

@@ -21,7 +21,7 @@ import torch.nn.functional as TF
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 import tdx
-from conftest import BUILTINS, broadcast_pair, check, dim_of, seeds, shapes, skip_value_checked
+from conftest import BUILTINS, broadcast_pair, check, dim_of, seeds, shapes, skip_value_checked, torch_twin
 from test_grad_ops import floats, grad_check
 from test_ops_more import make, supported, tol, values
 
@@ -142,6 +142,7 @@ def test_activation(device, name, shape, dtype, seed, special, data):
     if name == "gelu":  # torch's float32 and bfloat16 kernels give NaN for +inf (its float64 one gives inf, as tdx)
         arr[np.isposinf(arr)] = np.nan
     x, t = make(arr, device, dtype)
+    t = t.to(torch_twin(device))  # torch's kernels on the device (cuda's float64 hardswish: a float32 1/6)
     check(lambda: fn(XF, x, **kw), lambda: fn(TF, t, **kw), msg=f"{name} {dtype} {kw}", **tol(dtype))
 
 
@@ -154,6 +155,8 @@ def test_activation_grad(device, name, shape, dtype, seed, data):
     kw = data.draw(_kw(choices))
     if name == "hardsigmoid" and dtype == "float64":  # see test_hardsigmoid_float64_grad
         dtype = "float32"
+    if name == "hardswish" and dtype == "float64" and torch_twin(device) != "cpu":
+        dtype = "float32"  # torch's float64 kernel there multiplies by a float32 1/6: test_nn_edge_forms checks it
     grad_check(device, dtype, [floats(shape, seed, *span)], lambda m, x: fn(nnf(m), x, **kw), seed)
 
 
@@ -340,9 +343,32 @@ def test_norm_mixed_dtypes(device):
         x, t = make(values((2, 3, 4), dtype, 1), device, dtype)
         w, tw = make(values((4,), pdtype, 2), device, pdtype)
         c, tc = make(values((3,), pdtype, 3), device, pdtype)
-        check(lambda: XF.layer_norm(x, (4,), w, w), lambda: TF.layer_norm(t, (4,), tw, tw), msg="ln", **tol(dtype))
-        check(lambda: XF.rms_norm(x, (4,), w), lambda: TF.rms_norm(t, (4,), tw), msg="rms", **tol(dtype))
-        check(lambda: XF.group_norm(x, 3, c, c), lambda: TF.group_norm(t, 3, tc, tc), msg="gn", **tol(dtype))
+        cases = {"ln": (lambda: XF.layer_norm(x, (4,), w, w), lambda d: TF.layer_norm(t.to(d), (4,), tw.to(d),
+                                                                                      tw.to(d))),
+                 "rms": (lambda: XF.rms_norm(x, (4,), w), lambda d: TF.rms_norm(t.to(d), (4,), tw.to(d))),
+                 "gn": (lambda: XF.group_norm(x, 3, c, c), lambda d: TF.group_norm(t.to(d), 3, tc.to(d), tc.to(d)))}
+        for name, (ours, theirs) in cases.items():
+            _like_the_device(device, ours, theirs, f"{name} {dtype}/{pdtype}", **tol(dtype))
+
+
+def _like_the_device(device, tdx_fn, torch_fn, msg, **tol):
+    """``check`` of ``tdx_fn()`` against ``torch_fn(d)``, real torch on the device's torch twin ``d``. Where
+    torch's kernel there refuses what its CPU kernel accepts (cuda's layer and group norm read their parameters
+    in the input's dtype), tdx raises the same kind, or computes torch's CPU answer."""
+    twin = torch_twin(device)
+    if twin != "cpu":
+        try:
+            torch_fn(twin)
+        except BUILTINS as err:
+            kind = next(b for b in BUILTINS if isinstance(err, b))
+            try:
+                got = tdx_fn()
+            except BUILTINS as mine:
+                assert isinstance(mine, kind) and isinstance(mine, tdx.TdxError), f"{msg}: raised {mine!r}"
+                return
+            check(lambda: got, lambda: torch_fn("cpu"), msg=f"{msg} (torch's CPU answer)", **tol)
+            return
+    check(tdx_fn, lambda: torch_fn(twin), msg=msg, **tol)
 
 
 @SETTINGS

@@ -1,13 +1,15 @@
 """``tdx.nn.init`` against ``torch.nn.init``.
 
-On the cpu executor (torch's generator) the same seed must give torch's values bit for bit,
-with the global seed and with a ``Generator``; on other executors the draws come from their
-own generator, so large tensors are checked for torch's mean and standard deviation
-(tolerances from the sampling error of 20k draws). Errors and warnings match torch's.
+On the torch executor (cpu, cuda: torch's own generators there) the same seed must give the values
+real torch gives on that device (``torch_twin``) bit for bit, with the global seed and with a
+``Generator``; on MLX the draws come from its own generator, so large tensors are checked for
+torch's mean and standard deviation (tolerances from the sampling error of 20k draws). Errors and
+warnings match torch's. Values are read with ``.cpu().numpy()``, as a cuda tensor must be.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import numpy as np
@@ -18,6 +20,7 @@ import torch.nn.init as TI
 import tdx
 import tdx.nn as nn
 import tdx.nn.init as I
+from conftest import torch_twin
 
 RANDOM = [
     ("uniform_", (30, 40), dict(a=-2.0, b=3.0)),
@@ -45,8 +48,19 @@ def _ids(cases):
     return [f"{name}-{'x'.join(map(str, shape))}-{i}" for i, (name, shape, _) in enumerate(cases)]
 
 
-def _is_cpu(device):
-    return tdx.device(device).type == "cpu"
+def _torch_stream(device, name=None):
+    """Whether ``device`` draws from torch's own generator there (the torch executor), with the installed
+    torch's initializer ``name`` making the draws tdx's makes: trunc_normal_ is torch 2.13's rejection sampler
+    (an older torch draws erfinv of uniforms, other numbers from the same distribution)."""
+    if name == "trunc_normal_" and "accept_buf" not in inspect.getsource(TI._no_grad_trunc_normal_):
+        return False
+    return tdx.backends.get(device).name == "torch"
+
+
+def _qr_atol(device):
+    """How far tdx's orthogonal_ (NumPy's float64 QR, rounded) may be from torch's float32 QR on ``device``:
+    LAPACK's on the host, cuSOLVER's/MAGMA's on cuda (another blocking: a few more ulps)."""
+    return 2e-6 if tdx.device(device).type == "cpu" else 1e-5
 
 
 @pytest.mark.parametrize("name,shape,kw", RANDOM, ids=_ids(RANDOM))
@@ -57,11 +71,11 @@ def test_random_init_matches_torch(device, name, shape, kw):
     out = getattr(I, name)(t, **kw)
     assert out is t and t.shape == shape and t.dtype is tdx.float32
     torch.manual_seed(123)
-    ref = getattr(TI, name)(torch.empty(*shape), **kw).numpy()
-    got = t.numpy()
-    if _is_cpu(device):
+    ref = getattr(TI, name)(torch.empty(*shape, device=torch_twin(device)), **kw).cpu().numpy()
+    got = t.cpu().numpy()
+    if _torch_stream(device, name):
         if name == "orthogonal_":  # NumPy's QR (float64, then rounded) against torch's float32 QR
-            np.testing.assert_allclose(got, ref, rtol=0, atol=2e-6)
+            np.testing.assert_allclose(got, ref, rtol=0, atol=_qr_atol(device))
         else:
             assert np.array_equal(got, ref)
         return
@@ -84,22 +98,22 @@ def test_random_init_matches_torch(device, name, shape, kw):
 def test_generator_argument(device, name):
     g = tdx.Generator(device=device)
     g.manual_seed(5)
-    a = getattr(I, name)(tdx.empty(8, 6, device=device), generator=g).numpy()
+    a = getattr(I, name)(tdx.empty(8, 6, device=device), generator=g).cpu().numpy()
     g.manual_seed(5)
-    b = getattr(I, name)(tdx.empty(8, 6, device=device), generator=g).numpy()
+    b = getattr(I, name)(tdx.empty(8, 6, device=device), generator=g).cpu().numpy()
     assert np.array_equal(a, b)
-    if _is_cpu(device):
-        tg = torch.Generator()
+    if _torch_stream(device, name):
+        tg = torch.Generator(device=torch_twin(device))
         tg.manual_seed(5)
-        ref = getattr(TI, name)(torch.empty(8, 6), generator=tg).numpy()
-        np.testing.assert_allclose(a, ref, rtol=0, atol=2e-6 if name == "orthogonal_" else 0)
+        ref = getattr(TI, name)(torch.empty(8, 6, device=torch_twin(device)), generator=tg).cpu().numpy()
+        np.testing.assert_allclose(a, ref, rtol=0, atol=_qr_atol(device) if name == "orthogonal_" else 0)
 
 
 @pytest.mark.parametrize("name,shape,kw", DETERMINISTIC, ids=_ids(DETERMINISTIC))
 def test_deterministic_init_matches_torch(device, name, shape, kw):
     t = tdx.full(shape, 7.0, device=device)
     assert getattr(I, name)(t, **kw) is t
-    assert np.array_equal(t.numpy(), getattr(TI, name)(torch.full(shape, 7.0), **kw).numpy())
+    assert np.array_equal(t.cpu().numpy(), getattr(TI, name)(torch.full(shape, 7.0), **kw).numpy())
 
 
 def test_init_on_parameters_keeps_them_leaves(device):
@@ -109,7 +123,7 @@ def test_init_on_parameters_keeps_them_leaves(device):
     I.eye_(p)
     assert type(p) is nn.Parameter and p.requires_grad and p.is_leaf and p.grad_fn is None
     (p * 2).sum().backward()
-    assert np.array_equal(p.grad.numpy(), np.full((4, 3), 2, np.float32))
+    assert np.array_equal(p.grad.cpu().numpy(), np.full((4, 3), 2, np.float32))
 
 
 @pytest.mark.parametrize("nonlinearity,param", [("linear", None), ("conv2d", None), ("sigmoid", None),

@@ -186,6 +186,9 @@ def test_loss_errors(device, fn):
             f(lp, m.tensor([[1, 1], [1, 1]]), m.tensor([5, 5]), m.tensor([2, 2]), blank=3)
 
     for case in (0, 1):
+        if case == 1 and fn in ("multi_margin_loss", "multilabel_margin_loss") and \
+                tdx.backends.get(device).caps.device_side_checks:
+            continue  # a class target past the last class: an assert inside cuda's kernel (see skip_value_checked)
         with tdx.device(device):
             raises_like(lambda: call(tdx, case), lambda: call(torch, case))
 
@@ -287,7 +290,8 @@ def test_loss_module_buffers_and_errors(device):
         raises_like(lambda: tdx.nn.MultiMarginLoss(p=3), lambda: torch.nn.MultiMarginLoss(p=3))
         raises_like(lambda: tdx.nn.TripletMarginWithDistanceLoss(margin=-1.0),
                     lambda: torch.nn.TripletMarginWithDistanceLoss(margin=-1.0))
-        raises_like(lambda: tdx.nn.CrossEntropyLoss()(tdx.ones(2, 3), tdx.tensor([0, 3])),
-                    lambda: torch.nn.CrossEntropyLoss()(torch.ones(2, 3), torch.tensor([0, 3])))
+        if not tdx.backends.get(device).caps.device_side_checks:  # a class target past the last class: an
+            raises_like(lambda: tdx.nn.CrossEntropyLoss()(tdx.ones(2, 3), tdx.tensor([0, 3])),  # assert in cuda's
+                        lambda: torch.nn.CrossEntropyLoss()(torch.ones(2, 3), torch.tensor([0, 3])))  # kernel
     for name in ("CrossEntropyLoss", "BCEWithLogitsLoss", "TripletMarginLoss", "KLDivLoss", "HuberLoss"):
         assert repr(getattr(tdx.nn, name)()) == repr(getattr(torch.nn, name)())

@@ -268,7 +268,7 @@ def test_forward_hooks_match_torch(device):
         y = net(x)
         h.remove()
         y2 = net(x)
-        logs[m].append((y.detach().numpy().round(5).tolist(), y2.detach().numpy().round(5).tolist()))
+        logs[m].append((y.detach().cpu().numpy().round(5).tolist(), y2.detach().cpu().numpy().round(5).tolist()))
     assert logs[nn] == logs[torch.nn]
 
 
@@ -302,11 +302,11 @@ def test_repr_matches_torch(device):
             seq=m.Sequential()))
 
     assert repr(tree(nn)) == repr(tree(torch.nn))
-    plist = nn.ParameterList([tdx.ones(2, 3, device=device), tdx.zeros(4, dtype=tdx.float64), "x"])
+    plist = nn.ParameterList([tdx.ones(2, 3, device=device), tdx.zeros(4, dtype=tdx.float64, device="cpu"), "x"])
     tlist = torch.nn.ParameterList([torch.ones(2, 3), torch.zeros(4, dtype=torch.float64), "x"])
     dev = f" ({device})" if tdx.device(device).type != "cpu" else ""
     assert repr(plist) == repr(tlist).replace("torch.", "tdx.").replace("of size 2x3]", f"of size 2x3{dev}]")
-    pdict = nn.ParameterDict({"b": tdx.ones(2), "a": tdx.zeros(3, 2, dtype=tdx.float64)})
+    pdict = nn.ParameterDict({"b": tdx.ones(2, device="cpu"), "a": tdx.zeros(3, 2, dtype=tdx.float64, device="cpu")})
     tdict = torch.nn.ParameterDict({"b": torch.ones(2), "a": torch.zeros(3, 2, dtype=torch.float64)})
     assert repr(pdict) == repr(tdict).replace("torch.", "tdx.")
 
@@ -404,7 +404,7 @@ def test_deepcopy_and_pickle(device):
         assert clone.tied is clone.seq
         assert list(clone.state_dict()) == list(net.state_dict())
         for v, w in zip(clone.state_dict().values(), net.state_dict().values()):
-            assert np.array_equal(v.numpy(), w.numpy()) and v.dtype is w.dtype
+            assert np.array_equal(v.cpu().numpy(), w.cpu().numpy()) and v.dtype is w.dtype
         assert len(clone._forward_hooks) == 1
     p = nn.Parameter(tdx.ones(2, device=device), requires_grad=False)
     q = pickle.loads(pickle.dumps(p))
@@ -416,16 +416,16 @@ def test_deepcopy_and_pickle(device):
 def test_to_device_keeps_parameter_identity(device):
     net = build(nn, "cpu")
     params = list(net.parameters())
-    x = tdx.tensor(arr((2, 3), 5))
+    x = tdx.tensor(arr((2, 3), 5), device="cpu")
     net(x).sum().backward()
-    grads = [p.grad.numpy().copy() for p in params]
+    grads = [p.grad.cpu().numpy().copy() for p in params]
     out = net.to(device)
     assert out is net
     assert list(net.parameters()) == params or all(a is b for a, b in zip(net.parameters(), params))
     for p, g in zip(params, grads):
         assert p.device == tdx.device(device) and p.requires_grad and type(p) is nn.Parameter
         assert p.grad is not None and p.grad.device == tdx.device(device)
-        assert np.array_equal(p.grad.numpy(), g)
+        assert np.array_equal(p.grad.cpu().numpy(), g)
     assert all(b.device == tdx.device(device) for b in net.buffers())
     ref = build(torch.nn)
     assert_close(net(x.to(device)), ref(torch.tensor(arr((2, 3), 5))))
@@ -477,7 +477,7 @@ def test_zero_grad(device, set_to_none):
         if set_to_none:
             assert p.grad is None
         else:
-            assert p.grad is not None and not p.grad.numpy().any()
+            assert p.grad is not None and not p.grad.cpu().numpy().any()
     _backward(ours, nn, device)
     ref = build(torch.nn)
     _backward(ref, torch.nn, "cpu")
@@ -490,7 +490,7 @@ def test_grad_zero_idiom(device):
     _backward(ours, nn, device)
     for p in ours.parameters():
         p.grad.zero_()
-    assert all(not p.grad.numpy().any() for p in ours.parameters())
+    assert all(not p.grad.cpu().numpy().any() for p in ours.parameters())
 
 
 def test_sgd_training_matches_torch(device):

@@ -1,8 +1,10 @@
-"""``tdx.nn`` recurrent layers and ``tdx.nn.utils.rnn`` against torch on CPU, on every device.
+"""``tdx.nn`` recurrent layers and ``tdx.nn.utils.rnn`` against torch, on every device.
 
 Each test builds the torch module on CPU, loads its state dict into the tdx module, moves it with
 ``model.to(device)`` and compares outputs, final states, input, state and parameter gradients
-(float32, and float64 where the device has it). Parameter names, order and the seeded default
+(float32, and float64 where the device has it) with torch's run on the device's ``torch_twin``
+(the device itself for the torch executor, whose recurrent layers are torch's fused kernels: cuDNN's,
+TF32 in float32, on cuda; CPU for MLX). Parameter names, order and the seeded default
 init must be torch's bit for bit on cpu, and a 2-layer LSTM language model trained 20 SGD steps
 must reproduce torch's losses exactly on cpu and within 1e-4 relative on mlx:cpu.
 """
@@ -17,6 +19,7 @@ import torch.nn.utils.rnn as TR
 import tdx
 import tdx.nn as xnn
 import tdx.nn.utils.rnn as XR
+from conftest import torch_twin
 from tdx.testing import TOLERANCE_TABLE, assert_close
 
 # float32 recurrences over a few steps: accumulated rounding differs between BLAS kernels (MLX's
@@ -26,7 +29,7 @@ DTYPES = ["float32", "float64"]
 
 
 def to_tdx(t, device, dtype=None, grad=False):
-    x = tdx.tensor(t.detach().numpy(), device=device)
+    x = tdx.tensor(t.detach().cpu().numpy(), device=device)
     if dtype is not None:
         x = x.to(getattr(tdx, dtype))
     if grad:
@@ -35,19 +38,21 @@ def to_tdx(t, device, dtype=None, grad=False):
 
 
 def make_pair(name, device, dtype, *args, **kwargs):
-    """(torch module on CPU, tdx module on ``device`` holding the same state) for ``nn.<name>``."""
+    """(torch module on ``device``'s torch twin, tdx module on ``device`` holding the same state) for
+    ``nn.<name>``."""
     torch.manual_seed(0)
     tm = getattr(torch.nn, name)(*args, **kwargs).to(getattr(torch, dtype))
-    xm = getattr(xnn, name)(*args, **kwargs)
+    xm = getattr(xnn, name)(*args, **kwargs, device="cpu")
     xm.load_state_dict({k: to_tdx(v, "cpu") for k, v in tm.state_dict().items()})
     xm.to(device)
     xm.to(getattr(tdx, dtype))
-    return tm, xm
+    return tm.to(torch_twin(device)), xm
 
 
-def rand(*shape, seed=1, dtype="float32"):
+def rand(*shape, seed=1, dtype="float32", on="cpu"):
+    """Standard normal draws from a seeded CPU generator, placed on ``on``."""
     g = torch.Generator().manual_seed(seed)
-    return torch.randn(*shape, generator=g, dtype=getattr(torch, dtype))
+    return torch.randn(*shape, generator=g, dtype=getattr(torch, dtype)).to(on)
 
 
 def leaf(t):
@@ -75,7 +80,7 @@ def backward_both(x_out, t_out):
     """Backward of the same weighted sum of every output on both sides."""
     total_t, total_x = 0, 0
     for k, (a, e) in enumerate(zip(flat(x_out), flat(t_out))):
-        w = rand(*e.shape, seed=100 + k, dtype=str(e.dtype).split(".")[-1])
+        w = rand(*e.shape, seed=100 + k, dtype=str(e.dtype).split(".")[-1], on=e.device)
         total_t = total_t + (e * w).sum()
         total_x = total_x + (a * to_tdx(w, a.device.type if a.device.type == "cpu" else str(a.device))).sum()
     total_t.backward()
@@ -109,12 +114,13 @@ CASES = [
 def test_layers_match_torch(device, dtype, name, kw):
     skip_f64(device, dtype)
     tm, xm = make_pair(name, device, dtype, 4, 5, **kw)
+    tw = torch_twin(device)
     dirs = 2 if kw.get("bidirectional") else 1
     layers = kw.get("num_layers", 1)
     hsize = kw.get("proj_size") or 5
-    x_t = leaf(rand(3, 6, 4, dtype=dtype) if kw.get("batch_first") else rand(6, 3, 4, dtype=dtype))
-    h_t = leaf(rand(layers * dirs, 3, hsize, seed=2, dtype=dtype))
-    hx_t = (h_t, leaf(rand(layers * dirs, 3, 5, seed=3, dtype=dtype))) if name == "LSTM" else h_t
+    x_t = leaf(rand(3, 6, 4, dtype=dtype, on=tw) if kw.get("batch_first") else rand(6, 3, 4, dtype=dtype, on=tw))
+    h_t = leaf(rand(layers * dirs, 3, hsize, seed=2, dtype=dtype, on=tw))
+    hx_t = (h_t, leaf(rand(layers * dirs, 3, 5, seed=3, dtype=dtype, on=tw))) if name == "LSTM" else h_t
     x = to_tdx(x_t, device, grad=True)
     hx = tuple(to_tdx(h, device, grad=True) for h in hx_t) if name == "LSTM" else to_tdx(hx_t, device, grad=True)
     t_out, x_out = tm(x_t, hx_t), xm(x, hx)
@@ -131,16 +137,17 @@ def test_layers_match_torch(device, dtype, name, kw):
                                      ("GRU", dict(bidirectional=True)), ("RNN", dict(num_layers=2))])
 def test_packed_input_and_output(device, name, kw):
     tm, xm = make_pair(name, device, "float32", 4, 5, **kw)
+    tw = torch_twin(device)
     lengths = [3, 5, 1, 4]  # unsorted: enforce_sorted=False keeps the permutation
-    x_t = leaf(rand(5, 4, 4))
+    x_t = leaf(rand(5, 4, 4, on=tw))
     x = to_tdx(x_t, device, grad=True)
     tp = TR.pack_padded_sequence(x_t, lengths, enforce_sorted=False)
     xp = XR.pack_padded_sequence(x, tdx.tensor(lengths), enforce_sorted=False)
     assert xp.batch_sizes.tolist() == tp.batch_sizes.tolist()
     assert xp.sorted_indices.tolist() == tp.sorted_indices.tolist()
     dirs, layers = (2 if kw.get("bidirectional") else 1), kw.get("num_layers", 1)
-    h0_t = leaf(rand(dirs * layers, 4, kw.get("proj_size") or 5, seed=4))  # in the batch's original order
-    hx_t = (h0_t, leaf(rand(dirs * layers, 4, 5, seed=5))) if name == "LSTM" else h0_t
+    h0_t = leaf(rand(dirs * layers, 4, kw.get("proj_size") or 5, seed=4, on=tw))  # in the batch's original order
+    hx_t = (h0_t, leaf(rand(dirs * layers, 4, 5, seed=5, on=tw))) if name == "LSTM" else h0_t
     hx = tuple(to_tdx(h, device, grad=True) for h in hx_t) if name == "LSTM" else to_tdx(hx_t, device, grad=True)
     t_out, t_h = tm(tp, hx_t)
     x_out, x_h = xm(xp, hx)
@@ -160,9 +167,9 @@ def test_packed_input_and_output(device, name, kw):
 @pytest.mark.parametrize("name", ["RNN", "LSTM", "GRU"])
 def test_unbatched_and_default_state(device, name):
     tm, xm = make_pair(name, device, "float32", 3, 4)
-    x_t = rand(5, 3)
+    x_t = rand(5, 3, on=torch_twin(device))
     compare(xm(to_tdx(x_t, device)), tm(x_t), "float32")
-    x_t = rand(5, 2, 3)
+    x_t = rand(5, 2, 3, on=torch_twin(device))
     compare(xm(to_tdx(x_t, device)), tm(x_t), "float32")
 
 
@@ -170,9 +177,10 @@ def test_unbatched_and_default_state(device, name):
 @pytest.mark.parametrize("batched", [True, False])
 def test_cells(device, name, batched):
     tm, xm = make_pair(name, device, "float32", 3, 4)
-    x_t = leaf(rand(2, 3) if batched else rand(3))
-    h_t = leaf(rand(2, 4, seed=5) if batched else rand(4, seed=5))
-    state_t = (h_t, leaf(rand(*h_t.shape, seed=6))) if name == "LSTMCell" else h_t
+    tw = torch_twin(device)
+    x_t = leaf(rand(2, 3, on=tw) if batched else rand(3, on=tw))
+    h_t = leaf(rand(2, 4, seed=5, on=tw) if batched else rand(4, seed=5, on=tw))
+    state_t = (h_t, leaf(rand(*h_t.shape, seed=6, on=tw))) if name == "LSTMCell" else h_t
     x = to_tdx(x_t, device, grad=True)
     state = tuple(to_tdx(s, device, grad=True) for s in state_t) if name == "LSTMCell" else \
         to_tdx(state_t, device, grad=True)
@@ -192,7 +200,7 @@ def test_names_shapes_and_seeded_init_equal_torch(name, args, kw):
     torch.manual_seed(7)
     tm = getattr(torch.nn, name)(*args, **kw)
     tdx.manual_seed(7)
-    xm = getattr(xnn, name)(*args, **kw)
+    xm = getattr(xnn, name)(*args, **kw, device="cpu")  # where torch builds it (tdx's default may be cuda)
     t_params, x_params = list(tm.named_parameters()), list(xm.named_parameters())
     assert [n for n, _ in x_params] == [n for n, _ in t_params]
     assert list(xm.state_dict()) == list(tm.state_dict())
@@ -212,7 +220,7 @@ def test_mlx_init_is_in_range(device):
 
 def test_dropout_between_layers(device):
     tm, xm = make_pair("LSTM", device, "float32", 3, 4, num_layers=3, dropout=0.5)
-    x_t = rand(5, 2, 3)
+    x_t = rand(5, 2, 3, on=torch_twin(device))
     tm.eval()
     xm.eval()
     compare(xm(to_tdx(x_t, device)), tm(x_t), "float32")
@@ -370,8 +378,8 @@ def test_composed_recurrence_on_cpu(mode, cls, kw, packed):
     x_t = leaf(rand(5, 3, 3))
     x = to_tdx(x_t, "cpu", grad=True)
     hs = kw.get("proj_size") or 4
-    hx = tdx.zeros(4, 3, hs)
-    hx = (hx, tdx.zeros(4, 3, 4)) if mode == "LSTM" else hx
+    hx = tdx.zeros(4, 3, hs, device="cpu")
+    hx = (hx, tdx.zeros(4, 3, 4, device="cpu")) if mode == "LSTM" else hx
     lengths = [5, 3, 2]
     if packed:
         tp = TR.pack_padded_sequence(x_t, lengths)

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 import tdx
+from conftest import torch_twin
 from tdx.testing import assert_close
 
 RTOL = 1e-5
@@ -181,16 +182,20 @@ def test_recurrent_forms(device, mode, bidirectional, batch_first):
     params = _rnn_params(mode, size_in, hidden, layers, bidirectional, 10)
     h0 = arr(layers * (2 if bidirectional else 1), n, hidden, seed=7)
     rest = (True, layers, 0.0, False, bidirectional, batch_first)
+    twin = torch_twin(device)  # torch's fused recurrence on the device itself: cuDNN's (TF32) one on cuda
+
+    def T(a):
+        return torch.tensor(a, device=twin)
+
     if mode == "lstm":
         c0 = arr(*h0.shape, seed=8)
         got = tdx.lstm(tdx.tensor(x, device=device), [tdx.tensor(h0, device=device), tdx.tensor(c0, device=device)],
                        [tdx.tensor(p, device=device) for p in params], *rest)
-        want = torch.lstm(torch.tensor(x), [torch.tensor(h0), torch.tensor(c0)], [torch.tensor(p) for p in params],
-                          *rest)
+        want = torch.lstm(T(x), [T(h0), T(c0)], [T(p) for p in params], *rest)
     else:
         got = getattr(tdx, mode)(tdx.tensor(x, device=device), tdx.tensor(h0, device=device),
                                  [tdx.tensor(p, device=device) for p in params], *rest)
-        want = getattr(torch, mode)(torch.tensor(x), torch.tensor(h0), [torch.tensor(p) for p in params], *rest)
+        want = getattr(torch, mode)(T(x), T(h0), [T(p) for p in params], *rest)
     assert len(got) == len(want)
     for g, w in zip(got, want):
         assert_close(g, w, rtol=RTOL, atol=ATOL)

@@ -2,7 +2,8 @@
 
 Each module is built by torch (seeded) and by tdx, torch's parameters and buffers are loaded into
 the tdx module on each available device, and both run one forward pass on fixed float32 inputs
-(training mode, except for the dropouts, which run in eval mode): the outputs must agree within
+(training mode, except for the dropouts, which run in eval mode), torch on the same device where tdx runs
+torch's kernels there (cpu, cuda) and on CPU for MLX: the outputs must agree within
 1e-4 relative (1e-6 absolute), or both must raise the same builtin kind. Imports torch (the
 oracle) only when run; ``import tdx`` never imports it.
 """
@@ -98,16 +99,20 @@ def _first(out):
 
 def _check(case, device, tdx, torch) -> str | None:
     name, args, kw, shapes, vocab, evaluate = case
+    # torch's numbers on the device itself where tdx runs torch's kernels there (cuDNN's TF32 convolutions
+    # on cuda), on CPU for MLX
+    twin = device if tdx.backends.get(device).name == "torch" else "cpu"
     torch.manual_seed(0)
     ref = getattr(torch.nn, name)(*args, **kw)
     try:
         mod = getattr(tdx.nn, name)(*args, **kw).to(device)
         mod.load_state_dict({k: tdx.tensor(v.detach().numpy(), device=device) for k, v in ref.state_dict().items()})
+        ref = ref.to(twin)
         if evaluate:
             ref.eval()
             mod.eval()
-        want = _first(ref(*_inputs(torch, shapes, vocab, "cpu"))).detach().numpy()
-        got = _first(mod(*_inputs(tdx, shapes, vocab, device))).detach().numpy()
+        want = _first(ref(*_inputs(torch, shapes, vocab, twin))).detach().cpu().numpy()
+        got = _first(mod(*_inputs(tdx, shapes, vocab, device))).detach().cpu().numpy()
     except Exception as err:  # noqa: BLE001 - any failure of tdx is the finding this table reports
         return f"{type(err).__name__}: {str(err).strip().splitlines()[0][:120] if str(err).strip() else ''}"
     if got.shape != want.shape:
@@ -141,7 +146,8 @@ def render(results: dict, devices) -> str:
         return "passed" if v is None else "not run here" if v == "not run here" else "failed"
 
     lines = ["", "## nn modules", "",
-             "Each `tdx.nn` module gets torch's parameters and runs one float32 forward pass against torch's on CPU.",
+             "Each `tdx.nn` module gets torch's parameters and runs one float32 forward pass against torch's on the "
+             "same device (on CPU for MLX).",
              "", "| module | " + " | ".join(devices) + " |", "|---|" + "---|" * len(devices)]
     lines += [f"| `nn.{name}` | " + " | ".join(cell(row[d]) for d in devices) + " |" for name, row in results.items()]
     lines.append("")

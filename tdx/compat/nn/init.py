@@ -302,7 +302,8 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator=None) -> Tensor:
 def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) -> Tensor:
     """Fill the 2-D ``tensor`` from N(0, std^2), then zero ``ceil(sparsity * rows)`` random rows per column.
 
-    The row permutations come from the default generator, as torch's.
+    The row permutations come from the default device's generator, as torch's (its CPU one when
+    ``tensor`` is on cuda).
 
     Raises:
         TdxValueError: ``tensor`` is not 2-D.
@@ -314,7 +315,7 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) 
     with tdx.no_grad():
         tensor.normal_(0, std, generator=generator)
         for col in range(cols):
-            zero_rows = tdx.randperm(rows, device=tensor.device)[:num_zeros]
+            zero_rows = tdx.randperm(rows)[:num_zeros].to(tensor.device)  # the default device's, as torch
             tensor[zero_rows, col] = 0
     return tensor
 
