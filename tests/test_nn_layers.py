@@ -336,6 +336,7 @@ DROPOUTS = [("Dropout", (8, 50)), ("Dropout1d", (8, 6, 5)), ("Dropout2d", (8, 6,
 @pytest.mark.parametrize("name,shape", DROPOUTS)
 @pytest.mark.float64
 def test_dropout_modules_train_eval(device, name, shape):
+    tdx.manual_seed(0)  # 24 channels for Dropout3d: an unseeded draw leaves (0.25, 0.75) about 2% of the time
     mod = getattr(tdx.nn, name)(p=0.5)
     x = tdx.tensor(u(*shape, lo=0.5, hi=1.5), device=device).float()
     assert mod.training
