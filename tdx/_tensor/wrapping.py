@@ -105,20 +105,35 @@ def native_inplace(native: str, checked):
             if ex.taped:
                 return checked(self, *args, **kwargs)
             kernel = getattr(self._n, native, None)
-            natives = []
+            if kernel is None:
+                return checked(self, *args, **kwargs)
+            natives = []  # a Tensor of ex as its native; another executor's Tensor or a container: checked
             for a in args:
-                a = _native_operand(ex, a)
-                if a is _OTHER:
-                    break
+                c = a.__class__
+                if c is Tensor:
+                    if a._ex is not ex:
+                        return checked(self, *args, **kwargs)
+                    a = a._n
+                elif c is list or c is tuple or c is dict:
+                    return checked(self, *args, **kwargs)
                 natives.append(a)
-            else:
-                nkw = {k: _native_operand(ex, v) for k, v in kwargs.items()} if kwargs else kwargs
-                if kernel is not None and (not nkw or all(v is not _OTHER for v in nkw.values())):
-                    try:
-                        kernel(*natives, **nkw)
-                    except NATIVE_ERRORS as err:
-                        raise ex.native_error(err) from None
-                    return self
+            if kwargs:
+                nkw = {}
+                for k, v in kwargs.items():
+                    c = v.__class__
+                    if c is Tensor:
+                        if v._ex is not ex:
+                            return checked(self, *args, **kwargs)
+                        v = v._n
+                    elif c is list or c is tuple or c is dict:
+                        return checked(self, *args, **kwargs)
+                    nkw[k] = v
+                kwargs = nkw
+            try:
+                kernel(*natives, **kwargs)
+            except NATIVE_ERRORS as err:
+                raise ex.native_error(err) from None
+            return self
         else:
             with _views.WRITE_LOCK:  # the new array is computed from the current one: no other write between
                 if self._view is None and not _views.has_views(self) and not (
@@ -131,23 +146,9 @@ def native_inplace(native: str, checked):
                         self._n = out
                         return self
                 return checked(self, *args, **kwargs)
-        return checked(self, *args, **kwargs)
 
     method._typed = True
     return method
-
-
-_OTHER = object()  # an operand the native kernel cannot take as it is
-
-
-def _native_operand(ex, a):
-    """``a`` as executor ``ex``'s kernel takes it: a Tensor of ``ex`` as its native array (Parameters and
-    Buffers report ``Tensor`` as their ``__class__``), a number, string or None as it is; :data:`_OTHER`
-    for a Tensor of another executor or a container (the checked path then raises or handles it)."""
-    c = a.__class__
-    if c is Tensor:
-        return a._n if a._ex is ex else _OTHER
-    return _OTHER if c is list or c is tuple or c is dict else a
 
 
 def _applied_to_clone(inplace_method):
