@@ -63,6 +63,24 @@ def test_like_factories(device):
     assert tdx.zeros_like(x).device == x.device
 
 
+@pytest.mark.parametrize("name", ["zeros_like", "ones_like", "empty_like"])
+def test_like_of_a_view_and_of_a_parameter(device, name):
+    """Of a transposed view: its shape and dtype, and on torch's executors torch's kept strides; of a
+    parameter: no grad unless asked, and asked, a leaf that requires it."""
+    x = tdx.arange(12, dtype=tdx.float32, device=device).view(3, 4).t()
+    t = torch.arange(12, dtype=torch.float32).view(3, 4).t()
+    got, want = getattr(tdx, name)(x), getattr(torch, name)(t)
+    assert got.shape == want.shape and got.dtype is tdx.float32 and got.device == x.device
+    if name != "empty_like":
+        assert got.tolist() == want.tolist()
+    if tdx.backends.get(device).name == "torch":
+        assert got.stride() == want.stride() == (1, 4)
+    p = tdx.nn.Parameter(tdx.ones(2, 3, device=device))
+    plain, grad = getattr(tdx, name)(p), getattr(tdx, name)(p, requires_grad=True)
+    assert not plain.requires_grad and grad.requires_grad and grad.is_leaf and grad.grad_fn is None
+    assert type(plain) is tdx.Tensor
+
+
 @pytest.mark.parametrize("dtype", [None, "float16", "float32"])
 def test_random_factories(device, dtype):
     tdx.manual_seed(0)

@@ -297,17 +297,29 @@ def _like(t, dtype, device, memory_format=None):
     return (t.device if device is None else device), (t.dtype if dtype is None else dtype)
 
 
+def _filled_like(t, kind: str, requires_grad: bool) -> Tensor:
+    """``zeros_like(t)`` and its kin with nothing but ``requires_grad`` given: ``t``'s own executor makes it."""
+    out = wrap_grad(t._ex.filled_like(t._n, kind), t._ex, False)
+    return out.requires_grad_() if requires_grad else out
+
+
 def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:  # noqa: A002
+    if dtype is None and device is None and memory_format is None and input.__class__ is Tensor:
+        return _filled_like(input, "zeros", requires_grad)
     device, dtype = _like(input, dtype, device, memory_format)
     return zeros(input.shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:  # noqa: A002
+    if dtype is None and device is None and memory_format is None and input.__class__ is Tensor:
+        return _filled_like(input, "ones", requires_grad)
     device, dtype = _like(input, dtype, device, memory_format)
     return ones(input.shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:  # noqa: A002
+    if dtype is None and device is None and memory_format is None and input.__class__ is Tensor:
+        return _filled_like(input, "empty", requires_grad)
     device, dtype = _like(input, dtype, device, memory_format)
     return empty(input.shape, dtype=dtype, device=device, requires_grad=requires_grad)
 

@@ -167,6 +167,11 @@ class Executor:
         """The tdx dtype of native array ``x``."""
         return self._from_native[x.dtype]
 
+    def filled_like(self, x, kind: str):
+        """A new array with native ``x``'s shape and dtype: ``kind`` is ``"zeros"``, ``"ones"`` or ``"empty"``
+        (``zeros_like`` and its kin called with no dtype, device or memory format)."""
+        return getattr(self, kind)(self.shape(x), self.dtype(x))
+
     def evaluate(self, natives) -> None:
         """Wait until ``natives`` are computed (their lazy or queued work done); eager: nothing to do."""
         synchronize = getattr(self, "synchronize", None)

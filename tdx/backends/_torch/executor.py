@@ -28,6 +28,7 @@ _TABLE = {
 }
 _ALL = frozenset(d.name for d in _TABLE)
 _MPS = frozenset(_ALL - {"float64", "complex128"})
+_LIKE = {"zeros": torch.zeros_like, "ones": torch.ones_like, "empty": torch.empty_like}
 
 # ops whose tdx signature is torch's: bound as they are
 UNARY = ("neg", "abs", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt",
@@ -87,6 +88,10 @@ class TorchExecutor(TorchNNOps, TorchAdaptedOps, TorchKernelOps, TorchNamespaceO
 
     def empty(self, shape, dtype, requires_grad=False):
         return torch.empty(shape, dtype=self.native_dtype(dtype), device=self.tdev, requires_grad=requires_grad)
+
+    def filled_like(self, x, kind: str):
+        # torch's own *_like: one call, and the input's strides kept (torch's preserve_format)
+        return _LIKE[kind](x)
 
     def full(self, shape, value, dtype, requires_grad=False):
         return torch.full(shape, value, dtype=self.native_dtype(dtype), device=self.tdev,
