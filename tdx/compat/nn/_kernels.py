@@ -63,6 +63,13 @@ def native(name: str, *args, **kwargs):
     ex = None
     nargs = []
     for a in args:
+        if a.__class__ is _Tensor:  # the common argument, inline (Parameters report Tensor as their class)
+            if ex is None:
+                ex = a._ex
+            elif a._ex is not ex:
+                return NOT_NATIVE
+            nargs.append(a._n)
+            continue
         a, ex = _unwrap(a, ex)
         if ex is _MIXED:
             return NOT_NATIVE
