@@ -704,6 +704,16 @@ def set_grad(t, value) -> None:
         if m is not None:
             m.grad = None
         return
+    if ex.caps.native_autograd and value.__class__ is _tensor_class() and value._ex is ex:
+        try:  # torch checks size, dtype (its grad_dtype) and device itself, with its own words
+            t._n.grad = value._n
+        except NATIVE_ERRORS as err:
+            raise ex.native_error(err) from None
+        m = meta(t)
+        if m is None:
+            m = t._ag = Meta()
+        m.grad = value  # the wrapper ``.grad`` returns: ``value`` itself
+        return
     from .._errors import TdxTypeError
 
     if value is not None:
