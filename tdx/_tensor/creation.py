@@ -35,7 +35,8 @@ def _check_strides(data) -> None:
         TdxValueError: such an array.
     """
     np = sys.modules.get("numpy")
-    if np is not None and isinstance(data, np.ndarray) and any(s % data.itemsize for s in data.strides):
+    if np is not None and isinstance(data, np.ndarray) and data.base is not None and \
+            any(s % data.itemsize for s in data.strides):  # an array owning its memory has whole strides
         raise TdxValueError("given numpy array strides not a multiple of the element byte size. Copy the numpy "
                             "array to reallocate the memory.")
 
