@@ -117,7 +117,7 @@ def native_inplace(native: str, checked):
                 elif c is list or c is tuple or c is dict:
                     return checked(self, *args, **kwargs)
                 natives.append(a)
-            if kwargs:
+            if kwargs:  # the same check, written out: one loop over both (a joined tuple, then a zip) costs 0.6 us
                 nkw = {}
                 for k, v in kwargs.items():
                     c = v.__class__
