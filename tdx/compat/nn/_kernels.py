@@ -60,6 +60,11 @@ def native(name: str, *args, **kwargs):
     Raises:
         TdxError: the kernel's error, translated to the TdxError of the same builtin kind.
     """
+    return _native(name, args, kwargs)
+
+
+def _native(name: str, args: tuple, kwargs: dict):
+    """:func:`native` on its arguments as they came (no repacking: :func:`fast` passes its own)."""
     ex = None
     nargs = []
     for a in args:
@@ -103,7 +108,7 @@ def fast(name: str, *args, **kwargs):
     if not isinstance(x, _Tensor) or not hasattr(x._ex, "nn_functional"):
         return NOT_NATIVE
     try:
-        return native(name, *args, **kwargs)
+        return _native(name, args, kwargs)
     except tdx.TdxError:
         return NOT_NATIVE
 
