@@ -6,8 +6,10 @@ threads; deepcopy and pickle keep ``requires_grad`` and ``.grad``."""
 from __future__ import annotations
 
 import copy
+import gc
 import pickle
 import threading
+import weakref
 
 import numpy as np
 import pytest
@@ -78,6 +80,25 @@ def test_inplace_grad_idiom_persists(device, idiom):
         results.append((after_idiom, g, view))
     for mine, theirs, what in zip(results[0], results[1], ("after the idiom", "accumulated", "view of .grad")):
         assert_close(mine, theirs, msg=what)
+
+
+def test_setting_grad_to_none_releases_it(device):
+    """``p.grad = None`` (``zero_grad``'s default) lets the gradient go, as torch's: no wrapper kept for it, so a
+    step's gradients are freed before the next backward allocates new ones."""
+    p = tdx.tensor(P0, device=device, requires_grad=True)
+    _loss(tdx, p).backward()
+    ref = weakref.ref(p.grad)
+    p.grad = None
+    gc.collect()
+    assert ref() is None and p.grad is None
+    _loss(tdx, p).backward()
+    g = p.grad
+    assert g is p.grad  # a new gradient, one wrapper again
+    ref = weakref.ref(g)
+    del g
+    del p.grad
+    gc.collect()
+    assert ref() is None and p.grad is None
 
 
 def test_grad_assignment_identity_and_checks(device):

@@ -704,7 +704,7 @@ def set_grad(t, value) -> None:
         if m is not None:
             m.grad = None
         return
-    if ex.caps.native_autograd and value.__class__ is _tensor_class() and value._ex is ex:
+    if ex.caps.native_autograd and isinstance(value, _tensor_class()) and value._ex is ex:
         try:  # torch checks size, dtype (its grad_dtype) and device itself, with its own words
             t._n.grad = value._n
         except NATIVE_ERRORS as err:
@@ -731,16 +731,7 @@ def set_grad(t, value) -> None:
         if value.dtype is not t.dtype:
             raise TdxRuntimeError(f"attempting to assign a gradient with dtype '{value.dtype}' to a tensor with "
                                   f"dtype '{t.dtype}'. The gradient must match the tensor's dtype")
-    m = meta(t)
-    if ex.caps.native_autograd:  # ``value`` is a Tensor here: None returned above
-        try:
-            t._n.grad = value._n
-        except NATIVE_ERRORS as err:
-            raise ex.native_error(err) from None
-        if m is None:
-            m = t._ag = Meta()
-        m.grad = value  # the wrapper ``.grad`` returns: ``value`` itself
-        return
+    m = meta(t)  # a tape executor's (a torch executor's grad is set above, or refused)
     if m is None:
         if value is None:
             return
