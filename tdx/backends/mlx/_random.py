@@ -25,7 +25,7 @@ torch one (whose size and first bytes differ).
 
 from __future__ import annotations
 
-import secrets
+import os
 import threading
 
 import mlx.core as mx
@@ -65,7 +65,7 @@ class MLXRandomOps:
         with _KEY_LOCK:
             state = _DEFAULT_KEY[0]
             if state is None:
-                state = mx.random.key(secrets.randbits(64))
+                state = mx.random.key(int.from_bytes(os.urandom(8), "little"))
             keys = mx.random.split(state, stream=self.s)
             mx.eval(keys)  # the held key is a value, never a growing chain of splits
             _DEFAULT_KEY[0] = keys[0]

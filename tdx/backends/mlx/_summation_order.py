@@ -314,8 +314,12 @@ def _left_to_right(shape, axes) -> bool:
 
 
 def _probe_data(shape, k):
-    rng = np.random.default_rng(k)
-    return mx.array((rng.standard_normal(shape) * np.exp2(rng.integers(-12, 13, shape))).astype(np.float32))
+    """Normal values scaled by powers of two in [2**-12, 2**12] (sums whose order shows in their bits), drawn
+    from MLX's generator with its own key ``k``: no global state is touched, and NumPy's random module (whose
+    import loads the process's TLS library for its seeding) stays unloaded."""
+    normal_key, scale_key = mx.random.split(mx.random.key(k))
+    scale = mx.random.randint(-12, 13, shape, key=scale_key).astype(mx.float32)
+    return mx.random.normal(shape, key=normal_key) * mx.power(mx.array(2.0, mx.float32), scale)
 
 
 def _vector_levels(shape, axes, out_shape, s):
