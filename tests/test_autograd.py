@@ -427,6 +427,7 @@ def test_only_retained_non_leaves_get_a_grad(device):
     assert_close(got[1], want[1])
 
 
+@pytest.mark.float64
 def test_new_tensors_of_a_tensor_with_history_have_none(device):
     """``h.new_zeros``/``new_ones``/``new_full``/``new_empty``/``new_tensor`` and ``torch.tensor(h)`` of a
     tensor with a history are new leaves without it (requiring grad only when asked), on ``h``'s device

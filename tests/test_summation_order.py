@@ -20,6 +20,8 @@ RNG = np.random.default_rng(11)
 
 
 def _exact(device):
+    if device.startswith("mlx") and not tdx.backends.get(device).caps.float64:  # an MLX GPU stream
+        pytest.skip("torch's order of additions is reproduced on MLX's CPU streams only")
     if device.startswith("mlx"):
         from tdx.backends.mlx import _summation_order
 
