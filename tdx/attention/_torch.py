@@ -13,7 +13,6 @@ Imported on first use of a torch kernel; it imports torch, never MLX.
 
 from __future__ import annotations
 
-
 import torch
 
 from ._state import SDPBackend
