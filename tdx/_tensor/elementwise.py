@@ -34,7 +34,8 @@ from .operands import (
     _write,
 )
 from .tensor import Tensor
-from .wrapping import SCALARS, attach, exporter, inline_typed, mixed_operands, need_tensor, operand, typed_errors, wrap
+from .wrapping import (NO_KERNEL, SCALARS, attach, exporter, float32_binary, float32_unary, inline_typed, mixed_operands, need_tensor,
+                       operand, typed_errors, wrap)
 
 __all__: list = []
 _new = object.__new__
@@ -42,10 +43,15 @@ _export = exporter(__all__)
 
 
 def _unary(name: str):
+    seen = [NO_KERNEL]  # the last executor's float32 kernel for this op (wrapping.float32_entry)
+
     @inline_typed
     def method(self):
         if _TAPE[0] and _tape.wants(self):
             return _tape.call(method, self)
+        t = float32_unary(seen, name, self)
+        if t is not None:
+            return t
         ex = self._ex
         try:
             n = getattr(ex, name)(self._n)
@@ -54,7 +60,7 @@ def _unary(name: str):
         t = _new(Tensor)  # wrap's, inlined: the per-op path
         t._n = n
         t._ex = ex
-        t._ag = t._view = None
+        t._ag = t._view = t._dt = None
         return t
 
     method.__name__ = name
@@ -63,10 +69,15 @@ def _unary(name: str):
 
 
 def _binary(name: str, torch_name: str):
+    seen = [NO_KERNEL]  # the last executor's float32 kernel for this op (wrapping.float32_entry)
+
     @inline_typed
     def method(self, other):
         if _TAPE[0] and _tape.wants(self, other):
             return _tape.call(method, self, other)
+        t = float32_binary(seen, name, self, other)
+        if t is not None:
+            return t
         ex = self._ex
         mine = self._n
         if other.__class__ is Tensor:
@@ -83,7 +94,7 @@ def _binary(name: str, torch_name: str):
         t = _new(Tensor)  # wrap's, inlined: the per-op path
         t._n = n
         t._ex = ex
-        t._ag = t._view = None
+        t._ag = t._view = t._dt = None
         return t
 
     method.__name__ = torch_name

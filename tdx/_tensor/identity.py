@@ -107,6 +107,7 @@ class _IdentityMethods:
         out._n, out._ex = self._n, self._ex
         out._ag = getattr(self, "_ag", None)
         out._view = getattr(self, "_view", None)
+        out._dt = self._dt
         return out
 
     def module_load(self, other, assign=False):

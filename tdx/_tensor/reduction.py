@@ -45,7 +45,7 @@ class ReductionMethods:
         t = _new(Tensor)  # wrap's, inlined: the per-op path
         t._n = n
         t._ex = ex
-        t._ag = t._view = None
+        t._ag = t._view = t._dt = None
         return t
 
     @inline_typed
@@ -60,7 +60,7 @@ class ReductionMethods:
         t = _new(Tensor)  # wrap's, inlined: the per-op path
         t._n = n
         t._ex = ex
-        t._ag = t._view = None
+        t._ag = t._view = t._dt = None
         return t
 
     def prod(self, dim=None, keepdim=False, *, dtype=None):

@@ -57,7 +57,7 @@ def _as_reshaped(src, ex, n, must_view: bool):
     out = _new(Tensor)  # wrap's, inlined: the per-op path
     out._n = n
     out._ex = ex
-    out._ag = out._view = None
+    out._ag = out._view = out._dt = None
     if ex.mutable:
         return out
     if src._view is None:

@@ -1,11 +1,13 @@
 """The ``tdx.Tensor`` facade: one native array plus the executor that owns it.
 
-A ``Tensor`` holds exactly two things (``__slots__``): ``_n``, the native torch tensor or
-MLX array, and ``_ex``, the executor for its device. Every op unwraps its operands,
-checks they share an executor, calls the executor, and wraps the result in a new
-``Tensor``. Operators are built by small factories so the hot path does one executor
-attribute lookup and no dictionary work. The op families (:mod:`.elementwise`, :mod:`.reduction`,
-:mod:`.shape`...) attach their methods to this class; it knows none of them.
+A ``Tensor`` holds ``_n``, the native torch tensor or MLX array, and ``_ex``, the executor for its
+device (``__slots__``; ``_ag`` and ``_view`` carry autograd and view state where there is some, ``_dt``
+the dtype where a float32 per-op path has learnt it). Every op unwraps its operands, checks they share
+an executor, calls the executor, and wraps the result in a new ``Tensor``. Operators are built by small
+factories so the hot path does no dictionary work; where the executor declares a float32 kernel for the
+op (MLX, :attr:`tdx.backends.base.Executor.float32_kernels`) and both operands are known float32, the
+operator calls that kernel itself, reading no dtype. The op families (:mod:`.elementwise`,
+:mod:`.reduction`, :mod:`.shape`...) attach their methods to this class; it knows none of them.
 
 This module must never import a framework and never decide anything an executor
 decides (promotion, kernels): it only unwraps, checks devices, calls and wraps.
@@ -20,10 +22,13 @@ from .._errors import NATIVE_ERRORS, TdxRuntimeError, TdxTypeError, UnsupportedO
 from ..autograd import tape as _tape
 from ..autograd.tape import ACTIVE as _TAPE
 from . import views as _views, wrapping
-from .wrapping import (SCALARS as _SCALARS, Size, foreign as _foreign, inline_typed, mixed_operands as _mixed,
+from .wrapping import (NO_KERNEL as _NO_KERNEL, SCALARS as _SCALARS, Size, float32_entry as _float32_entry, foreign as _foreign,
+                       inline_typed,
+                       mixed_operands as _mixed,
                        scalar as _scalar, typed_errors, wrap)
 
 _new = object.__new__
+_F32 = D.float32
 
 
 def _operand(t, other, op: str):
@@ -34,12 +39,44 @@ def _operand(t, other, op: str):
 
 
 def _binary(name: str, reverse: bool = False):
+    seen = [_NO_KERNEL]  # the last executor's float32 kernel for this op (wrapping.float32_entry)
+
     # the operand handling is inlined (not _operand): this is the per-op hot path
     def op(self, other):
         if _TAPE[0] and _tape.wants(self, other):
             return _tape.call(op, self, other)
         ex = self._ex
         mine = self._n
+        k = seen[0]
+        if k[0] is not ex:
+            k = seen[0] = _float32_entry(ex, name)
+        if k[1] is not None:  # float32_binary, inlined: the per-op path on MLX
+            d = self._dt
+            if d is None:
+                d = self._dt = ex.dtype(mine)
+            if d is _F32:
+                if other.__class__ is Tensor:
+                    if other._ex is ex:
+                        d = other._dt
+                        if d is None:
+                            d = other._dt = ex.dtype(other._n)
+                        b = other._n if d is _F32 and (k[4] or mine.ndim > 1 or other._n.ndim > 1) else None
+                    else:
+                        b = None
+                else:
+                    b = other if (other.__class__ is float or other.__class__ is int) and k[3] else None
+                if b is not None and not (_TAPE[0] and _tape.differentiating()):
+                    try:
+                        n = k[1](b, mine, stream=k[5]) if reverse else k[1](mine, b, stream=k[5])
+                    except NATIVE_ERRORS:
+                        n = None
+                    if n is not None:
+                        t = _new(Tensor)
+                        t._n = n
+                        t._ex = ex
+                        t._ag = t._view = None
+                        t._dt = k[2]
+                        return t
         if other.__class__ is Tensor:
             if other._ex is ex:
                 other = other._n
@@ -56,7 +93,7 @@ def _binary(name: str, reverse: bool = False):
         t = _new(Tensor)
         t._n = n
         t._ex = ex
-        t._ag = t._view = None  # as wrap's
+        t._ag = t._view = t._dt = None  # as wrap's
         return t
 
     op.__name__ = f"__{'r' if reverse else ''}{name.rstrip('_')}__"
@@ -112,7 +149,9 @@ class Tensor:
     with this class directly.
     """
 
-    __slots__ = ("_n", "_ex", "_ag", "_view", "__weakref__")
+    # _dt: the tdx dtype where a per-op path has learnt it (float32_binary/float32_unary), else None; only
+    # on executors whose natives never change dtype (MLX), and reset wherever _n may take another dtype
+    __slots__ = ("_n", "_ex", "_ag", "_view", "_dt", "__weakref__")
     __array_priority__ = 1000  # NumPy defers binary ops to Tensor
 
     def __new__(cls, *args, **kwargs):
@@ -126,7 +165,8 @@ class Tensor:
 
     @property
     def dtype(self):
-        return self._ex.dtype(self._n)
+        d = self._dt
+        return self._ex.dtype(self._n) if d is None else d
 
     @property
     def device(self):

@@ -27,6 +27,7 @@ from ..autograd.tape import ACTIVE as _TAPE
 SCALARS = frozenset((int, float, bool, complex))
 
 _new = object.__new__
+_F32 = D.float32
 
 Tensor = None  # set by tdx._tensor once the class exists
 
@@ -56,8 +57,93 @@ def wrap(native, ex):
     t = _new(Tensor)
     t._n = native
     t._ex = ex
-    t._ag = t._view = None  # set, not absent: reading an absent slot raises inside getattr (slow)
+    t._ag = t._view = t._dt = None  # set, not absent: reading an absent slot raises inside getattr (slow)
     return t
+
+
+NO_KERNEL = (None,) * 6
+
+
+def float32_entry(ex, name: str) -> tuple:
+    """(``ex``, kernel, result dtype, takes scalars, takes two vectors, stream) of ``ex``'s float32 kernel
+    for op ``name`` (:attr:`tdx.backends.base.Executor.float32_kernels`), or (``ex``, None, ...) where it has
+    none. A per-op call site keeps the last one it used, so its common case reads no executor attribute."""
+    entry = ex.float32_kernels.get(name) if ex.float32_kernels is not None else None
+    return (ex, None, None, None, None, None) if entry is None else (ex, *entry, ex.s)
+
+
+def float32_binary(seen: list, name: str, t, other, reverse: bool = False):
+    """``name(t, other)`` (``name(other, t)`` when ``reverse``) by ``t``'s executor's float32 kernel, or None.
+
+    ``seen`` is the call site's one-item list of its last :func:`float32_entry`. The kernel runs when
+    ``other`` is a float32 tensor of the same executor (or a Python int or float, for kernels that take
+    one), ``t`` is float32 and no backward replay is running; each operand's dtype is read once and kept
+    on it (``_dt``), so a chain of ops reads none. None means the op's own method must run (it then
+    raises torch's error, if any). The operators (``Tensor.__add__``...) and ``tdx.<op>`` functions
+    inline this.
+    """
+    ex = t._ex
+    k = seen[0]
+    if k[0] is not ex:
+        k = seen[0] = float32_entry(ex, name)
+    if k[1] is None:
+        return None
+    d = t._dt
+    if d is None:
+        d = t._dt = ex.dtype(t._n)
+    if d is not _F32:
+        return None
+    cls = other.__class__
+    if cls is Tensor:
+        if other._ex is not ex:
+            return None
+        d = other._dt
+        if d is None:
+            d = other._dt = ex.dtype(other._n)
+        if d is not _F32 or not (k[4] or t._n.ndim > 1 or other._n.ndim > 1):
+            return None
+        b = other._n
+    elif (cls is float or cls is int) and k[3]:
+        b = other
+    else:
+        return None
+    if _TAPE[0] and _tape.differentiating():
+        return None
+    try:
+        n = k[1](b, t._n, stream=k[5]) if reverse else k[1](t._n, b, stream=k[5])
+    except NATIVE_ERRORS:
+        return None
+    r = _new(Tensor)
+    r._n = n
+    r._ex = ex
+    r._ag = r._view = None
+    r._dt = k[2]
+    return r
+
+
+def float32_unary(seen: list, name: str, t):
+    """``name(t)`` by the executor's float32 kernel where ``t`` is float32 (:func:`float32_binary`), or None."""
+    ex = t._ex
+    k = seen[0]
+    if k[0] is not ex:
+        k = seen[0] = float32_entry(ex, name)
+    if k[1] is None:
+        return None
+    d = t._dt
+    if d is None:
+        d = t._dt = ex.dtype(t._n)
+    if d is not _F32 or (_TAPE[0] and _tape.differentiating()):
+        return None
+    try:
+        n = k[1](t._n, stream=k[5])
+    except NATIVE_ERRORS:
+        return None
+    r = _new(Tensor)
+    r._n = n
+    r._ex = ex
+    r._ag = r._view = None
+    r._dt = k[2]
+    return r
 
 
 def typed_errors(fn):

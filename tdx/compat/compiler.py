@@ -210,6 +210,7 @@ class _Compiled:
                                               [kwargs[k]._n for k in kw_keys])
         for t, n in zip(state, state_out):
             t._n = n
+            t._dt = None  # the traced step may have given it another dtype
         for t, has, g in zip(state, layout["grads"], grads_out):
             t.grad = wrap(g, ex) if has else None
         results = [wrap(o, ex) for o in outs]
@@ -229,6 +230,7 @@ class _Compiled:
             try:
                 for t, n, g, (_, old_g) in zip(state, state_in, grads_in, saved):
                     t._n = n
+                    t._dt = None
                     t.grad = wrap(g, ex) if old_g is not None else None
                 call_args = list(args)
                 for i, n in zip(arg_pos, arg_natives):
@@ -248,6 +250,7 @@ class _Compiled:
                 _local.tracing = False
                 for t, (n, g) in zip(state, saved):
                     t._n = n
+                    t._dt = None
                     t.grad = g
 
         return mx.compile(pure), layout

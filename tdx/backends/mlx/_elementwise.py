@@ -32,6 +32,31 @@ from ._rules import _FLOATS, _INTS, _SCALARS, _SIGNED, _clamp_exact, _is_bool, _
 _BOOL, _COMPLEX, _F32 = mx.bool_, mx.complex64, mx.float32
 
 
+def float32_kernel(kernel, *, result=None, scalars: bool = True, vectors: bool = True):
+    """Declare the decorated op's float32 per-op path: given float32 arrays (and, where ``scalars``,
+    Python ints and floats; unless ``vectors``, not two 1-d arrays), outside a backward replay, the op
+    is exactly ``kernel(*operands, stream=s)`` with a result of dtype ``result`` (None: float32). The
+    facade calls ``kernel`` itself when it knows the operands are float32 (:attr:`tdx.backends.base.
+    Executor.float32_kernels`), reading no dtype; a native error from ``kernel`` sends the call back to
+    the op, which raises torch's."""
+    def mark(op):
+        op.float32_kernel = (kernel, result, scalars, vectors)
+        return op
+
+    return mark
+
+
+def float32_kernels(cls) -> dict:
+    """{op name: (kernel, result dtype name or None, takes scalars, takes two vectors)} of the ops of
+    ``cls`` marked by :func:`float32_kernel` (an op overridden without the mark has none)."""
+    table = {}
+    for name in dir(cls):
+        mark = getattr(getattr(cls, name, None), "float32_kernel", None)
+        if mark is not None:
+            table[name] = mark
+    return table
+
+
 def _same_float(a, t1, t2, value) -> bool:
     """Whether ``a``, ``t1``, ``t2`` are MLX arrays of one float32/float64 dtype and ``value`` an int or float."""
     return (type(a) is mx.array and type(t1) is mx.array and type(t2) is mx.array
@@ -306,6 +331,7 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
                 and type(b) is mx.array and a.shape != b.shape and a.dtype == b.dtype == mx.float32
                 and summation.in_force())
 
+    @float32_kernel(mx.add)
     def add(self, a, b):
         if type(a) is mx.array and type(b) is mx.array and a.dtype == b.dtype and not (_TAPE[0] and differentiating()):
             return mx.add(a, b, stream=self._stream or self.s)  # the per-op path
@@ -314,6 +340,7 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
             return summation.broadcast_add(a, b, False, self.s)
         return mx.add(a, b, stream=self.s)
 
+    @float32_kernel(mx.subtract)
     def sub(self, a, b):
         if type(a) is mx.array and type(b) is mx.array and not (_TAPE[0] and differentiating()):  # the per-op path
             d = a.dtype
@@ -328,6 +355,7 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
             return summation.broadcast_add(a, b, True, self.s)
         return mx.subtract(a, b, stream=self.s)
 
+    @float32_kernel(mx.multiply)
     def mul(self, a, b):
         if type(a) is mx.array:  # the common cases of _pair, inlined: this is the per-op path
             d = a.dtype
@@ -339,6 +367,7 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
         a, b, _ = self._pair(a, b)
         return mx.multiply(a, b, stream=self.s)
 
+    @float32_kernel(mx.divide)
     def truediv(self, a, b):
         rt = D.float_for(self._promote(a, b))
         return mx.divide(self._cast(a, rt), self._cast(b, rt), stream=self.s)
@@ -394,6 +423,7 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
             return _torch_pow(a, b)
         return mx.power(a, b, stream=self.s)
 
+    @float32_kernel(mx.matmul, scalars=False, vectors=False)  # two vectors add in torch's order (below)
     def matmul(self, a, b):
         if type(a) is mx.array and type(b) is mx.array:  # the per-op path: one float dtype, not two vectors
             dt = a.dtype
@@ -483,6 +513,7 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
     def rshift(self, a, b):
         return self._shift(False, a, b)
 
+    @float32_kernel(mx.maximum, scalars=False)
     def maximum(self, a, b):
         if type(a) is mx.array and type(b) is mx.array and not (_TAPE[0] and differentiating()):  # one real dtype
             d = a.dtype
@@ -672,7 +703,7 @@ def _comparison(fn, name, ordered: bool):
         return self._order(fn, name, a, b) if ordered else self._compare(fn, a, b)
 
     op.__name__ = name
-    return op
+    return float32_kernel(fn, result="bool")(op)
 
 
 for _name, _fn in {"eq": mx.equal, "ne": mx.not_equal}.items():
@@ -688,7 +719,7 @@ def _float_unary(fn):
         return fn(self._float_in(x), stream=self.s)
 
     op.__name__ = fn.__name__
-    return op
+    return float32_kernel(fn, scalars=False)(op)
 
 
 def _float_unary_f64(fn, name):
@@ -703,7 +734,7 @@ def _float_unary_f64(fn, name):
         return fn(x, stream=self.s)
 
     op.__name__ = fn.__name__
-    return op
+    return float32_kernel(fn, scalars=False)(op)
 
 
 for _name, _fn in _FLOAT_UNARY.items():

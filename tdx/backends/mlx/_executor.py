@@ -22,7 +22,7 @@ from ..._errors import (DtypeError, PrecisionWarning, TdxError, TdxNotImplemente
                         translate)
 from ..base import Capabilities, Executor
 from . import downcast_float64_enabled as _downcast_float64
-from ._elementwise import _NOT_FOR_COMPLEX, MLXElementwiseOps, _real_only
+from ._elementwise import _NOT_FOR_COMPLEX, MLXElementwiseOps, _real_only, float32_kernels
 from ._gather import MLXGatherOps
 from ._indexing import MLXIndexOps, fit_scalar
 from ._linalg import MLXLinalgOps
@@ -78,6 +78,8 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
         self._sum_plans = {}  # (shape, dim, keepdim) -> how a float32 sum adds (_reduction._sum_plan)
         config.on_reload(self._sum_plans.clear)  # [backends.mlx] summation may have changed
         self._bind_dtypes(_TABLE)
+        self.float32_kernels = {name: (kernel, D.bool_ if result == "bool" else D.float32, scalars, vectors)
+                                for name, (kernel, result, scalars, vectors) in float32_kernels(type(self)).items()}
 
     @property
     def s(self):

@@ -50,7 +50,7 @@ def _adopt(cls, data, requires_grad: bool):
     t = _new(cls)
     ex = data._ex
     t._ex = ex
-    t._ag = t._view = None  # as wrap's
+    t._ag = t._view = t._dt = None  # as wrap's
     t._n = data._n.detach() if ex.caps.native_autograd else data._n
     if requires_grad:
         t.requires_grad_(True)
@@ -76,10 +76,11 @@ def set_data(t, value) -> None:
     if old.caps.native_autograd and new.caps.native_autograd and old.name == new.name:
         t._n.data = value._n  # torch's own set_data: same TensorImpl, new storage/device/dtype
         t._ex = new
+        t._dt = None
         return
     grad = t.grad
     t._ag = None
-    t._view = None
+    t._view = t._dt = None
     t._ex = new
     t._n = value._n.detach() if new.caps.native_autograd else value._n
     if rg:
