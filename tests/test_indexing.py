@@ -8,6 +8,7 @@ import torch
 
 import tdx
 from conftest import check, pair, sample, skip_value_checked
+from tdx.testing import assert_close
 
 INDEX_CASES = [
     ("int", lambda m: 1), ("neg int", lambda m: -1), ("slice", lambda m: slice(1, 3)),
@@ -45,6 +46,11 @@ INDEX_CASES = [
     ("0-d bool with int", lambda m: (m.tensor(True), 1)), ("0-d bool ellipsis", lambda m: (Ellipsis, m.tensor(True))),
     ("0-d bool with tensor", lambda m: (m.tensor(True), m.tensor([0, 2]))),
     ("0-d bool false split", lambda m: (m.tensor(False), slice(1, None), m.tensor([0]))),
+    # slices without a step (the executor's getitem_slices): clamped bounds, empty results, too many dims
+    ("slices", lambda m: (slice(None), slice(1, None))), ("slices clamped", lambda m: (slice(-10, 10), slice(5, 2))),
+    ("slices past the end", lambda m: (slice(3, None), slice(None), slice(7, 9))),
+    ("too many slices", lambda m: (slice(None),) * 4), ("slice step none", lambda m: slice(1, None, None)),
+    ("empty tuple", lambda m: ()),
 ]
 
 
@@ -199,3 +205,13 @@ def test_gather_scatter_of_0d_tensors(device):
     check(lambda: x.scatter(0, i, 2.5), lambda: t.scatter(0, ti, 2.5), msg="scatter value")
     check(lambda: x.scatter_add(0, i, s), lambda: t.scatter_add(0, ti, ts), msg="scatter_add")
     check(lambda: x.scatter_reduce(0, i, s, "amax"), lambda: t.scatter_reduce(0, ti, ts, "amax"), msg="amax")
+
+
+@pytest.mark.parametrize("index", [(slice(None), slice(1, None)), (slice(1, None),), (slice(None), slice(None), slice(0, 1))])
+def test_slices_of_an_empty_tensor_and_writes_through_them(device, index):
+    for shape in ((0, 3, 2), (2, 3, 2)):
+        x, t = pair(np.arange(np.prod(shape), dtype=np.float32).reshape(shape), device, "float32")
+        check(lambda: x[index], lambda: t[index], msg=str(shape))
+        x[index].fill_(-1.0)
+        t[index].fill_(-1.0)
+        assert_close(x, t, msg=f"{shape}: the write through the view")

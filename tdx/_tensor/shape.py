@@ -143,8 +143,13 @@ class ShapeMethods:
             n = ex.permute(self._n, dims)
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
-        out = wrap(n, ex)
-        return out if ex.mutable else _permuted(out, self, dims)
+        out = _new(Tensor)  # wrap's, inlined: the per-op path
+        out._n = n
+        out._ex = ex
+        out._ag = out._view = out._dt = None
+        if ex.mutable:
+            return out
+        return _views.link_permuted_root(out, self, dims) if self._view is None else _permuted(out, self, dims)
 
     @inline_typed
     def transpose(self, dim0, dim1):

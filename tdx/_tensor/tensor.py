@@ -537,20 +537,35 @@ class Tensor:
         ex = self._ex
         cls = index.__class__
         basic = True  # an int, a slice or a tuple of them: nothing to unwrap, and a view
+        plain = True  # slices without a step only: nothing for the executor to check
         if cls is tuple:
             for i in index:
-                if i.__class__ is not slice and i.__class__ is not int:
+                if i.__class__ is slice:
+                    if i.step is not None:
+                        plain = False
+                elif i.__class__ is int:
+                    plain = False
+                else:
                     index = _unwrap_index(index, ex)
-                    basic = False
+                    basic = plain = False
                     break
-        elif cls is not int and cls is not slice:
-            index = _unwrap_index(index, ex)
-            basic = False
+        elif cls is slice:
+            plain = index.step is None
+            if plain:
+                index = (index,)
+        else:
+            plain = False
+            if cls is not int:
+                index = _unwrap_index(index, ex)
+                basic = False
         try:
-            n = ex.getitem(self._n, index)
+            n = ex.getitem_slices(self._n, index) if plain else ex.getitem(self._n, index)
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
-        out = wrap(n, ex)
+        out = _new(Tensor)  # wrap's, inlined: the per-op path
+        out._n = n
+        out._ex = ex
+        out._ag = out._view = out._dt = None
         if not ex.mutable:
             lay = self._view
             if lay is None:

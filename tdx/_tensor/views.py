@@ -305,7 +305,11 @@ def link_root_index(out, root, index, basic: bool = False):  # mutate: equivalen
     if not basic and index.__class__ is tuple:
         basic = all(it.__class__ in _BASIC_ITEMS for it in index)
     if basic or index.__class__ in _BASIC_ITEMS:  # mutate: equivalent (swapping the or's operands: speed only)
-        return _link_lazy(out, root, (_indexed, root._n.shape, index))
+        lay = _new(_LazyLayout)  # _link_lazy's, inlined: every basic index of a fresh tensor
+        lay.root, lay.recipe, lay.resolved = root, (_indexed, root._n.shape, index), None
+        out._view = lay
+        _register(root, out)
+        return out
     view = basic_index(layout_of(root), index)
     return out if view is None else link(out, root, *view, root=root)
 
@@ -349,7 +353,11 @@ def _permuted_root(shape: tuple, order: tuple) -> tuple:
 
 def link_permuted_root(out, root, order):
     """``out`` as ``root`` (no view) with its dims in ``order`` (checked, maybe negative): ``permute``."""
-    return _link_lazy(out, root, (_permuted_root, root._n.shape, tuple(order)))
+    lay = _new(_LazyLayout)  # _link_lazy's, inlined: every permute of a fresh tensor
+    lay.root, lay.recipe, lay.resolved = root, (_permuted_root, root._n.shape, tuple(order)), None
+    out._view = lay
+    _register(root, out)
+    return out
 
 
 # layouts of the view ops, in torch's terms -----------------------------------------------------

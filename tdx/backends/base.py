@@ -167,6 +167,11 @@ class Executor:
                 f"{d!r} is not supported on {self.device}; supported: "
                 + ", ".join(sorted(self.caps.dtypes))) from None
 
+    def getitem_slices(self, x, index):
+        """``x[index]`` where ``index`` is a tuple of slices without a step (an executor whose
+        ``getitem`` checks what torch checks can skip that here)."""
+        return self.getitem(x, index)
+
     def dtype(self, x):
         """The tdx dtype of native array ``x``."""
         return self._from_native[x.dtype]

@@ -242,6 +242,7 @@ class TorchExecutor(TorchNNOps, TorchAdaptedOps, TorchKernelOps, TorchNamespaceO
         return x.clone()
 
     getitem = staticmethod(operator.getitem)
+    getitem_slices = getitem
 
     @staticmethod
     def setitem(x, index, value):

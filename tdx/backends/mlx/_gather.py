@@ -105,6 +105,16 @@ class MLXGatherOps:
             raise TdxIndexError(f"too many indices for tensor of dimension {x.ndim}")
         return x[tuple(first)], tuple(second)
 
+    def getitem_slices(self, x, index):
+        """``x[index]`` for a tuple of slices without a step (the facade saw that): torch clamps such
+        slices as MLX does, so only the count of dims and an empty ``x`` need :meth:`getitem`."""
+        if self._stream is None or not _THREAD.ready:
+            self.s  # noqa: B018 - as in getitem
+        shape = x.shape
+        if len(index) > len(shape) or 0 in shape:
+            return self.getitem(x, index)
+        return x[index]
+
     def getitem(self, x, index):
         if self._stream is None or not _THREAD.ready:
             self.s  # noqa: B018 - this thread's default stream made the shared one before ``x[...]`` runs on it

@@ -26,10 +26,19 @@ def _permutation(dims: tuple, ndim: int) -> tuple:
         TdxIndexError: a dim is out of range.
         ShapeError: ``dims`` is not a permutation.
     """
-    out = [norm_dim(d, ndim) for d in dims]
-    if sorted(out) != list(range(ndim)):
-        raise ShapeError(f"permute(): dims {list(out)} are not a permutation of the {ndim} dims of the input")
-    return tuple(out)
+    key = (dims, ndim)
+    out = _PERMUTATIONS.get(key)
+    if out is None:
+        out = [norm_dim(d, ndim) for d in dims]
+        if sorted(out) != list(range(ndim)):
+            raise ShapeError(f"permute(): dims {list(out)} are not a permutation of the {ndim} dims of the input")
+        if len(_PERMUTATIONS) >= 4096:  # a bound, not a policy: programs use a handful
+            _PERMUTATIONS.clear()
+        out = _PERMUTATIONS[key] = tuple(out)
+    return out
+
+
+_PERMUTATIONS: dict = {}  # (dims as given, ndim) -> the checked non-negative permutation: the per-op path
 
 
 class MLXShapeOps:
