@@ -101,10 +101,19 @@ def test_operators_follow_torch(device, expr):
     assert_close(got, want, msg=expr)
 
 
+@pytest.mark.parametrize("kind", ["tensor", "parameter", "buffer"])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "int32"])
-def test_data_of_another_dtype_is_computed_in_it(device, dtype):
-    tp = torch.nn.Parameter(torch.ones(3) * 1.5, requires_grad=False)
-    p = tdx.nn.Parameter(tdx.ones(3, device=device) * 1.5, requires_grad=False)
+def test_data_of_another_dtype_is_computed_in_it(device, dtype, kind):
+    if kind == "tensor":
+        tp, p = torch.ones(3) * 1.5, tdx.ones(3, device=device) * 1.5
+    elif kind == "parameter":
+        tp = torch.nn.Parameter(torch.ones(3) * 1.5, requires_grad=False)
+        p = tdx.nn.Parameter(tdx.ones(3, device=device) * 1.5, requires_grad=False)
+    else:
+        tm, m = torch.nn.Module(), tdx.nn.Module()
+        tm.register_buffer("b", torch.ones(3) * 1.5)
+        m.register_buffer("b", tdx.ones(3, device=device) * 1.5)
+        tp, p = tm.b, m.b
     for t in (p, tp):
         _ = t * 2.0, t + t  # the float32 path has read (and kept) the dtype
         t.data = t.data.to(getattr(torch if t is tp else tdx, dtype))

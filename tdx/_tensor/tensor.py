@@ -388,7 +388,33 @@ class Tensor:
 
     @property
     def data(self) -> "Tensor":
+        """This tensor's value without autograd history, sharing its memory; ``t.data = value`` makes
+        ``t`` (the same object) take ``value``'s data, shape, device and dtype."""
         return self.detach()
+
+    @data.setter
+    def data(self, value) -> None:
+        # keeps requires_grad; the gradient is left alone (Module._apply moves it). On torch executors t then
+        # shares value's storage, as torch's set_data; on MLX it takes the current (immutable) array
+        if not isinstance(value, Tensor):
+            raise TdxTypeError(f"data must be a Tensor, not {type(value).__name__}")
+        if value is self:
+            return
+        rg = self.requires_grad
+        old, new = self._ex, value._ex
+        self._dt = None  # the dtype may change
+        if old.caps.native_autograd and new.caps.native_autograd and old.name == new.name:
+            self._n.data = value._n  # torch's own set_data: same TensorImpl, new storage/device/dtype
+            self._ex = new
+            return
+        grad = self.grad
+        self._ag = self._view = None
+        self._ex = new
+        self._n = value._n.detach() if new.caps.native_autograd else value._n
+        if rg:
+            self.requires_grad_(True)
+        if grad is not None and grad._ex is new and grad.dtype is self.dtype and grad.shape == self.shape:
+            self.grad = grad
 
     # conversion -----------------------------------------------------------------------
     def item(self):

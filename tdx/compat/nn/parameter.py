@@ -27,6 +27,7 @@ __all__ = ["Parameter", "UninitializedParameter", "is_lazy", "Buffer", "Uninitia
            "UninitializedTensorMixin"]
 
 _Tensor = tdx.Tensor
+set_data = _Tensor.data.fset  # ``t.data = value`` for any tensor (tdx/_tensor/tensor.py), re-exported
 _new = object.__new__
 _set_class = object.__dict__["__class__"].__set__
 
@@ -55,38 +56,6 @@ def _adopt(cls, data, requires_grad: bool):
     if requires_grad:
         t.requires_grad_(True)
     return t
-
-
-def set_data(t, value) -> None:
-    """``t.data = value``: ``t`` (the same object) takes ``value``'s data, device and dtype.
-
-    Keeps ``t``'s ``requires_grad``; the gradient is left alone (``Module._apply`` moves it).
-    On torch executors ``t`` then shares ``value``'s storage, as torch's; on MLX it takes the
-    current (immutable) array.
-
-    Raises:
-        TdxTypeError: ``value`` is not a tensor.
-    """
-    if not isinstance(value, _Tensor):
-        raise tdx.TdxTypeError(f"data must be a Tensor, not {type(value).__name__}")
-    if value is t:
-        return
-    rg = t.requires_grad
-    old, new = t._ex, value._ex
-    if old.caps.native_autograd and new.caps.native_autograd and old.name == new.name:
-        t._n.data = value._n  # torch's own set_data: same TensorImpl, new storage/device/dtype
-        t._ex = new
-        t._dt = None
-        return
-    grad = t.grad
-    t._ag = None
-    t._view = t._dt = None
-    t._ex = new
-    t._n = value._n.detach() if new.caps.native_autograd else value._n
-    if rg:
-        t.requires_grad_(True)
-    if grad is not None and grad._ex is new and grad.dtype is t.dtype and grad.shape == t.shape:
-        t.grad = grad
 
 
 class Parameter(_Tensor):
