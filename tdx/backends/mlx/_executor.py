@@ -105,6 +105,8 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
 
     @s.setter
     def s(self, stream) -> None:
+        """Run this executor on ``stream``: only before its first op (per-op call sites keep the stream
+        they first saw with the executor's float32 kernels: ``tdx._tensor.wrapping.float32_entry``)."""
         self._stream = stream
 
     # creation -------------------------------------------------------------------------
