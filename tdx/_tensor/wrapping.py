@@ -61,6 +61,16 @@ def wrap(native, ex):
     return t
 
 
+def wrap_typed(native, ex, dtype):
+    """:func:`wrap`, with ``native``'s tdx dtype known (kept on the tensor, as the float32 path does)."""
+    t = _new(Tensor)
+    t._n = native
+    t._ex = ex
+    t._ag = t._view = None
+    t._dt = dtype
+    return t
+
+
 NO_KERNEL = (None,) * 6
 
 
@@ -70,6 +80,21 @@ def float32_entry(ex, name: str) -> tuple:
     none. A per-op call site keeps the last one it used, so its common case reads no executor attribute."""
     entry = ex.float32_kernels.get(name) if ex.float32_kernels is not None else None
     return (ex, None, None, None, None, None) if entry is None else (ex, *entry, ex.s)
+
+
+def _float32_kernel(seen: list, name: str, t):
+    """The call site's :func:`float32_entry` for ``t``'s executor where it has a kernel for ``name``, ``t`` is
+    float32 (read once, then kept on ``t``) and no backward replay is running; else None."""
+    ex = t._ex
+    k = seen[0]
+    if k[0] is not ex:
+        k = seen[0] = float32_entry(ex, name)
+    if k[1] is None:
+        return None
+    d = t._dt
+    if d is None:
+        d = t._dt = ex.dtype(t._n)
+    return k if d is _F32 and not (_TAPE[0] and _tape.differentiating()) else None
 
 
 def float32_binary(seen: list, name: str, t, other, reverse: bool = False):
@@ -82,17 +107,10 @@ def float32_binary(seen: list, name: str, t, other, reverse: bool = False):
     raises torch's error, if any). The operators (``Tensor.__add__``...) and ``tdx.<op>`` functions
     inline this.
     """
+    k = _float32_kernel(seen, name, t)
+    if k is None:
+        return None
     ex = t._ex
-    k = seen[0]
-    if k[0] is not ex:
-        k = seen[0] = float32_entry(ex, name)
-    if k[1] is None:
-        return None
-    d = t._dt
-    if d is None:
-        d = t._dt = ex.dtype(t._n)
-    if d is not _F32:
-        return None
     cls = other.__class__
     if cls is Tensor:
         if other._ex is not ex:
@@ -107,43 +125,21 @@ def float32_binary(seen: list, name: str, t, other, reverse: bool = False):
         b = other
     else:
         return None
-    if _TAPE[0] and _tape.differentiating():
-        return None
     try:
-        n = k[1](b, t._n, stream=k[5]) if reverse else k[1](t._n, b, stream=k[5])
+        return wrap_typed(k[1](b, t._n, stream=k[5]) if reverse else k[1](t._n, b, stream=k[5]), ex, k[2])
     except NATIVE_ERRORS:
         return None
-    r = _new(Tensor)
-    r._n = n
-    r._ex = ex
-    r._ag = r._view = None
-    r._dt = k[2]
-    return r
 
 
 def float32_unary(seen: list, name: str, t):
     """``name(t)`` by the executor's float32 kernel where ``t`` is float32 (:func:`float32_binary`), or None."""
-    ex = t._ex
-    k = seen[0]
-    if k[0] is not ex:
-        k = seen[0] = float32_entry(ex, name)
-    if k[1] is None:
-        return None
-    d = t._dt
-    if d is None:
-        d = t._dt = ex.dtype(t._n)
-    if d is not _F32 or (_TAPE[0] and _tape.differentiating()):
+    k = _float32_kernel(seen, name, t)
+    if k is None:
         return None
     try:
-        n = k[1](t._n, stream=k[5])
+        return wrap_typed(k[1](t._n, stream=k[5]), t._ex, k[2])
     except NATIVE_ERRORS:
         return None
-    r = _new(Tensor)
-    r._n = n
-    r._ex = ex
-    r._ag = r._view = None
-    r._dt = k[2]
-    return r
 
 
 def typed_errors(fn):
