@@ -165,10 +165,14 @@ class ShapeMethods:
 
     swapaxes = swapdims = transpose
 
+    @inline_typed  # raises only its own error; transpose translates the framework's
     def t(self):
-        if self._n.ndim > 2:
-            raise TdxRuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self._n.ndim}D")
-        return self if self._n.ndim < 2 else self.transpose(0, 1)
+        n = self._n.ndim
+        if n == 2:
+            return self.transpose(0, 1)
+        if n > 2:
+            raise TdxRuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {n}D")
+        return self
 
     @property
     def T(self):  # noqa: N802 - torch's name
