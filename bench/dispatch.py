@@ -140,6 +140,20 @@ def summary(rows) -> list:
             ("median, other ops", statistics.median(others))]
 
 
+def side_by_side(sections) -> list:
+    """One Markdown table: a row per op, a column per executor (tdx - native, median and min..max)."""
+    from bench import report
+
+    names = [n for n, *_ in sections[0][1]] if sections else []
+    cells = {title: {n: d for n, _, _, d in rows} for title, rows in sections}
+    heads = ["op"] + [f"{title.split(' (')[0]} (vs {'MLX' if 'MLX' in title else 'torch'})" for title, _ in sections]
+    body = [[f"`{n}`"] + [report.fmt_spread(cells[t][n], "{:+.2f}") if n in cells[t] else "" for t, _ in sections]
+            for n in names]
+    for label, index in (("median, view ops", 1), ("median, other ops", 2)):
+        body.append([label] + [f"{summary(rows)[index][1]:+.2f}" for _, rows in sections])
+    return report.md_table(heads, body)
+
+
 def write_results(sections, args, started) -> None:
     """``dispatch.md`` (one table per executor, with each difference's spread) and ``dispatch.png``."""
     from bench import report
@@ -147,6 +161,7 @@ def write_results(sections, args, started) -> None:
     lines = [f"8x8 float32; {args.timer} time per op; each repeat times {args.number} calls on torch and "
              f"{args.number // 4} on MLX, tdx and native interleaved; tdx - native in microseconds, median "
              f"(min..max) of the per-repeat differences over {args.repeats} repeats.", ""]
+    lines += ["Side by side (tdx - native, us):", ""] + side_by_side(sections) + [""]
     for title, rows in sections:
         lines += [f"## {title}", ""]
         lines += report.md_table(["op", "tdx us", "native us", "tdx - native us", "ratio"],
