@@ -153,3 +153,56 @@ def test_a_subclass_view_keeps_the_dtype(device):
     _ = a + a
     m = a.as_subclass(Mine)
     assert m.dtype is tdx.float32 and (m * 2).dtype is tdx.float32
+
+
+def _both_ways(device, body):
+    """``body(lib, kw)`` with tdx on ``device`` and torch on the CPU; returns both results (tdx's first)."""
+    return body(tdx, {"device": device}), body(torch, {})
+
+
+def _pick(got, want, what):
+    assert got.dtype.name == str(want.dtype).removeprefix("torch."), what
+    assert_close(got, want, msg=what)
+
+
+def test_views_keep_the_old_values_when_their_root_takes_new_data(device):
+    def body(lib, kw):
+        p = lib.nn.Parameter(lib.ones(4, **kw), requires_grad=False)
+        v, alias = p[0:2], p.data
+        _ = v + v, alias * 2.0  # dtypes read and kept
+        p.data = p.data.half()
+        p.add_(1)
+        return v * 3.0, alias * 2.0, p * 1.0
+
+    for got, want, what in zip(*_both_ways(device, body), ("view", "data alias", "root")):
+        _pick(got, want, what)
+
+
+def test_a_view_given_new_data_leaves_its_root(device):
+    def body(lib, kw):
+        p = lib.ones(4, **kw)
+        v = p[0:2]
+        v.data = lib.zeros(5, **kw).half()
+        p.add_(1)
+        return p * 1.0, v + 1.0
+
+    for got, want, what in zip(*_both_ways(device, body), ("root", "former view")):
+        _pick(got, want, what)
+
+
+@pytest.mark.parametrize("op", ["+=", "*=", "-="])
+def test_recorded_in_place_result_keeps_the_tensor_dtype(device, op):
+    def body(lib, kw):
+        w = lib.ones(3, **kw).requires_grad_()
+        x = (w * 2).half()
+        _ = x + 1.0
+        exec(f"x {op} lib.full((3,), 0.5, **kw)", {"x": x, "lib": lib, "kw": kw})
+        y = x * 3.0
+        y.float().sum().backward()
+        return y, w.grad
+
+    for got, want, what in zip(*_both_ways(device, body), ("result", "gradient")):
+        _pick(got, want, f"{op} {what}")
+    x = tdx.ones(3, device=device).requires_grad_() * 2
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        x += tdx.ones(3, dtype=tdx.complex64, device=device)

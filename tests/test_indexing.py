@@ -215,3 +215,14 @@ def test_slices_of_an_empty_tensor_and_writes_through_them(device, index):
         x[index].fill_(-1.0)
         t[index].fill_(-1.0)
         assert_close(x, t, msg=f"{shape}: the write through the view")
+
+
+@pytest.mark.parametrize("index", [slice(None), slice(0, 1), (slice(None),)])
+def test_a_slice_of_a_0d_tensor_is_refused_as_torch(device, index):
+    x, t = pair(np.array(1.5, dtype=np.float32), device, "float32")
+    check(lambda: x[index], lambda: t[index], msg=str(index))
+    with pytest.raises(IndexError) as info:
+        x[index]
+    with pytest.raises(IndexError) as theirs:
+        t[index]
+    assert str(info.value) == str(theirs.value)

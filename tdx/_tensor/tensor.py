@@ -408,6 +408,13 @@ class Tensor:
             self._ex = new
             return
         grad = self.grad
+        lay = self._view
+        if lay is not None:  # a view no more: its root's writes stop reaching it
+            (_views._views_of(lay.root) or {}).pop(id(self), None)
+        elif _views.has_views(self):  # its views keep the old values, as torch's keep the old storage
+            from .inplace_views import _reroot
+
+            _reroot(self)
         self._ag = self._view = None
         self._ex = new
         self._n = value._n.detach() if new.caps.native_autograd else value._n
@@ -577,8 +584,6 @@ class Tensor:
                     break
         elif cls is slice:
             plain = index.step is None
-            if plain:
-                index = (index,)
         else:
             plain = False
             if cls is not int:

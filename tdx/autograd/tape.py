@@ -255,6 +255,26 @@ def call(fn, *args, **kwargs):
     return out
 
 
+def _cast_to(fn, dtype):
+    """``fn`` whose result is cast to ``dtype`` (an in-place op's result in its tensor's dtype), recorded as one
+    call, so the replay differentiates through the cast.
+
+    Raises:
+        CastError: torch refuses that cast for an in-place result (complex to real, float to integer...).
+    """
+    from .._errors import CastError
+    from .._tensor.tensor import _can_cast
+
+    def cast_result(*args, **kwargs):
+        out = fn(*args, **kwargs)
+        if not _can_cast(out.dtype, dtype):
+            raise CastError(f"result type {out.dtype.name} can't be cast to the desired output type {dtype.name}")
+        return out.to(dtype)
+
+    cast_result.__name__ = getattr(fn, "__name__", "op")
+    return cast_result
+
+
 def record_inplace(t, fn, args, kwargs):
     """Record an in-place op on ``t``: ``t`` becomes the output of a node fed by its old value.
 
@@ -285,6 +305,10 @@ def record_inplace(t, fn, args, kwargs):
         old._ag = m
     new_args = tuple(old if a is t else a for a in args)
     out = _run_suspended(fn, new_args, kwargs)
+    want = t._ex.dtype(t._n)
+    if out.dtype is not want:  # torch writes the result in self's dtype, where the cast is allowed
+        fn = _cast_to(fn, want)
+        out = _run_suspended(fn, new_args, kwargs)
     out._ag = Meta(True, Node(fn, new_args, kwargs, _grad_inputs(new_args, kwargs), 1), 0)
     # everything is computed first and published in one step Ctrl-C cannot split (views.publish)
     updates = []

@@ -168,7 +168,7 @@ class Executor:
                 + ", ".join(sorted(self.caps.dtypes))) from None
 
     def getitem_slices(self, x, index):
-        """``x[index]`` where ``index`` is a tuple of slices without a step (an executor whose
+        """``x[index]`` where ``index`` is a slice or a tuple of slices without a step (an executor whose
         ``getitem`` checks what torch checks can skip that here)."""
         return self.getitem(x, index)
 

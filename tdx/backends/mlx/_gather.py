@@ -106,12 +106,12 @@ class MLXGatherOps:
         return x[tuple(first)], tuple(second)
 
     def getitem_slices(self, x, index):
-        """``x[index]`` for a tuple of slices without a step (the facade saw that): torch clamps such
-        slices as MLX does, so only the count of dims and an empty ``x`` need :meth:`getitem`."""
+        """``x[index]`` for a slice or a tuple of slices without a step (the facade saw that): torch clamps
+        such slices as MLX does, so only the count of dims and an empty ``x`` need :meth:`getitem`."""
         if self._stream is None or not _THREAD.ready:
             self.s  # noqa: B018 - as in getitem
         shape = x.shape
-        if len(index) > len(shape) or 0 in shape:
+        if (len(index) if index.__class__ is tuple else 1) > len(shape) or 0 in shape:
             return self.getitem(x, index)
         return x[index]
 
@@ -134,6 +134,8 @@ class MLXGatherOps:
                         break
                 else:
                     return gathered(x, x[index]) if 0 in shape else x[index]
+        if index.__class__ is slice and not x.ndim:
+            raise TdxIndexError("slice() cannot be applied to a 0-dim tensor.")
         split = self._scalar_bools(x, index)
         if split is not None:
             return self.getitem(*split)
