@@ -98,3 +98,18 @@ def test_importing_tdx_leaves_the_lazy_modules_and_the_name_table_unread():
             "print([m for m in lazy if m in sys.modules], torch_paths.data.cache_info().currsize)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["[]", "0"]
+
+
+def test_the_mlx_namespace_mixins_keep_their_place_in_the_method_order():
+    pytest.importorskip("mlx.core")
+    from tdx.backends.mlx import _executor, _namespaces
+
+    mixins = _namespaces.mixins()
+    theirs = {n for cls in mixins for n in vars(cls) if not n.startswith("__")}
+    others = [c for c in _executor.MLXExecutor.__mro__ if c is not _namespaces.MLXNamespaceOps]
+    assert not {n for c in others for n in vars(c)} & theirs  # so copying them changes no lookup
+    public = {n for n in theirs if not n.startswith("_")}
+    assert {n for n in public if not n.startswith(_namespaces._PREFIXES)} <= _namespaces._OUTSIDE
+    ex = tdx.backends.get("mlx:cpu")
+    assert ex.linalg_inv.__func__ is mixins[0].linalg_inv and hasattr(ex, "_lgamma")
+    assert not hasattr(ex, "linalg_no_such_function") and not hasattr(ex, "no_such_op")

@@ -9,12 +9,15 @@ gives every name (importing what it needs). :func:`check` says whether a table s
 
 It exists because an import's memory is mostly the code it loads: a program that uses a few layers of ``tdx.nn`` or
 one optimizer loads only their modules. Must never import a framework; imports nothing at module level but
-``importlib``.
+``importlib`` and ``threading``.
 """
 
 from __future__ import annotations
 
 import importlib
+import threading
+
+_LOCK = threading.RLock()  # an RLock: resolving a name may import a module that resolves another
 
 
 def attach(namespace: dict, homes: dict, adapt=None):
@@ -31,26 +34,28 @@ def attach(namespace: dict, homes: dict, adapt=None):
         The two functions, to bind as the module's ``__getattr__`` and ``__dir__``.
     """
     module_name, anchor = namespace["__name__"], namespace["__package__"]
-    where = {}
-    for home, names in homes.items():
-        if "__path__" in namespace:
-            where.setdefault(home[1:], home)  # the submodule itself
-        for name in names:
-            where[name] = home
+    where = {name: home for home, names in homes.items() for name in names}
+    # in a package, a submodule's own name is the submodule, unless the table names an object so (as
+    # ``from .gradcheck import gradcheck`` did)
+    submodules = {home[1:]: home for home in homes if "__path__" in namespace and home[1:] not in where}
 
     def __getattr__(name: str):
         home = where.get(name)
         if home is None:
-            raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
+            home = submodules.get(name)
+            if home is None:
+                raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
+            return importlib.import_module(home, anchor)  # the import binds it in the package
         module = importlib.import_module(home, anchor)
-        value = module if home[1:] == name else getattr(module, name)
-        if adapt is not None:
-            value = adapt(name, value)
-        # setdefault: two threads resolving at once return the same object
-        return namespace.setdefault(name, value)
+        with _LOCK:  # two threads resolving at once get the same object
+            value = namespace.get(name)
+            if value is None or value is module:  # unresolved, or the import's binding of a same-named submodule
+                value = getattr(module, name)
+                namespace[name] = value = value if adapt is None else adapt(name, value)
+        return value
 
     def __dir__():
-        return sorted(set(namespace) | set(where))
+        return sorted(set(namespace) | set(where) | set(submodules))
 
     return __getattr__, __dir__
 
