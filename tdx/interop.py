@@ -22,6 +22,7 @@ import mmap
 import os
 import sys
 import threading
+import traceback
 import weakref
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -410,8 +411,6 @@ class _FillReader:
         except BaseException as err:  # kept and raised again by _fill_mlx, once MLX has unwound
             # keep the traceback as text only: its frames would keep views of MLX's buffer and
             # this reader alive (the reader must be gone before _fill_mlx returns)
-            import traceback  # here: the module is only needed on this error path
-
             where = "".join(traceback.format_tb(err.__traceback__.tb_next))
             if hasattr(err, "add_note"):
                 err.add_note(f"raised while filling a new MLX buffer:\n{where}")

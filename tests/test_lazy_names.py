@@ -113,3 +113,12 @@ def test_the_mlx_namespace_mixins_keep_their_place_in_the_method_order():
     ex = tdx.backends.get("mlx:cpu")
     assert ex.linalg_inv.__func__ is mixins[0].linalg_inv and hasattr(ex, "_lgamma")
     assert not hasattr(ex, "linalg_no_such_function") and not hasattr(ex, "no_such_op")
+
+
+def test_a_lazy_name_may_not_be_a_submodules_name():
+    # importing tdx.autograd.gradcheck binds the module as `gradcheck`, which must stay the function
+    namespace = {"__name__": "pkg", "__package__": "pkg", "__path__": []}
+    with pytest.raises(ValueError, match="gradcheck"):
+        lazy_names.attach(namespace, {".gradcheck": ("gradcheck",)})
+    importlib.import_module("tdx.autograd.gradcheck")
+    assert callable(tdx.autograd.gradcheck) and callable(tdx.autograd.variable)

@@ -4,7 +4,7 @@ A package states, per submodule, the names it re-exports from it (``{".conv": ("
 returns the two functions the package binds as ``__getattr__`` and ``__dir__``. The first lookup of such a name
 imports its submodule and keeps the object in the package's globals, so every later lookup is a plain dict hit and
 the object is the very one the submodule defines (``isinstance``, pickling and identity are unchanged). A submodule's
-own name resolves to the submodule. ``__all__`` stays the package's to state, so ``from package import *`` still
+own name resolves to the submodule (so no lazy name may be a submodule's name: the import would rebind it). ``__all__`` stays the package's to state, so ``from package import *`` still
 gives every name (importing what it needs). :func:`check` says whether a table still matches its submodules.
 
 It exists because an import's memory is mostly the code it loads: a program that uses a few layers of ``tdx.nn`` or
@@ -26,7 +26,8 @@ def attach(namespace: dict, homes: dict, adapt=None):
     Args:
         namespace: the module's ``globals()``; a resolved name is stored there.
         homes: ``{".submodule": (name, ...)}``, relative to the module's package: where each lazily offered
-            name is defined or re-exported. In a package, a submodule's own name resolves to the submodule.
+            name is defined or re-exported. In a package, a submodule's own name resolves to the submodule; a
+            name may not be a submodule's name (importing the submodule would rebind it: bind it eagerly).
         adapt: ``adapt(name, value) -> value``, applied to each object as it is resolved (the autocast
             wrappers of ``tdx.nn.functional``), or None.
 
@@ -35,9 +36,10 @@ def attach(namespace: dict, homes: dict, adapt=None):
     """
     module_name, anchor = namespace["__name__"], namespace["__package__"]
     where = {name: home for home, names in homes.items() for name in names}
-    # in a package, a submodule's own name is the submodule, unless the table names an object so (as
-    # ``from .gradcheck import gradcheck`` did)
-    submodules = {home[1:]: home for home in homes if "__path__" in namespace and home[1:] not in where}
+    clash = sorted(name for name in where if "." + name in homes)
+    if clash:  # importing the submodule binds its name to it, so such a name must be imported eagerly
+        raise ValueError(f"{module_name}: lazy names that are also submodule names: {clash}")
+    submodules = {home[1:]: home for home in homes} if "__path__" in namespace else {}
 
     def __getattr__(name: str):
         home = where.get(name)
@@ -49,7 +51,7 @@ def attach(namespace: dict, homes: dict, adapt=None):
         module = importlib.import_module(home, anchor)
         with _LOCK:  # two threads resolving at once get the same object
             value = namespace.get(name)
-            if value is None or value is module:  # unresolved, or the import's binding of a same-named submodule
+            if value is None:
                 value = getattr(module, name)
                 namespace[name] = value = value if adapt is None else adapt(name, value)
         return value
