@@ -7,7 +7,11 @@ sees the same batches):
   hand-written AdamW), ``torch nn`` and ``tdx nn`` (``T.nn`` modules + ``T.optim.AdamW``);
 - mlx:cpu: ``mlx`` (plain ``mlx.core``, ``mx.value_and_grad``), ``mlx compiled`` (the whole step
   under ``mx.compile``), ``tdx F mlx``, ``tdx nn mlx`` and ``tdx compiled mlx``
-  (``tdx.compile`` of the functional step).
+  (``tdx.compile`` of the functional step), and ``tdx nn mlx native-rng``: ``tdx nn mlx`` built with
+  ``TDX_RANDOM_STREAM=native``. Under the default ``[random] stream = "torch"`` the nn modules draw their
+  initial weights from torch's CPU generator, which imports torch (~190 MB of RSS); the native stream
+  draws them with MLX and never imports torch. Both rows are reported: the weights are then overwritten
+  by the shared initial ones, so the two differ only in what building the model imports.
 
 Contenders run interleaved in one process (turns in blocks of compared contenders, in alternating
 order, so machine load hits all alike; the cpu contenders take several turns a round); the table
@@ -40,12 +44,14 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-BLOCKS = [["torch F", "tdx F"], ["torch nn", "tdx nn"], ["mlx", "tdx F mlx", "tdx nn mlx"],
+BLOCKS = [["torch F", "tdx F"], ["torch nn", "tdx nn"],
+          ["mlx", "tdx F mlx", "tdx nn mlx", "tdx nn mlx native-rng"],
           ["mlx compiled", "tdx compiled mlx"]]  # run together in each round (see run_interleaved)
 PAIRS = [  # (tdx contender, native contender it is compared with)
     ("tdx F", "torch F"), ("tdx nn", "torch nn"), ("tdx F mlx", "mlx"), ("tdx nn mlx", "mlx"),
-    ("tdx compiled mlx", "mlx compiled"),
+    ("tdx nn mlx native-rng", "mlx"), ("tdx compiled mlx", "mlx compiled"),
 ]
+NATIVE_RNG = " native-rng"  # a contender named with this suffix is built with TDX_RANDOM_STREAM=native
 
 
 def _rss_kb(field: str = "VmRSS") -> int:
@@ -63,6 +69,9 @@ DEVICES = {"torch": "cpu", "mlx": "mlx:cpu"}  # where the torch and the MLX cont
 def make(name: str, cfg: dict, init: dict):
     """The step function of contender ``name`` (imports only what it needs)."""
     import gpt
+
+    if name.endswith(NATIVE_RNG):
+        return _native_stream(lambda: make(name[:-len(NATIVE_RNG)], cfg, init))
 
     if name in ("mlx", "mlx compiled"):
         import mlx.core as mx
@@ -89,6 +98,27 @@ def make(name: str, cfg: dict, init: dict):
         return gpt.compiled_step(tdx, device, cfg, init, sync)
     maker = gpt.module_step if " nn" in name else gpt.functional_step
     return maker(tdx, device, cfg, init, sync)
+
+
+def _native_stream(build):
+    """``build()`` with tdx's random stream native (``TDX_RANDOM_STREAM=native``, re-read by a tdx already
+    imported), then the environment as it was."""
+    old = os.environ.get("TDX_RANDOM_STREAM")
+    os.environ["TDX_RANDOM_STREAM"] = "native"
+    _reload_tdx_config()
+    try:
+        return build()
+    finally:
+        if old is None:
+            os.environ.pop("TDX_RANDOM_STREAM", None)
+        else:
+            os.environ["TDX_RANDOM_STREAM"] = old
+        _reload_tdx_config()
+
+
+def _reload_tdx_config() -> None:
+    if "tdx" in sys.modules:
+        sys.modules["tdx"].config.reload()
 
 
 def _mlx_sync(tensors) -> None:
@@ -190,7 +220,7 @@ def available(names):
     import importlib.util
 
     have_mlx = importlib.util.find_spec("mlx") is not None
-    return [n for n in names if have_mlx or not (n.startswith("mlx") or n.endswith("mlx"))]
+    return [n for n in names if have_mlx or "mlx" not in n]
 
 
 def main() -> None:
@@ -218,7 +248,7 @@ def main() -> None:
     import gpt
 
     names = available(args.only or ["torch F", "tdx F", "torch nn", "tdx nn", "mlx", "tdx F mlx", "tdx nn mlx",
-                                    "mlx compiled", "tdx compiled mlx"])
+                                    "tdx nn mlx native-rng", "mlx compiled", "tdx compiled mlx"])
     lines = [f"GPT training step on {args.torch_device} (torch contenders) and {args.mlx_device} (MLX ones), "
              f"{args.steps} interleaved rounds after {args.warmup} warm-up (a round: one turn "
              f"of each mlx contender, {args.cpu_turns} of each cpu one; a turn: {args.per_turn} steps, the last "

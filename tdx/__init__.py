@@ -41,11 +41,10 @@ from ._errors import AcceleratorError, FatalError, JITException, OutOfMemoryErro
 from .compat import autocast_state as _autocast_state, control_flow as _control_flow, nn_forms as _nn_forms
 from .compat import refused as _refused, runtime as _runtime, symbolic as _symbolic, torch_paths as _torch_paths
 
-# torch's top-level settings, control flow, symbolic helpers and ATen-signature nn forms; then the names
-# tdx refuses (tdx.compat.refused: each raises UnsupportedOpError saying why)
+# torch's top-level settings, control flow, symbolic helpers and ATen-signature nn forms; the names tdx refuses
+# (tdx.compat.refused: each raises UnsupportedOpError saying why) are made on first use (__getattr__ below)
 for _m in (_autocast_state, _control_flow, _nn_forms, _runtime, _symbolic):
     globals().update({_n: getattr(_m, _n) for _n in _m.__all__})
-globals().update(_refused.torch_names())
 for _n, _f in _refused.tensor_methods().items():
     if not hasattr(Tensor, _n):  # a built method always wins over a refusal
         setattr(Tensor, _n, _f)
@@ -99,6 +98,8 @@ def __getattr__(name: str):
     home = _FUNCTIONS_ELSEWHERE.get(name)
     if home is not None:
         return getattr(_importlib.import_module(home), name)
+    if name in _refused.TORCH:  # setdefault: two threads asking at once get the same object
+        return globals().setdefault(name, _refused.torch_name(name))
     target = _LAZY.get(name) or (f"tdx.{name}" if name in _NAMESPACES else None)
     if target is None:
         raise AttributeError(f"module 'tdx' has no attribute {name!r}")
@@ -110,6 +111,10 @@ def __getattr__(name: str):
         raise AttributeError(f"module 'tdx' has no attribute {name!r}") from None
     globals()[name] = module
     return module
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_refused.TORCH))
 
 
 __all__ = ["Tensor", "Size", "Generator", "device", "dtype", "tensor", "as_tensor", "asarray", "zeros", "ones",

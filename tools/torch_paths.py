@@ -112,6 +112,7 @@ def main() -> int:
     data = build()
     rows = [f"{json.dumps(path)}:{json.dumps(entry, sort_keys=True, separators=(',', ':'))}"
             for path, entry in sorted(data["modules"].items())]   # one module a line, so diffs stay readable
+    # (and tdx.compat.torch_paths reads each line's path and its final "package" flag without parsing the names)
     OUT.write_text(f'{{"torch":{json.dumps(data["torch"])},"modules":{{\n' + ",\n".join(rows) + "\n}}\n")
     print(f"{OUT}: {len(data['modules'])} module paths of torch {data['torch']}, "
           f"{sum(len(m['names']) for m in data['modules'].values())} names")

@@ -10,13 +10,18 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence, cast, overload  # noqa: F401 - torch.autograd re-exports them
 
+from ..compat.lazy_names import attach as _attach
 from .anomaly import detect_anomaly, set_detect_anomaly
-from .function import Function, NestedIOFunction, once_differentiable
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+# eager: `gradcheck` and `variable` name both a function and its module, and importing the module rebinds the name
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .variable import (DeviceType, ProfilerActivity, ProfilerState, Variable, enforce_grad_layout_policy,
                        handle_torch_function, has_torch_function, is_multithreading_enabled, is_tensor_like,
                        is_view_replay_enabled, kineto_available, set_multithreading_enabled, variable)
+
+# custom Functions and the submodules functional, graph, forward_ad: imported on first use
+__getattr__, __dir__ = _attach(globals(), {".function": ("Function", "NestedIOFunction", "once_differentiable"),
+                                          ".functional": (), ".graph": (), ".forward_ad": ()})
 
 __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled", "grad", "backward",
            "Function", "NestedIOFunction", "once_differentiable", "detect_anomaly", "set_detect_anomaly",
@@ -24,14 +29,6 @@ __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_g
            "ProfilerState", "enforce_grad_layout_policy", "handle_torch_function", "has_torch_function",
            "is_multithreading_enabled", "is_tensor_like", "is_view_replay_enabled", "kineto_available",
            "set_multithreading_enabled", "Mapping", "Sequence", "cast", "overload", "functional", "graph"]
-
-
-def __getattr__(name):
-    if name in ("functional", "graph", "forward_ad"):
-        import importlib
-
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module 'tdx.autograd' has no attribute {name!r}")
 
 
 def _as_list(x, what: str) -> list:

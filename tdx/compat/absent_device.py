@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 
 from ..backends._flags import BackendUnavailableError
-from .torch_paths import data
+from .torch_paths import names
 
 _FALSE = ("is_available", "is_initialized", "is_bf16_supported", "is_tf32_supported", "is_current_stream_capturing")
 _ZERO = ("device_count", "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
@@ -73,7 +73,7 @@ def populate(namespace: dict, backend: str) -> list:
 
     funcs["device"] = device
     funcs["default_generators"] = ()
-    torch_names = data()[f"torch.{backend}"]["names"]  # only the names torch's module has
+    torch_names = names(f"torch.{backend}")  # only the names torch's module has
     funcs = {n: f for n, f in funcs.items() if n in torch_names}
     namespace.update(funcs)
     return sorted(funcs)

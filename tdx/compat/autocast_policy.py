@@ -39,7 +39,7 @@ import threading
 from .. import _dtypes as D
 from ..autograd import tape as _tape
 
-__all__ = ["TABLES", "ON", "install", "install_module", "activate", "policy_of", "clear_cache"]
+__all__ = ["TABLES", "ON", "install", "install_module", "wrapped", "activate", "policy_of", "clear_cache"]
 
 ON = [0]
 """How many (thread, device type) autocast regions are enabled now, process-wide: the wrapper's one check."""
@@ -258,11 +258,18 @@ _HOMES = {"tdx": "torch", "tdx.compat.nn.functional": "nn.functional", "tdx.comp
 
 def install_module(module) -> None:
     """Wrap the listed functions found in ``module`` (``tdx``, ``tdx.nn.functional``, ``tdx.linalg``...)."""
-    home = _HOMES.get(module.__name__)
     for name in _ALL:
         fn = module.__dict__.get(name)
-        if fn is not None and callable(fn) and not isinstance(fn, type):
-            setattr(module, name, _wrap(home, name, fn))
+        if fn is not None:
+            setattr(module, name, wrapped(module.__name__, name, fn))
+
+
+def wrapped(module_name: str, name: str, fn):
+    """``fn`` as :func:`install_module` leaves it as ``name`` of module ``module_name``: wrapped when listed (for a
+    function a module resolves on first use)."""
+    if name in _ALL and callable(fn) and not isinstance(fn, type):
+        return _wrap(_HOMES.get(module_name), name, fn)
+    return fn
 
 
 _SWAPPED: list = []  # (owner, name, original, wrapped): the entries wrapped only while a region is on

@@ -251,8 +251,13 @@ def module_name(path: str, name: str, kind: str, module: str):
 
 def torch_names() -> dict:
     """``{name: refusing callable}`` for :data:`TORCH`: a class for a capitalised name, else a function."""
-    return {name: _refused_class(name, why) if name[0].isupper() else _refused_function("torch", name, why)
-            for name, why in TORCH.items()}
+    return {name: torch_name(name) for name in TORCH}
+
+
+def torch_name(name: str):
+    """The refusing callable of the :data:`TORCH` name ``name`` (``tdx.<name>`` makes it on first use)."""
+    why = TORCH[name]
+    return _refused_class(name, why) if name[0].isupper() else _refused_function("torch", name, why)
 
 
 def namespace_names(path: str) -> dict:

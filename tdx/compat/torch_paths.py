@@ -45,6 +45,63 @@ def data() -> dict:
     return json.loads(_DATA.read_text())["modules"]
 
 
+_DECODER = json.JSONDecoder()
+
+
+@functools.lru_cache(maxsize=1)
+def _index() -> dict:
+    """``{torch module path: (is a package, offset of its line in the file)}``, read without parsing the names.
+
+    Every import of a ``tdx.*`` module asks whether it stands for a torch path and whether that path is a package,
+    while the names (most of the file, ~2 MB of objects once parsed) are needed only for the lookups that fail and
+    the modules that are generated; so this reads the file line by line in the layout ``tools/torch_paths.py``
+    writes (one module a line, its keys sorted so ``"package"`` ends it) and keeps each line's path, flag and
+    offset, from which :func:`names` parses one module's line when asked. Returns ``{}`` when a line has any
+    other shape (then :func:`data` serves every question).
+    """
+    out = {}
+    offset = 0
+    with _DATA.open("rb") as fh:
+        for raw in fh:
+            here, offset = offset, offset + len(raw)
+            if not raw.startswith(b'"'):
+                continue  # the opening line and the closing braces
+            line = raw.decode("utf-8")
+            path, end = _DECODER.raw_decode(line)
+            row = line.rstrip().rstrip(",")
+            if not isinstance(path, str) or line[end:end + 1] != ":" \
+                    or not row.endswith(('"package":true}', '"package":false}')):
+                return {}
+            out[path] = (row.endswith("true}"), here)
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def _packages() -> dict:
+    """``{torch module path: is a package}`` (from :func:`_index`, or :func:`data` if the file's layout differs)."""
+    index = _index()
+    if index:
+        return {path: package for path, (package, _) in index.items()}
+    return {path: entry["package"] for path, entry in data().items()}
+
+
+@functools.lru_cache(maxsize=None)
+def names(path: str) -> dict:
+    """``{name: code}`` of torch module ``path`` (``{}`` for a path not in the table): its one line parsed."""
+    index = _index()
+    if not index:
+        return data().get(path, {}).get("names", {})
+    found = index.get(path)
+    if found is None:
+        return {}
+    with _DATA.open("rb") as fh:
+        fh.seek(found[1])
+        line = fh.readline().decode("utf-8")
+    _, end = _DECODER.raw_decode(line)
+    entry, _ = _DECODER.raw_decode(line, end + 1)
+    return entry["names"]
+
+
 def torch_version() -> str:
     """The torch version the path table was read from."""
     return json.loads(_DATA.read_text())["torch"]
@@ -74,12 +131,12 @@ def tdx_path(path: str) -> str:
 
 
 def _stands_for_torch(name: str) -> bool:
-    return (torch_path(name) or "") in data()
+    return (torch_path(name) or "") in _packages()
 
 
 def module_paths() -> list:
     """Every torch module path of the table, sorted."""
-    return sorted(data())
+    return sorted(_packages())
 
 
 class ShapedModule(types.ModuleType):
@@ -126,11 +183,10 @@ def resolve(module: types.ModuleType, name: str):
     if name.startswith("__") or path is None:
         raise NotProvidedAttributeError(f"module {module.__name__!r} has no attribute {name!r}", name=name,
                                         obj=module)
-    table = data()
-    if f"{path}.{name}" in table:
+    if f"{path}.{name}" in _packages():
         value = importlib.import_module(f"{module.__name__}.{name}")
     else:
-        code = table.get(path, {}).get("names", {}).get(name)
+        code = names(path).get(name)
         value = _home(code, name) if code is not None else None
         refuses = code is not None and (isinstance(module, GeneratedModule) or module.__dict__.get("__tdx_partial__"))
         if refuses and (value is None or getattr(value, "__tdx_refused__", None)):
@@ -155,10 +211,10 @@ class _GeneratedLoader:
         return GeneratedModule(spec.name)
 
     def exec_module(self, module) -> None:
-        entry = data()[self.path]
+        module_names = names(self.path)
         module.__doc__ = (f"tdx's stand-in for {self.path}: tdx has no module of this path, so each of torch's "
                           "names here refuses (UnsupportedOpError saying why) when called, instantiated or used.")
-        module.__all__ = sorted(entry["names"])
+        module.__all__ = sorted(module_names)
         module.__tdx_generated__ = True
 
 
@@ -169,13 +225,13 @@ class GeneratedFinder:
         if not fullname.startswith("tdx."):
             return None
         torch = torch_path(fullname)
-        entry = data().get(torch) if torch is not None else None
-        if entry is None:
+        package = _packages().get(torch) if torch is not None else None
+        if package is None:
             return None
         head = fullname.split(".")[1]
         if head != "compat" and head in _namespaces():
             return None  # tdx.<namespace>... is the alias of tdx.compat.<namespace>...
-        return importlib.util.spec_from_loader(fullname, _GeneratedLoader(torch), is_package=entry["package"])
+        return importlib.util.spec_from_loader(fullname, _GeneratedLoader(torch), is_package=package)
 
 
 class _ShapingLoader:
@@ -222,12 +278,12 @@ def shape(module: types.ModuleType) -> None:
     """Make a tdx module a :class:`ShapedModule`; one standing for a torch package gets a ``__path__`` if it is a
     single file (``tdx.compat.cuda`` for ``torch.cuda``), so ``import tdx.cuda.amp`` can reach the submodule."""
     name = getattr(module, "__name__", None)
-    entry = data().get(torch_path(name) or "") if isinstance(name, str) else None
-    if entry is None:
+    package = _packages().get(torch_path(name) or "") if isinstance(name, str) else None
+    if package is None:
         return  # a module of tdx's own (tdx._tensor.wrapping): left as it is
     if type(module) is types.ModuleType:
         module.__class__ = ShapedModule
-    if entry["package"] and not hasattr(module, "__path__"):
+    if package and not hasattr(module, "__path__"):
         module.__path__ = []
 
 

@@ -4,20 +4,33 @@ The facade (:mod:`tdx.compat.dispatch`) asks for ``torch.<ns>.<name>``; this fin
 method ``<ns>_<name>`` of the mixins gathered here (:mod:`._matrix_functions`, :mod:`._spectral`,
 :mod:`._special`, :mod:`._error_functions`, :mod:`._bessel`, :mod:`._incomplete_gamma`) or raises a
 typed error naming the function; half-precision inputs to the special functions torch has no half
-kernel for are refused as torch refuses them. Must never import torch or the facade.
+kernel for are refused as torch refuses them.
+
+Those mixins are most of the executor's code and most programs call none of them, so they are imported the first
+time one of their names is asked of an executor (:func:`_load`): their attributes are then copied onto
+:class:`MLXNamespaceOps`, which holds their place in the executor's method order, so every later lookup is a plain
+class hit and resolves as it would with the mixins as bases (no other class of the executor defines their names;
+``tests/test_lazy_names.py`` checks it). Must never import torch or the facade.
 """
 
 from __future__ import annotations
 
 import mlx.core as mx
 
+import importlib
+import threading
+
 from ..._errors import OpDtypeError, UnsupportedOpError
-from ._bessel import MLXBesselFunctions
-from ._error_functions import MLXErrorFunctions
-from ._incomplete_gamma import MLXIncompleteGamma
-from ._matrix_functions import MLXMatrixFunctions
-from ._special import MLXSpecialFunctions
-from ._spectral import MLXSpectralOps
+
+# the mixins, in the method order they had as bases of MLXNamespaceOps: (module, class)
+MIXINS = (("._matrix_functions", "MLXMatrixFunctions"), ("._spectral", "MLXSpectralOps"),
+          ("._special", "MLXSpecialFunctions"), ("._error_functions", "MLXErrorFunctions"),
+          ("._bessel", "MLXBesselFunctions"), ("._incomplete_gamma", "MLXIncompleteGamma"))
+# the mixins' names asked from outside them: torch's namespace functions by prefix, and these
+_PREFIXES = ("linalg_", "fft_", "special_")
+_OUTSIDE = frozenset({"geqrf", "_lgamma"})  # Tensor.geqrf's executor op; the sampler's log-gamma
+_LOADED = [False]
+_LOCK = threading.Lock()
 
 
 # torch.special functions torch has no float16/bfloat16 kernel for: refused in half precision, as torch's
@@ -31,11 +44,35 @@ _NO_HALF = frozenset({
 _HALF_NAMES = {mx.float16: "Half", mx.bfloat16: "BFloat16"}
 
 
-class MLXNamespaceOps(MLXMatrixFunctions, MLXSpectralOps, MLXSpecialFunctions, MLXErrorFunctions,
-                      MLXBesselFunctions, MLXIncompleteGamma):
-    """The namespace functions of the MLX executor, reached by ``namespace_call``."""
+def mixins() -> list:
+    """The mixin classes, imported (in :data:`MIXINS`' order)."""
+    return [getattr(importlib.import_module(module, __package__), name) for module, name in MIXINS]
+
+
+def _load() -> None:
+    """Copy the mixins' attributes onto :class:`MLXNamespaceOps` (once): the first mixin's win, as in a method
+    order."""
+    with _LOCK:
+        if _LOADED[0]:
+            return
+        for cls in reversed(mixins()):
+            for name, value in vars(cls).items():
+                if not name.startswith("__"):
+                    setattr(MLXNamespaceOps, name, value)
+        _LOADED[0] = True
+
+
+class MLXNamespaceOps:
+    """The namespace functions of the MLX executor, reached by ``namespace_call`` (their mixins loaded on first
+    use)."""
 
     __slots__ = ()
+
+    def __getattr__(self, name: str):
+        if _LOADED[0] or not (name.startswith(_PREFIXES) or name in _OUTSIDE):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}", name=name, obj=self)
+        _load()
+        return getattr(self, name)
 
     def namespace_call(self, ns: str, name: str, args: list, kwargs: dict):
         """``<ns>_<name>(*args, **kwargs)`` on MLX arrays.

@@ -437,9 +437,9 @@ _STANDINS = {name: type(name, (_Unavailable,), {"__module__": __name__}) for nam
 def _forwarder(name: str):
     """torch.cuda's function ``name`` (one this module does not define) called with tdx tensors as natives and
     torch tensors in the result as tdx tensors; None when torch.cuda has no such function."""
-    from ..torch_paths import data
+    from ..torch_paths import names
 
-    code = data()["torch.cuda"]["names"].get(name)
+    code = names("torch.cuda").get(name)
     if code is None or code != "f":
         return None
 

@@ -8,26 +8,15 @@ a framework.
 
 from __future__ import annotations
 
-import importlib as _importlib
-
 from ... import attention
+from ..lazy_names import attach as _attach
 from . import functional, parameter
-from .modules import *  # noqa: F401,F403 - the module classes
 from .modules import __all__ as _modules_all
-from . import parallel
-from .parallel import DataParallel
 from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
 
-_LAZY = ("init", "utils")
-
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        module = _importlib.import_module(f"{__name__}.{name}")
-        globals()[name] = module
-        return module
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
+# the module classes, DataParallel and the submodules init, utils, parallel: imported on first use
+__getattr__, __dir__ = _attach(globals(), {".modules": tuple(_modules_all), ".parallel": ("DataParallel",),
+                                          ".init": (), ".utils": ()})
 
 __all__ = ["functional", "attention", "parameter", "init", "utils", "parallel", "DataParallel", "Parameter", "Buffer",
            "UninitializedParameter", "UninitializedBuffer", *_modules_all]

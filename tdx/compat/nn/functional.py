@@ -14,6 +14,7 @@ through tdx's tape). Importing this module must never import a framework.
 from __future__ import annotations
 
 from ...attention import scaled_dot_product_attention
+from ..lazy_names import attach as _attach
 from ._activations import (celu, celu_, elu, elu_, gelu, glu, hardshrink, hardsigmoid, hardswish, hardtanh,
                            hardtanh_, leaky_relu, leaky_relu_, log_softmax, logsigmoid, mish, prelu, relu, relu6,
                            relu_, selu, selu_, sigmoid, silu, softmax, softmin, softplus, softshrink, softsign, tanh,
@@ -26,56 +27,49 @@ from ._losses import (binary_cross_entropy, binary_cross_entropy_with_logits, co
                       huber_loss, kl_div, l1_loss, mse_loss, nll_loss, pairwise_distance, smooth_l1_loss)
 from ._losses import __all__ as _losses_all
 
-from ._dropouts import dropout1d, dropout2d, dropout3d, feature_alpha_dropout
-from ._dropouts import __all__ as _dropouts_all
-from ._embedding_bag import embedding_bag
-from ._likelihood_losses import ctc_loss, gaussian_nll_loss, linear_cross_entropy, poisson_nll_loss
-from ._likelihood_losses import __all__ as _likelihood_all
-from ._local_norm import local_response_norm
-from ._margin_losses import (cosine_embedding_loss, hinge_embedding_loss, margin_ranking_loss, multi_margin_loss,
-                             multilabel_margin_loss, multilabel_soft_margin_loss, soft_margin_loss,
-                             triplet_margin_loss, triplet_margin_with_distance_loss)
-from ._margin_losses import __all__ as _margin_all
-from ._random_activations import gumbel_softmax, pdist, rrelu, rrelu_
-from ._random_activations import __all__ as _random_all
-from ._spatial_transform import affine_grid, channel_shuffle, grid_sample, native_channel_shuffle
-from ._spatial_transform import __all__ as _spatial_all
+# the other families' modules are imported on first use (tdx.compat.lazy_names); the listed names are each
+# module's __all__ (tests/test_lazy_names.py keeps them equal), torch's typing names come with _torch_function's
+_HOMES = {
+    "._dropouts": ("dropout1d", "dropout2d", "dropout3d", "feature_alpha_dropout"),
+    "._embedding_bag": ("embedding_bag",),
+    "._likelihood_losses": ("poisson_nll_loss", "gaussian_nll_loss", "ctc_loss", "linear_cross_entropy"),
+    "._local_norm": ("local_response_norm",),
+    "._margin_losses": ("cosine_embedding_loss", "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss",
+                        "multilabel_soft_margin_loss", "multilabel_margin_loss", "multi_margin_loss",
+                        "triplet_margin_loss", "triplet_margin_with_distance_loss"),
+    "._random_activations": ("rrelu", "rrelu_", "gumbel_softmax", "pdist"),
+    "._spatial_transform": ("affine_grid", "grid_sample", "channel_shuffle", "native_channel_shuffle"),
+    "._multihead": ("multi_head_attention_forward",),  # the nn.MultiheadAttention core
+    "._batch_norm": ("batch_norm", "instance_norm"),
+    "._conv": ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "conv_tbc"),
+    "._pooling": ("max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
+                  "max_pool3d_with_indices", "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d",
+                  "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
+                  "adaptive_max_pool3d", "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
+                  "adaptive_max_pool3d_with_indices", "lp_pool1d", "lp_pool2d", "lp_pool3d", "max_unpool1d",
+                  "max_unpool2d", "max_unpool3d", "fractional_max_pool2d", "fractional_max_pool3d",
+                  "fractional_max_pool2d_with_indices", "fractional_max_pool3d_with_indices"),
+    "._resample": ("interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "unfold", "fold", "pixel_shuffle",
+                   "pixel_unshuffle"),
+    "._torch_function": ("has_torch_function", "has_torch_function_unary", "has_torch_function_variadic",
+                         "handle_torch_function", "boolean_dispatch", "assert_int_or_pair"),
+}
+_TYPING = ("Callable", "DType", "Optional", "Tensor")  # torch.nn.functional's typing names (not in __all__)
+
+
+def _adapt(name, value):  # a function resolved on first use gets its autocast wrapper (compat/autocast_policy.py)
+    from .. import autocast_policy
+
+    return autocast_policy.wrapped(__name__, name, value)
+
+
+__getattr__, __dir__ = _attach(globals(), {**_HOMES, "._torch_function": _HOMES["._torch_function"] + _TYPING}, _adapt)
 
 __all__ = ["scaled_dot_product_attention", *_activations_all, *_layers_all, *_losses_all]
-__all__ += [*_dropouts_all, "embedding_bag", *_likelihood_all, "local_response_norm", *_margin_all, *_random_all,
-            *_spatial_all]
-
-# multi-head attention (the nn.MultiheadAttention core)
-from ._multihead import multi_head_attention_forward  # noqa: E402
-
-__all__ += ["multi_head_attention_forward"]
-
-# convolution, pooling, resampling, batch and instance norm
-from ._batch_norm import batch_norm, instance_norm  # noqa: E402
-from ._conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d  # noqa: E402
-from ._conv import __all__ as _conv_all  # noqa: E402
-from ._pooling import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d,  # noqa: E402
-                       adaptive_max_pool1d, adaptive_max_pool1d_with_indices, adaptive_max_pool2d,
-                       adaptive_max_pool2d_with_indices, adaptive_max_pool3d, adaptive_max_pool3d_with_indices,
-                       avg_pool1d, avg_pool2d, avg_pool3d, lp_pool1d, lp_pool2d, lp_pool3d, max_pool1d,
-                       max_pool1d_with_indices, max_pool2d, max_pool2d_with_indices, max_pool3d,
-                       max_pool3d_with_indices, max_unpool1d, max_unpool2d, max_unpool3d)
-from ._pooling import __all__ as _pooling_all  # noqa: E402
-from ._resample import (fold, interpolate, pixel_shuffle, pixel_unshuffle, unfold, upsample,  # noqa: E402
-                        upsample_bilinear, upsample_nearest)
-from ._resample import __all__ as _resample_all  # noqa: E402
-
-__all__ += ["batch_norm", "instance_norm", *_conv_all, *[n for n in _pooling_all if n != "gather_windows"],
-            *_resample_all]
-from ._conv import conv_tbc  # noqa: E402
-from ._pooling import (fractional_max_pool2d, fractional_max_pool2d_with_indices, fractional_max_pool3d,  # noqa
-                       fractional_max_pool3d_with_indices)
-from ._torch_function import (Callable, DType, Optional, Tensor, assert_int_or_pair, boolean_dispatch,  # noqa
-                              handle_torch_function, has_torch_function, has_torch_function_unary,
-                              has_torch_function_variadic)
-from ._torch_function import __all__ as _torch_function_all  # noqa: E402
-
-__all__ += _torch_function_all
+__all__ += [*_HOMES["._dropouts"], "embedding_bag", *_HOMES["._likelihood_losses"], "local_response_norm",
+            *_HOMES["._margin_losses"], *_HOMES["._random_activations"], *_HOMES["._spatial_transform"],
+            "multi_head_attention_forward", "batch_norm", "instance_norm", *_HOMES["._conv"], *_HOMES["._pooling"],
+            *_HOMES["._resample"], *_HOMES["._torch_function"]]
 
 
 def _autocast_policy():  # the autocast policy wraps this module's listed functions (compat/autocast_policy.py)

@@ -7,16 +7,16 @@ must never import torch or mlx.
 
 from __future__ import annotations
 
-from . import lr_scheduler, swa_utils
-from .adafactor import Adafactor
-from .adagrad import ASGD, Adadelta, Adagrad, RMSprop, Rprop
-from .adam import Adam, Adamax, AdamW, NAdam, RAdam
-from .lbfgs import LBFGS
-from .muon import Muon
-from .optimizer import Optimizer, register_optimizer_step_post_hook, register_optimizer_step_pre_hook
-from .sgd import SGD
-from .sparse_adam import SparseAdam
-from .stateless import swap_in_optimizer_params_and_state
+from ..lazy_names import attach as _attach
+
+# each optimizer's module, lr_scheduler and swa_utils are imported on first use (tdx.compat.lazy_names)
+__getattr__, __dir__ = _attach(globals(), {
+    ".adafactor": ("Adafactor",), ".adagrad": ("ASGD", "Adadelta", "Adagrad", "RMSprop", "Rprop"),
+    ".adam": ("Adam", "Adamax", "AdamW", "NAdam", "RAdam"), ".kernels": (), ".lbfgs": ("LBFGS",), ".lr_scheduler": (),
+    ".muon": ("Muon",), ".optimizer": ("Optimizer", "register_optimizer_step_post_hook",
+                                       "register_optimizer_step_pre_hook"),
+    ".sgd": ("SGD",), ".sparse_adam": ("SparseAdam",), ".stateless": ("swap_in_optimizer_params_and_state",),
+    ".swa_utils": ()})
 
 __all__ = [
     "ASGD", "Adadelta", "Adafactor", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS", "Muon", "NAdam",

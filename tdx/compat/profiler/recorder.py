@@ -177,6 +177,7 @@ def _targets():
         if isinstance(value, types.FunctionType) and _torch_name(attr) is not None:
             out.append((tdx, attr, attr))
     for attr in getattr(functional, "__all__", ()):
+        getattr(functional, attr, None)  # a function imported on first use is put in place now, to be timed
         value = vars(functional).get(attr)
         if isinstance(value, types.FunctionType) and not attr.startswith("_"):
             out.append((functional, attr, attr))
