@@ -255,6 +255,16 @@ def is_integral(d: dtype, include_bool: bool = False) -> bool:
     return d._cat == _INT or (include_bool and d._cat == _BOOL)
 
 
+def can_cast(src: dtype, dst: dtype) -> bool:
+    """torch's canCast (what an in-place result may be written as): no complex->real, float->int, or
+    non-bool->bool."""
+    if src.is_complex and not dst.is_complex:
+        return False
+    if src.is_floating_point and not (dst.is_floating_point or dst.is_complex):
+        return False
+    return not (src is not bool_ and dst is bool_)
+
+
 def float_for(d: dtype) -> dtype:
     """The dtype an int/bool input becomes in a float-valued op (exp, mean, true division)."""
     return d if d._cat >= _FLOAT else _state["default_float"]

@@ -17,7 +17,7 @@ import math
 from .._errors import NATIVE_ERRORS, TdxRuntimeError
 from ..autograd import tape as _tape
 from . import views as _views
-from .wrapping import attach, typed_errors, wrap
+from .wrapping import attach, reroot as _reroot, typed_errors, wrap
 
 __all__: list = []
 
@@ -33,26 +33,6 @@ def _leaf_check(t) -> None:
         m = getattr(x, "_ag", None)
         if m is not None and m.requires_grad and m.node is None:
             raise TdxRuntimeError(f"{what} that requires grad is being used in an in-place operation.")
-
-
-def _reroot(t):
-    """Move ``t``'s live views onto a new hidden root holding ``t``'s memory; returns that root."""
-    base = wrap(t._n, t._ex)
-    m = getattr(t, "_ag", None)
-    if m is not None:
-        base._ag = m
-    entry = _views._families.pop(id(t), None)
-    if entry is not None:
-        views = entry[1]
-        views.pop(id(t), None)
-        for ref in list(views.values()):
-            v = ref()
-            if v is not None:
-                v._view.root = base
-        import weakref
-
-        _views._families[id(base)] = (weakref.ref(base), views)
-    return base
 
 
 def _take_over(t, out, lay) -> None:

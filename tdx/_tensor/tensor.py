@@ -107,13 +107,7 @@ _INPLACE = {"add": "add_", "sub": "sub_", "mul": "mul_", "truediv": "div_",
             "lshift": "bitwise_left_shift_", "rshift": "bitwise_right_shift_"}
 
 
-def _can_cast(src, dst) -> bool:
-    """torch's canCast: no complex->real, float->int, or non-bool->bool."""
-    if src.is_complex and not dst.is_complex:
-        return False
-    if src.is_floating_point and not (dst.is_floating_point or dst.is_complex):
-        return False
-    return not (src is not D.bool_ and dst is D.bool_)
+_can_cast = D.can_cast
 
 
 def _inplace(name: str):
@@ -412,9 +406,7 @@ class Tensor:
         if lay is not None:  # a view no more: its root's writes stop reaching it
             (_views._views_of(lay.root) or {}).pop(id(self), None)
         elif _views.has_views(self):  # its views keep the old values, as torch's keep the old storage
-            from .inplace_views import _reroot
-
-            _reroot(self)
+            wrapping.reroot(self)
         self._ag = self._view = None
         self._ex = new
         self._n = value._n.detach() if new.caps.native_autograd else value._n

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import math
 import operator
+import weakref
 
 from .. import _dtypes as D
 from . import views as _views
@@ -59,6 +60,25 @@ def wrap(native, ex):
     t._ex = ex
     t._ag = t._view = t._dt = None  # set, not absent: reading an absent slot raises inside getattr (slow)
     return t
+
+
+def reroot(t):
+    """Move ``t``'s live views (``t`` a root) onto a new hidden root holding ``t``'s memory, which ``t``
+    itself no longer shows (its next value is another array); returns that root."""
+    base = wrap(t._n, t._ex)
+    m = getattr(t, "_ag", None)
+    if m is not None:
+        base._ag = m
+    entry = _views._families.pop(id(t), None)
+    if entry is not None:
+        views = entry[1]
+        views.pop(id(t), None)
+        for ref in list(views.values()):
+            v = ref()
+            if v is not None:
+                v._view.root = base
+        _views._families[id(base)] = (weakref.ref(base), views)
+    return base
 
 
 def wrap_typed(native, ex, dtype):

@@ -262,12 +262,12 @@ def _cast_to(fn, dtype):
     Raises:
         CastError: torch refuses that cast for an in-place result (complex to real, float to integer...).
     """
+    from .. import _dtypes as D
     from .._errors import CastError
-    from .._tensor.tensor import _can_cast
 
     def cast_result(*args, **kwargs):
         out = fn(*args, **kwargs)
-        if not _can_cast(out.dtype, dtype):
+        if not D.can_cast(out.dtype, dtype):
             raise CastError(f"result type {out.dtype.name} can't be cast to the desired output type {dtype.name}")
         return out.to(dtype)
 
