@@ -100,6 +100,12 @@ def test_importing_tdx_leaves_the_lazy_modules_and_the_name_table_unread():
     assert out.stdout.split() == ["[]", "0"]
 
 
+def mx_eye():
+    import mlx.core as mx
+
+    return mx.eye(2)
+
+
 def test_the_mlx_namespace_mixins_keep_their_place_in_the_method_order():
     pytest.importorskip("mlx.core")
     from tdx.backends.mlx import _executor, _namespaces
@@ -110,7 +116,10 @@ def test_the_mlx_namespace_mixins_keep_their_place_in_the_method_order():
     assert not {n for c in others for n in vars(c)} & theirs  # so copying them changes no lookup
     public = {n for n in theirs if not n.startswith("_")}
     assert {n for n in public if not n.startswith(_namespaces._PREFIXES)} <= _namespaces._OUTSIDE
+    assert all(n in vars(_namespaces.MLXNamespaceOps) for n in _namespaces._OUTSIDE)  # stubs until loaded
+    assert "__getattr__" not in vars(_namespaces.MLXNamespaceOps)  # it would slow every executor attribute read
     ex = tdx.backends.get("mlx:cpu")
+    ex.namespace_call("linalg", "inv", [mx_eye()], {})
     assert ex.linalg_inv.__func__ is mixins[0].linalg_inv and hasattr(ex, "_lgamma")
     assert not hasattr(ex, "linalg_no_such_function") and not hasattr(ex, "no_such_op")
 

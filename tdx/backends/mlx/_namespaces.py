@@ -68,11 +68,16 @@ class MLXNamespaceOps:
 
     __slots__ = ()
 
-    def __getattr__(self, name: str):
-        if _LOADED[0] or not (name.startswith(_PREFIXES) or name in _OUTSIDE):
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}", name=name, obj=self)
+    # No __getattr__ here: a class that has one makes every attribute read of the executor slower (the per-op
+    # path reads several). The mixins' names are reached through namespace_call, or are the stubs below, which
+    # load the mixins (and are then replaced by the real methods).
+    def geqrf(self, *args, **kwargs):
         _load()
-        return getattr(self, name)
+        return self.geqrf(*args, **kwargs)
+
+    def _lgamma(self, *args, **kwargs):
+        _load()
+        return self._lgamma(*args, **kwargs)
 
     def namespace_call(self, ns: str, name: str, args: list, kwargs: dict):
         """``<ns>_<name>(*args, **kwargs)`` on MLX arrays.
@@ -89,6 +94,8 @@ class MLXNamespaceOps:
             if result in _HALF_NAMES:
                 raise OpDtypeError(f'"{name}" not implemented for \'{_HALF_NAMES[result]}\' (torch has no '
                                    "half-precision kernel for it); accepted: float32, float64, integer, bool")
+        if not _LOADED[0]:
+            _load()
         fn = getattr(self, f"{ns}_{name}", None)
         if fn is None:
             raise UnsupportedOpError(f"torch.{ns}.{name} is not supported on {self.device} (MLX executor)")
