@@ -149,7 +149,7 @@ def side_by_side(sections) -> list:
     heads = ["op"] + [f"{title.split(' (')[0]} (vs {'MLX' if 'MLX' in title else 'torch'})" for title, _ in sections]
     body = [[f"`{n}`"] + [report.fmt_spread(cells[t][n], "{:+.2f}") if n in cells[t] else "" for t, _ in sections]
             for n in names]
-    for label, index in (("median, view ops", 1), ("median, other ops", 2)):
+    for label, index in (("median, all ops", 0), ("median, view ops", 1), ("median, other ops", 2)):
         body.append([label] + [f"{summary(rows)[index][1]:+.2f}" for _, rows in sections])
     return report.md_table(heads, body)
 
