@@ -255,9 +255,8 @@ def call(fn, *args, **kwargs):
     return out
 
 
-def _cast_to(fn, dtype):
-    """``fn`` whose result is cast to ``dtype`` (an in-place op's result in its tensor's dtype), recorded as one
-    call, so the replay differentiates through the cast.
+def _written_as(out, dtype):
+    """``out`` cast to ``dtype``, as torch writes an in-place op's result into its tensor.
 
     Raises:
         CastError: torch refuses that cast for an in-place result (complex to real, float to integer...).
@@ -265,11 +264,16 @@ def _cast_to(fn, dtype):
     from .. import _dtypes as D
     from .._errors import CastError
 
+    if not D.can_cast(out.dtype, dtype):
+        raise CastError(f"result type {out.dtype.name} can't be cast to the desired output type {dtype.name}")
+    return out.to(dtype)
+
+
+def _cast_to(fn, dtype):
+    """``fn`` whose result is :func:`_written_as` ``dtype``, recorded as one call, so the replay
+    differentiates through the cast."""
     def cast_result(*args, **kwargs):
-        out = fn(*args, **kwargs)
-        if not D.can_cast(out.dtype, dtype):
-            raise CastError(f"result type {out.dtype.name} can't be cast to the desired output type {dtype.name}")
-        return out.to(dtype)
+        return _written_as(fn(*args, **kwargs), dtype)
 
     cast_result.__name__ = getattr(fn, "__name__", "op")
     return cast_result
@@ -307,8 +311,8 @@ def record_inplace(t, fn, args, kwargs):
     out = _run_suspended(fn, new_args, kwargs)
     want = t._ex.dtype(t._n)
     if out.dtype is not want:  # torch writes the result in self's dtype, where the cast is allowed
+        out = _run_suspended(_written_as, (out, want), {})  # the node below replays fn and the cast as one
         fn = _cast_to(fn, want)
-        out = _run_suspended(fn, new_args, kwargs)
     out._ag = Meta(True, Node(fn, new_args, kwargs, _grad_inputs(new_args, kwargs), 1), 0)
     # everything is computed first and published in one step Ctrl-C cannot split (views.publish)
     updates = []
