@@ -13,6 +13,7 @@ another op family through it.
 
 from __future__ import annotations
 
+from .. import _dtypes as D
 from .._errors import CastError, TdxTypeError
 from . import views as _views
 from . import wrapping as TM
@@ -80,11 +81,9 @@ class InplaceMethods:
         Raises:
             CastError: ``out``'s dtype may not be cast to self's, or its shape differs.
         """
-        from .tensor import _can_cast
-
         ex = self._ex
         mine, got = ex.dtype(self._n), ex.dtype(out)
-        if not _can_cast(got, mine):
+        if not D.can_cast(got, mine):
             raise CastError(f"{op}: result type {got.name} can't be cast to the desired output type {mine.name}")
         if ex.shape(out) != ex.shape(self._n):
             raise CastError(f"{op}: output with shape {list(ex.shape(self._n))} doesn't match the broadcast "

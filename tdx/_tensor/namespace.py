@@ -248,9 +248,7 @@ def result_type(tensor1, tensor2):
 
 @_export(record=True)
 def can_cast(from_, to) -> bool:
-    from .tensor import _can_cast
-
-    return _can_cast(D.as_dtype(from_), D.as_dtype(to))
+    return D.can_cast(D.as_dtype(from_), D.as_dtype(to))
 
 
 def _documented(name: str, doc: str):

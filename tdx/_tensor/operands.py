@@ -14,6 +14,7 @@ from . import wrapping as TM
 from .. import return_types
 from .._errors import CastError, DtypeMismatchError, ShapeError, TdxNotImplementedError, TdxRuntimeError, TdxTypeError
 from .wrapping import wrap
+from ..autograd import tape as _tape
 from ..autograd.grad_mode import is_grad_enabled
 from ..backends.base import norm_dim
 
@@ -234,12 +235,7 @@ def _signbit(t):
 
 def _write_like(t, out, op: str):
     """``out`` cast to ``t``'s dtype where torch's in-place cast rule allows (else CastError)."""
-    from .tensor import _can_cast
-
-    if not _can_cast(out.dtype, t.dtype):
-        raise CastError(f"{op}: result type {out.dtype.name} can't be cast to the desired output type "
-                        f"{t.dtype.name}")
-    return out._cast(t.dtype)
+    return _tape.written_as(out, t.dtype, op)
 
 
 def _write(t, out, op: str):

@@ -107,8 +107,6 @@ _INPLACE = {"add": "add_", "sub": "sub_", "mul": "mul_", "truediv": "div_",
             "lshift": "bitwise_left_shift_", "rshift": "bitwise_right_shift_"}
 
 
-_can_cast = D.can_cast
-
 
 def _inplace(name: str):
     method = _INPLACE[name]

@@ -18,7 +18,8 @@ from __future__ import annotations
 import threading
 import weakref
 
-from .._errors import NATIVE_ERRORS, TdxRuntimeError, UnsupportedOpError
+from .. import _dtypes
+from .._errors import NATIVE_ERRORS, CastError, TdxRuntimeError, UnsupportedOpError
 from .grad_mode import _local as _grad_local, is_grad_enabled
 
 ACTIVE = [False]  # set once a tape tensor requires grad; never reset  # mutate: equivalent (speed only: gates wants())
@@ -255,25 +256,24 @@ def call(fn, *args, **kwargs):
     return out
 
 
-def _written_as(out, dtype):
-    """``out`` cast to ``dtype``, as torch writes an in-place op's result into its tensor.
+def written_as(out, dtype, op: str):
+    """Tensor ``out`` cast to ``dtype`` where torch's in-place cast rule allows, as torch writes an in-place
+    result into its tensor (here for a recorded in-place op; the facade's composite in-place ops use it too).
 
     Raises:
-        CastError: torch refuses that cast for an in-place result (complex to real, float to integer...).
+        CastError: torch refuses that cast (complex to real, float to integer, anything to bool).
     """
-    from .. import _dtypes as D
-    from .._errors import CastError
-
-    if not D.can_cast(out.dtype, dtype):
-        raise CastError(f"result type {out.dtype.name} can't be cast to the desired output type {dtype.name}")
-    return out.to(dtype)
+    if not _dtypes.can_cast(out.dtype, dtype):
+        raise CastError(f"{op}: result type {out.dtype.name} can't be cast to the desired output type "
+                        f"{dtype.name}")
+    return out._cast(dtype)
 
 
 def _cast_to(fn, dtype):
-    """``fn`` whose result is :func:`_written_as` ``dtype``, recorded as one call, so the replay
-    differentiates through the cast."""
+    """``fn`` whose result is :func:`written_as` ``dtype``, recorded as one call, so the replay differentiates
+    through the cast."""
     def cast_result(*args, **kwargs):
-        return _written_as(fn(*args, **kwargs), dtype)
+        return written_as(fn(*args, **kwargs), dtype, cast_result.__name__)
 
     cast_result.__name__ = getattr(fn, "__name__", "op")
     return cast_result
@@ -311,8 +311,8 @@ def record_inplace(t, fn, args, kwargs):
     out = _run_suspended(fn, new_args, kwargs)
     want = t._ex.dtype(t._n)
     if out.dtype is not want:  # torch writes the result in self's dtype, where the cast is allowed
-        out = _run_suspended(_written_as, (out, want), {})  # the node below replays fn and the cast as one
-        fn = _cast_to(fn, want)
+        out = _run_suspended(written_as, (out, want, getattr(fn, "__name__", "op")), {})
+        fn = _cast_to(fn, want)  # the node replays fn and the cast as one call
     out._ag = Meta(True, Node(fn, new_args, kwargs, _grad_inputs(new_args, kwargs), 1), 0)
     # everything is computed first and published in one step Ctrl-C cannot split (views.publish)
     updates = []
