@@ -34,8 +34,8 @@ from .operands import (
     _write,
 )
 from .tensor import Tensor
-from .wrapping import (NO_KERNEL, SCALARS, attach, exporter, float32_binary, float32_unary, inline_typed, mixed_operands, need_tensor,
-                       operand, typed_errors, wrap)
+from .wrapping import (NO_KERNEL, SCALARS, attach, exporter, float32_binary, float32_unary, inline_typed,
+                       mixed_operands, need_tensor, operand, typed_errors, wrap)
 
 __all__: list = []
 _new = object.__new__

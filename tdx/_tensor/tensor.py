@@ -22,10 +22,8 @@ from .._errors import NATIVE_ERRORS, TdxRuntimeError, TdxTypeError, UnsupportedO
 from ..autograd import tape as _tape
 from ..autograd.tape import ACTIVE as _TAPE
 from . import views as _views, wrapping
-from .wrapping import (NO_KERNEL as _NO_KERNEL, SCALARS as _SCALARS, Size, float32_entry as _float32_entry, foreign as _foreign,
-                       inline_typed,
-                       mixed_operands as _mixed,
-                       scalar as _scalar, typed_errors, wrap)
+from .wrapping import (NO_KERNEL as _NO_KERNEL, SCALARS as _SCALARS, Size, float32_entry as _float32_entry,
+                       foreign as _foreign, inline_typed, mixed_operands as _mixed, scalar as _scalar, typed_errors, wrap)
 
 _new = object.__new__
 _F32 = D.float32

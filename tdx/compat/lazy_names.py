@@ -4,8 +4,9 @@ A package states, per submodule, the names it re-exports from it (``{".conv": ("
 returns the two functions the package binds as ``__getattr__`` and ``__dir__``. The first lookup of such a name
 imports its submodule and keeps the object in the package's globals, so every later lookup is a plain dict hit and
 the object is the very one the submodule defines (``isinstance``, pickling and identity are unchanged). A submodule's
-own name resolves to the submodule (so no lazy name may be a submodule's name: the import would rebind it). ``__all__`` stays the package's to state, so ``from package import *`` still
-gives every name (importing what it needs). :func:`check` says whether a table still matches its submodules.
+own name resolves to the submodule (so no lazy name may be a submodule's name: the import would rebind it).
+``__all__`` stays the package's to state, so ``from package import *`` still gives every name (importing what
+it needs). :func:`check` says whether a table still matches its submodules.
 
 It exists because an import's memory is mostly the code it loads: a program that uses a few layers of ``tdx.nn`` or
 one optimizer loads only their modules. Must never import a framework; imports nothing at module level but

@@ -15,10 +15,10 @@ class hit and resolves as it would with the mixins as bases (no other class of t
 
 from __future__ import annotations
 
-import mlx.core as mx
-
 import importlib
 import threading
+
+import mlx.core as mx
 
 from ..._errors import OpDtypeError, UnsupportedOpError
 
