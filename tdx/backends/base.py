@@ -250,6 +250,13 @@ class Executor:
         """
         raise self.unsupported("Generator.set_state")
 
+    def seed_on_creation(self, seed: int) -> None:
+        """Seed the generators this executor owns alone, when it is built after ``tdx.manual_seed(seed)``
+        and no executor of its family existed then. Generators it shares with another family (the MLX
+        executor drawing torch's CPU stream) belong to that family and are left alone: building an
+        executor never reseeds a generator that may have drawn since the seed."""
+        self.manual_seed(seed)
+
     def default_rng_state(self):
         """A snapshot of the state random calls without ``generator=`` draw from on this device
         (what ``torch.utils.checkpoint`` and ``vmap(randomness=...)`` save and restore), comparable

@@ -171,6 +171,9 @@ def torch_stream(cls):
         if in_force():  # torch's default generator draws MLX's numbers: seed it even if cpu was never used
             _host().manual_seed(seed)
 
+    def seed_on_creation(self, seed: int) -> None:
+        native["manual_seed"](self, seed)  # torch's generator is the torch family's: seeded by its own creation
+
     def default_rng_state(self):
         # torch's CPU generator draws MLX's numbers: its state (bytes) is the one to save
         return _host().default_rng_state() if in_force() else native["default_rng_state"](self)
@@ -181,8 +184,9 @@ def torch_stream(cls):
         else:
             native["set_default_rng_state"](self, state)
 
+    native["seed_on_creation"] = cls.seed_on_creation
     for fn in (generator_state, generator_arg, generator_get_state, generator_set_state, manual_seed,
-               default_rng_state, set_default_rng_state):
+               seed_on_creation, default_rng_state, set_default_rng_state):
         fn.__doc__ = native[fn.__name__].__doc__
         setattr(cls, fn.__name__, fn)
     return cls
