@@ -222,6 +222,12 @@ class TorchAdaptedOps:
         return torch.binomial(count, prob, generator=generator)
 
     @staticmethod
+    def rrelu_noise(x, lower, upper, generator=None):
+        noise = torch.empty_like(x, memory_format=torch.contiguous_format)
+        torch.ops.aten.rrelu_with_noise(x, noise, lower, upper, True, generator)  # writes its slopes into noise
+        return noise
+
+    @staticmethod
     def dirichlet_grad(x, alpha, total):
         return torch._dirichlet_grad(x, alpha, total)
 

@@ -195,6 +195,11 @@ class MLXRandomOps:
         out = mx.random.uniform(low, high, x.shape, dtype=wide, key=self._key(generator), stream=self.s)
         return out.astype(x.dtype, stream=self.s)
 
+    def rrelu_noise(self, x, lower, upper, generator=None):
+        """rrelu's slopes while training: ``U(lower, upper)`` where ``x <= 0``, else 1."""
+        slope = self.uniform_(x, lower, upper, generator)
+        return mx.where(mx.less_equal(x, 0, stream=self.s), slope, mx.array(1, dtype=x.dtype), stream=self.s)
+
     def uniform64(self, shape, generator=None):
         """float64 uniform draws in [0, 1) with 53 random bits (MLX draws no float64 uniforms itself)."""
         keys = mx.random.split(self._key(generator), stream=self.s)

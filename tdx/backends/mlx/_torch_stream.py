@@ -6,7 +6,8 @@ this call draws from torch, else runs MLX's own (:mod:`._random`). While the str
 of the MLX executor — ``rand``, ``randn``, ``randint``, ``randperm``, ``multinomial``,
 ``bernoulli(_)``, ``normal_``, ``uniform_``, ``exponential_``, ``cauchy_``, ``geometric_``, the
 ``torch.distributions`` samplers (``poisson``, ``binomial``, ``_standard_gamma``,
-``_sample_dirichlet``), and so dropout's masks, ``nn.init`` and the samplers —
+``_sample_dirichlet``), ``rrelu``'s slopes (drawn where the input is ``<= 0``, so its values travel to the
+host), and so dropout's masks (attention's included), ``nn.init`` and the samplers —
 is made by the torch executor on the host with torch's CPU generator, exactly as the same call on
 ``cpu`` draws it, and copied into MLX. With no ``generator=``, the draw comes from torch's default
 CPU generator itself, so ``manual_seed``, ``get_rng_state``/``set_rng_state`` and ``fork_rng`` cover
@@ -109,6 +110,7 @@ _DRAWS = {
     "standard_gamma": (1, lambda ex, h, x, g: _back(ex, h.standard_gamma(_to_host(ex, x), g), ex.dtype(x))),
     "sample_dirichlet": (1, lambda ex, h, x, g: _back(ex, h.sample_dirichlet(_to_host(ex, x), g), ex.dtype(x))),
     "poisson": (1, lambda ex, h, x, g: _back(ex, h.poisson(_to_host(ex, x), g), ex.dtype(x))),
+    "rrelu_noise": (3, lambda ex, h, x, lo, hi, g: _back(ex, h.rrelu_noise(_to_host(ex, x), lo, hi, g), ex.dtype(x))),
     "binomial": (2, lambda ex, h, n, p, g: _back(ex, h.binomial(_to_host(ex, n), _to_host(ex, p), g), ex.dtype(p))),
 }
 
