@@ -85,7 +85,9 @@ class RandomMethods:
         """Fill with draws whose logarithm is normal with ``mean`` and ``std``."""
         if std <= 0:
             raise TdxRuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
-        return self.copy_((self.detach().clone().normal_(mean, std, generator=generator)).exp())
+        ex = self._ex
+        _views.assign(self, ex.log_normal_(self._n, float(mean), float(std), _native_generator(generator, ex)))
+        return self
 
     def geometric_(self, p, *, generator=None):
         """Fill with the number of Bernoulli(``p``) trials up to the first success (1, 2, ...)."""

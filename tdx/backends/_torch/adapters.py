@@ -198,6 +198,10 @@ class TorchAdaptedOps:
         return x.exponential_(lambd, generator=generator)
 
     @staticmethod
+    def log_normal_(x, mean=1.0, std=2.0, generator=None):
+        return x.log_normal_(mean, std, generator=generator)
+
+    @staticmethod
     def cauchy_(x, median=0.0, sigma=1.0, generator=None):
         return x.cauchy_(median, sigma, generator=generator)
 

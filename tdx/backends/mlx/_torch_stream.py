@@ -4,7 +4,7 @@
 this call draws from torch, else runs MLX's own (:mod:`._random`). While the stream in force is
 ``"torch"`` (the default: ``[random] stream`` in the config, ``TDX_RANDOM_STREAM``), every draw
 of the MLX executor — ``rand``, ``randn``, ``randint``, ``randperm``, ``multinomial``,
-``bernoulli(_)``, ``normal_``, ``uniform_``, ``exponential_``, ``cauchy_``, ``geometric_``, the
+``bernoulli(_)``, ``normal_``, ``uniform_``, ``exponential_``, ``cauchy_``, ``log_normal_``, ``geometric_``, the
 ``torch.distributions`` samplers (``poisson``, ``binomial``, ``_standard_gamma``,
 ``_sample_dirichlet``), ``rrelu``'s slopes (drawn where the input is ``<= 0``, so its values travel to the
 host), and so dropout's masks (attention's included), ``nn.init`` and the samplers —
@@ -105,6 +105,8 @@ _DRAWS = {
     "uniform_": (3, lambda ex, h, x, lo, hi, g: _back(ex, h.uniform_(_like(ex, x), lo, hi, g), ex.dtype(x))),
     "exponential_": (2, lambda ex, h, x, lambd, g: _back(ex, h.exponential_(_like(ex, x), lambd, g), ex.dtype(x))),
     "cauchy_": (3, lambda ex, h, x, median, sigma, g: _back(ex, h.cauchy_(_like(ex, x), median, sigma, g),
+                                                            ex.dtype(x))),
+    "log_normal_": (3, lambda ex, h, x, mean, std, g: _back(ex, h.log_normal_(_like(ex, x), mean, std, g),
                                                             ex.dtype(x))),
     "geometric_": (2, lambda ex, h, x, p, g: _back(ex, h.geometric_(_like(ex, x), p, g), ex.dtype(x))),
     "standard_gamma": (1, lambda ex, h, x, g: _back(ex, h.standard_gamma(_to_host(ex, x), g), ex.dtype(x))),
