@@ -27,13 +27,9 @@ from conftest import torch_twin
 
 # operators taking a Generator that are no drawing callable of their own
 NOT_DRAWN = {
-    "torch.manual_seed": "sets the seed (test_random.py)", "torch.seed": "reseeds from entropy",
+    "torch.manual_seed": "sets the seed (test_random.py)", "torch.seed": "reseeds from entropy (test_random.py)",
     "torch.initial_seed": "reads the seed",
-    "torch.normal_functional": "torch's functionalization form, not a public call",
-    "torch.rrelu_with_noise": "rrelu's kernel (covered through rrelu)",
-    "torch.rrelu_with_noise_": "rrelu's kernel (covered through rrelu)",
     "torch.nn.functional.multi_head_attention_forward": "covered through nn.MultiheadAttention",
-    "torch.nn.functional.threshold": "draws nothing: the probe's inputs are the draw",
 }
 
 
@@ -227,13 +223,11 @@ def _probe_functions(module, prefix: str, inputs) -> set:
             continue
         try:
             params = inspect.signature(fn).parameters
-        except (TypeError, ValueError):
-            params = {}
-        kw = {k: v for k, v in (("training", True), ("dropout_p", 0.5)) if k in params}
-        for args in inputs():
-            if _draws(lambda: fn(*args, **kw)):
-                found.add(prefix + name)
-                break
+            kws = [{k: v for k, v in (("training", True), ("dropout_p", 0.5)) if k in params}]
+        except (TypeError, ValueError):  # a builtin: try the keywords and none
+            kws = [{"training": True}, {"dropout_p": 0.5}, {}]
+        if any(_draws(lambda: fn(*args, **kw)) for args in inputs() for kw in kws):
+            found.add(prefix + name)
     return found
 
 
@@ -243,11 +237,12 @@ def _modules_drawing(functional: set) -> set:
     classes = {n: getattr(torch.nn, n) for n in dir(torch.nn)
                if inspect.isclass(getattr(torch.nn, n)) and issubclass(getattr(torch.nn, n), torch.nn.Module)}
     sources = {}
-    for n, cls in classes.items():
-        try:
-            sources[n] = inspect.getsource(cls)
-        except (OSError, TypeError):
-            continue
+    for n, cls in classes.items():  # each class's block of its module's text (inspect.getsource parses per class)
+        text = _file_text(inspect.getsourcefile(cls))
+        start = re.search(r"^class %s\b" % re.escape(cls.__name__), text, re.M)
+        if start is not None:
+            end = re.compile(r"^(class|def) ", re.M).search(text, start.end())
+            sources[n] = text[start.start():end.start() if end else len(text)]
     drawing: set = set()
     while True:
         pattern = re.compile(r"\b(F\.(%s)|(%s))\(" % ("|".join(map(re.escape, names)) or "$^",
@@ -259,13 +254,19 @@ def _modules_drawing(functional: set) -> set:
 
 
 @functools.lru_cache(maxsize=None)
+def _file_text(path) -> str:
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+@functools.lru_cache(maxsize=None)
 def torch_drawing() -> frozenset:
     """Every public drawing callable of the installed torch (minus :data:`NOT_DRAWN`'s reasons)."""
     tensors = lambda: [(torch.linspace(-2, 2, 96).reshape(2, 3, 4, 4),), (torch.linspace(-2, 2, 12).reshape(3, 4),),
                        (torch.linspace(-2, 2, 64).reshape(1, 2, 4, 8),) * 3]  # noqa: E731
     functional = _probe_functions(torch.nn.functional, "torch.nn.functional.", tensors)
     functional.add("torch.nn.functional.multi_head_attention_forward")  # needs its many arguments to be probed
-    init = _probe_functions(torch.nn.init, "torch.nn.init.", lambda: [(torch.empty(6, 5),)])
+    init = _probe_functions(torch.nn.init, "torch.nn.init.", lambda: [(torch.empty(6, 5),), (torch.empty(6, 5), 0.5)])
     dists = {"torch.distributions." + n for n in torch.distributions.__all__
              if inspect.isclass(getattr(torch.distributions, n))
              and issubclass(getattr(torch.distributions, n), torch.distributions.Distribution)
