@@ -262,8 +262,10 @@ def _file_text(path) -> str:
 @functools.lru_cache(maxsize=None)
 def torch_drawing() -> frozenset:
     """Every public drawing callable of the installed torch (minus :data:`NOT_DRAWN`'s reasons)."""
-    tensors = lambda: [(torch.linspace(-2, 2, 96).reshape(2, 3, 4, 4),), (torch.linspace(-2, 2, 12).reshape(3, 4),),
-                       (torch.linspace(-2, 2, 64).reshape(1, 2, 4, 8),) * 3]  # noqa: E731
+    def tensors():
+        return [(torch.linspace(-2, 2, 96).reshape(2, 3, 4, 4),), (torch.linspace(-2, 2, 12).reshape(3, 4),),
+                (torch.linspace(-2, 2, 64).reshape(1, 2, 4, 8),) * 3]
+
     functional = _probe_functions(torch.nn.functional, "torch.nn.functional.", tensors)
     functional.add("torch.nn.functional.multi_head_attention_forward")  # needs its many arguments to be probed
     init = _probe_functions(torch.nn.init, "torch.nn.init.", lambda: [(torch.empty(6, 5),), (torch.empty(6, 5), 0.5)])
@@ -308,7 +310,6 @@ def _state(m, twin):
 
 
 def _values(out):
-    out = out if isinstance(out, torch.Tensor) or hasattr(out, "_n") else out
     x = out.detach()
     x = x.numpy(force=True) if hasattr(x, "_n") else x.cpu().numpy()
     return x.astype(np.float64) if x.dtype != np.bool_ else x
@@ -319,8 +320,6 @@ def test_drawing_callable_draws_torchs_numbers(device, name):
     """The callable's result and the generator's state after it, seeded, against torch's."""
     twin = torch_twin(device)
     form = FORMS[name]
-    if device.startswith("mlx") and name in _MLX_NEEDS_FLOAT64 and not tdx.backends.get(device).caps.float64:
-        pytest.skip(f"{name} samples in float64 on the host, which {device} does not hold")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.manual_seed(5)
@@ -336,5 +335,3 @@ def test_drawing_callable_draws_torchs_numbers(device, name):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=name)
     assert got_state == want_state, f"{name} leaves the generator elsewhere than torch on {device}"
 
-
-_MLX_NEEDS_FLOAT64: set = set()
