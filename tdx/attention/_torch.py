@@ -57,8 +57,11 @@ def run(p, backend):
 def own_choice(p):
     """The kernel torch's own ``F.scaled_dot_product_attention`` runs on canonical params ``p`` (its flags
     in force): with dropout, the only one drawing torch's mask."""
-    choice = torch._fused_sdp_choice(p.q, p.k, p.v, attn_mask=p.mask, dropout_p=p.dropout_p,
-                                     is_causal=p.is_causal, scale=p.scale, enable_gqa=p.groups > 1)
+    try:
+        choice = torch._fused_sdp_choice(p.q, p.k, p.v, attn_mask=p.mask, dropout_p=p.dropout_p,
+                                         is_causal=p.is_causal, scale=p.scale, enable_gqa=p.groups > 1)
+    except (RuntimeError, NotImplementedError):  # a device without torch's chooser runs the math kernel
+        return SDPBackend.MATH
     return SDPBackend(int(choice))
 
 
