@@ -165,3 +165,24 @@ def test_composite_draws_torchs_numbers(device, name):
     for i, (g, w) in enumerate(zip(got, want)):
         _close(device, g, w, f"{name} tensor {i} on {device}")
     np.testing.assert_array_equal(_host(got_next), _host(want_next), err_msg=f"next draw after {name}")
+
+
+def test_with_dropout_only_kernels_drawing_torchs_mask_may_run(monkeypatch):
+    """The rule behind CUDA's choice, checked on cpu: a native kernel other than the one torch itself picks, or a
+    kernel of tdx's own where torch fuses its dropout draw, is refused with the reason; without dropout both run."""
+    from tdx.attention import SDPBackend, _kernels, _ops, _torch
+
+    q = tdx.randn(1, 2, 4, 8)
+    monkeypatch.setattr(_torch, "own_choice", lambda p: SDPBackend.EFFICIENT_ATTENTION)
+    monkeypatch.setattr(_ops.TorchOps, "can_draw_noise", lambda self: False)
+    _kernels.clear_cache()
+    try:
+        exp = tdx.attention.explain(q, q, q, dropout_p=0.3)
+        assert "only the kernel torch runs draws torch's dropout mask" in exp.reasons[SDPBackend.MATH]
+        assert "cannot draw torch's dropout mask" in exp.reasons[SDPBackend.CHUNKED]
+        assert exp.kernel is None
+        assert tdx.attention.explain(q, q, q).kernel is not None
+    finally:
+        monkeypatch.undo()
+        _kernels.clear_cache()
+    assert tdx.attention.explain(q, q, q, dropout_p=0.3).kernel is SDPBackend.MATH
