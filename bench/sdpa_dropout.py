@@ -6,7 +6,7 @@ generator fills the ``(B, H, L, L)`` noise on the host and it is copied into MLX
 MLX draws a keep-mask from its own key. For each length L it times a forward pass and a forward and
 backward pass (tdx's tape) under each stream, alternating the order per round, and prints the
 median ms per call and the median per-round ratio torch / native; also the same call with
-``dropout_p=0`` (no draw) for scale.
+``dropout_p=0`` (no draw) for scale, and the mask draw alone (torch's noise against MLX's keep-mask).
 
 Run: ``.venv/bin/python bench/sdpa_dropout.py [--rounds 9] [--batch 2] [--heads 8] [--dim 64] [--lengths 128 256 512]``
 """
@@ -71,7 +71,28 @@ def main() -> None:
             med = {k: statistics.median(t) * 1e3 for k, t in times.items()}
             print(f"{L:>6} {name:>9} {med['none']:>11.2f} {med['native']:>9.2f} {med['torch']:>9.2f} "
                   f"{statistics.median(ratios):>13.2f}")
+        draws = _mask_draws(tdx, device, (args.batch, args.heads, L, L), args.p, args.rounds)
+        print(f"{L:>6} {'mask only':>9} {'':>11} {draws['native']:>9.2f} {draws['torch']:>9.2f} "
+              f"{draws['torch'] / draws['native']:>13.2f}")
     use("torch")
+
+
+def _mask_draws(tdx, device, shape, p, rounds) -> dict:
+    """Median ms to draw one call's mask alone: torch's noise (host draw and copy) and MLX's keep-mask."""
+    import mlx.core as mx
+
+    from tdx.attention._ops import ops_for
+
+    ops = ops_for(tdx.backends.get(device))
+    times = {"torch": [], "native": []}
+    for _ in range(rounds):
+        t = time.perf_counter()
+        mx.eval(ops.noise(shape, p, mx.float32))
+        times["torch"].append(time.perf_counter() - t)
+        t = time.perf_counter()
+        mx.eval(ops.keep_mask(shape, p, ops.draw_seed()))
+        times["native"].append(time.perf_counter() - t)
+    return {k: statistics.median(v) * 1e3 for k, v in times.items()}
 
 
 if __name__ == "__main__":
