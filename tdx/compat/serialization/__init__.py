@@ -172,7 +172,7 @@ def _rebuild_tensor(flat, offset, size, stride, requires_grad=False, hooks=None,
     if not isinstance(requires_grad, bool):
         raise CheckpointError(f"checkpoint tensor over {record!r}: requires_grad {requires_grad!r} is not a bool")
     if _shares_storage(flat):
-        out = flat.as_strided(size, stride, offset)
+        out = flat.as_strided(size, stride, flat.storage_offset() + offset)  # a legacy storage view starts late
     elif 0 in size:
         out = tdx.zeros(size, dtype=flat.dtype, device=flat.device)
     else:

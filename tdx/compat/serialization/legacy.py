@@ -100,7 +100,10 @@ def _scanned(fh):
     """The length of the pickle starting at ``fh``'s position (its opcodes walked, nothing executed:
     a length prefix running past the end is refused before the unpickler allocates it)."""
     start = fh.tell()
-    return check_pickle("legacy checkpoint", fh.getbuffer(), start=start) - start
+    try:
+        return check_pickle("legacy checkpoint", fh.getbuffer(), start=start) - start
+    except CheckpointUnpicklingError as err:  # a file that may be no checkpoint at all: read() says so
+        raise pickle.UnpicklingError(str(err)) from None
 
 
 def _read(fh):

@@ -133,15 +133,13 @@ class _Grammar:
             n = op.arg.n if op.arg is not None else 0
             if op.name == "STOP":
                 continue  # ends the walk: never skipped
-            if op.name == "FRAME":
-                counted[code[0]] = (8, False, False)  # a frame announces the bytes of the opcodes that follow
-            elif n >= 0:
+            if n >= 0:  # FRAME too: the unpickler reads a frame's opcodes as they come, never allocating its length
                 fixed.setdefault(n, []).append(code)
             elif n == pickletools.UP_TO_NEWLINE:
                 lines[2 if op.arg.name == "stringnl_noescape_pair" else 1].append(code)
             else:
                 width, signed = _PREFIX[n]
-                counted[code[0]] = (width, signed, True)
+                counted[code[0]] = (width, signed)
                 prefixed.setdefault(width, []).append(code)
         parts = [b"[" + b"".join(re.escape(c) for c in codes) + b"]" + (b".{%d}" % n if n else b"++")
                  for n, codes in sorted(fixed.items())]  # argument-less opcodes: one run per class match
@@ -195,7 +193,7 @@ def check_pickle(record: str, pickled, weights_only: bool = False, start: int = 
                     f"with weights_only=False only if you trust the file")
             raise CheckpointUnpicklingError(f"checkpoint record {record!r}: malformed pickle stream: unknown "
                                             f"opcode {code} at byte {at}")
-        width, signed, skip = counted
+        width, signed = counted
         if at + 1 + width > end:
             raise CheckpointUnpicklingError(f"checkpoint record {record!r}: the pickle stream ends inside its "
                                             f"{grammar.names[code]} opcode at byte {at} (truncated)")
@@ -205,5 +203,4 @@ def check_pickle(record: str, pickled, weights_only: bool = False, start: int = 
             raise CheckpointUnpicklingError(f"checkpoint record {record!r}: malformed pickle stream: "
                                             f"{grammar.names[code]} at byte {at - 1 - width} announces {length} "
                                             f"bytes; {end - at} are left")
-        if skip:
-            at += length
+        at += length
