@@ -21,7 +21,7 @@ import pytest
 import torch
 
 import tdx
-from tdx.compat.serialization import CheckpointError
+from tdx.compat.serialization import CheckpointError, CheckpointUnpicklingError
 from tdx.compat.serialization import archive as _archive
 from tdx.compat.serialization import pickling as _pickling
 from tdx.compat.serialization import storage as _storage
@@ -547,3 +547,29 @@ def issue_shapes() -> list:
     shapes += [(craft(location=r) if isinstance(r, str) else craft(pickled=_stream(r)), True)
                for r, _ in DEVICE_RECORDS.values()]
     return shapes
+
+
+def test_impossible_device_in_tdx_locations_refused(device):
+    """tdx's own record of a storage's device (``.data/tdx_locations``) is checked as torch's tag is."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as dst:
+        src = zipfile.ZipFile(io.BytesIO(craft()))
+        for info in src.infolist():
+            dst.writestr(info.filename, src.read(info))
+        dst.writestr("archive/.data/tdx_locations", b'{"0": "cuda:10000000000"}')
+    got = refused_in_bounds(out.getvalue(), device, expect="a device index is an int from 0 to 127")
+    assert isinstance(got, CheckpointError) and "data/0" in str(got)
+
+
+@pytest.mark.parametrize("weights_only", [True, False], ids=["weights_only", "full"])
+def test_length_prefixes_past_the_end_refused_before_reading(device, weights_only):
+    """A length prefix announcing more bytes than the stream holds is refused by the opcode walk,
+    naming the opcode and the count (the C unpickler would allocate BINBYTES8's count first)."""
+    cases = [(b"X" + struct.pack("<I", 2 ** 32 - 1) + b"abc", "BINUNICODE at byte 2 announces 4294967295 bytes")]
+    if not weights_only:  # opcodes the weights-only reader refuses outright
+        cases += [(b"\x8e" + struct.pack("<Q", 2 ** 40) + b"abc", "BINBYTES8 at byte 2 announces 1099511627776"),
+                  (b"\x96" + struct.pack("<Q", 2 ** 62) + b"abc", "BYTEARRAY8 at byte 2 announces 4611686018427387904"),
+                  (b"T" + struct.pack("<i", -5) + b"abc", "BINSTRING at byte 2 announces -5 bytes")]
+    for body, fragment in cases:
+        got = refused_in_bounds(craft(pickled=_pickle_with(body)), device, expect=fragment, weights_only=weights_only)
+        assert isinstance(got, CheckpointUnpicklingError)
