@@ -108,7 +108,7 @@ def refused_in_bounds(blob, device, expect=None, weights_only=True):
     assert elapsed < SECONDS, f"{elapsed:.2f} s"
     assert peak < BYTES, f"{peak / 2 ** 20:.0f} MB traced"
     if isinstance(result, BaseException):
-        assert isinstance(result, tdx.TdxError) and isinstance(result, (RuntimeError, pickle.UnpicklingError)), \
+        assert isinstance(result, tdx.TdxError) and isinstance(result, (RuntimeError, pickle.UnpicklingError, TypeError, ValueError)), \
             f"untyped refusal {result!r}"
         if expect is not None:
             assert expect in str(result), str(result)
@@ -188,7 +188,8 @@ HOSTILE = {  # name -> craft() arguments, and a fragment of the refusal
     "negative stride": (dict(offset=3, size=(4,), stride=(-1,)), "negative"),
     "negative offset": (dict(offset=-1, size=(2,), stride=(1,)), "negative"),
     "offset past the end": (dict(offset=4, size=(1,), stride=(1,)), "out of bounds"),
-    "huge offset": (dict(offset=10 ** 20, size=(1,), stride=(1,)), "out of bounds"),
+    "huge offset": (dict(offset=10 ** 20, size=(1,), stride=(1,)), "does not fit in int64"),
+    "stride past int64": (dict(size=(2,), stride=(2 ** 63,)), "must fit in int64"),
     "float size": (dict(size=(2.0,), stride=(1,)), "must be ints"),
     "size and stride lengths differ": (dict(size=(2, 2), stride=(1,)), "unequal"),
     "negative storage count": (dict(numel=-1), "non-negative"),
@@ -211,12 +212,14 @@ def test_hostile_records_refused_before_allocating(device, name):
 
 def test_hostile_records_refused_as_torch_refuses(device):
     """torch refuses each of these too (RuntimeError), so a program catching it keeps working."""
-    for name in ("20000x20000 over 4 elements", "negative stride", "negative offset", "storage count past the record",
-                 "size and stride lengths differ"):
+    for name, builtin in (("20000x20000 over 4 elements", RuntimeError), ("negative stride", RuntimeError),
+                          ("negative offset", RuntimeError), ("storage count past the record", RuntimeError),
+                          ("size and stride lengths differ", RuntimeError), ("huge offset", ValueError),
+                          ("stride past int64", TypeError)):
         blob = craft(**HOSTILE[name][0])
-        with pytest.raises(RuntimeError):
+        with pytest.raises(builtin):
             torch.load(io.BytesIO(blob))
-        with pytest.raises(RuntimeError) as info:
+        with pytest.raises(builtin) as info:
             tdx.load(io.BytesIO(blob), map_location=device)
         assert isinstance(info.value, tdx.TdxError), name
 
@@ -413,15 +416,22 @@ def test_overlapping_layouts_load_as_views_or_are_refused(device, name):
         assert got.tolist() == want.tolist()
 
 
-@pytest.mark.parametrize("sizes", [(2 ** 20, 2 ** 20), (2 ** 31, 2 ** 31)], ids=["2**40", "2**62"])
+@pytest.mark.parametrize("sizes", [(2 ** 20, 2 ** 20), (2 ** 31, 2 ** 31), (2 ** 40, 2 ** 40), (2 ** 63,)],
+                         ids=["2**40", "2**62", "2**80", "2**63 in one dimension"])
 def test_huge_expanded_tensors_load_as_views(device, sizes):
     """One float expanded to 2**40 or 2**62 elements (stride 0): torch loads a view. tdx loads a view
     too (MLX: a lazy broadcast), or refuses by name what the executor cannot shape (MLX keeps each
-    dimension under 2**31)."""
-    blob = craft(size=sizes, stride=(0, 0), numel=1, data=_floats(1, 2.5))
-    want = torch.load(io.BytesIO(blob))["w"]
-    assert want.stride() == (0, 0) and want[sizes[0] - 1, 12345].item() == 2.5
+    dimension under 2**31). An element count past int64 is refused with torch's builtin class."""
+    blob = craft(size=sizes, stride=(0,) * len(sizes), numel=1, data=_floats(1, 2.5))
+    try:
+        want = torch.load(io.BytesIO(blob))["w"]
+    except (RuntimeError, TypeError) as err:
+        want = type(err)
     got = refused_in_bounds(blob, device)
+    if isinstance(want, type):
+        assert isinstance(got, want) and isinstance(got, tdx.TdxError), repr(got)
+        return
+    assert want.stride() == (0, 0) and want[sizes[0] - 1, 12345].item() == 2.5
     if isinstance(got, BaseException):
         assert device.startswith("mlx") and max(sizes) >= 2 ** 31 and str(2 ** 31) in str(got), repr(got)
         assert isinstance(got, RuntimeError)

@@ -255,8 +255,9 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     ``weights_only`` any opcode torch's weights-only unpickler refuses is refused there); a
     compressed record inflates at most 100-fold; on torch's executors every tensor is a view of its
     storage (overlapping and expanded layouts too, as torch loads them), on MLX a view or a copy of
-    at most 16 times its storage. What the pickle builds still grows with it: a stream of one-byte
-    opcodes that each push an object takes about 8 (None) to 60 (empty lists) bytes per byte.
+    at most 16 times its storage. What the pickle builds still grows with it, as under torch: a
+    stream of one-byte opcodes that each push an object takes about 8 (None) to 75 (empty lists or
+    dicts) bytes of memory per byte of stream, and about a second per 10 MB.
 
     Raises:
         CheckpointError: (a RuntimeError, as torch's) a corrupt archive (truncated, a CRC that does
@@ -272,6 +273,8 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
         UnsupportedOpError: a big-endian checkpoint; a tensor subclass tdx lacks, or a tensor
             carrying Python attributes (torch keeps them; tdx tensors hold none); on MLX, a
             self-overlapping layout whose copy would pass 16 times its storage (and 16 MiB).
+        TdxValueError / TdxTypeError: a tensor's storage offset / sizes or strides past int64 (torch's
+            classes there).
         TdxTypeError: a map_location of another kind.
     """
     if pickle_module not in (None, pickle):

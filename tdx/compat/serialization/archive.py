@@ -3,8 +3,9 @@
 Writes ``<name>/data.pkl``, ``.format_version``, ``.storage_alignment``, ``byteorder``, one
 ``data/<key>`` record per storage, ``version`` and ``.data/serialization_id`` in torch's
 order, each record's data aligned to 64 bytes (padding in the local header's extra field, as
-torch pads), and reads any such archive, whatever its folder name. Must never import torch
-or MLX.
+torch pads), and reads any such archive, whatever its folder name. What it reads is bounded by
+the file: a record named twice, records whose bytes overlap, and a compressed record inflating
+over :data:`MAX_RATIO`-fold are refused. Must never import torch or MLX.
 """
 
 from __future__ import annotations

@@ -3,8 +3,10 @@
 A checkpoint is untrusted input: a few hundred crafted bytes can claim a storage of 2**40
 elements or a tensor of (20000, 20000) elements over a 4-element storage. Every number a record
 carries (a storage's element count against its record's size, a tensor's sizes, strides and
-offset against its storage) is checked here with Python integers, before any array of that size
-exists, and refused as torch refuses it: :class:`CheckpointError` (a ``RuntimeError``) for a
+offset against its storage, a device's index, a pickle opcode's length prefix) is checked here
+with Python integers, before any array of that size exists, and the pickle's opcodes are walked
+(with ``weights_only``, against the set torch's weights-only unpickler reads) before it runs;
+each is refused as torch refuses it: :class:`CheckpointError` (a ``RuntimeError``) for a
 corrupt archive or an inconsistent record, :class:`CheckpointUnpicklingError` (a
 ``pickle.UnpicklingError``, as torch's weights-only unpickler raises) for a pickle stream that
 cannot be read. Each message names the record. This module only checks and names: it must
@@ -33,6 +35,9 @@ class CheckpointUnpicklingError(tdx.TdxError, pickle.UnpicklingError):
     """A checkpoint's pickle stream that cannot be read (truncated, malformed, hostile)."""
 
 
+_INT64 = 1 << 63
+
+
 def _is_int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
@@ -56,7 +61,8 @@ def check_storage(record: str, numel, itemsize: int, record_size: int) -> None:
 
 
 def check_layout(record: str, storage_numel: int, offset, size, stride) -> tuple:
-    """Refuse a tensor layout that reaches outside its storage; ``(size, stride)`` as tuples of ints.
+    """Refuse a tensor layout that reaches outside its storage or past int64 (with torch's classes:
+    ValueError for the offset, TypeError for sizes and strides); ``(size, stride)`` as tuples of ints.
 
     A tensor with no element needs no storage (torch checks nothing more then); any other reads
     the elements ``offset + sum((size[d] - 1) * stride[d])`` at most, which must lie in the storage.
@@ -75,6 +81,12 @@ def check_layout(record: str, storage_numel: int, offset, size, stride) -> tuple
     if offset < 0 or any(v < 0 for v in size + stride):
         raise CheckpointError(f"checkpoint tensor over {record!r}: negative size, stride or offset (size {size}, "
                               f"stride {stride}, offset {offset}); torch refuses them")
+    if offset >= _INT64:  # torch fails to unpack it: a ValueError for the offset, a TypeError for the rest
+        raise tdx.TdxValueError(f"checkpoint tensor over {record!r}: storage offset {offset} does not fit in int64")
+    wide = [v for v in size + stride if v >= _INT64]
+    if wide:
+        raise tdx.TdxTypeError(f"checkpoint tensor over {record!r}: size {size} and stride {stride} must fit in "
+                               f"int64; got {wide[0]}")
     if 0 in size:
         return size, stride
     last = offset + sum((n - 1) * s for n, s in zip(size, stride))
@@ -167,7 +179,7 @@ def check_pickle(record: str, pickled, weights_only: bool = False, start: int = 
     terabytes); a stream that ends before its STOP. The opcodes are matched by a regular
     expression (lengths over 255 bytes walked one by one), so the walk takes at most tens of
     milliseconds per megabyte, whatever the opcodes (10 MB of ``None``: about 60 ms; of empty
-    one-byte strings, 5 million opcodes: under 1 s).
+    one-byte strings, 5 million opcodes: about 1 s).
     """
     grammar = _GRAMMARS[bool(weights_only)]
     data = memoryview(pickled).cast("B") if not isinstance(pickled, bytes) else pickled
