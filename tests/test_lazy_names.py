@@ -1,8 +1,8 @@
-"""Names offered without importing their modules (``tdx.compat.lazy_names``) are the very objects they were.
+"""Names offered without importing their modules (``tdx.aliasing.lazy_names``) are the very objects they were.
 
 ``tdx.nn``, ``tdx.nn.modules``, ``tdx.nn.functional`` and ``tdx.optim`` import a class's or function's module the
 first time the name is asked; ``tdx.return_types`` makes a named tuple when asked; the names ``tdx`` refuses are made
-when asked; ``tdx.compat.torch_paths`` reads module paths without parsing torch's names. Their tables must match the
+when asked; ``tdx.aliasing.torch_paths`` reads module paths without parsing torch's names. Their tables must match the
 modules, every name must resolve to the object its module defines (wrapped by autocast where the policy lists it), and
 ``import tdx, tdx.nn, tdx.optim`` must leave the lazy modules unimported.
 """
@@ -17,7 +17,8 @@ import threading
 import pytest
 
 import tdx
-from tdx.compat import autocast_policy, lazy_names, refused, torch_paths
+from tdx.aliasing import lazy_names, refused, torch_paths
+from tdx.compat.amp import autocast_policy
 from tdx.compat.nn import functional as F, modules
 
 
@@ -92,7 +93,7 @@ def test_the_path_index_agrees_with_the_whole_table():
 
 def test_importing_tdx_leaves_the_lazy_modules_and_the_name_table_unread():
     code = ("import sys, tdx, tdx.nn, tdx.nn.functional, tdx.optim\n"
-            "from tdx.compat import torch_paths\n"
+            "from tdx.aliasing import torch_paths\n"
             "lazy = ['tdx.compat.nn.modules.conv', 'tdx.compat.nn.modules.rnn', 'tdx.compat.nn._pooling',\n"
             "        'tdx.compat.optim.lr_scheduler', 'tdx.compat.optim.adam', 'tdx.compat.nn.parallel']\n"
             "print([m for m in lazy if m in sys.modules], torch_paths.data.cache_info().currsize)\n")

@@ -202,7 +202,7 @@ class Tensor:
 
         return strided
 
-    # every tdx tensor is dense, unquantized and not nested (tdx.compat.refused says why)
+    # every tdx tensor is dense, unquantized and not nested (tdx.aliasing.refused says why)
     is_sparse = is_sparse_csr = is_quantized = is_nested = is_mkldnn = False
 
     def size(self, dim=None):

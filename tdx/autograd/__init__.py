@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence, cast, overload  # noqa: F401 - torch.autograd re-exports them
 
-from ..compat.lazy_names import attach as _attach
+from ..aliasing.lazy_names import attach as _attach
 from .anomaly import detect_anomaly, set_detect_anomaly
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 # eager: `gradcheck` and `variable` name both a function and its module, and importing the module rebinds the name

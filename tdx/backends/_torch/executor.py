@@ -56,7 +56,7 @@ class TorchExecutor(TorchNNOps, TorchAdaptedOps, TorchKernelOps, TorchNamespaceO
     name = "torch"
     mutable = True
     taped = False
-    native_autocast = True  # torch's autocast state is mirrored from tdx's (compat/autocast_state.py)
+    native_autocast = True  # torch's autocast state is mirrored from tdx's (compat/amp/autocast_state.py)
 
     def __init__(self, device):
         self.caps = Capabilities(

@@ -3,7 +3,7 @@
 While the alias is active, every ``import torch``, ``import torch.nn as nn``, ``from torch.utils.data
 import DataLoader``... made by the *program* resolves to the tdx module of the same path
 (``torch`` -> ``tdx``, ``torch.nn.functional`` -> ``tdx.nn.functional``), through the
-:class:`~tdx.compat.alias.AliasFinder` mapping ``{"torch": "tdx"}``. A ``torch.*`` module tdx lacks
+:class:`~tdx.aliasing.alias.AliasFinder` mapping ``{"torch": "tdx"}``. A ``torch.*`` module tdx lacks
 raises :class:`tdx.NotProvidedError` (an ``ImportError``) naming it: real torch is never mixed in.
 
 Design. tdx's torch executor needs the real torch, and torch itself runs ``import torch`` in its
@@ -134,7 +134,7 @@ def activate() -> None:
     """Turn the alias on for the whole process (nested calls count; pair each with :func:`deactivate`).
 
     Reprs print ``torch.float32`` and ``torch.Size`` while it is active, and processes started with
-    ``spawn``/``forkserver`` inherit the alias and the pin (:mod:`tdx.compat.inherit`).
+    ``spawn``/``forkserver`` inherit the alias and the pin (:mod:`tdx.aliasing.inherit`).
     """
     from .. import _dtypes
 

@@ -49,7 +49,7 @@ def child_command(code: str) -> str:
     """``code`` (a child's ``-c`` program) preceded by the adoption of the alias and of the current pin."""
     device, source, warned = _current()
     prefix = (f"import sys; sys.path.append({_ROOT!r}) if {_ROOT!r} not in sys.path else None; "
-              f"import tdx.compat.inherit as _tdx_inherit; _tdx_inherit.adopt({device!r}, {source!r}, {warned!r}); "
+              f"import tdx.aliasing.inherit as _tdx_inherit; _tdx_inherit.adopt({device!r}, {source!r}, {warned!r}); "
               "del _tdx_inherit; ")
     return prefix + code
 
