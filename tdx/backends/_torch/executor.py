@@ -50,6 +50,9 @@ def sync_default_dtype() -> None:
     torch.set_default_dtype(_TABLE[D.get_default_dtype()])
 
 
+D.DEFAULT_FOLLOWERS.append(sync_default_dtype)  # tdx.set_default_dtype keeps torch's in step
+
+
 class TorchExecutor(TorchNNOps, TorchAdaptedOps, TorchKernelOps, TorchNamespaceOps, TorchOptimOps, Executor):
     """Runs tdx ops with torch on one torch device."""
 
