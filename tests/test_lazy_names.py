@@ -33,6 +33,17 @@ def test_functional_table_matches_the_submodules():
     assert set(pooling.__all__) - set(F._HOMES["._pooling"]) == {"gather_windows"}  # a helper F never offered
 
 
+def test_amp_holds_all_of_autocast_and_offers_its_names_lazily():
+    from tdx.compat import amp
+    from tdx.compat.amp import autocast_mode, autocast_state, grad_scaler
+
+    assert lazy_names.check("tdx.compat.amp", amp._HOMES) == []
+    assert tdx.amp.autocast is autocast_mode.autocast is autocast_state.autocast is tdx.autocast
+    assert tdx.amp.GradScaler is grad_scaler.GradScaler and tdx.amp.autocast_policy is autocast_policy
+    assert tdx.is_autocast_enabled is autocast_state.is_autocast_enabled
+    assert {"GradScaler", "autocast", "grad_scaler"} <= set(dir(tdx.amp))
+
+
 def test_optim_offers_every_optimizer_of_its_modules():
     from tdx.compat.optim import adam, adagrad, optimizer
 
@@ -95,7 +106,9 @@ def test_importing_tdx_leaves_the_lazy_modules_and_the_name_table_unread():
     code = ("import sys, tdx, tdx.nn, tdx.nn.functional, tdx.optim\n"
             "from tdx.aliasing import torch_paths\n"
             "lazy = ['tdx.compat.nn.modules.conv', 'tdx.compat.nn.modules.rnn', 'tdx.compat.nn._pooling',\n"
-            "        'tdx.compat.optim.lr_scheduler', 'tdx.compat.optim.adam', 'tdx.compat.nn.parallel']\n"
+            "        'tdx.compat.optim.lr_scheduler', 'tdx.compat.optim.adam', 'tdx.compat.nn.parallel',\n"
+            "        'tdx.compat.amp.grad_scaler', 'tdx.compat.amp.autocast_mode', 'tdx.aliasing.torch_alias',\n"
+            "        'tdx.aliasing.inherit', 'tdx.aliasing.torch_source', 'tdx.aliasing.absent_device']\n"
             "print([m for m in lazy if m in sys.modules], torch_paths.data.cache_info().currsize)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["[]", "0"]
