@@ -24,7 +24,7 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "tdx"
 MAX_LINES = 800
 MAX_DEFERRED_CYCLE = 3
-MAX_CIRCLES = 8
+MAX_CIRCLES = 4
 # the one circle across folders that stays (ARCHITECTURE.md says why): the tape records facade calls and replays them
 CROSS_FOLDER_CIRCLES = ({"tdx._tensor.views", "tdx._tensor.wrapping", "tdx.autograd.tape"},)
 # the floors, lowest first: a module imports from its own floor or a lower one (the longest prefix decides a floor)

@@ -30,7 +30,7 @@ from .._errors import NotProvidedError
 from . import inherit
 from .alias import AliasFinder
 
-__all__ = ["torch_alias", "activate", "deactivate", "is_active", "real_imports", "NotProvidedError"]
+__all__ = ["torch_alias", "activate", "deactivate", "is_active", "real_imports", "adopt", "NotProvidedError"]
 
 _INTERNAL = {"tdx", "torch"}       # module roots whose imports always get the real modules
 _tls = threading.local()           # depth: >0 while tdx/torch is importing something new
@@ -140,7 +140,7 @@ def activate() -> None:
 
     with _lock:
         if _state["count"] == 0:
-            inherit.install()  # before the import hook: multiprocessing must not count as tdx's
+            inherit.install(adopt)  # before the import hook: multiprocessing must not count as tdx's
             _state["import"], _state["import_module"] = builtins.__import__, importlib.import_module
             _state["prefix"] = _dtypes._state["prefix"]
             builtins.__import__ = _import
@@ -162,6 +162,28 @@ def deactivate() -> None:
             importlib.import_module = _state["import_module"]
             _dtypes._state["prefix"] = _state["prefix"]
             inherit.uninstall()
+
+
+def adopt(device, source, warned: bool) -> None:
+    """In a freshly started child (:mod:`.inherit`): turn the alias on and pin ``device`` as the parent had it.
+
+    Args:
+        device: the parent's pinned device (a string), or None when it had no pin (then none is kept).
+        source: where the parent's pin came from (named in the pin's warning).
+        warned: whether the parent already warned about a remapped device.
+    """
+    from .. import backends
+
+    if device is None:
+        if backends.pinned() is not None:  # a forkserver server's pin that this child's parent does not have
+            backends.unpin()
+    else:
+        if not source.endswith(inherit.INHERITED):
+            source += inherit.INHERITED
+        backends.pin(device, source)
+        backends._state["pin_warned"] = warned
+    if not is_active():
+        activate()
 
 
 @contextlib.contextmanager

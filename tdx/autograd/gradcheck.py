@@ -66,7 +66,7 @@ def _analytical(outputs, diff, check_grad_dtypes):
 
     from .._tensor.creation import tensor
 
-    from . import grad
+    from .gradients import grad
 
     jac = [[np.zeros((o.numel(), t.numel())) for t in diff] for o in outputs]
     for k, o in enumerate(outputs):
@@ -175,7 +175,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
 
     from .._tensor.creation import tensor
 
-    from . import grad
+    from .gradients import grad
 
     if check_fwd_over_rev:
         raise UnsupportedOpError("gradgradcheck: check_fwd_over_rev needs forward-mode autograd, which tdx does "
