@@ -363,7 +363,7 @@ def from_numpy(ndarray) -> Tensor:
 
 def _rebuild(array, dtype_name, device_name, requires_grad=False):
     """Unpickle a tensor (NumPy payload) onto its device, translated if absent, with its requires_grad."""
-    out = tensor(array, device=device_name).to(D.as_dtype(dtype_name))
+    out = tensor(array, device=device_name).to(D.by_name(dtype_name))
     return out.requires_grad_() if requires_grad else out
 
 
