@@ -297,3 +297,8 @@ def can_cast(src: dtype, dst: dtype) -> bool:
 def float_for(d: dtype) -> dtype:
     """The dtype an int/bool input becomes in a float-valued op (exp, mean, true division)."""
     return d if d._cat >= _FLOAT else _state["default_float"]
+
+
+def scalar_name(d: dtype) -> str:
+    """c10's name of ``d`` (``Float``, ``Long``...), as torch's dtype errors print it."""
+    return _TORCH_SCALAR_NAMES[d.name]

@@ -14,7 +14,7 @@ import sys
 
 from .. import _dtypes as D
 from .. import backends
-from .._errors import (NATIVE_ERRORS, TdxNotImplementedError, TdxOverflowError, TdxRuntimeError, TdxTypeError, TdxValueError)
+from .._errors import (NATIVE_ERRORS, OpDtypeError, TdxNotImplementedError, TdxOverflowError, TdxRuntimeError, TdxTypeError, TdxValueError)
 from .generator import native as native_generator
 from .tensor import Tensor
 from .wrapping import (attach, exporter, shape_args, typed_function, wrap, wrap_grad)
@@ -145,6 +145,8 @@ def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=
         dtype = D.get_default_dtype() if any(isinstance(v, float) for v in vals) else D.int64
     if any(isinstance(v, float) and not math.isfinite(v) for v in vals):
         raise TdxRuntimeError(f"unsupported range: {vals[0]} -> {vals[1]}")
+    if dtype is D.bool_ or dtype.is_complex:  # torch's arange kernel has no bool or complex version
+        raise TdxNotImplementedError(f'"arange_cpu" not implemented for \'{D.scalar_name(dtype)}\'')
     if vals[2] == 0:
         raise TdxRuntimeError("arange(): step must be nonzero")
     if (vals[1] - vals[0]) * vals[2] < 0:
@@ -261,8 +263,10 @@ def _random(kind, sizes, size, dtype, device, generator, requires_grad):
     shape = _shape(sizes, size, kind)
     ex, dtype = _ex_dtype(device, dtype)
     dtype = dtype or D.get_default_dtype()
-    if not (dtype.is_floating_point or dtype.is_complex):
-        raise TdxTypeError(f"{kind}(): expected a floating point dtype, got {dtype!r}")
+    if not (dtype.is_floating_point or dtype.is_complex):  # torch: its kernel's NotImplementedError
+        kernel = "check_uniform_bounds" if kind == "rand" else "normal_kernel_cpu"
+        raise OpDtypeError(f'"{kernel}" not implemented for \'{D.scalar_name(dtype)}\' ({kind}() makes floating point '
+                           f"or complex tensors, got {dtype!r})")
     out = wrap(getattr(ex, kind)(shape, dtype, native_generator(generator, ex)), ex)
     return out.requires_grad_() if requires_grad else out
 
