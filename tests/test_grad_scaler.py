@@ -108,7 +108,8 @@ def test_out_of_order_calls_are_refused(device):
             assert isinstance(info.value, tdx.TdxError)
         tdx.amp.GradScaler("cpu", backoff_factor=0.0)  # torch checks only backoff_factor < 1.0
         with pytest.raises(ValueError):
-            scaler.scale("loss")
+            scaler.scale(3)  # neither a Tensor nor an iterable (any other iterable is mapped lazily, as torch's)
+        assert type(scaler.scale("loss")) is type(torch.amp.GradScaler("cpu").scale("loss")) is map
 
 
 def test_cuda_grad_scaler_without_cuda(device):
