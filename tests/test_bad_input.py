@@ -196,12 +196,14 @@ WORKS = {
         t.arange(6.0, device=d).reshape(2, 3)),
     "empty_strided with gaps, its stride": lambda t, d: t.tensor(t.empty_strided((2, 3), (6, 2), device=d).stride()),
     "empty_strided overlapping, its stride": lambda t, d: t.tensor(t.empty_strided((2, 3), (0, 1), device=d).stride()),
-    "new_empty_strided non-contiguous": lambda t, d: t.tensor(_ones(t, d, 1).new_empty_strided((2, 3), (1, 2)).stride()),
+    "new_empty_strided non-contiguous": lambda t, d: t.tensor(
+        _ones(t, d, 1).new_empty_strided((2, 3), (1, 2)).stride()),
     "vmap(jacrev(tanh))": lambda t, d: t.func.vmap(t.func.jacrev(t.tanh))(t.tensor([[0.1, 0.2], [0.3, 0.4]], device=d)),
     "vmap(jacrev(sigmoid))": lambda t, d: t.func.vmap(t.func.jacrev(t.sigmoid))(t.tensor([[0.1, 0.2]], device=d)),
     "SGD lr nan (torch's SGD checks lr < 0)": lambda t, d: t.tensor(
         t.optim.SGD([t.nn.Parameter(_ones(t, d, 2))], lr=float("nan")).param_groups[0]["lr"]),
-    "GradScaler backoff_factor 0": lambda t, d: t.tensor(t.amp.GradScaler("cpu", backoff_factor=0.0).get_backoff_factor()),
+    "GradScaler backoff_factor 0": lambda t, d: t.tensor(
+        t.amp.GradScaler("cpu", backoff_factor=0.0).get_backoff_factor()),
     "x[0:1] = float tensor, x int64 (a copy, cast)": lambda t, d: t.zeros(3, dtype=t.int64, device=d).__setitem__(
         slice(0, 1), t.tensor([1.5], device=d)) or t.zeros(1),
     "uint8 index is a mask": lambda t, d: _ones(t, d, 3)[t.tensor([0, 1, 1], dtype=t.uint8, device=d)],

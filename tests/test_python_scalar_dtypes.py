@@ -330,7 +330,8 @@ def test_python_float_ignores_the_default_dtype(device, default):
             if str(expected.dtype).rsplit(".", 1)[-1] not in caps.dtypes:
                 continue
             got = case(tdx, {"device": device})
-            assert got.dtype.name == str(expected.dtype).rsplit(".", 1)[-1], f"case {i}: {got.dtype} vs {expected.dtype}"
+            want = str(expected.dtype).rsplit(".", 1)[-1]
+            assert got.dtype.name == want, f"case {i}: {got.dtype} vs {expected.dtype}"
             assert_close(got, expected, msg=f"case {i}")
     finally:
         torch.set_default_dtype(torch.float32)

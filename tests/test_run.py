@@ -343,8 +343,9 @@ def test_plugin_leaves_other_projects_alone(pytester):
                                  "*test_own_parametrize?meta? PASSED*", "*tdx device matrix*"])
 
 
-STAR_MODULES = ("torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.optim", "torch.optim.lr_scheduler",
-                "torch.utils.data", "torch.linalg", "torch.fft", "torch.special", "torch.autograd", "torch.distributions",
+STAR_MODULES = ("torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.optim",
+                "torch.optim.lr_scheduler", "torch.utils.data", "torch.linalg", "torch.fft", "torch.special",
+                "torch.autograd", "torch.distributions",
                 "torch.amp", "torch.cuda", "torch.func", "torch.testing", "torch.nn.utils", "torch.nn.utils.rnn",
                 "torch.masked", "torch.random", "torch.serialization", "torch.multiprocessing", "torch.jit",
                 "torch.utils.checkpoint", "torch.profiler", "torch.hub")

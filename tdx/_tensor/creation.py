@@ -14,7 +14,8 @@ import sys
 
 from .. import _dtypes as D
 from .. import backends
-from .._errors import (NATIVE_ERRORS, OpDtypeError, TdxNotImplementedError, TdxOverflowError, TdxRuntimeError, TdxTypeError, TdxValueError)
+from .._errors import (NATIVE_ERRORS, OpDtypeError, TdxNotImplementedError, TdxOverflowError, TdxRuntimeError,
+                       TdxTypeError, TdxValueError)
 from .generator import native as native_generator
 from .tensor import Tensor
 from .wrapping import (attach, exporter, shape_args, typed_function, wrap, wrap_grad)
