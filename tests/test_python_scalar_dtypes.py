@@ -114,6 +114,26 @@ RECIPES = {
     "nn.Module.type": (lambda ns, x, dt, dev: ns.nn.Linear(3, 2).to(x.device).type(dt), _R),
 }
 
+def _autocast_dtype(ns, dt):
+    """``set_autocast_dtype("cpu", dt)`` read back, then restored; and a region opened with ``dtype=dt``."""
+    import warnings
+
+    before = ns.get_autocast_dtype("cpu")
+    try:
+        ns.set_autocast_dtype("cpu", dt)
+        got = ns.get_autocast_dtype("cpu")
+    finally:
+        ns.set_autocast_dtype("cpu", before)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # an unsupported dtype disables the region, with a warning
+        with ns.autocast("cpu", dtype=dt):
+            enabled = ns.is_autocast_enabled("cpu")
+    return got, enabled
+
+
+RECIPES["torch.set_autocast_dtype"] = (lambda ns, x, dt, dev: _autocast_dtype(ns, dt), None)
+RECIPES["torch.autocast"] = (lambda ns, x, dt, dev: _autocast_dtype(ns, dt), None)
+
 _MASK = "masked"
 for _name in ("amax", "amin", "argmax", "argmin", "cumprod", "cumsum", "log_softmax", "logsumexp", "mean",
               "median", "norm", "normalize", "prod", "softmax", "softmin", "std", "sum", "var", "logaddexp"):
@@ -163,8 +183,8 @@ NOT_WALKED = {
     "torch.sparse_compressed_tensor": "sparse layouts refused", "torch.sparse_coo_tensor": "sparse layouts refused",
     "torch.sparse_csc_tensor": "sparse layouts refused", "torch.sparse_csr_tensor": "sparse layouts refused",
     "torch.native_norm": "not a public torch function (no torch.native_norm in tdx)",
-    "linalg._powsum": "private", "torch.set_autocast_dtype": "autocast's dtype: a low-precision float only",
-    "torch.set_autocast_cpu_dtype": "autocast's dtype", "torch.set_autocast_gpu_dtype": "autocast's dtype",
+    "linalg._powsum": "private", "torch.set_autocast_cpu_dtype": "deprecated spelling of set_autocast_dtype",
+    "torch.set_autocast_gpu_dtype": "deprecated spelling of set_autocast_dtype",
     "torch.set_autocast_ipu_dtype": "autocast's dtype", "torch.set_autocast_xla_dtype": "autocast's dtype",
 }
 
