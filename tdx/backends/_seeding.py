@@ -12,6 +12,7 @@ from __future__ import annotations
 
 _state = {"seed": None, "seeded": set()}
 # "seeded": the executor families whose generators the remembered seed has been applied to
+EXECUTORS: dict = {}  # the registry's table of built executors (tdx.backends hands it down at import)
 
 
 def manual_seed(seed: int):
@@ -21,13 +22,12 @@ def manual_seed(seed: int):
         TdxTypeError: ``seed`` is not an int.
     """
     from .._errors import TdxTypeError
-    from . import _executors
 
     if isinstance(seed, bool) or not hasattr(type(seed), "__index__"):
         raise TdxTypeError(f"manual_seed expected an int seed (int or NumPy integer), got {seed!r}")
     seed = int(seed.__index__())
     remember(seed, ())
-    for ex in list(_executors.values()):
+    for ex in list(EXECUTORS.values()):
         ex.manual_seed(seed)
         _state["seeded"].add(ex.name)
     return None
