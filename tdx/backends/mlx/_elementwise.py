@@ -327,7 +327,7 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
         """Whether ``a + b`` is replayed for its derivative with a broadcast float32 operand, whose
         gradient torch sums in its own order (:func:`._summation_order.broadcast_add`). Only a recorded
         op is replayed: nothing is asked before a tape tensor first requires grad."""
-        return (_TAPE[0] and differentiating() and summation.ENABLED and self.caps.float64 and type(a) is mx.array
+        return (_TAPE[0] and differentiating() and self.caps.float64 and type(a) is mx.array
                 and type(b) is mx.array and a.shape != b.shape and a.dtype == b.dtype == mx.float32
                 and summation.in_force())
 
@@ -449,7 +449,7 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
                 raise OpDtypeError("\"addmm\" not implemented for 'Bool'")
             out = np.matmul(np.array(a), np.array(b))
             return mx.array(out).astype(dt, stream=self.s)
-        if na == 1 and nb == 1 and dt == mx.float32 and self.caps.float64 and summation.in_force():
+        if na == 1 and nb == 1 and dt == mx.float32 and self.caps.float64 and summation.dot_in_force():
             out = summation.dotted(a, b, self.s)  # torch's (MKL's) order of additions
             if out is not None:
                 return out
