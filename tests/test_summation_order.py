@@ -257,6 +257,60 @@ def test_an_order_torch_does_not_take_here_is_switched_off(monkeypatch):
     assert _torch_order.report()["sum"].reason != verdicts["sum"].reason  # probed again with torch itself
 
 
+def test_the_probe_touches_no_generator_and_no_torch_setting():
+    """Verifying the orders (once per process, on first need) draws from no generator (torch's, NumPy's,
+    MLX's global key), leaves torch's threads and grad mode as they were, and answers every op class with
+    torch's CPU capability in its reason."""
+    if not _has_mlx_cpu():
+        pytest.skip("needs mlx:cpu")
+    import mlx.core as mx
+
+    from tdx.backends.mlx import _torch_order
+
+    torch.manual_seed(5)
+    np.random.seed(5)
+    mx.random.seed(5)
+    before = (torch.get_rng_state().clone(), np.random.get_state()[1].copy(), np.array(mx.random.state[0]),
+              torch.get_num_threads(), torch.get_num_interop_threads(), torch.is_grad_enabled())
+    _torch_order._forget()
+    with torch.no_grad():
+        verdicts = _torch_order.report()
+        assert not torch.is_grad_enabled()
+    after = (torch.get_rng_state(), np.random.get_state()[1], np.array(mx.random.state[0]), torch.get_num_threads(),
+             torch.get_num_interop_threads(), torch.is_grad_enabled())
+    assert torch.equal(before[0], after[0]) and np.array_equal(before[1], after[1])
+    assert np.array_equal(before[2], after[2]) and before[3:] == after[3:]
+    capability = torch.backends.cpu.get_cpu_capability()
+    assert set(verdicts) == set(_torch_order.OP_CLASSES)
+    assert all(capability in v.reason for v in verdicts.values()), verdicts
+    assert set(_torch_order.probe_seconds()) == set(_torch_order.OP_CLASSES)
+
+
+def test_without_torch_no_order_is_claimed(monkeypatch):
+    """Where torch is not installed (the registry has no torch executor) nothing is verified: every op class
+    keeps MLX's own arithmetic and a sum is MLX's own sum."""
+    if not _has_mlx_cpu():
+        pytest.skip("needs mlx:cpu")
+    import mlx.core as mx
+
+    from tdx.backends.mlx import _torch_order
+
+    monkeypatch.setattr(_torch_order, "_host", lambda: (None, None))
+    _torch_order._forget()
+    tdx.config.reload()
+    try:
+        verdicts = _torch_order.report()
+        assert [v.torch_bits for v in verdicts.values()] == [False] * 4
+        assert all("torch is not installed" in v.reason for v in verdicts.values())
+        a = _data((8, 8), np.random.default_rng(6))
+        got = _bits(tdx.tensor(a, device="mlx:cpu").sum())
+        assert got.view(np.uint32) == np.array(mx.sum(mx.array(a))).view(np.uint32)
+    finally:
+        monkeypatch.undo()
+        _torch_order._forget()
+        tdx.config.reload()
+
+
 def test_bad_summation_is_a_config_error(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "tdx.toml").write_text('[backends.mlx]\nsummation = "fast"\n')

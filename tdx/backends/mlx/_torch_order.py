@@ -59,7 +59,7 @@ class Verdict(NamedTuple):
 
 
 _VERDICTS: dict = {}
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()
 _COST: dict = {}  # op -> seconds its probe took
 
 
@@ -112,7 +112,7 @@ def probe_seconds() -> dict:
 
 
 def _host():
-    """The torch executor on cpu and torch's CPU capability, or ``(None, None)`` without torch."""
+    """The torch executor on cpu and the torch module it runs, or ``(None, None)`` without torch."""
     from .. import _flags, host_torch
 
     host = host_torch()
@@ -125,8 +125,8 @@ def _host():
 def _decide(op, probe) -> Verdict:
     host, torch = _host()
     if host is None:
-        return Verdict(op, False, "native" if op in ("sum", "dot") else "rounded" if op == "multiply_add" else
-                       "rounded", "torch is not installed: nothing to compare with")
+        return Verdict(op, False, "native" if op in ("sum", "dot") else "rounded",
+                       "torch is not installed: nothing to compare with, MLX's own arithmetic")
     capability = torch.backends.cpu.get_cpu_capability()
     return probe(host, torch, f"torch's CPU capability {capability}")
 
@@ -284,8 +284,8 @@ def _probe_tanh(host, torch, why) -> Verdict:
                                                  f"{misses.mean():.2%} differ, up to {int(ulps.max())} ulp)")
     for name, got in (("fused", fused), ("rounded", rounded)):
         if _same_bits(np.array(got), expect):
-            return Verdict("tanh", True, name, f"torch's tanh correctly rounded but for {misses.mean():.2%} of the "
-                                               f"probes, its derivative {name} ({why})")
+            return Verdict("tanh", True, name, f"torch's tanh correctly rounded but for {int(misses.sum())} of "
+                                               f"{x.size} probes, its derivative {name} ({why})")
     return Verdict("tanh", False, "rounded", f"torch's tanh_backward rounds neither once nor apart ({why})")
 
 
