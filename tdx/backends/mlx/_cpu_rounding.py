@@ -13,7 +13,8 @@ wherever torch's is correctly rounded. Its derivative is torch's ``tanh_backward
 Whether torch's kernels fuse a multiply-add depends on how they were compiled for the running CPU
 (with FMA for AVX2 and AVX512, without for ``ATEN_CPU_CAPABILITY=default``): the multiply-adds
 and ``tanh``'s derivative here take the form :mod:`._torch_order` found torch taking on this
-machine (``"multiply_add"``, ``"tanh"``), asked outside any trace before a kernel is built: one
+machine (``"multiply_add"``, ``"tanh"``; the callers ask it and pass the answer, outside any trace
+before a kernel is built): one
 rounding (``1 - y * y`` formed by one fused multiply-add, exact in float64 for a float32 ``y``)
 or the product and the sum rounded apart (MLX's own float32 arithmetic).
 
@@ -28,29 +29,30 @@ from threading import get_ident, main_thread
 
 import mlx.core as mx
 
-from . import _torch_order
+
+def tanh_derivative(y, g, fused: bool, s):
+    """``g * (1 - y * y)`` of float32 arrays, ``1 - y * y`` rounded once when ``fused`` (torch's
+    ``tanh_backward`` built with FMA: exact in float64 for a float32 ``y``), else each step rounded."""
+    if fused:
+        wide = y.astype(mx.float64, stream=s)
+        one_minus = mx.subtract(1.0, mx.multiply(wide, wide, stream=s), stream=s).astype(mx.float32, stream=s)
+    else:
+        one_minus = mx.subtract(mx.array(1.0, mx.float32), mx.multiply(y, y, stream=s), stream=s)
+    return mx.multiply(g, one_minus, stream=s)
 
 
-def fused() -> bool:
-    """Whether torch's CPU kernels round a multiply-add once on this machine (:mod:`._torch_order`)."""
-    return _torch_order.order("multiply_add") == "fused"
-
-
-def tanh(stream):
-    """float32 ``tanh`` on the CPU ``stream``, correctly rounded, with torch's derivative as torch's
-    ``tanh_backward`` rounds it here (fused or not: :mod:`._torch_order`).
+@functools.lru_cache(maxsize=None)
+def tanh(stream, fused_derivative: bool):
+    """float32 ``tanh`` on the CPU ``stream``, correctly rounded, with torch's derivative.
 
     Args:
         stream: an MLX CPU stream (float64 must be available on it).
+        fused_derivative: whether ``1 - y * y`` rounds once (:func:`tanh_derivative`), as torch's
+            ``tanh_backward`` does on this machine (:func:`._torch_order.order` of ``"tanh"``).
 
     Returns:
         An ``mx.custom_function`` of one float32 array.
     """
-    return _tanh(stream, _torch_order.order("tanh") == "fused")
-
-
-@functools.lru_cache(maxsize=None)
-def _tanh(stream, fused_derivative: bool):
     s = stream
 
     @mx.custom_function
@@ -61,7 +63,7 @@ def _tanh(stream, fused_derivative: bool):
     def fn_vjp(primals, cotangent, output):
         y = output[0] if isinstance(output, (list, tuple)) else output
         g = cotangent[0] if isinstance(cotangent, (list, tuple)) else cotangent
-        return (_torch_order.tanh_derivative(y, g, fused_derivative, s),)
+        return (tanh_derivative(y, g, fused_derivative, s),)
 
     return fn
 
@@ -115,11 +117,6 @@ def rounded_apart(a, b, c, s):
     return mx.add(mx.multiply(a, b, stream=s), c, stream=s)
 
 
-def multiply_add_form():
-    """:func:`fma` where torch's kernels fuse multiply-adds on this machine, else :func:`rounded_apart`."""
-    return fma if fused() else rounded_apart
-
-
 def _multiply_add_kernel(stream):
     """``a + b * c`` on ``stream`` as one fused kernel (float64 arithmetic and casts are slow on MLX's
     CPU: unfused, the op takes ~20x a float32 add)."""
@@ -128,26 +125,28 @@ def _multiply_add_kernel(stream):
         (mx.ones(2, mx.float32), mx.ones(2, mx.float32), mx.array(0.5, mx.float64))))
 
 
-def multiply_add(a, b, c, stream):
+def multiply_add(a, b, c, stream, fused: bool):
     """float32 ``a + b * c`` as torch's CPU ``addcmul`` kernel rounds it: once where it fuses the
-    multiply-add on this machine (:func:`fused`), else the product and then the sum.
+    multiply-add on this machine (``fused``: :func:`._torch_order.fused`), else the product and then
+    the sum.
 
     Args:
         a, b, c: float32 arrays (broadcastable).
         stream: an MLX CPU stream (float64 must be available on it).
+        fused: round once (else the product, then the sum).
 
     Returns:
         The float32 result.
     """
-    if not fused():
+    if not fused:
         return rounded_apart(b, c, a, stream)
     return _multiply_add_kernel(stream)(a, b, c)
 
 
-def add_scaled(a, b, alpha, subtract: bool, stream):
+def add_scaled(a, b, alpha, subtract: bool, stream, fused: bool):
     """float32 ``a + alpha * b`` (``a - alpha * b`` when ``subtract``) as torch's CPU ``add``/``sub``
     kernels round it with ``alpha`` as a float32: once where they fuse the multiply-add on this
-    machine (:func:`fused`), else the product and then the sum.
+    machine (``fused``: :func:`._torch_order.fused`), else the product and then the sum.
 
     The product of two float32 numbers is exact in float64, so the float64 sum rounds once to
     float64 and once to float32 (equal to the fused result but for rare double-rounding ties).
@@ -157,11 +156,12 @@ def add_scaled(a, b, alpha, subtract: bool, stream):
         alpha: a Python number, taken as a float32 as torch's kernel takes it.
         subtract: ``a - alpha * b`` instead (``-alpha`` is exact, so it rounds alike).
         stream: an MLX CPU stream (float64 must be available on it).
+        fused: round once (else the product, then the sum).
 
     Returns:
         The float32 result.
     """
-    if not fused():
+    if not fused:
         scale = mx.array(alpha, mx.float32)
         return rounded_apart(b, mx.negative(scale, stream=stream) if subtract else scale, a, stream)
     scale = mx.array(alpha, mx.float32).astype(mx.float64, stream=stream)

@@ -9,7 +9,7 @@ one ``mx.compile``d function per stream and set of flags (:func:`._cpu_rounding.
 kernels make, as tdx's composed ops on MLX make it: float32 products and sums rounded apart,
 ``lerp``, ``addcmul`` and ``add(alpha=)`` as fused multiply-adds (through float64, exact
 for float32 operands) where torch's kernels fuse them on this machine, else rounded apart
-(:func:`._cpu_rounding.fused`, part of the kernel's key), so the result equals the composed path
+(:func:`._torch_order.fused`, part of the kernel's key), so the result equals the composed path
 bit for bit. Must never import torch or tdx's facade.
 """
 
@@ -18,12 +18,13 @@ from __future__ import annotations
 import mlx.core as mx
 import numpy as np
 
-from ._cpu_rounding import compiled, fma, fused, rounded_apart
+from ._cpu_rounding import compiled, fma, rounded_apart
+from ._torch_order import fused
 
 
 def _update_fn(s, weight_decay: str, small_lerp: bool, amsgrad: bool, fused: bool):
     """The update for one set of flags (``weight_decay``: "none", "decoupled" or "l2"; ``fused``: torch's
-    kernels round a multiply-add once on this machine, :func:`._cpu_rounding.fused`)."""
+    kernels round a multiply-add once on this machine, :func:`._torch_order.fused`)."""
     fma_ = fma if fused else rounded_apart
 
     def update(p, g, m, v, vmax, decay, lerp_w, beta2, g_scale, bc2_sqrt, eps, neg_step):

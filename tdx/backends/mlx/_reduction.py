@@ -17,6 +17,7 @@ from ...autograd.tape import differentiating
 from ..base import norm_dim
 from . import _float64 as mlx_f64
 from . import _summation_order as summation
+from . import _torch_order as torch_order
 from ._indexing import on_stream, scalar_name
 from ._memory import check_alloc
 from ._rules import _HALF, _INTS, _axes, _dims, _kw, _out_shape, _reduced_shape
@@ -236,7 +237,7 @@ class MLXReductionOps(MLXReductionOpsStreamed):
         axes = _dims(dim, len(shape))
         axes = range(len(shape)) if axes is None else axes
         s = self.s
-        if self.caps.float64 and summation.in_force():
+        if self.caps.float64 and torch_order.in_force("sum"):
             fn, final = summation.plan(shape, axes, keepdim, s)
         else:
             ax = list(axes)

@@ -25,8 +25,8 @@ layouts): the caller keeps MLX's own sum. No machine's order is assumed: torch's
 other orders on other CPUs and instruction sets, so each order is used only once
 :mod:`._torch_order` has checked it against torch's own kernels on the running CPU (``"sum"``,
 ``"dot"``), and while the config's ``[backends.mlx] summation`` is ``"torch"`` (the default;
-``"native"`` keeps MLX's own order everywhere): :func:`in_force`, :func:`dot_in_force`. Must never
-import torch or the facade; used only by the MLX executor, on CPU streams.
+``"native"`` keeps MLX's own order everywhere): :func:`._torch_order.in_force`, :func:`chosen`. Must
+never import torch or the facade; used only by the MLX executor, on CPU streams.
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ import math
 import mlx.core as mx
 import numpy as np
 
-from . import _torch_order
 from ._cpu_rounding import compiled
 
 LANES = 8  # floats per vector in torch's AVX2 sum kernel
@@ -44,23 +43,12 @@ GRAIN = 32768  # aten's GRAIN_SIZE: larger reductions may be split between threa
 MAX_DOT = 8000  # MKL's sdot order measured up to 8000 elements (8192 and more: another order)
 
 
-def _chosen() -> bool:
-    """Whether the config's ``[backends.mlx] summation`` (``TDX_MLX_SUMMATION``) is ``"torch"``, the default."""
+def chosen() -> bool:
+    """Whether the config's ``[backends.mlx] summation`` (``TDX_MLX_SUMMATION``) is ``"torch"``, the default
+    (the order is then used where :func:`._torch_order.in_force` finds it verified)."""
     from ... import config
 
     return config.current()["backends.mlx.summation"] == "torch"
-
-
-def in_force() -> bool:
-    """Whether float32 sums add in torch's order: chosen by the config (:func:`_chosen`) and verified
-    against torch's sum on this machine (:func:`._torch_order.verified`, probed on the first call)."""
-    return _chosen() and _torch_order.verified("sum")
-
-
-def dot_in_force() -> bool:
-    """Whether a 1-D float32 ``dot`` adds in MKL's ``sdot`` order: chosen by the config and verified
-    against torch's ``dot`` on this machine."""
-    return _chosen() and _torch_order.verified("dot")
 
 
 def _running(x, s):

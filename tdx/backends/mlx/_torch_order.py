@@ -21,6 +21,9 @@ used only where it gives torch's bits. The op classes (:data:`OP_CLASSES`):
   :data:`TANH_MISSES` of the probes), and its derivative ``grad * (1 - y * y)`` fused or rounded
   apart as torch's ``tanh_backward`` is here; else no claim (the derivative is then MLX's own).
 
+The MLX executor asks :func:`in_force` (``"sum"``, ``"dot"``: the config's choice too), :func:`fused`
+and :func:`order` before it builds a kernel; :func:`report` gives every verdict with its reason.
+
 Must never import torch (it reaches the torch executor through the registry, as
 :mod:`._torch_stream` does), never draw from a random generator, and never change torch's state (its
 threads, its grad mode, its generators): the probes are fixed values through torch's plain
@@ -36,6 +39,9 @@ from typing import NamedTuple
 
 import mlx.core as mx
 import numpy as np
+
+from . import _summation_order as summation
+from ._cpu_rounding import fma, tanh_derivative
 
 OP_CLASSES = ("sum", "dot", "multiply_add", "tanh")
 TANH_MISSES = 1 / 500  # the share of probes where torch's tanh may miss the correctly rounded value
@@ -99,6 +105,18 @@ def order(op: str) -> str:
     """The order op class ``op`` runs in here (:attr:`Verdict.order`)."""
     found = _VERDICTS.get(op)
     return (found if found is not None else verdict(op)).order
+
+
+def in_force(op: str) -> bool:
+    """Whether the MLX executor adds ``"sum"`` or ``"dot"`` in torch's order now: chosen by the config
+    (``[backends.mlx] summation = "torch"``, the default: :func:`._summation_order.chosen`) and verified
+    on this machine (probed on the first call)."""
+    return summation.chosen() and verified(op)
+
+
+def fused() -> bool:
+    """Whether torch's CPU kernels round a multiply-add once on this machine (the ``"multiply_add"`` order)."""
+    return order("multiply_add") == "fused"
 
 
 def report() -> dict:
@@ -168,8 +186,6 @@ DOT_PROBES = (4, 12, 16, 28, 44, 100, 1000, 4092, 8000)  # every tail modulo 16 
 
 
 def _probe_sum(host, torch, why) -> Verdict:
-    from . import _summation_order as summation
-
     s = mx.default_stream(mx.cpu)
     got, expect = [], []
     for k, (shape, axes) in enumerate(SUM_PROBES):
@@ -188,8 +204,6 @@ def _probe_sum(host, torch, why) -> Verdict:
 
 
 def _probe_dot(host, torch, why) -> Verdict:
-    from . import _summation_order as summation
-
     s = mx.default_stream(mx.cpu)
     got, expect = [], []
     for k, n in enumerate(DOT_PROBES):
@@ -216,8 +230,6 @@ def _rounded_forms(a, b, c, alpha, w, s):
 
 def _fused_forms(a, b, c, alpha, w, s):
     """The probe ops with one rounding (through float64, as :mod:`._cpu_rounding` computes them)."""
-    from ._cpu_rounding import fma
-
     scale = mx.array(np.float32(alpha))
     coeff = mx.array(w if abs(w) < 0.5 else w - np.float32(1))
     return [fma(b, scale, a, s), fma(b, mx.negative(scale, stream=s), a, s),
@@ -239,8 +251,6 @@ def _probe_multiply_add(host, torch, why) -> Verdict:
     col, row = values(8, 14, 3).reshape(8, 1), values(5, 15, 3)  # broadcasting takes another loop
     expect.append(host.host_numpy(_torch(host, col).add(_torch(host, row), alpha=0.37)))
     rounded.append(mx.add(mx.array(col), mx.multiply(mx.array(row), mx.array(np.float32(0.37)), stream=s), stream=s))
-    from ._cpu_rounding import fma
-
     fused.append(fma(mx.array(row), mx.array(np.float32(0.37)), mx.array(col), s))
     mx.eval(rounded, fused)
     if all(_same_bits(np.array(g), e) for g, e in zip(fused, expect)):
@@ -249,17 +259,6 @@ def _probe_multiply_add(host, torch, why) -> Verdict:
         return Verdict("multiply_add", True, "rounded", f"torch's kernels round the product and the sum apart ({why})")
     return Verdict("multiply_add", False, "rounded", f"torch's multiply-adds round neither once nor apart on "
                                                      f"every probe ({why}): MLX's own, float tolerance")
-
-
-def tanh_derivative(y, g, fused: bool, s):
-    """``g * (1 - y * y)`` of float32 arrays, ``1 - y * y`` rounded once when ``fused`` (torch's
-    ``tanh_backward`` with FMA), else each step rounded."""
-    if fused:
-        wide = y.astype(mx.float64, stream=s)
-        one_minus = mx.subtract(1.0, mx.multiply(wide, wide, stream=s), stream=s).astype(mx.float32, stream=s)
-    else:
-        one_minus = mx.subtract(mx.array(1.0, mx.float32), mx.multiply(y, y, stream=s), stream=s)
-    return mx.multiply(g, one_minus, stream=s)
 
 
 def _probe_tanh(host, torch, why) -> Verdict:
