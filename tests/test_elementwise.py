@@ -222,7 +222,8 @@ def test_lerp_rounds_as_torch(device, dtype, weight):
     g = np.random.default_rng(8).standard_normal((40, 33)).astype(dtype)
     on_twin.backward(torch.from_numpy(g).to(twin))
     got.backward(tdx.tensor(g, device=device))
-    # ``b``'s gradient sums over the broadcast rows: one elementwise rounding where that sum adds in torch's order
-    rtol, atol = tolerance(dtype, "elementwise" if torch_order(device, "sum")[0] else "reduction")
-    for x, t in ((xa, ta), (xb, tb)):
+    # ``b``'s gradient sums over the broadcast rows: a reduction's tolerance (measured on mlx:cpu with
+    # ATEN_CPU_CAPABILITY=default: 1.5e-5 relative on a sum that cancels)
+    for x, t, kind in ((xa, ta, "elementwise"), (xb, tb, "reduction")):
+        rtol, atol = tolerance(dtype, kind)
         torch.testing.assert_close(torch.from_numpy(x.grad.numpy(force=True)), t.grad.cpu(), rtol=rtol, atol=atol)
