@@ -93,8 +93,8 @@ def torch_twin(device: str) -> str:
 
 
 def torch_order(device: str, *ops: str) -> tuple:
-    """Whether tdx promises torch's float32 bits on ``device`` for every op class in ``ops`` (``"sum"``,
-    ``"dot"``, ``"multiply_add"``, ``"tanh"``: ``tdx/backends/mlx/_torch_order.py``), and why not.
+    """Whether tdx promises torch's bits on ``device`` for every op class in ``ops`` (``"sum"``, ``"dot"``,
+    ``"multiply_add"``, ``"tanh"``, ``"prod"``: ``tdx/backends/mlx/_torch_order.py``), and why not.
 
     The torch executor runs torch's own kernels: always. MLX's CPU stream reproduces torch's order of an op
     class only where it was verified against torch's kernels on the running CPU (and, for ``"sum"`` and
@@ -112,7 +112,7 @@ def torch_order(device: str, *ops: str) -> tuple:
         return False, f"{device} keeps MLX's own order (no float64 to reproduce torch's roundings)"
     from tdx.backends.mlx import _torch_order
 
-    if {"sum", "dot"} & set(ops) and tdx.config.current()["backends.mlx.summation"] != "torch":
+    if {"sum", "dot", "prod"} & set(ops) and tdx.config.current()["backends.mlx.summation"] != "torch":
         return False, "[backends.mlx] summation is not \"torch\""
     why = [f"{op}: {_torch_order.verdict(op).reason}" for op in ops if not _torch_order.verified(op)]
     return not why, "; ".join(why)

@@ -16,6 +16,8 @@ used only where it gives torch's bits. The op classes (:data:`OP_CLASSES`):
   once (``"fused"``, torch's kernels compiled with FMA) or round the product and the sum apart
   (``"rounded"``, torch's kernels without FMA: ``ATEN_CPU_CAPABILITY=default``), whichever torch
   does here (:mod:`._cpu_rounding`); neither, MLX's own (``"rounded"``) and no claim.
+* ``"prod"``: a float16/bfloat16 ``prod`` in aten's order of half-precision multiplications
+  (:mod:`._product_order`), under the same config switch as ``"sum"``; unverified, MLX's own.
 * ``"tanh"``: float32 ``tanh`` correctly rounded (computed in float64, on every machine: MLX's own
   misses in 1 element of 5), which is torch's value but for rare 1-ulp misses of its kernel (at most
   :data:`TANH_MISSES` of the probes), and its derivative ``grad * (1 - y * y)`` fused or rounded
@@ -40,10 +42,11 @@ from typing import NamedTuple
 import mlx.core as mx
 import numpy as np
 
+from . import _product_order as product_order
 from . import _summation_order as summation
 from ._cpu_rounding import fma, tanh_derivative
 
-OP_CLASSES = ("sum", "dot", "multiply_add", "tanh")
+OP_CLASSES = ("sum", "dot", "multiply_add", "tanh", "prod")
 TANH_MISSES = 1 / 500  # the share of probes where torch's tanh may miss the correctly rounded value
 
 
@@ -108,7 +111,7 @@ def order(op: str) -> str:
 
 
 def in_force(op: str) -> bool:
-    """Whether the MLX executor adds ``"sum"`` or ``"dot"`` in torch's order now: chosen by the config
+    """Whether the MLX executor adds ``"sum"`` or ``"dot"`` (multiplies ``"prod"``) in torch's order now: chosen by the config
     (``[backends.mlx] summation = "torch"``, the default: :func:`._summation_order.chosen`) and verified
     on this machine (probed on the first call)."""
     return summation.chosen() and verified(op)
@@ -143,7 +146,7 @@ def _host():
 def _decide(op, probe) -> Verdict:
     host, torch = _host()
     if host is None:
-        return Verdict(op, False, "native" if op in ("sum", "dot") else "rounded",
+        return Verdict(op, False, "native" if op in ("sum", "dot", "prod") else "rounded",
                        "torch is not installed: nothing to compare with, MLX's own arithmetic")
     capability = torch.backends.cpu.get_cpu_capability()
     return probe(host, torch, f"torch's CPU capability {capability}")
@@ -288,7 +291,29 @@ def _probe_tanh(host, torch, why) -> Verdict:
     return Verdict("tanh", False, "rounded", f"torch's tanh_backward rounds neither once nor apart ({why})")
 
 
-_PROBES = {"sum": _probe_sum, "dot": _probe_dot, "multiply_add": _probe_multiply_add, "tanh": _probe_tanh}
+# half-precision products: a row past 64 (vectors of 16 in 4 accumulators, a tail), a short row, columns, all
+PROD_PROBES = (((300,), None), ((3, 100), 1), ((2, 40), 1), ((7, 33), 0), ((2, 3, 70), None))
+
+
+def _probe_prod(host, torch, why) -> Verdict:
+    s = mx.default_stream(mx.cpu)
+    got, expect = [], []
+    for name in ("float16", "bfloat16"):
+        for k, (shape, dim) in enumerate(PROD_PROBES):
+            a = (1 + values(int(np.prod(shape)), 31 + k, 0) / 8).reshape(shape)  # near 1: no overflow
+            t = _torch(host, a).to(getattr(torch, name))
+            expect.append(host.host_numpy(t.prod() if dim is None else t.prod(dim)).astype(np.float32))
+            out = product_order.prod(mx.array(a).astype(getattr(mx, name)), dim, False, s)
+            got.append(out.astype(mx.float32, stream=s))
+    mx.eval(got)
+    if all(_same_bits(np.array(g), e) for g, e in zip(got, expect)):
+        return Verdict("prod", True, "torch", f"aten's order of half-precision products verified against torch ({why})")
+    return Verdict("prod", False, "native", f"torch multiplies half-precision values in another order here ({why}): "
+                                            "MLX's own order, float tolerance")
+
+
+_PROBES = {"sum": _probe_sum, "dot": _probe_dot, "multiply_add": _probe_multiply_add, "tanh": _probe_tanh,
+           "prod": _probe_prod}
 
 
 def _forget() -> None:
