@@ -28,6 +28,7 @@ from ..autograd import tape as _tape
 from ..autograd.tape import ACTIVE as _TAPE
 from ..backends.base import norm_dim
 from . import views as _views
+from .formats import check_memory_format
 from .operands import _tensor, cat_promoted
 from .tensor import Tensor
 from .wrapping import (
@@ -224,9 +225,8 @@ class ShapeMethods:
         return self.expand(other.shape)
 
     def contiguous(self, memory_format=None):
-        from .formats import check_memory_format
-
-        check_memory_format(memory_format, "contiguous")
+        if memory_format is not None:
+            check_memory_format(memory_format, "contiguous")
         ex = self._ex
         if not ex.mutable:  # a non-contiguous view becomes a copy, as torch's
             return self if _views.layout_of(self).is_contiguous() else wrap(self._n, ex)
