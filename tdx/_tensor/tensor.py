@@ -154,7 +154,7 @@ class Tensor:
     # properties -----------------------------------------------------------------------
     @property
     def shape(self) -> Size:
-        return Size(self._ex.shape(self._n))
+        return Size(self._n.shape)  # every native's shape is a sequence of ints (as ``ndim`` reads ``_n.ndim``)
 
     @property
     def dtype(self):
@@ -581,6 +581,8 @@ class Tensor:
                         plain = False
                 elif i.__class__ is int:
                     plain = False
+                elif i is None or i is Ellipsis:  # nothing to unwrap either; a view, found by its layout
+                    basic = plain = False
                 else:
                     index = _unwrap_index(index, ex)
                     basic = plain = False
