@@ -505,7 +505,8 @@ def _natives(tensors, op: str):
     ex = first._ex
     out = []
     for t in tensors:
-        need_tensor(t, op, "tensors")
+        if t.__class__ is not Tensor:  # the common case skips the call (Parameters report Tensor too)
+            need_tensor(t, op, "tensors")
         out.append(t._n if t._ex is ex else foreign(op, ex, t))
     return ex, out
 
