@@ -55,10 +55,10 @@ def count_calls(fn, tokens: int) -> tuple[float, float, float]:
 
     Python 3.11's profiler sees Python frames and CPython builtins (torch's functions are builtins) but
     not nanobind's functions (MLX's), so MLX's own calls count in neither column; a synchronization is a
-    call of ``mx.eval``/``mx.async_eval`` or of an MLX array's ``item``/``tolist``/``__dlpack__``, counted
-    by wrapping them for this one run.
+    call of ``mx.eval``/``mx.async_eval``, of an MLX array's ``item``/``tolist``/``__dlpack__``, or of
+    ``np.array``/``np.asarray`` on an MLX array, counted by wrapping them for this one run.
     """
-    calls = builtins = syncs = 0
+    calls = builtins = syncs = own = own_builtins = 0  # own: the wrappers' frames and builtin calls
 
     def hook(frame, event, arg):
         nonlocal calls, builtins
@@ -69,27 +69,41 @@ def count_calls(fn, tokens: int) -> tuple[float, float, float]:
 
     def counted(real):
         def call(*args, **kwargs):
-            nonlocal syncs
+            nonlocal syncs, own
             syncs += 1
+            own += 1
             return real(*args, **kwargs)
+        return call
+
+    def counted_numpy(real):
+        def call(obj, *args, **kwargs):
+            nonlocal syncs, own, own_builtins
+            own += 1
+            own_builtins += 1
+            if isinstance(obj, mx.array):  # NumPy reads an MLX array through the buffer protocol: an evaluation
+                syncs += 1
+            return real(obj, *args, **kwargs)
         return call
 
     mx = sys.modules.get("mlx.core")
     saved = []
     if mx is not None:
-        saved = [(mx, name, getattr(mx, name)) for name in SYNC_FUNCTIONS]
-        saved += [(mx.array, name, getattr(mx.array, name)) for name in SYNC_METHODS]
-        for owner, name, real in saved:
-            setattr(owner, name, counted(real))
+        import numpy as np
+
+        saved = [(mx, name, getattr(mx, name), counted) for name in SYNC_FUNCTIONS]
+        saved += [(mx.array, name, getattr(mx.array, name), counted) for name in SYNC_METHODS]
+        saved += [(np, name, getattr(np, name), counted_numpy) for name in ("array", "asarray")]
+        for owner, name, real, wrapper in saved:
+            setattr(owner, name, wrapper(real))
     sys.setprofile(hook)
     try:
         fn()
     finally:
         sys.setprofile(None)
-        for owner, name, real in saved:
+        for owner, name, real, _ in saved:
             setattr(owner, name, real)
-    # the wrappers' own frames (one each) are not the program's calls
-    return (calls - syncs) / tokens, builtins / tokens, syncs / tokens
+    # the wrappers' own frames and calls are not the program's
+    return (calls - own) / tokens, (builtins - own_builtins) / tokens, syncs / tokens
 
 
 def transformers_worker(path: str, tokens: int, repeats: int, profile: bool) -> dict:
