@@ -86,11 +86,13 @@ def dtype_of(spec):
     """
     if isinstance(spec, _LegacyTensorMeta):
         return spec.dtype
-    if isinstance(spec, str) and spec.endswith("Tensor"):
-        cls = LEGACY_TENSORS.get(spec.rpartition(".")[2])
+    if isinstance(spec, str):
+        cls = LEGACY_TENSORS.get(spec.rpartition(".")[2]) if spec.endswith("Tensor") else None
         if cls is None:
             raise TdxValueError(f"invalid type: '{spec}'")
         return cls.dtype
+    if spec.__class__ is type and spec in D.PYTHON_TYPES:  # torch's type() takes no Python type
+        raise TdxValueError(f"invalid type: '{spec.__name__}'")
     return D.as_dtype(spec)
 
 
@@ -118,6 +120,13 @@ def set_default_tensor_type(t, /) -> None:
 
 
 class _LegacyMethods:
+    def type(self, dtype=None, non_blocking=False):
+        """With no argument, the legacy type name (``"tdx.FloatTensor"``, ``"tdx.cuda.LongTensor"``); else
+        this tensor cast to ``dtype`` (a dtype, a legacy class such as ``tdx.DoubleTensor`` or its name)."""
+        if dtype is None:
+            return type_name(self)
+        return self.to(dtype_of(dtype))
+
     def new(self, *args, device=None):
         """torch's legacy constructor: ``new()`` empty, ``new(2, 3)``/``new(Size)`` uninitialised of that
         shape, ``new([..])`` from data; in this tensor's dtype and (by default) device."""

@@ -19,7 +19,7 @@ import math
 
 from .. import _dtypes as D, backends as _backends, interop as _interop
 from .._device import device as _Device
-from .._errors import NATIVE_ERRORS, TdxRuntimeError, TdxTypeError, UnsupportedOpError
+from .._errors import NATIVE_ERRORS, TdxRuntimeError, TdxTypeError, TdxValueError, UnsupportedOpError
 from ..autograd import tape as _tape
 from ..autograd.tape import ACTIVE as _TAPE
 from . import views as _views, wrapping
@@ -205,7 +205,7 @@ class Tensor:
 
         return strided
 
-    # every tdx tensor is dense, unquantized and not nested (tdx.compat.refused says why)
+    # every tdx tensor is dense, unquantized and not nested (tdx.aliasing.refused says why)
     is_sparse = is_sparse_csr = is_quantized = is_nested = is_mkldnn = False
 
     def size(self, dim=None):
@@ -508,15 +508,6 @@ class Tensor:
     def _cast(self, d) -> "Tensor":
         return self if self.dtype is d else wrap(self._ex.astype(self._n, d), self._ex)
 
-    def type(self, dtype=None, non_blocking=False):
-        """With no argument, the legacy type name (``"tdx.FloatTensor"``, ``"tdx.cuda.LongTensor"``); else
-        this tensor cast to ``dtype`` (a dtype, a legacy class such as ``tdx.DoubleTensor`` or its name)."""
-        from . import legacy
-
-        if dtype is None:
-            return legacy.type_name(self)
-        return self.to(legacy.dtype_of(dtype))
-
     def clone(self, *, memory_format=None) -> "Tensor":
         if memory_format is not None and memory_format is not _CONTIGUOUS:
             check_memory_format(memory_format, "clone")
@@ -545,7 +536,21 @@ class Tensor:
         return bool(self.item())
 
     def __float__(self) -> float:
-        return float(self.item())
+        return float(self._scalar())
+
+    def _scalar(self):
+        """The one element as a Python number, for ``float()``/``int()``/``complex()``.
+
+        Raises:
+            TdxValueError: the tensor has another number of elements (torch's ValueError; ``item()``
+                raises RuntimeError instead, as torch's).
+        """
+        try:
+            return self.item()
+        except TdxRuntimeError:
+            if self.numel() != 1:
+                raise TdxValueError("only one element tensors can be converted to Python scalars") from None
+            raise
 
     def __format__(self, spec: str) -> str:
         # torch: a 0-d tensor formats as its Python number (f"{loss:.4f}"); others as object does
@@ -554,10 +559,10 @@ class Tensor:
         return object.__format__(self, spec)
 
     def __int__(self) -> int:
-        return int(self.item())
+        return int(self._scalar())
 
     def __complex__(self) -> complex:
-        return complex(self.item())
+        return complex(self._scalar())
 
     def __index__(self) -> int:
         if self.dtype.is_floating_point or self.dtype.is_complex or self.numel() != 1:
@@ -672,12 +677,6 @@ class Tensor:
         if g is not None:
             new.grad = copy.deepcopy(g, memo)
         return new
-
-    def __reduce_ex__(self, protocol):
-        from .creation import _rebuild
-
-        return (_rebuild, (self._ex.host_numpy(self._n), self.dtype.name, str(self._ex.device), self.requires_grad))
-
 
 class _HookHandle:
     """What ``register_*_hook`` returns: ``remove()`` unregisters the hook (idempotent)."""

@@ -236,3 +236,8 @@ class TorchAdaptedOps:
     @staticmethod
     def uniform_(x, low=0.0, high=1.0, generator=None):
         return x.uniform_(low, high, generator=generator)
+
+    @staticmethod
+    def random_(x, frm, to, generator=None):
+        """torch's ``random_``: ``to`` None is the dtype's whole range (for int64 ``[0, 2**63)``)."""
+        return x.random_(generator=generator) if frm == 0 and to is None else x.random_(frm, to, generator=generator)

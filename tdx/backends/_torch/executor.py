@@ -50,13 +50,16 @@ def sync_default_dtype() -> None:
     torch.set_default_dtype(_TABLE[D.get_default_dtype()])
 
 
+D.DEFAULT_FOLLOWERS.append(sync_default_dtype)  # tdx.set_default_dtype keeps torch's in step
+
+
 class TorchExecutor(TorchNNOps, TorchAdaptedOps, TorchKernelOps, TorchNamespaceOps, TorchOptimOps, Executor):
     """Runs tdx ops with torch on one torch device."""
 
     name = "torch"
     mutable = True
     taped = False
-    native_autocast = True  # torch's autocast state is mirrored from tdx's (compat/autocast_state.py)
+    native_autocast = True  # torch's autocast state is mirrored from tdx's (compat/amp/autocast_state.py)
 
     def __init__(self, device):
         self.caps = Capabilities(
@@ -179,10 +182,10 @@ class TorchExecutor(TorchNNOps, TorchAdaptedOps, TorchKernelOps, TorchNamespaceO
 
     # ops whose tdx signature differs a little from torch's -------------------------------
     def sum(self, x, dim=None, keepdim=False, dtype=None):
-        return torch.sum(x, dim, keepdim, dtype=None if dtype is None else self._to_native[dtype])
+        return torch.sum(x, dim, keepdim, dtype=None if dtype is None else self.native_dtype(dtype))
 
     def mean(self, x, dim=None, keepdim=False, dtype=None):
-        return torch.mean(x, dim, keepdim, dtype=None if dtype is None else self._to_native[dtype])
+        return torch.mean(x, dim, keepdim, dtype=None if dtype is None else self.native_dtype(dtype))
 
     def prod(self, x, dim=None, keepdim=False, dtype=None):
         nd = None if dtype is None else self.native_dtype(dtype)

@@ -102,6 +102,7 @@ _DRAWS = {
     "bernoulli_": (2, lambda ex, h, x, p, g: _back(ex, h.bernoulli_(_like(ex, x), _to_host(ex, p), g), ex.dtype(x))),
     "normal_": (3, lambda ex, h, x, mean, std, g: _back(ex, h.normal_(_like(ex, x), mean, std, g), ex.dtype(x))),
     "uniform_": (3, lambda ex, h, x, lo, hi, g: _back(ex, h.uniform_(_like(ex, x), lo, hi, g), ex.dtype(x))),
+    "random_": (3, lambda ex, h, x, frm, to, g: _back(ex, h.random_(_like(ex, x), frm, to, g), ex.dtype(x))),
     "exponential_": (2, lambda ex, h, x, lambd, g: _back(ex, h.exponential_(_like(ex, x), lambd, g), ex.dtype(x))),
     "cauchy_": (3, lambda ex, h, x, median, sigma, g: _back(ex, h.cauchy_(_like(ex, x), median, sigma, g),
                                                             ex.dtype(x))),

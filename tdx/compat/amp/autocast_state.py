@@ -17,8 +17,8 @@ import sys
 import threading
 import warnings
 
-from .. import _dtypes as D
-from .._errors import TdxRuntimeError, TdxTypeError, TdxValueError
+from ... import _dtypes as D
+from ..._errors import TdxRuntimeError, TdxTypeError, TdxValueError
 
 __all__ = ["autocast", "is_autocast_enabled", "set_autocast_enabled", "get_autocast_dtype", "set_autocast_dtype",
            "is_autocast_cpu_enabled", "set_autocast_cpu_enabled", "get_autocast_cpu_dtype", "set_autocast_cpu_dtype",
@@ -98,9 +98,9 @@ def covers(kind: str, ex) -> bool:
     dev = ex.device
     if kind == dev.type:
         return True
-    from .. import backends
-    from .._errors import TdxError
-    from .cuda import is_accelerator
+    from ... import backends
+    from ..._errors import TdxError
+    from ..cuda import is_accelerator
 
     try:
         resolved = backends.get(kind)
@@ -121,6 +121,8 @@ def set_autocast_dtype(device_type, dtype) -> None:
     Raises:
         TdxTypeError: ``dtype`` is not a tdx dtype.
     """
+    if dtype.__class__ is type and dtype in D.PYTHON_TYPES:  # Python's float is float64, as torch reads it
+        dtype = D.as_dtype(dtype)
     if not isinstance(dtype, D.dtype):
         raise TdxTypeError(f"set_autocast_dtype(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
     kind = _device_type(device_type, "set_autocast_dtype")
@@ -217,8 +219,8 @@ def _load_torch_for(kind: str) -> None:
     another executor, whose tensors torch never computes)."""
     if kind not in _TORCH_TYPES or _torch() is not None:
         return
-    from .. import backends
-    from ..backends import _flags
+    from ... import backends
+    from ...backends import _flags
 
     pin = backends.pinned()
     if pin is None or pin[0].device.type in _TORCH_TYPES:
@@ -245,13 +247,15 @@ class autocast:  # noqa: N801 - torch's name
         if not is_autocast_available(device_type):
             raise TdxRuntimeError(f"User specified an unsupported autocast device_type '{device_type}'")
         self.device = device_type
+        if dtype.__class__ is type and dtype in D.PYTHON_TYPES:  # dtype=float: float64, refused below with a warning
+            dtype = D.as_dtype(dtype)
         if dtype is not None and not isinstance(dtype, D.dtype):
             raise TdxTypeError(f"autocast(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
         self.fast_dtype = dtype if dtype is not None else get_autocast_dtype(self.device)
         self._cache_enabled = is_autocast_cache_enabled() if cache_enabled is None else bool(cache_enabled)
         if enabled:
             if self.device == "cuda":
-                from .cuda import is_available
+                from ..cuda import is_available
 
                 if not is_available():
                     warnings.warn("CUDA is not available or torch_xla is imported. Disabling autocast.",
