@@ -17,17 +17,20 @@ from __future__ import annotations
 
 import math
 
-from .. import _dtypes as D
+from .. import _dtypes as D, backends as _backends, interop as _interop
+from .._device import device as _Device
 from .._errors import NATIVE_ERRORS, TdxRuntimeError, TdxTypeError, TdxValueError, UnsupportedOpError
 from ..autograd import tape as _tape
 from ..autograd.tape import ACTIVE as _TAPE
 from . import views as _views, wrapping
+from .formats import check_memory_format, contiguous_format as _CONTIGUOUS
 from .wrapping import (LARGE_RESULT as _LARGE_RESULT, NO_KERNEL as _NO_KERNEL, SCALARS as _SCALARS, Size,
                        float32_entry as _float32_entry, foreign as _foreign, inline_typed, mixed_operands as _mixed,
                        scalar as _scalar, typed_errors, wrap)
 
 _new = object.__new__
 _F32 = D.float32
+_DType = D.dtype
 
 
 def _operand(t, other, op: str):
@@ -156,7 +159,7 @@ class Tensor:
     # properties -----------------------------------------------------------------------
     @property
     def shape(self) -> Size:
-        return Size(self._ex.shape(self._n))
+        return Size(self._n.shape)  # every native's shape is a sequence of ints (as ``ndim`` reads ``_n.ndim``)
 
     @property
     def dtype(self):
@@ -459,17 +462,31 @@ class Tensor:
         A tensor that requires grad stays differentiable across executors (the gradient flows back
         to the source), as torch's ``.to()`` across devices.
         """
-        from ..interop import parse_to, share, transfer
-
+        # the forms that change nothing return at once: to(dtype), to(device) and to(device=, dtype=)
+        # naming this tensor's own dtype and executor (transformers calls them dozens of times per token)
+        if len(args) + len(kwargs) <= 2 and (
+                not kwargs or len(kwargs) == ("device" in kwargs) + ("dtype" in kwargs) + ("non_blocking" in kwargs)):
+            for a in (*args, kwargs.get("device"), kwargs.get("dtype")):
+                c = a.__class__
+                if c is _DType:
+                    if a is not self.dtype:
+                        break
+                elif c is _Device or c is str:
+                    if a is not self._ex.device and _backends.get(a) is not self._ex:
+                        break
+                elif a is not None:
+                    break
+            else:
+                return self
         if args and isinstance(args[0], Tensor) and type(args[0]) is not Tensor:  # to(parameter): its device, dtype
             args = (args[0].device, args[0].dtype, *args[1:])
-        ex, dtype, copy = parse_to(self, args, kwargs)
+        ex, dtype, copy = _interop.parse_to(self, args, kwargs)
         out = self
         try:
             if ex is not self._ex:
-                share(self, ex)
+                _interop.share(self, ex)
                 out = _move(self, ex) if self.requires_grad and _tape.is_grad_enabled() else \
-                    wrap(transfer(self._n, self._ex, ex), ex)
+                    wrap(_interop.transfer(self._n, self._ex, ex), ex)
                 copy = False
             if dtype is not None and dtype is not out.dtype:
                 if _TAPE[0] and _tape.wants(out):
@@ -498,9 +515,7 @@ class Tensor:
         return self if self.dtype is d else wrap(self._ex.astype(self._n, d), self._ex)
 
     def clone(self, *, memory_format=None) -> "Tensor":
-        if memory_format is not None:
-            from .formats import check_memory_format
-
+        if memory_format is not None and memory_format is not _CONTIGUOUS:
             check_memory_format(memory_format, "clone")
         return wrap(self._ex.clone(self._n), self._ex)
 
@@ -577,6 +592,8 @@ class Tensor:
                         plain = False
                 elif i.__class__ is int:
                     plain = False
+                elif i is None or i is Ellipsis:  # nothing to unwrap either; a view, found by its layout
+                    basic = plain = False
                 else:
                     index = _unwrap_index(index, ex)
                     basic = plain = False

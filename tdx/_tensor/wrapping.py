@@ -360,6 +360,12 @@ def shape_args(args, op: str) -> tuple:
     """``f(2, 3)``, ``f((2, 3))`` and ``f([2, 3])`` all as the tuple ``(2, 3)``."""
     if len(args) == 1 and not isinstance(args[0], int):
         args = args[0]
+    if args.__class__ is tuple or args.__class__ is Size:  # ints already (view(shape), reshape(x.shape)): as is
+        for s in args:
+            if s.__class__ is not int:
+                break
+        else:
+            return tuple(args)
     if isinstance(args, (str, bytes)):
         raise TdxTypeError(f"{op}(): argument 'size' must be tuple of ints, not {type(args).__name__}")
     try:  # ints and what stands for one (NumPy ints, 0-d integer tensors); a float or a str is refused

@@ -130,6 +130,9 @@ class Executor:
     taped = True  # same as not caps.native_autograd (tdx's tape records its ops); a plain attribute
     native_autocast = False  # casts ops per torch's autocast policy itself (torch); else tdx.compat.amp.autocast_policy does
     update_kernels = False  # has addcmul/addcdiv/lerp on natives (torch: backends/_torch/nn.py, mlx: _elementwise.py)
+    # ``linear(x, weight, bias)`` on natives with torch's checks, errors and autograd (torch's own kernel), which
+    # ``nn.Linear`` and ``F.linear`` call first; None: they take ``nn_functional`` or tdx's composed path
+    linear_kernel = None
     # {op name: (kernel, result tdx dtype, takes Python scalars, takes two 1-d operands)}: ops whose float32
     # operands the facade may hand to ``kernel(*natives, stream=...)`` itself, without the op reading their
     # dtypes (MLX, where a dtype read is the per-op cost: :func:`tdx.backends.mlx._elementwise.float32_kernel`);
