@@ -18,6 +18,7 @@ import json
 import pathlib
 import runpy
 import sys
+import sysconfig
 import types
 
 OUT = pathlib.Path(__file__).resolve().parent.parent / "tests" / "data" / "torch_surface"
@@ -25,11 +26,18 @@ _SEEN: set = set()
 _IN_TRACE = [False]
 
 
+_STDLIB = sysconfig.get_paths()["stdlib"]
+_SITE = (sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"])
+
+
 def _outside_torch(depth: int) -> bool:
-    """Whether the frame ``depth`` levels above the caller belongs to a module that is not torch's own."""
+    """Whether the frame ``depth`` levels above the caller is a library's or the program's: neither torch's own
+    modules nor the standard library's (pickle's and inspect's module scans read every module's names)."""
     frame = sys._getframe(depth + 1)
-    name = frame.f_globals.get("__name__", "")
-    return not (name == "torch" or name.startswith("torch.") or frame.f_code.co_filename == __file__)
+    name, file = frame.f_globals.get("__name__", ""), frame.f_code.co_filename
+    if name == "torch" or name.startswith("torch.") or file == __file__ or file.startswith("<frozen"):
+        return False
+    return not file.startswith(_STDLIB) or file.startswith(_SITE)
 
 
 class _RecordingModule(types.ModuleType):

@@ -141,7 +141,9 @@ class Tensor:
 
     # _dt: the tdx dtype where a per-op path has learnt it (float32_binary/float32_unary), else None; only
     # on executors whose natives never change dtype (MLX), and reset wherever _n may take another dtype
-    __slots__ = ("_n", "_ex", "_ag", "_view", "_dt", "__weakref__")
+    # __dict__: attributes libraries set on tensors (torch's tensors take them); CPython creates the dict on the
+    # first such assignment, so a tensor that never gets one carries only a null pointer
+    __slots__ = ("_n", "_ex", "_ag", "_view", "_dt", "__weakref__", "__dict__")
     __array_priority__ = 1000  # NumPy defers binary ops to Tensor
 
     def __new__(cls, *args, **kwargs):
@@ -654,6 +656,8 @@ class Tensor:
         g = self.grad
         if g is not None:
             new.grad = copy.deepcopy(g, memo)
+        if self.__dict__:  # the attributes set on the tensor, deep-copied as torch's deepcopy does
+            new.__dict__.update(copy.deepcopy(self.__dict__, memo))
         return new
 
     def __reduce_ex__(self, protocol):

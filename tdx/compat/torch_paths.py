@@ -139,6 +139,9 @@ def module_paths() -> list:
     return sorted(_packages())
 
 
+_MODULE_DICT = types.ModuleType.__dict__["__dict__"].__get__
+
+
 class ShapedModule(types.ModuleType):
     """A tdx module standing for a torch module: a failed lookup goes through :func:`resolve`."""
 
@@ -146,6 +149,16 @@ class ShapedModule(types.ModuleType):
         if name[:2] == "__":  # the import system's probes (__path__...): as fast as a plain module's miss
             raise AttributeError(name)
         return resolve(self, name)
+
+    @property
+    def __dict__(self):
+        """The module's namespace, holding its lazily offered names too (torch's namespaces hold every name:
+        pyro builds its optimizer wrappers from ``torch.optim.__dict__``)."""
+        namespace = _MODULE_DICT(self)
+        for name in getattr(namespace.get("__getattr__"), "lazy_names", ()):
+            if name not in namespace:
+                getattr(self, name)
+        return namespace
 
 
 class GeneratedModule(ShapedModule):
