@@ -636,6 +636,12 @@ class Tensor:
             raise TdxTypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
         return wrap(self._ex.bitwise_not(self._n), self._ex)
 
+    @property
+    def _version(self) -> int:
+        """The count of in-place writes to the tensor's data, as torch's version counter: on torch executors
+        the native's own; on executors whose arrays are immutable (MLX) 0, as they keep no counter."""
+        return getattr(self._n, "_version", 0)
+
     def __deepcopy__(self, memo):
         """A new leaf with a copy of the values, ``requires_grad`` and a deep copy of ``.grad``, as torch's.
 
