@@ -74,7 +74,7 @@ torch = _sys.modules[__name__]  # torch.torch is torch
 _NAMESPACES = ("cuda", "cpu", "mps", "mlx", "nn", "optim", "utils", "linalg", "fft", "special", "masked", "signal",
                "distributed", "distributions", "amp", "accelerator", "serialization", "compiler", "fx", "jit", "futures",
                "xpu", "mtia", "hub", "library", "onnx", "overrides", "types", "storage", "_C", "version", "_dynamo",
-               "_logging", "func", "random", "multiprocessing", "profiler")
+               "_logging", "_jit_internal", "_tensor_str", "func", "random", "multiprocessing", "profiler")
 _aliases = _alias.install(_alias.AliasFinder({f"tdx.{n}": f"tdx.compat.{n}" for n in _NAMESPACES}))
 # every torch module path imports under tdx (a generated module where tdx has no real one), and a name a tdx
 # module lacks is a NotProvidedAttributeError naming its torch path

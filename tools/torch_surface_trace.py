@@ -5,7 +5,7 @@ Usage: ``python tools/torch_surface_trace.py LIB PROGRAM [ARGS...]`` (real torch
 (a path, as ``python PROGRAM ARGS`` would) with every loaded ``torch`` module's class swapped for a recording
 subclass and ``torch.Tensor.__getattribute__`` wrapped, then writes ``tests/data/torch_surface/LIB.json``:
 the sorted names (``torch.nn.functional.linear``, ``torch._C._log_api_usage_once``, ``Tensor.new_zeros``) that
-the program or any library it imports reached, each resolved under torch. A name reached only from torch's own
+the program or any library it imports reached, each resolved under torch, with the module that reached it first. A name reached only from torch's own
 modules is left out: it is torch's business, not the surface libraries see. ``tests/test_torch_surface.py``
 replays each list against tdx under the alias.
 
@@ -15,6 +15,7 @@ This tool imports torch and is never imported by tdx.
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import runpy
 import sys
@@ -22,22 +23,29 @@ import sysconfig
 import types
 
 OUT = pathlib.Path(__file__).resolve().parent.parent / "tests" / "data" / "torch_surface"
-_SEEN: set = set()
+_SEEN: dict = {}  # name -> the module that reached it first
 _IN_TRACE = [False]
 
 
 _STDLIB = sysconfig.get_paths()["stdlib"]
 _SITE = (sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"])
+_TORCH_OWN = {"torch", "functorch", "torchgen"}  # the packages torch's wheel installs
+_REAL_FILES: dict = {}
 
 
-def _outside_torch(depth: int) -> bool:
-    """Whether the frame ``depth`` levels above the caller is a library's or the program's: neither torch's own
-    modules nor the standard library's (pickle's and inspect's module scans read every module's names)."""
+def _reader(depth: int):
+    """The module name of the frame ``depth`` levels above the caller when it is a library's or the program's,
+    else None: neither torch's own modules nor the standard library's (pickle's and inspect's module scans read
+    every module's names)."""
     frame = sys._getframe(depth + 1)
     name, file = frame.f_globals.get("__name__", ""), frame.f_code.co_filename
-    if name == "torch" or name.startswith("torch.") or file == __file__ or file.startswith("<frozen"):
-        return False
-    return not file.startswith(_STDLIB) or file.startswith(_SITE)
+    if not isinstance(name, str) or name.split(".", 1)[0] in _TORCH_OWN or file == __file__:
+        return None
+    if file.startswith(_STDLIB) and not file.startswith(_SITE):
+        return None
+    if file not in _REAL_FILES:  # torch's modules generated at run time (its RPC templates) have no file
+        _REAL_FILES[file] = os.path.isfile(file)
+    return name if _REAL_FILES[file] else None
 
 
 class _RecordingModule(types.ModuleType):
@@ -48,8 +56,9 @@ class _RecordingModule(types.ModuleType):
         if not _IN_TRACE[0] and not (attr.startswith("__") and attr.endswith("__")):
             _IN_TRACE[0] = True
             try:
-                if _outside_torch(1):
-                    _SEEN.add(f"{types.ModuleType.__getattribute__(self, '__name__')}.{attr}")
+                reader = _reader(1)
+                if reader is not None:
+                    _SEEN.setdefault(f"{types.ModuleType.__getattribute__(self, '__name__')}.{attr}", reader)
             finally:
                 _IN_TRACE[0] = False
         return value
@@ -76,8 +85,9 @@ def _instrument_tensor(torch) -> None:
         if not _IN_TRACE[0] and not (attr.startswith("__") and attr.endswith("__")):
             _IN_TRACE[0] = True
             try:
-                if _outside_torch(1) and hasattr(torch.Tensor, attr):
-                    _SEEN.add(f"Tensor.{attr}")
+                reader = _reader(1)
+                if reader is not None and hasattr(torch.Tensor, attr):
+                    _SEEN.setdefault(f"Tensor.{attr}", reader)
             finally:
                 _IN_TRACE[0] = False
         return base(self, attr)
@@ -108,8 +118,8 @@ def _sweep_pending() -> None:
                 continue
 
 
-def trace(program: str, argv: list) -> list:
-    """Run PROGRAM under real torch with recording on; the sorted surface names it reached."""
+def trace(program: str, argv: list) -> dict:
+    """Run PROGRAM under real torch with recording on; ``{name: the module that reached it first}``, sorted."""
     import torch
     import torch.utils.data  # noqa: F401  the modules every library reaches
 
@@ -139,7 +149,7 @@ def trace(program: str, argv: list) -> list:
         runpy.run_path(program, run_name="__main__")
     finally:
         builtins.__import__, importlib.import_module = real_import, real_import_module
-    return sorted(_SEEN)
+    return dict(sorted(_SEEN.items()))
 
 
 def main(args: list) -> int:

@@ -5,13 +5,16 @@ shape of two shapes, ``_TensorMeta`` is the metaclass of ``Tensor`` (``type``), 
 usage logging torchmetrics and Lightning call) records nothing, ``_are_functorch_transforms_active()`` is False
 (tdx's transforms run no functorch interpreter stack), ``_disabled_torch_function_impl`` is what a tensor
 subclass sets as ``__torch_function__`` to opt out of the protocol (tdx calls no ``__torch_function__``: it runs
-the function), and ``_nn._parse_to`` parses ``Tensor.to``'s/``Module.to``'s arguments as torch's does. A name
+the function), and ``_nn._parse_to`` parses ``Tensor.to``'s/``Module.to``'s arguments as torch's does, ``device`` is ``tdx.device``
+and ``_distributed_rpc._is_current_rpc_agent_set()`` is False (tdx has no RPC agent). A name
 not here is a ``NotProvidedAttributeError`` naming it. This module must never import a framework.
 """
 
 from __future__ import annotations
 
 import types as _types
+
+from .._device import device  # noqa: F401 - torch._C.device is torch.device
 
 __all__: list = []
 
@@ -64,3 +67,5 @@ def _parse_to(*args, **kwargs):
 
 _nn = _types.ModuleType("torch._C._nn", "torch._C._nn: the argument parser of to().")
 _nn._parse_to = _parse_to
+_distributed_rpc = _types.ModuleType("torch._C._distributed_rpc", "torch._C._distributed_rpc: no RPC agent in tdx.")
+_distributed_rpc._is_current_rpc_agent_set = lambda: False  # tdx never sets an RPC agent
