@@ -12,7 +12,8 @@ import math as _math
 import sys as _sys
 
 from . import _dtypes, backends, config, return_types
-from .compat import alias as _alias, integrations as _integrations
+from .aliasing import alias as _alias
+from .compat import integrations as _integrations
 from ._tensor.creation import (arange, as_tensor, asarray, empty, empty_like, eye, from_numpy, full, full_like, linspace,
                                ones, ones_like, rand, rand_like, randint, randint_like, randn, randn_like,
                                tensor, zeros, zeros_like)
@@ -31,8 +32,8 @@ from ._tensor.generator import Generator
 from ._tensor.formats import (channels_last, channels_last_3d, contiguous_format, finfo, iinfo, layout,
                               memory_format, preserve_format, set_printoptions, strided)
 from ._tensor.formats import _mkldnn, jagged, sparse_bsc, sparse_bsr, sparse_coo, sparse_csc, sparse_csr
-from .compat import build_info as __config__
-from .compat.streams import Event, Stream
+from .compat import __config__
+from ._tensor.streams import Event, Stream
 from .backends._seeding import initial_seed, manual_seed
 from .interop import CopyRequiredError, InteropError, from_dlpack
 from ._tensor.tensor import Tensor
@@ -41,18 +42,19 @@ from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set
 from .autograd.grad_mode import is_inference_mode_enabled
 from .backends import get_default_device, set_default_device
 from ._errors import AcceleratorError, FatalError, JITException, OutOfMemoryError
-from .compat import autocast_state as _autocast_state, control_flow as _control_flow, nn_forms as _nn_forms
-from .compat import refused as _refused, runtime as _runtime, symbolic as _symbolic, torch_paths as _torch_paths
-from .compat import checks as _checks
+from ._tensor import control_flow as _control_flow, nn_forms as _nn_forms, runtime as _runtime, symbolic as _symbolic
+from ._tensor import checks as _checks
+from .aliasing import refused as _refused, torch_paths as _torch_paths
+from .compat.amp import autocast_state as _autocast_state
 
 # torch's top-level settings, control flow, symbolic helpers and ATen-signature nn forms; the names tdx refuses
-# (tdx.compat.refused: each raises UnsupportedOpError saying why) are made on first use (__getattr__ below)
+# (tdx.aliasing.refused: each raises UnsupportedOpError saying why) are made on first use (__getattr__ below)
 for _m in (_autocast_state, _checks, _control_flow, _nn_forms, _runtime, _symbolic):
     globals().update({_n: getattr(_m, _n) for _n in _m.__all__})
 for _n, _f in _refused.tensor_methods().items():
     if not hasattr(Tensor, _n):  # a built method always wins over a refusal
         setattr(Tensor, _n, _f)
-from .compat import autocast_policy as _autocast_policy
+from .compat.amp import autocast_policy as _autocast_policy
 _autocast_policy.install(_sys.modules[__name__], Tensor)  # autocast's per-op policy (one check while it is off)
 from ._tensor.legacy import LEGACY_TENSORS as _LEGACY_TENSORS, set_default_tensor_type
 from ._tensor.storage import LEGACY_STORAGES as _LEGACY_STORAGES, Storage, StorageBase, TypedStorage, UntypedStorage

@@ -87,6 +87,9 @@ ALIASES = {"bool": bool_, "half": float16, "float": float32, "double": float64,
 
 # prefix: the namespace reprs name ("torch" while the torch import alias is active)
 _state = {"default_float": float32, "prefix": "tdx"}
+# called after the default float dtype changes: the torch executor's module adds the sync of torch's own default
+# when it loads (torch computes some result dtypes, int / int, from it), and each executor syncs when built
+DEFAULT_FOLLOWERS: list = []
 
 
 def get_default_dtype() -> dtype:
@@ -100,12 +103,8 @@ def set_default_dtype(d: dtype) -> None:
     if d._cat != _FLOAT:
         raise DtypeError(f"only floating-point types are supported as the default type, got {d!r}")
     _state["default_float"] = d
-    import sys  # torch computes some result dtypes (int / int) from its own default
-
-    if "torch" in sys.modules:
-        from .backends._torch import executor as torch_executor
-
-        torch_executor.sync_default_dtype()
+    for follow in DEFAULT_FOLLOWERS:
+        follow()
 
 
 def default_complex() -> dtype:

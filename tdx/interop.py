@@ -235,9 +235,9 @@ def _endpoint(ex) -> str:
 # classifying sources ----------------------------------------------------------------------
 def _kind(obj) -> str | None:
     """``"tdx"``, ``"torch"``, ``"mlx"``, ``"numpy"``, ``"dlpack"``, ``"buffer"`` or None."""
-    from ._tensor.tensor import Tensor
+    from ._tensor import wrapping  # the class as the facade's lower layer binds it: interop never reaches up to it
 
-    if isinstance(obj, Tensor):
+    if wrapping.Tensor is not None and isinstance(obj, wrapping.Tensor):
         return "tdx"
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(obj, torch.Tensor):

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 import tdx
-from tdx.compat.refused import is_refused
+from tdx.aliasing.refused import is_refused
 from tdx.testing import assert_close
 
 from conftest import torch_twin

@@ -37,7 +37,7 @@ def test_torch_prefixed_packages_stay_themselves_under_run(device, tmp_path):
 
 
 def test_torch_prefixed_packages_in_the_alias_block(device):
-    from tdx.compat.torch_alias import torch_alias
+    from tdx.aliasing.torch_alias import torch_alias
 
     sys.path.insert(0, str(PACKAGES))
     try:
@@ -64,7 +64,7 @@ def test_alias_import_forms(device, tmp_path):
 
     import torch as real
 
-    from tdx.compat.torch_alias import torch_alias
+    from tdx.aliasing.torch_alias import torch_alias
 
     sys.path.insert(0, str(PACKAGES))
     try:

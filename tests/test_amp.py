@@ -17,7 +17,7 @@ import pytest
 import torch
 
 import tdx
-from tdx.compat import autocast_policy
+from tdx.compat.amp import autocast_policy
 from tdx.testing import assert_close, tolerance
 
 LOW = ["bfloat16", "float16"]

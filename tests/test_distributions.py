@@ -418,7 +418,7 @@ def test_without_torch_installed_the_namespace_names_what_to_install(monkeypatch
     (an ImportError and a TdxError) saying to install torch."""
     import importlib.machinery
 
-    from tdx.compat import torch_source
+    from tdx.aliasing import torch_source
 
     real = importlib.machinery.PathFinder.find_spec
     monkeypatch.setattr(importlib.machinery.PathFinder, "find_spec",
@@ -433,7 +433,7 @@ def test_without_torch_installed_the_namespace_names_what_to_install(monkeypatch
 def test_import_forms_under_the_alias(device):
     """``import torch.distributions as dist``, ``from torch.distributions.normal import Normal`` and
     ``from torch.distributions import constraints`` give tdx's classes under the torch alias."""
-    from tdx.compat.torch_alias import torch_alias
+    from tdx.aliasing.torch_alias import torch_alias
 
     with torch_alias():
         import torch.distributions as dist

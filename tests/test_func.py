@@ -274,7 +274,7 @@ def test_bad_inputs_are_typed_errors(device):
 
 
 def test_torch_func_under_the_alias():
-    from tdx.compat.torch_alias import torch_alias
+    from tdx.aliasing.torch_alias import torch_alias
 
     with torch_alias():
         import torch as alias_torch

@@ -236,7 +236,7 @@ def test_bad_inputs_are_typed(device):
 
 def test_torch_fx_import_forms_under_the_alias():
     """The import lines fx programs write resolve under the torch alias to tdx's fx (torch's graph classes)."""
-    from tdx.compat.torch_alias import torch_alias
+    from tdx.aliasing.torch_alias import torch_alias
 
     with torch_alias():
         import torch as alias_torch

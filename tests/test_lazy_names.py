@@ -1,8 +1,8 @@
-"""Names offered without importing their modules (``tdx.compat.lazy_names``) are the very objects they were.
+"""Names offered without importing their modules (``tdx.aliasing.lazy_names``) are the very objects they were.
 
 ``tdx.nn``, ``tdx.nn.modules``, ``tdx.nn.functional`` and ``tdx.optim`` import a class's or function's module the
 first time the name is asked; ``tdx.return_types`` makes a named tuple when asked; the names ``tdx`` refuses are made
-when asked; ``tdx.compat.torch_paths`` reads module paths without parsing torch's names. Their tables must match the
+when asked; ``tdx.aliasing.torch_paths`` reads module paths without parsing torch's names. Their tables must match the
 modules, every name must resolve to the object its module defines (wrapped by autocast where the policy lists it), and
 ``import tdx, tdx.nn, tdx.optim`` must leave the lazy modules unimported.
 """
@@ -17,7 +17,8 @@ import threading
 import pytest
 
 import tdx
-from tdx.compat import autocast_policy, lazy_names, refused, torch_paths
+from tdx.aliasing import lazy_names, refused, torch_paths
+from tdx.compat.amp import autocast_policy
 from tdx.compat.nn import functional as F, modules
 
 
@@ -30,6 +31,17 @@ def test_functional_table_matches_the_submodules():
     assert lazy_names.check("tdx.compat.nn", F._HOMES, whole) == []
     pooling = importlib.import_module("tdx.compat.nn._pooling")
     assert set(pooling.__all__) - set(F._HOMES["._pooling"]) == {"gather_windows"}  # a helper F never offered
+
+
+def test_amp_holds_all_of_autocast_and_offers_its_names_lazily():
+    from tdx.compat import amp
+    from tdx.compat.amp import autocast_mode, autocast_state, grad_scaler
+
+    assert lazy_names.check("tdx.compat.amp", amp._HOMES) == []
+    assert tdx.amp.autocast is autocast_mode.autocast is autocast_state.autocast is tdx.autocast
+    assert tdx.amp.GradScaler is grad_scaler.GradScaler and tdx.amp.autocast_policy is autocast_policy
+    assert tdx.is_autocast_enabled is autocast_state.is_autocast_enabled
+    assert {"GradScaler", "autocast", "grad_scaler"} <= set(dir(tdx.amp))
 
 
 def test_optim_offers_every_optimizer_of_its_modules():
@@ -92,9 +104,11 @@ def test_the_path_index_agrees_with_the_whole_table():
 
 def test_importing_tdx_leaves_the_lazy_modules_and_the_name_table_unread():
     code = ("import sys, tdx, tdx.nn, tdx.nn.functional, tdx.optim\n"
-            "from tdx.compat import torch_paths\n"
+            "from tdx.aliasing import torch_paths\n"
             "lazy = ['tdx.compat.nn.modules.conv', 'tdx.compat.nn.modules.rnn', 'tdx.compat.nn._pooling',\n"
-            "        'tdx.compat.optim.lr_scheduler', 'tdx.compat.optim.adam', 'tdx.compat.nn.parallel']\n"
+            "        'tdx.compat.optim.lr_scheduler', 'tdx.compat.optim.adam', 'tdx.compat.nn.parallel',\n"
+            "        'tdx.compat.amp.grad_scaler', 'tdx.compat.amp.autocast_mode', 'tdx.aliasing.torch_alias',\n"
+            "        'tdx.aliasing.inherit', 'tdx.aliasing.torch_source', 'tdx.aliasing.absent_device']\n"
             "print([m for m in lazy if m in sys.modules], torch_paths.data.cache_info().currsize)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["[]", "0"]

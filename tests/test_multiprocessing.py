@@ -16,7 +16,7 @@ import torch.multiprocessing as tmp
 
 import tdx
 import tdx.multiprocessing as mp
-from tdx.compat.torch_alias import torch_alias
+from tdx.aliasing.torch_alias import torch_alias
 
 
 def _bump(q_in, q_out, done):

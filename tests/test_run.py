@@ -229,7 +229,7 @@ def test_bad_run_device_is_a_config_error(tmp_path):
 
 
 def test_torch_alias_context_manager_in_process():
-    from tdx.compat.torch_alias import is_active, torch_alias
+    from tdx.aliasing.torch_alias import is_active, torch_alias
 
     with torch_alias():
         import torch as aliased
@@ -247,7 +247,7 @@ def test_torch_alias_context_manager_in_process():
 
 
 def test_torch_alias_pins_and_restores(device):
-    from tdx.compat.torch_alias import torch_alias
+    from tdx.aliasing.torch_alias import torch_alias
 
     with pytest.warns(UserWarning, match="pinned by torch_alias"):
         with torch_alias(device):

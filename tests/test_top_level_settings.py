@@ -14,7 +14,7 @@ import torch
 
 import tdx
 from conftest import torch_twin
-from tdx.compat import refused
+from tdx.aliasing import refused
 from tdx.testing import assert_close
 
 

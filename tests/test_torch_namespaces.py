@@ -48,7 +48,7 @@ def test_nn_attention_is_tdx_attention():
 
 
 def test_sdpa_kernel_under_the_alias_selects_as_tdx_attention(device):
-    from tdx.compat.torch_alias import torch_alias
+    from tdx.aliasing.torch_alias import torch_alias
 
     with torch_alias():
         from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -318,7 +318,7 @@ def _private():
 
 def test_hub_local_load_list_help_and_dirs(tmp_path, device):
     (tmp_path / "hubconf.py").write_text(HUBCONF)
-    from tdx.compat.torch_alias import torch_alias
+    from tdx.aliasing.torch_alias import torch_alias
 
     with torch_alias(device):   # the program's hubconf imports torch: it gets tdx
         mine = tdx.hub.load(str(tmp_path), "tiny", 4, source="local", bias=False)

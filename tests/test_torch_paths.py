@@ -15,8 +15,8 @@ import pytest
 import torch
 
 import tdx
-from tdx.compat import refused, torch_paths
-from tdx.compat.torch_paths import GeneratedModule
+from tdx.aliasing import refused, torch_paths
+from tdx.aliasing.torch_paths import GeneratedModule
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
 
@@ -32,8 +32,8 @@ def test_every_torch_module_path_imports_under_tdx_and_the_alias():
     out = _run("""
         import importlib
         import tdx
-        from tdx.compat import torch_paths
-        from tdx.compat.torch_alias import torch_alias
+        from tdx.aliasing import torch_paths
+        from tdx.aliasing.torch_alias import torch_alias
         paths = torch_paths.module_paths()
         for p in paths:
             importlib.import_module(torch_paths.tdx_path(p))
@@ -55,8 +55,8 @@ def test_generated_modules_need_no_torch():
         import importlib, sys
         sys.modules["torch"] = None   # as on an MLX-only install: import torch fails
         import tdx
-        from tdx.compat import torch_paths
-        from tdx.compat.torch_paths import GeneratedModule
+        from tdx.aliasing import torch_paths
+        from tdx.aliasing.torch_paths import GeneratedModule
         failed = []
         for p in torch_paths.module_paths():
             try:
@@ -124,7 +124,7 @@ def test_a_real_module_wins_over_the_generated_one_also_for_submodules(tmp_path)
     (tmp_path / "memory.py").write_text("REAL = True\n")
     out = _run(f"""
         import tdx, tdx.compat.xpu
-        from tdx.compat.torch_paths import GeneratedModule
+        from tdx.aliasing.torch_paths import GeneratedModule
         assert not isinstance(tdx.xpu, GeneratedModule) and not isinstance(tdx.nn.attention, GeneratedModule)
         import tdx.xpu.streams                      # no file: generated
         assert isinstance(tdx.xpu.streams, GeneratedModule)
@@ -150,7 +150,7 @@ def test_missing_attributes_are_typed_errors_naming_the_torch_path():
 
 def test_missing_names_under_the_alias_raise_not_provided_at_import():
     out = _run("""
-        from tdx.compat.torch_alias import torch_alias
+        from tdx.aliasing.torch_alias import torch_alias
         with torch_alias():
             try:
                 from torch.nn import NoSuchLayer

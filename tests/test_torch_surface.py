@@ -45,7 +45,7 @@ def _resolve(root, name: str):
 
 def missing_names(names) -> dict:
     """{name: the error} for each name that does not resolve under the alias."""
-    from tdx.compat.torch_alias import torch_alias
+    from tdx.aliasing.torch_alias import torch_alias
 
     missing = {}
     with torch_alias():

@@ -31,7 +31,7 @@ def _catalog() -> list:
 
 def torchdevice() -> dict:
     """``{namespace: {"total", "built", "refused", "placeholder", "absent": [names], "importable"}}``."""
-    from tdx.compat import refused, torch_paths
+    from tdx.aliasing import refused, torch_paths
 
     out = {}
     for namespace, names in _catalog():

@@ -64,7 +64,7 @@ MODULES = {
     "tdx/compat/serialization/": ["tests/test_serialization.py", "tests/test_checkpoint_fuzz.py"],  # files pooled
     "tdx/compat/nn/modules/state_dict.py": ["tests/test_nn_module.py", "tests/test_suite_guards.py",
                                             "tests/test_serialization.py", "-k", "state_dict or assign or frozen"],
-    "tdx/compat/torch_alias.py": ["tests/test_run.py", "tests/test_alias_third_party.py", "-k",
+    "tdx/aliasing/torch_alias.py": ["tests/test_run.py", "tests/test_alias_third_party.py", "-k",
                                   "torch_alias or alias_block or import_forms or resolves_every or traceback"],
 }
 

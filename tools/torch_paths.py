@@ -1,4 +1,4 @@
-"""Write ``tdx/compat/torch_paths.json``: torch's module paths and their public names, read from the installed torch.
+"""Write ``tdx/aliasing/torch_paths.json``: torch's module paths and their public names, read from the installed torch.
 
 Usage: ``python tools/torch_paths.py`` (torch installed; run again when the torch version tdx follows changes).
 
@@ -6,7 +6,7 @@ The file lists every public module path of torch (no component after ``torch`` s
 the private paths real libraries import (:data:`PRIVATE`), and for each path its public names (``dir()`` and ``__all__``) with their
 kind (``c`` class, ``f`` function, ``v`` other value) and, where the same object is reachable at a shorter
 public path or is a standard-library object, that canonical home (``torch.nn:Linear``, ``functools:wraps``).
-tdx reads it at run time (``tdx.compat.torch_paths``) so that every such path imports under tdx without
+tdx reads it at run time (``tdx.aliasing.torch_paths``) so that every such path imports under tdx without
 torch installed. This tool imports torch; tdx never imports this tool.
 """
 
@@ -21,7 +21,7 @@ import pkgutil
 import sys
 import warnings
 
-OUT = pathlib.Path(__file__).resolve().parent.parent / "tdx" / "compat" / "torch_paths.json"
+OUT = pathlib.Path(__file__).resolve().parent.parent / "tdx" / "aliasing" / "torch_paths.json"
 
 # private module paths that libraries and pickles really import
 PRIVATE = ("torch._dynamo", "torch._dynamo.config", "torch._inductor", "torch._inductor.config", "torch._decomp",
@@ -112,7 +112,7 @@ def main() -> int:
     data = build()
     rows = [f"{json.dumps(path)}:{json.dumps(entry, sort_keys=True, separators=(',', ':'))}"
             for path, entry in sorted(data["modules"].items())]   # one module a line, so diffs stay readable
-    # (and tdx.compat.torch_paths reads each line's path and its final "package" flag without parsing the names)
+    # (and tdx.aliasing.torch_paths reads each line's path and its final "package" flag without parsing the names)
     OUT.write_text(f'{{"torch":{json.dumps(data["torch"])},"modules":{{\n' + ",\n".join(rows) + "\n}}\n")
     print(f"{OUT}: {len(data['modules'])} module paths of torch {data['torch']}, "
           f"{sum(len(m['names']) for m in data['modules'].values())} names")

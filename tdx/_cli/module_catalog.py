@@ -1,7 +1,7 @@
 """The catalog's section on torch's other namespaces: each public name's status, measured per device by running.
 
 For each namespace of :data:`NAMESPACES` (``torch.jit``, ``torch.nn.attention``, ``torch.hub``...), every public
-name of torch 2.13's module (from ``tdx.compat.torch_paths``; standard-library re-exports left out) is
+name of torch 2.13's module (from ``tdx.aliasing.torch_paths``; standard-library re-exports left out) is
 ``built`` (tdx has it with torch's meaning), ``refused`` (present, raising ``UnsupportedOpError`` at use: a
 reason tdx cannot mean it), ``placeholder`` (present so imports run, not built yet: refuses at use) or
 ``missing``. Per device: a built name with a case in :data:`CASES` runs it against torch on CPU (``ok`` or the
@@ -145,7 +145,7 @@ CASES = {"torch.nn.attention.sdpa_kernel": _sdpa_kernel, "torch.nn.attention.SDP
 
 
 def _status(obj) -> str:
-    from ..compat import refused
+    from ..aliasing import refused
 
     if not refused.is_refused(obj):
         return "built"
@@ -170,7 +170,7 @@ def run(devices, available) -> dict:
     import torch
 
     import tdx
-    from ..compat import torch_paths
+    from ..aliasing import torch_paths
 
     out = {}
     table = torch_paths.data()

@@ -2,7 +2,7 @@
 
 ``python -m tdx catalog`` appends :func:`render` of :func:`count` to its report, and
 ``tools/coverage.py`` prints the same figures: a name tdx has is either built (it runs with
-torch's meaning) or refused (``tdx.compat.refused``: present so code that mentions it imports,
+torch's meaning) or refused (``tdx.aliasing.refused``: present so code that mentions it imports,
 raising ``UnsupportedOpError`` when called), and the two are counted apart so the figures stay
 honest. This module imports torch only inside :func:`count`; it must never count a refusal
 as a built name.
@@ -44,7 +44,7 @@ def count(namespaces=NAMESPACES) -> dict:
     Raises:
         ImportError: torch is not installed.
     """
-    from ..compat.refused import is_refused
+    from ..aliasing.refused import is_refused
 
     out = {}
     for torch_path, tdx_path in namespaces:

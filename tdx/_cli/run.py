@@ -2,7 +2,7 @@
 
 Runs an unmodified PyTorch program as ``__main__`` (through :mod:`runpy`) with its own
 ``sys.argv``, ``__file__``, ``sys.path[0]`` and exit code, with the torch import alias active
-(:mod:`tdx.compat.torch_alias`: every ``torch.*`` import of the program is tdx's) and, when a
+(:mod:`tdx.aliasing.torch_alias`: every ``torch.*`` import of the program is tdx's) and, when a
 device is given, every tensor pinned to it (:func:`tdx.backends.pin`). The device comes from
 ``--device``, else the ``TDX_RUN_DEVICE`` environment variable, else ``[run] device`` in the
 config; with none, devices resolve as the config says. A program's uncaught exception prints
@@ -159,7 +159,7 @@ def run(target: str, is_module: bool, args: list, device=None) -> int:
         device: the ``--device`` value, or None to take the environment's or config's.
     """
     from .. import backends
-    from ..compat import torch_alias
+    from ..aliasing import torch_alias
 
     dev, source = pin_source(device)
     if is_module:

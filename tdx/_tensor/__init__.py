@@ -7,7 +7,9 @@ op family (:mod:`.elementwise`, :mod:`.reduction`, :mod:`.shape`, :mod:`.indexin
 and its ``torch.*`` functions together, and attaches the methods to the class; :mod:`.namespace`
 gathers the functions for ``tdx/__init__``. :mod:`.views` keeps the view bookkeeping of
 executors whose arrays are immutable, :mod:`.operands` the checks the composite ops share,
-:mod:`.generator` ``tdx.Generator``, :mod:`.repr` printing.
+:mod:`.generator` ``tdx.Generator``, :mod:`.repr` printing. torch's top-level names that are no op family
+sit beside the namespace they fill: :mod:`.runtime` (process settings), :mod:`.control_flow`, :mod:`.symbolic`,
+:mod:`.nn_forms` (ATen-signature nn ops); :mod:`.dispatch` is the call path of ``tdx.linalg``/``fft``/``special``.
 
 Nothing here imports a framework, and no executor imports anything here: the dependency runs
 from the facade to the executors, never back.

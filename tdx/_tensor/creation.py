@@ -409,6 +409,9 @@ class CreationMethods:
 
     __slots__ = ()
 
+    def __reduce_ex__(self, protocol):  # pickling: the array, its dtype and device (module-level _rebuild below)
+        return (_rebuild, (self._ex.host_numpy(self._n), self.dtype.name, str(self._ex.device), self.requires_grad))
+
     # new tensors like this one --------------------------------------------------------------
     def _like(self, dtype, device):
         return {"dtype": self.dtype if dtype is None else dtype, "device": self._ex.device if device is None

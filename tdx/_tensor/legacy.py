@@ -118,6 +118,13 @@ def set_default_tensor_type(t, /) -> None:
 
 
 class _LegacyMethods:
+    def type(self, dtype=None, non_blocking=False):
+        """With no argument, the legacy type name (``"tdx.FloatTensor"``, ``"tdx.cuda.LongTensor"``); else
+        this tensor cast to ``dtype`` (a dtype, a legacy class such as ``tdx.DoubleTensor`` or its name)."""
+        if dtype is None:
+            return type_name(self)
+        return self.to(dtype_of(dtype))
+
     def new(self, *args, device=None):
         """torch's legacy constructor: ``new()`` empty, ``new(2, 3)``/``new(Size)`` uninitialised of that
         shape, ``new([..])`` from data; in this tensor's dtype and (by default) device."""

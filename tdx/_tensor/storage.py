@@ -328,7 +328,7 @@ class _StorageMethods:
             TdxRuntimeError: another dtype or executor, a leaf that requires grad while grad mode is on,
                 or (on MLX) a tensor that has views of its own.
         """
-        from ..autograd import is_grad_enabled
+        from ..autograd.grad_mode import is_grad_enabled
 
         if self.requires_grad and is_grad_enabled():
             raise TdxRuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")

@@ -204,7 +204,7 @@ class Tensor:
 
         return strided
 
-    # every tdx tensor is dense, unquantized and not nested (tdx.compat.refused says why)
+    # every tdx tensor is dense, unquantized and not nested (tdx.aliasing.refused says why)
     is_sparse = is_sparse_csr = is_quantized = is_nested = is_mkldnn = False
 
     def size(self, dim=None):
@@ -493,15 +493,6 @@ class Tensor:
     def _cast(self, d) -> "Tensor":
         return self if self.dtype is d else wrap(self._ex.astype(self._n, d), self._ex)
 
-    def type(self, dtype=None, non_blocking=False):
-        """With no argument, the legacy type name (``"tdx.FloatTensor"``, ``"tdx.cuda.LongTensor"``); else
-        this tensor cast to ``dtype`` (a dtype, a legacy class such as ``tdx.DoubleTensor`` or its name)."""
-        from . import legacy
-
-        if dtype is None:
-            return legacy.type_name(self)
-        return self.to(legacy.dtype_of(dtype))
-
     def clone(self, *, memory_format=None) -> "Tensor":
         if memory_format is not None:
             from .formats import check_memory_format
@@ -665,12 +656,6 @@ class Tensor:
         if self.__dict__:  # the attributes set on the tensor, deep-copied as torch's deepcopy does
             new.__dict__.update(copy.deepcopy(self.__dict__, memo))
         return new
-
-    def __reduce_ex__(self, protocol):
-        from .creation import _rebuild
-
-        return (_rebuild, (self._ex.host_numpy(self._n), self.dtype.name, str(self._ex.device), self.requires_grad))
-
 
 class _HookHandle:
     """What ``register_*_hook`` returns: ``remove()`` unregisters the hook (idempotent)."""

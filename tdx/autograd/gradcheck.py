@@ -42,7 +42,7 @@ def _numerical(func, inputs, i, eps):
     """Columns of the Jacobian of every output by input ``i``, from central differences."""
     import numpy as np
 
-    import tdx
+    from .._tensor.creation import tensor
 
     x = inputs[i]
     base = x.detach().numpy(force=True).copy()
@@ -53,7 +53,7 @@ def _numerical(func, inputs, i, eps):
             arr = base.copy()
             arr.flat[j] += step
             args = list(inputs)
-            args[i] = tdx.tensor(arr, device=x.device, dtype=x.dtype, requires_grad=x.requires_grad)
+            args[i] = tensor(arr, device=x.device, dtype=x.dtype, requires_grad=x.requires_grad)
             vals.append([_host(o).ravel() for o in _outputs(func, args)])
         cols.append([(p - m) / (2 * eps) for p, m in zip(*vals)])
     n_out = len(cols[0]) if cols else len(_outputs(func, inputs))
@@ -64,9 +64,9 @@ def _analytical(outputs, diff, check_grad_dtypes):
     """Rows of the Jacobian of every output by each differentiable input, by ``autograd.grad``."""
     import numpy as np
 
-    import tdx
+    from .._tensor.creation import tensor
 
-    from . import grad
+    from .gradients import grad
 
     jac = [[np.zeros((o.numel(), t.numel())) for t in diff] for o in outputs]
     for k, o in enumerate(outputs):
@@ -75,7 +75,7 @@ def _analytical(outputs, diff, check_grad_dtypes):
         for r in range(o.numel()):
             hot = np.zeros(o.numel())
             hot[r] = 1.0
-            go = tdx.tensor(hot.reshape(tuple(o.shape)), device=o.device, dtype=o.dtype)
+            go = tensor(hot.reshape(tuple(o.shape)), device=o.device, dtype=o.dtype)
             gs = grad(o, diff, go, retain_graph=True, allow_unused=True)
             for i, (g, t) in enumerate(zip(gs, diff)):
                 if g is None:
@@ -173,9 +173,9 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     """
     import numpy as np
 
-    import tdx
+    from .._tensor.creation import tensor
 
-    from . import grad
+    from .gradients import grad
 
     if check_fwd_over_rev:
         raise UnsupportedOpError("gradgradcheck: check_fwd_over_rev needs forward-mode autograd, which tdx does "
@@ -186,7 +186,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     outputs = [o for o in _outputs(func, inputs) if o.requires_grad]
     if grad_outputs is None:
         rng = np.random.default_rng(0)
-        grad_outputs = tuple(tdx.tensor(rng.uniform(-1, 1, tuple(o.shape)), device=o.device, dtype=o.dtype,
+        grad_outputs = tuple(tensor(rng.uniform(-1, 1, tuple(o.shape)), device=o.device, dtype=o.dtype,
                                         requires_grad=True) for o in outputs)
     else:
         grad_outputs = _tensors(grad_outputs)

@@ -18,6 +18,7 @@ import warnings
 from .. import config as _config
 from .._device import _pin as _device_state, as_device, context_device
 from .._errors import BackendNotFoundError, DeviceUnavailableError, TdxValueError
+from . import _seeding
 from .base import Capabilities, DeviceStatus, Executor, Provider
 
 __all__ = ["register", "get", "available", "providers", "default_executor", "set_default_device",
@@ -30,6 +31,7 @@ _lock = threading.RLock()
 _providers: dict = {}
 _by_type: dict = {}
 _executors: dict = {}    # canonical device name -> Executor
+_seeding.EXECUTORS = _executors  # manual_seed seeds every built executor
 _resolved: dict = {}     # requested device (str or device) -> Executor
 _statuses: dict = {}     # provider name -> list[DeviceStatus]
 _warned: set = set()
@@ -154,9 +156,7 @@ def _executor(name: str) -> Executor:
         ex = _executors[name] = provider.executor(name)
         # the hot path's plain attributes, made to agree with the capabilities they stand for
         ex.mutable, ex.taped = ex.caps.mutable, not ex.caps.native_autograd
-        from ._seeding import on_new_executor
-
-        on_new_executor(ex)
+        _seeding.on_new_executor(ex)
     return ex
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 
 _state = {"seed": None}
+EXECUTORS: dict = {}  # the registry's table of built executors (tdx.backends hands it down at import)
 
 
 def manual_seed(seed: int):
@@ -18,13 +19,12 @@ def manual_seed(seed: int):
         TdxTypeError: ``seed`` is not an int.
     """
     from .._errors import TdxTypeError
-    from . import _executors
 
     if isinstance(seed, bool) or not hasattr(type(seed), "__index__"):
         raise TdxTypeError(f"manual_seed expected an int seed (int or NumPy integer), got {seed!r}")
     seed = int(seed.__index__())
     _state["seed"] = seed
-    for ex in list(_executors.values()):
+    for ex in list(EXECUTORS.values()):
         ex.manual_seed(seed)
     return None
 

@@ -128,7 +128,7 @@ class Executor:
     caps = Capabilities(dtypes=frozenset())
     mutable = True  # same as caps.mutable; a plain attribute for the hot path
     taped = True  # same as not caps.native_autograd (tdx's tape records its ops); a plain attribute
-    native_autocast = False  # casts ops per torch's autocast policy itself (torch); else tdx.compat.autocast_policy does
+    native_autocast = False  # casts ops per torch's autocast policy itself (torch); else tdx.compat.amp.autocast_policy does
     update_kernels = False  # has addcmul/addcdiv/lerp on natives (torch: backends/_torch/nn.py, mlx: _elementwise.py)
     # {op name: (kernel, result tdx dtype, takes Python scalars, takes two 1-d operands)}: ops whose float32
     # operands the facade may hand to ``kernel(*natives, stream=...)`` itself, without the op reading their

@@ -7,7 +7,7 @@ framework.
 
 from __future__ import annotations
 
-from .control_flow import Future
+from .._tensor.control_flow import Future
 from .jit import _overload, _overload_method, is_scripting
 
 __all__ = ["Future", "is_scripting"]

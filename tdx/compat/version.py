@@ -18,7 +18,7 @@ _ABSENT = {"cuda": None, "hip": None, "rocm": None, "xpu": None, "git_version": 
 
 def __getattr__(name: str):
     if name == "__version__":
-        from .torch_paths import torch_version
+        from ..aliasing.torch_paths import torch_version
 
         return torch_version()
     if name not in _ABSENT:

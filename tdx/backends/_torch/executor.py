@@ -50,13 +50,16 @@ def sync_default_dtype() -> None:
     torch.set_default_dtype(_TABLE[D.get_default_dtype()])
 
 
+D.DEFAULT_FOLLOWERS.append(sync_default_dtype)  # tdx.set_default_dtype keeps torch's in step
+
+
 class TorchExecutor(TorchNNOps, TorchAdaptedOps, TorchKernelOps, TorchNamespaceOps, TorchOptimOps, Executor):
     """Runs tdx ops with torch on one torch device."""
 
     name = "torch"
     mutable = True
     taped = False
-    native_autocast = True  # torch's autocast state is mirrored from tdx's (compat/autocast_state.py)
+    native_autocast = True  # torch's autocast state is mirrored from tdx's (compat/amp/autocast_state.py)
 
     def __init__(self, device):
         self.caps = Capabilities(

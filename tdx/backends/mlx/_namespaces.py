@@ -1,6 +1,6 @@
 """``namespace_call`` for the MLX executor: torch's ``linalg``, ``fft`` and ``special`` functions by name.
 
-The facade (:mod:`tdx.compat.dispatch`) asks for ``torch.<ns>.<name>``; this finds the executor
+The facade (:mod:`tdx._tensor.dispatch`) asks for ``torch.<ns>.<name>``; this finds the executor
 method ``<ns>_<name>`` of the mixins gathered here (:mod:`._matrix_functions`, :mod:`._spectral`,
 :mod:`._special`, :mod:`._error_functions`, :mod:`._bessel`, :mod:`._incomplete_gamma`) or raises a
 typed error naming the function; half-precision inputs to the special functions torch has no half

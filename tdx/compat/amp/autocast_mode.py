@@ -1,8 +1,8 @@
 """``torch.amp.autocast_mode``: the ``autocast`` region class, ``custom_fwd``/``custom_bwd`` for custom autograd
 Functions, and ``is_autocast_available``, with torch's semantics on every executor.
 
-``autocast`` is the one class ``tdx.autocast`` names (:mod:`tdx.compat.autocast_state` keeps its state;
-:mod:`tdx.compat.autocast_policy` applies torch's per-op policy where the executor has no autocast of
+``autocast`` is the one class ``tdx.autocast`` names (:mod:`tdx.compat.amp.autocast_state` keeps its state;
+:mod:`tdx.compat.amp.autocast_policy` applies torch's per-op policy where the executor has no autocast of
 its own). This module must never import a framework.
 """
 
@@ -12,7 +12,7 @@ import functools
 
 from ... import _dtypes as D
 from ..._errors import TdxValueError
-from ..autocast_state import autocast, covers, get_autocast_dtype, is_autocast_available, is_autocast_enabled
+from .autocast_state import autocast, covers, get_autocast_dtype, is_autocast_available, is_autocast_enabled
 
 __all__ = ["autocast", "custom_fwd", "custom_bwd", "is_autocast_available"]
 

@@ -6,7 +6,7 @@ import a framework.
 from __future__ import annotations
 
 from ..amp import autocast_mode, grad_scaler
-from ..autocast_state import get_autocast_cpu_dtype
+from ..amp.autocast_state import get_autocast_cpu_dtype
 
 __all__ = ["autocast", "GradScaler"]
 

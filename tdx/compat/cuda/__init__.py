@@ -281,7 +281,7 @@ def get_rng_state(device="cuda"):
         BackendUnavailableError: no CUDA.
     """
     if _pinned_elsewhere() is not None:
-        from ..runtime import get_rng_state as pinned_state
+        from ..._tensor.runtime import get_rng_state as pinned_state
 
         return pinned_state()
     import numpy as np
@@ -300,7 +300,7 @@ def set_rng_state(new_state, device="cuda") -> None:
         BackendUnavailableError: no CUDA.
     """
     if _pinned_elsewhere() is not None:
-        from ..runtime import set_rng_state as pinned_set
+        from ..._tensor.runtime import set_rng_state as pinned_set
 
         pinned_set(new_state)
         return
@@ -437,7 +437,7 @@ _STANDINS = {name: type(name, (_Unavailable,), {"__module__": __name__}) for nam
 def _forwarder(name: str):
     """torch.cuda's function ``name`` (one this module does not define) called with tdx tensors as natives and
     torch tensors in the result as tdx tensors; None when torch.cuda has no such function."""
-    from ..torch_paths import names
+    from ...aliasing.torch_paths import names
 
     code = names("torch.cuda").get(name)
     if code is None or code != "f":

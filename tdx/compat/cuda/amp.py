@@ -14,7 +14,7 @@ import warnings
 
 from ..amp import autocast_mode, grad_scaler
 from ..amp.autocast_mode import custom_bwd as _custom_bwd, custom_fwd as _custom_fwd
-from ..autocast_state import get_autocast_gpu_dtype
+from ..amp.autocast_state import get_autocast_gpu_dtype
 
 __all__ = ["autocast", "custom_fwd", "custom_bwd", "GradScaler"]
 

@@ -24,7 +24,7 @@ import numpy as np
 import tdx
 
 from ..._errors import TdxValueError
-from ..refused import namespace_names
+from ...aliasing.refused import namespace_names
 from . import engines as _engines
 from .engines import DistBackendError, DistError, DistNetworkError, DistShapeError
 
@@ -35,9 +35,9 @@ __all__ = ["ReduceOp", "Backend", "Work", "group", "GroupMember", "DistError", "
            "reduce_scatter_tensor", "reduce", "send", "recv", "isend", "irecv", "gather", "scatter",
            "all_gather_object", "broadcast_object_list", "is_torchelastic_launched", "is_gloo_available",
            "is_nccl_available", "is_mpi_available"]
-__tdx_partial__ = True  # torch's other names of this module refuse at use (tdx.compat.torch_paths)
+__tdx_partial__ = True  # torch's other names of this module refuse at use (tdx.aliasing.torch_paths)
 
-# torch.distributed names tdx refuses (tdx.compat.refused says why)
+# torch.distributed names tdx refuses (tdx.aliasing.refused says why)
 globals().update({n: f for n, f in namespace_names("torch.distributed").items() if n not in globals()})
 
 _state = {"engine": None}

@@ -3,6 +3,6 @@
 Use ``tdx.distributed``'s in-place collectives instead. Never imports a framework.
 """
 
-from ..refused import namespace_names
+from ...aliasing.refused import namespace_names
 
 globals().update(namespace_names("torch.distributed._functional_collectives"))

@@ -1,10 +1,10 @@
 """``tdx.distributed.device_mesh``: ``DeviceMesh`` and ``init_device_mesh``, refused at use.
 
 ``isinstance(x, DeviceMesh)`` answers False; making a mesh raises :class:`tdx.UnsupportedOpError`
-from ``tdx.compat.refused``. Never imports a framework.
+from ``tdx.aliasing.refused``. Never imports a framework.
 """
 
-from ..refused import namespace_names
+from ...aliasing.refused import namespace_names
 
 __all__ = ["DeviceMesh", "init_device_mesh"]
 

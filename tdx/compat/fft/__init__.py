@@ -1,6 +1,6 @@
 """``tdx.fft``: every function of ``torch.fft``, on every executor.
 
-The transforms forward torch's arguments to :func:`tdx.compat.dispatch.call`: torch's own
+The transforms forward torch's arguments to :func:`tdx._tensor.dispatch.call`: torch's own
 ``torch.fft`` on a torch executor; on MLX, :mod:`tdx.backends.mlx._spectral` (``mx.fft``, complex64
 only: float64 input is a DtypeError there, never a silent downcast). ``fftfreq``/``rfftfreq`` and
 ``fftshift``/``ifftshift`` are composed from tdx's own ops (``arange``, ``roll``). Must never
@@ -13,7 +13,7 @@ from ... import _dtypes as D
 from ..._errors import TdxRuntimeError
 from ..._tensor import creation as _creation
 from ..._tensor.tensor import Tensor
-from ..dispatch import call as _call
+from ..._tensor.dispatch import call as _call
 
 __all__ = ["Tensor", "fft", "fft2", "fftfreq", "fftn", "fftshift", "hfft", "hfft2", "hfftn", "ifft", "ifft2",
            "ifftn", "ifftshift", "ihfft", "ihfft2", "ihfftn", "irfft", "irfft2", "irfftn", "rfft", "rfft2",
@@ -94,10 +94,10 @@ def ifftshift(input, dim=None):  # noqa: A002
     return _shift(input, dim, -1)
 
 
-def _autocast_policy():  # the autocast policy wraps this module's listed functions (compat/autocast_policy.py)
+def _autocast_policy():  # the autocast policy wraps this module's listed functions (compat/amp/autocast_policy.py)
     import sys
 
-    from .. import autocast_policy
+    from ..amp import autocast_policy
 
     autocast_policy.install_module(sys.modules[__name__])
 

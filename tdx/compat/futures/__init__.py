@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import typing
 
-from ..control_flow import Future
+from ..._tensor.control_flow import Future
 
 __all__ = ["Future", "collect_all", "wait_all"]
 

@@ -14,7 +14,7 @@ This package must never put a real torch tensor or module into a traced program.
 
 from __future__ import annotations
 
-from ..torch_source import torch_package_dir as _torch_package_dir
+from ...aliasing.torch_source import torch_package_dir as _torch_package_dir
 
 _torch_package_dir("torch.fx")  # a clear NotProvidedError when torch is absent
 

@@ -31,7 +31,7 @@ __all__ = ["load", "list", "help", "get_dir", "set_dir", "load_state_dict_from_u
            "HubDownloadError", "MODULE_HUBCONF", "VAR_DEPENDENCY", "ENV_TORCH_HOME", "ENV_XDG_CACHE_HOME",
            "DEFAULT_CACHE_DIR", "READ_DATA_CHUNK", "HASH_REGEX", "ENV_GITHUB_TOKEN", "MAP_LOCATION"]
 
-__tdx_partial__ = True  # tqdm (torch's progress bar import) refuses at use (tdx.compat.torch_paths)
+__tdx_partial__ = True  # tqdm (torch's progress bar import) refuses at use (tdx.aliasing.torch_paths)
 
 MODULE_HUBCONF = "hubconf.py"
 HASH_REGEX = re.compile(r"-([a-f0-9]*)\.")

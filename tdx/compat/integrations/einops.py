@@ -32,7 +32,7 @@ def attach(einops_module) -> None:
         def layers(self):
             import importlib
 
-            from ..torch_alias import torch_alias
+            from ...aliasing.torch_alias import torch_alias
 
             with torch_alias():  # einops.layers.torch's own ``import torch`` gets tdx
                 return importlib.import_module("einops.layers.torch")

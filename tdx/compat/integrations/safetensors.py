@@ -21,7 +21,7 @@ _state = {"real": None}
 
 
 def _program_side() -> bool:
-    from ..torch_alias import _internal, is_active
+    from ...aliasing.torch_alias import _internal, is_active
 
     return is_active() and not _internal(sys._getframe(2).f_globals)
 

@@ -10,7 +10,7 @@ prints as torch prints it. ``script(function)``/``trace(function, ...)`` return 
 class. ``ignore``, ``unused``, ``export``, ``interface``, ``annotate``, ``Final``, ``Attribute`` are what they
 are in eager torch; ``fork`` runs the call at once and returns a completed ``tdx.futures.Future``. What only
 TorchScript's compiler produces (``.graph``, ``.code``, ``save`` of a scripted module, ``tdx.jit.save``/``load``,
-``export_opnames``...) refuses at use, by name, from ``tdx.compat.refused``. This module must never import a
+``export_opnames``...) refuses at use, by name, from ``tdx.aliasing.refused``. This module must never import a
 framework.
 """
 
@@ -24,8 +24,8 @@ import typing
 
 from ..._errors import JITException as Error
 from ..._errors import TdxTypeError
-from .. import refused as _refused
-from ..control_flow import Future, fork, wait
+from ...aliasing import refused as _refused
+from ..._tensor.control_flow import Future, fork, wait
 from ..nn.modules.module import Module as _Module
 
 __all__ = ["script", "trace", "trace_module", "ignore", "unused", "export", "is_scripting", "is_tracing",

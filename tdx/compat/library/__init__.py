@@ -19,7 +19,7 @@ from ..._errors import NotProvidedAttributeError, TdxRuntimeError, TdxValueError
 __all__ = ["custom_op", "CustomOpDef", "Library", "define", "impl", "register_fake", "impl_abstract",
            "register_kernel", "register_autograd", "register_torch_dispatch", "register_vmap", "register_autocast",
            "ops", "infer_schema"]
-__tdx_partial__ = True  # opcheck, get_ctx, triton_op... refuse at use (tdx.compat.torch_paths)
+__tdx_partial__ = True  # opcheck, get_ctx, triton_op... refuse at use (tdx.aliasing.torch_paths)
 
 _REGISTRY: dict = {}  # "ns::name" -> CustomOpDef
 _KEYS = {"cpu": "cpu", "cuda": "cuda", "mps": "mps", "mlx": "mlx", "meta": "meta"}

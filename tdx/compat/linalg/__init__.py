@@ -1,6 +1,6 @@
 """``tdx.linalg``: every function of ``torch.linalg``, on every executor.
 
-Each function forwards torch's arguments to :func:`tdx.compat.dispatch.call`: on a torch executor
+Each function forwards torch's arguments to :func:`tdx._tensor.dispatch.call`: on a torch executor
 that is torch's own ``torch.linalg`` function (values, errors and autograd are torch's); on MLX it
 is :mod:`tdx.backends.mlx._matrix_functions` (MLX's LAPACK kernels, which run on MLX's CPU stream
 even for ``mlx:gpu``, with derivatives written for tdx's tape, and compositions of them).
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ... import return_types as _rt
 from ..._errors import LinAlgError
-from ..dispatch import call as _call
+from ..._tensor.dispatch import call as _call
 
 __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals",
            "eigvalsh", "householder_product", "inv", "inv_ex", "ldl_factor", "ldl_factor_ex", "ldl_solve", "lstsq",
@@ -237,10 +237,10 @@ def vander(x, *, N=None):  # noqa: N803
     return _f("vander", x, N=N)
 
 
-def _autocast_policy():  # the autocast policy wraps this module's listed functions (compat/autocast_policy.py)
+def _autocast_policy():  # the autocast policy wraps this module's listed functions (compat/amp/autocast_policy.py)
     import sys
 
-    from .. import autocast_policy
+    from ..amp import autocast_policy
 
     autocast_policy.install_module(sys.modules[__name__])
 

@@ -18,7 +18,7 @@ from .reductions import (amax, amin, argmax, argmin, cumprod, cumsum, logaddexp,
 
 __all__ = ["amax", "amin", "argmax", "argmin", "cumprod", "cumsum", "is_masked_tensor", "log_softmax", "logaddexp",
            "logsumexp", "mean", "median", "norm", "normalize", "prod", "softmax", "softmin", "std", "sum", "var"]
-__tdx_partial__ = True  # torch's other names of this module refuse at use (tdx.compat.torch_paths)
+__tdx_partial__ = True  # torch's other names of this module refuse at use (tdx.aliasing.torch_paths)
 
 
 def is_masked_tensor(obj) -> bool:

@@ -10,7 +10,7 @@ in the other); a tensor of the MLX executor (or of ``cuda``/``mps``) travels **b
 arrays have no shared-memory handle to send, so the receiver gets an equal, independent tensor.
 
 Children started with ``spawn``/``forkserver`` while the torch alias is on inherit it and the device
-pin (:mod:`tdx.compat.inherit`), so a program run by ``python -m tdx run`` gets tdx in every child.
+pin (:mod:`tdx.aliasing.inherit`), so a program run by ``python -m tdx run`` gets tdx in every child.
 This package must never import a framework at module level (torch is imported when a torch-backed
 tensor is first sent).
 """

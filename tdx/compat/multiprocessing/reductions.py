@@ -16,7 +16,7 @@ from multiprocessing.reduction import ForkingPickler
 
 import tdx
 
-from ..torch_alias import real_imports
+from ...aliasing.torch_alias import real_imports
 
 __all__ = ["init_reductions", "reduce_tensor", "rebuild_shared", "apply_strategy"]
 

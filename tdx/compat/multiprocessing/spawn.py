@@ -5,7 +5,7 @@ text) to the child's error file and the child exits with code 1. :class:`Process
 the children's sentinels; the first failure terminates the others and raises
 :class:`ProcessRaisedException` (the child's traceback in the message) or
 :class:`ProcessExitedException` (exit code, or the signal's name), with torch's messages. Children
-started while the torch alias is on inherit it and the pin (:mod:`tdx.compat.inherit`).
+started while the torch alias is on inherit it and the pin (:mod:`tdx.aliasing.inherit`).
 Must never import a framework.
 """
 

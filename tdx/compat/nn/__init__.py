@@ -9,7 +9,7 @@ a framework.
 from __future__ import annotations
 
 from ... import attention
-from ..lazy_names import attach as _attach
+from ...aliasing.lazy_names import attach as _attach
 from . import functional, parameter
 from .modules import __all__ as _modules_all
 from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter

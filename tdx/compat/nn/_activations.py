@@ -65,6 +65,30 @@ def need_float(x, op: str, kernel: str | None = None, complex_ok: bool = False):
                                  f"({op} takes {kinds})")
 
 
+def tuple_arg(value, nd: int, op: str, name: str) -> tuple:
+    """``value`` (an int or a sequence of ``nd`` ints) as a tuple of ``nd`` ints.
+
+    Raises:
+        TdxRuntimeError: a sequence of another length (torch's wording).
+        TdxTypeError: not an int or a sequence of ints.
+    """
+    if isinstance(value, bool):
+        raise TdxTypeError(f"{op}(): argument '{name}' must be an int or a tuple of ints, not bool")
+    if isinstance(value, int):
+        return (value,) * nd
+    try:
+        out = tuple(int(v) for v in value)
+    except TypeError:
+        raise TdxTypeError(f"{op}(): argument '{name}' must be an int or a tuple of ints, not "
+                           f"{type(value).__name__}") from None
+    if len(out) == 1:
+        return out * nd
+    if len(out) != nd:
+        raise TdxRuntimeError(f"expected {name} to be a single integer value or a list of {nd} values to match the "
+                              f"convolution dimensions, but got {name}={list(out)}")
+    return out
+
+
 def opmath(x):
     """``x`` in the dtype its op computes in: float32 for float16/bfloat16, else its own."""
     return x.float() if x.dtype in (tdx.float16, tdx.bfloat16) else x

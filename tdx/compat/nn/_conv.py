@@ -13,34 +13,10 @@ from __future__ import annotations
 import tdx
 from ..._errors import DtypeMismatchError, ShapeError, TdxRuntimeError, TdxTypeError
 from . import _kernels
-from ._activations import need_float, need_tensor, torch_name
+from ._activations import need_float, need_tensor, torch_name, tuple_arg
 from ._layers import pad
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "conv_tbc"]
-
-
-def tuple_arg(value, nd: int, op: str, name: str) -> tuple:
-    """``value`` (an int or a sequence of ``nd`` ints) as a tuple of ``nd`` ints.
-
-    Raises:
-        TdxRuntimeError: a sequence of another length (torch's wording).
-        TdxTypeError: not an int or a sequence of ints.
-    """
-    if isinstance(value, bool):
-        raise TdxTypeError(f"{op}(): argument '{name}' must be an int or a tuple of ints, not bool")
-    if isinstance(value, int):
-        return (value,) * nd
-    try:
-        out = tuple(int(v) for v in value)
-    except TypeError:
-        raise TdxTypeError(f"{op}(): argument '{name}' must be an int or a tuple of ints, not "
-                           f"{type(value).__name__}") from None
-    if len(out) == 1:
-        return out * nd
-    if len(out) != nd:
-        raise TdxRuntimeError(f"expected {name} to be a single integer value or a list of {nd} values to match the "
-                              f"convolution dimensions, but got {name}={list(out)}")
-    return out
 
 
 def _need_kernel_dtype(x, op, nd, transposed):

@@ -15,8 +15,7 @@ import math
 import tdx
 from ..._errors import ShapeError, TdxRuntimeError, TdxValueError, UnsupportedOpError
 from . import _kernels
-from ._activations import need_float, need_tensor, relu
-from ._conv import tuple_arg
+from ._activations import need_float, need_tensor, relu, tuple_arg
 from ._layers import pad
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",

@@ -17,8 +17,7 @@ import warnings
 import tdx
 from ..._errors import ShapeError, TdxNotImplementedError, TdxRuntimeError, TdxValueError, UnsupportedOpError
 from . import _kernels
-from ._activations import need_tensor
-from ._conv import tuple_arg
+from ._activations import need_tensor, tuple_arg
 from ._layers import pad
 from ._pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d, gather_windows
 

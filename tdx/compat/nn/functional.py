@@ -14,7 +14,7 @@ through tdx's tape). Importing this module must never import a framework.
 from __future__ import annotations
 
 from ...attention import scaled_dot_product_attention
-from ..lazy_names import attach as _attach
+from ...aliasing.lazy_names import attach as _attach
 from ._activations import (celu, celu_, elu, elu_, gelu, glu, hardshrink, hardsigmoid, hardswish, hardtanh,
                            hardtanh_, leaky_relu, leaky_relu_, log_softmax, logsigmoid, mish, prelu, relu, relu6,
                            relu_, selu, selu_, sigmoid, silu, softmax, softmin, softplus, softshrink, softsign, tanh,
@@ -27,7 +27,7 @@ from ._losses import (binary_cross_entropy, binary_cross_entropy_with_logits, co
                       huber_loss, kl_div, l1_loss, mse_loss, nll_loss, pairwise_distance, smooth_l1_loss)
 from ._losses import __all__ as _losses_all
 
-# the other families' modules are imported on first use (tdx.compat.lazy_names); the listed names are each
+# the other families' modules are imported on first use (tdx.aliasing.lazy_names); the listed names are each
 # module's __all__ (tests/test_lazy_names.py keeps them equal), torch's typing names come with _torch_function's
 _HOMES = {
     "._dropouts": ("dropout1d", "dropout2d", "dropout3d", "feature_alpha_dropout"),
@@ -57,8 +57,8 @@ _HOMES = {
 _TYPING = ("Callable", "DType", "Optional", "Tensor")  # torch.nn.functional's typing names (not in __all__)
 
 
-def _adapt(name, value):  # a function resolved on first use gets its autocast wrapper (compat/autocast_policy.py)
-    from .. import autocast_policy
+def _adapt(name, value):  # a function resolved on first use gets its autocast wrapper (compat/amp/autocast_policy.py)
+    from ..amp import autocast_policy
 
     return autocast_policy.wrapped(__name__, name, value)
 
@@ -72,10 +72,10 @@ __all__ += [*_HOMES["._dropouts"], "embedding_bag", *_HOMES["._likelihood_losses
             *_HOMES["._resample"], *_HOMES["._torch_function"]]
 
 
-def _autocast_policy():  # the autocast policy wraps this module's listed functions (compat/autocast_policy.py)
+def _autocast_policy():  # the autocast policy wraps this module's listed functions (compat/amp/autocast_policy.py)
     import sys
 
-    from .. import autocast_policy
+    from ..amp import autocast_policy
 
     autocast_policy.install_module(sys.modules[__name__])
 

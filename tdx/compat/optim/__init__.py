@@ -7,9 +7,9 @@ must never import torch or mlx.
 
 from __future__ import annotations
 
-from ..lazy_names import attach as _attach
+from ...aliasing.lazy_names import attach as _attach
 
-# each optimizer's module, lr_scheduler and swa_utils are imported on first use (tdx.compat.lazy_names)
+# each optimizer's module, lr_scheduler and swa_utils are imported on first use (tdx.aliasing.lazy_names)
 __getattr__, __dir__ = _attach(globals(), {
     ".adafactor": ("Adafactor",), ".adagrad": ("ASGD", "Adadelta", "Adagrad", "RMSprop", "Rprop"),
     ".adam": ("Adam", "Adamax", "AdamW", "NAdam", "RAdam"), ".kernels": (), ".lbfgs": ("LBFGS",), ".lr_scheduler": (),

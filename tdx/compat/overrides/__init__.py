@@ -21,7 +21,7 @@ __all__ = ["has_torch_function", "has_torch_function_unary", "has_torch_function
            "is_tensor_like", "is_tensor_method_or_property", "get_ignored_functions", "get_overridable_functions",
            "get_testing_overrides", "get_default_nowrap_functions", "wrap_torch_function", "enable_reentrant_dispatch",
            "resolve_name", "TorchFunctionMode", "BaseTorchFunctionMode"]
-__tdx_partial__ = True  # redispatch_function refuses at use (tdx.compat.torch_paths)
+__tdx_partial__ = True  # redispatch_function refuses at use (tdx.aliasing.torch_paths)
 
 
 def is_tensor_like(inp) -> bool:

@@ -1,6 +1,6 @@
 """``tdx.special``: every function of ``torch.special``, on every executor.
 
-Each function forwards torch's arguments to :func:`tdx.compat.dispatch.call`: torch's own
+Each function forwards torch's arguments to :func:`tdx._tensor.dispatch.call`: torch's own
 ``torch.special`` on a torch executor; on MLX, compositions of MLX ops (float64 included,
 differentiable through tdx's tape) in :mod:`tdx.backends.mlx._special` and its sibling mixins. Must never import a framework and holds no per-executor logic.
 """
@@ -8,7 +8,7 @@ differentiable through tdx's tape) in :mod:`tdx.backends.mlx._special` and its s
 from __future__ import annotations
 
 from ..._tensor.tensor import Tensor
-from ..dispatch import call as _call
+from ..._tensor.dispatch import call as _call
 
 _UNARY = ("airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "digamma", "entr", "erf", "erfc", "erfcx",
           "erfinv", "exp2", "expit", "expm1", "gammaln", "i0", "i0e", "i1", "i1e", "log1p", "log_ndtr",

@@ -7,4 +7,4 @@ from __future__ import annotations
 from ..._tensor.storage import TypedStorage, UntypedStorage
 
 __all__ = ["UntypedStorage", "TypedStorage"]
-__tdx_partial__ = True  # torch's other torch.storage names refuse at use (tdx.compat.torch_paths)
+__tdx_partial__ = True  # torch's other torch.storage names refuse at use (tdx.aliasing.torch_paths)

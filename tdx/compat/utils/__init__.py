@@ -8,7 +8,7 @@ Importing this package must never import torch or MLX.
 from . import data
 
 __all__ = ["data", "set_module", "get_cpp_backtrace"]
-__tdx_partial__ = True  # torch's other torch.utils names refuse at use (tdx.compat.torch_paths)
+__tdx_partial__ = True  # torch's other torch.utils names refuse at use (tdx.aliasing.torch_paths)
 
 
 def set_module(obj, mod) -> None:

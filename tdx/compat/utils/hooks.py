@@ -10,7 +10,7 @@ import warnings
 from ..nn.modules.hooks import RemovableHandle
 
 __all__ = ["RemovableHandle", "unserializable_hook", "warn_if_has_hooks"]
-__tdx_partial__ = True  # BackwardHook refuses at use (tdx.compat.torch_paths)
+__tdx_partial__ = True  # BackwardHook refuses at use (tdx.aliasing.torch_paths)
 
 
 def unserializable_hook(f):

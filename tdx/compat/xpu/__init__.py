@@ -1,10 +1,10 @@
 """``tdx.xpu`` (torch's ``torch.xpu``): Intel GPUs are absent in tdx, answered as torch answers on a build without
-XPU (:mod:`tdx.compat.absent_device`); torch's other ``torch.xpu`` names refuse at use. Must never import a
+XPU (:mod:`tdx.aliasing.absent_device`); torch's other ``torch.xpu`` names refuse at use. Must never import a
 framework."""
 
 from __future__ import annotations
 
-from ..absent_device import populate
+from ...aliasing.absent_device import populate
 
 __all__ = populate(globals(), "xpu")
-__tdx_partial__ = True  # Stream, Event, XPUGraph... refuse at use (tdx.compat.torch_paths)
+__tdx_partial__ = True  # Stream, Event, XPUGraph... refuse at use (tdx.aliasing.torch_paths)

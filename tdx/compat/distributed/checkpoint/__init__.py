@@ -5,6 +5,6 @@ A tdx checkpoint is ``tdx.save``/``tdx.load`` (torch's format) or safetensors. T
 Never imports a framework.
 """
 
-from ...refused import namespace_names
+from ....aliasing.refused import namespace_names
 
 globals().update(namespace_names("torch.distributed.checkpoint"))

@@ -3,12 +3,12 @@
 Libraries (transformers, accelerate) import ``DTensor``, the placements and ``distribute_tensor`` at
 module level and then ask ``isinstance(x, DTensor)``: that answers False for every tdx tensor, and
 the placements are plain values (:mod:`.placement_types`). Making a ``DTensor`` or distributing a
-tensor raises :class:`tdx.UnsupportedOpError` from ``tdx.compat.refused``. Never imports a framework.
+tensor raises :class:`tdx.UnsupportedOpError` from ``tdx.aliasing.refused``. Never imports a framework.
 """
 
 from __future__ import annotations
 
-from ...refused import namespace_names
+from ....aliasing.refused import namespace_names
 from .placement_types import Partial, Placement, Replicate, Shard
 
 __all__ = ["DTensor", "DeviceMesh", "Placement", "Shard", "Replicate", "Partial", "distribute_tensor",

@@ -3,6 +3,6 @@
 Never imports a framework.
 """
 
-from ...refused import namespace_names
+from ....aliasing.refused import namespace_names
 
 globals().update(namespace_names("torch.distributed.tensor._utils"))

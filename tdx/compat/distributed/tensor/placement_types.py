@@ -3,13 +3,13 @@
 ``Shard(dim)``, ``Replicate()``, ``Partial(reduce_op)`` (and torch's private ``_StridedShard``) are
 descriptions of how a distributed tensor would be laid out. They compare and print as torch's, so
 code that builds or inspects them runs; tdx has no distributed tensor to lay out, so what would
-use them (``distribute_tensor``, ``DTensor``) is refused from ``tdx.compat.refused``. This module
+use them (``distribute_tensor``, ``DTensor``) is refused from ``tdx.aliasing.refused``. This module
 must never import a framework.
 """
 
 from __future__ import annotations
 
-from ...refused import namespace_names
+from ....aliasing.refused import namespace_names
 
 __all__ = ["Placement", "Shard", "Replicate", "Partial"]
 

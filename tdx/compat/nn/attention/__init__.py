@@ -14,7 +14,7 @@ import sys
 
 
 from ....attention._state import SDPBackend, sdpa_kernel
-from ...torch_paths import ShapedModule as _ShapedModule
+from ....aliasing.torch_paths import ShapedModule as _ShapedModule
 
 __all__ = ["SDPBackend", "sdpa_kernel", "WARN_FOR_UNFUSED_KERNELS", "activate_flash_attention_impl",
            "current_flash_attention_impl", "list_flash_attention_impls", "register_flash_attention_impl",

@@ -19,7 +19,7 @@ import tdx
 from ...._errors import TdxValueError
 
 __all__ = ["flex_attention", "create_block_mask", "create_mask", "BlockMask", "and_masks", "or_masks", "noop_mask"]
-__tdx_partial__ = True  # torch's other names here refuse at use (tdx.compat.torch_paths)
+__tdx_partial__ = True  # torch's other names here refuse at use (tdx.aliasing.torch_paths)
 _DEFAULT_SPARSE_BLOCK_SIZE = 128  # torch's block size, which libraries (transformers) import as a default
 
 

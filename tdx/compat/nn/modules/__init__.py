@@ -3,13 +3,13 @@ losses, normalizations, dropout, embeddings, recurrent layers, attention and the
 convolutions, pooling, padding, resampling and batch/instance norm.
 
 Each module builds on ``tdx.nn.functional``, so it runs and differentiates on every executor.
-Each class's submodule is imported the first time one of its names is asked (:mod:`tdx.compat.lazy_names`):
+Each class's submodule is imported the first time one of its names is asked (:mod:`tdx.aliasing.lazy_names`):
 a program pays the memory of the layers it uses. Must never import torch or mlx.
 """
 
 from __future__ import annotations
 
-from ...lazy_names import attach as _attach
+from ....aliasing.lazy_names import attach as _attach
 
 # where each class lives ({".submodule": names}); the submodules of _WHOLE are offered whole (their __all__, which
 # tests/test_lazy_names.py keeps equal to the table)

@@ -19,7 +19,7 @@ __all__ = ["L1Loss", "NLLLoss", "NLLLoss2d", "PoissonNLLLoss", "GaussianNLLLoss"
            "BCEWithLogitsLoss", "HingeEmbeddingLoss", "MultiLabelMarginLoss", "SmoothL1Loss", "HuberLoss",
            "SoftMarginLoss", "CrossEntropyLoss", "MultiLabelSoftMarginLoss", "CosineEmbeddingLoss",
            "MarginRankingLoss", "MultiMarginLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss", "CTCLoss"]
-__tdx_partial__ = True  # torch's classes here that tdx has not built refuse at use (tdx.compat.torch_paths)
+__tdx_partial__ = True  # torch's classes here that tdx has not built refuse at use (tdx.aliasing.torch_paths)
 
 
 def _legacy_reduction(size_average, reduce) -> str:

@@ -18,7 +18,7 @@ from . import _default_init as init
 from .module import Module
 
 __all__ = ["LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm"]
-__tdx_partial__ = True  # torch's classes here that tdx has not built refuse at use (tdx.compat.torch_paths)
+__tdx_partial__ = True  # torch's classes here that tdx has not built refuse at use (tdx.aliasing.torch_paths)
 
 
 def _shape(normalized_shape) -> tuple:

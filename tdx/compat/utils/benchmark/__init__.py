@@ -18,7 +18,7 @@ import timeit as _timeit
 from ...._errors import TdxValueError
 
 __all__ = ["Timer", "Measurement", "Language", "select_unit", "trim_sigfig"]
-__tdx_partial__ = True  # Compare, Fuzzer, CallgrindStats... refuse at use (tdx.compat.torch_paths)
+__tdx_partial__ = True  # Compare, Fuzzer, CallgrindStats... refuse at use (tdx.aliasing.torch_paths)
 
 
 class Language(enum.Enum):

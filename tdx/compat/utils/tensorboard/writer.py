@@ -19,7 +19,7 @@ import numpy as np
 from tensorboard.compat.proto.event_pb2 import Event
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
-from ... import refused
+from ....aliasing import refused
 from . import summary as S
 
 __all__ = ["SummaryWriter", "FileWriter"]

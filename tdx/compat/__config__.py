@@ -16,7 +16,7 @@ __all__ = ["show", "parallel_info"]
 def show() -> str:
     """tdx's build and its frameworks' (torch's ``torch.__config__.show()`` included when installed)."""
     from .. import __dict__ as namespace
-    from .torch_paths import torch_version
+    from ..aliasing.torch_paths import torch_version
 
     lines = [f"tdx {namespace['__version__']} (torch {torch_version()} API) built with:"]
     for name in ("torch", "mlx"):

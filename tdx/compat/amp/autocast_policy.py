@@ -36,8 +36,8 @@ from __future__ import annotations
 import functools
 import threading
 
-from .. import _dtypes as D
-from ..autograd import tape as _tape
+from ... import _dtypes as D
+from ...autograd import tape as _tape
 
 __all__ = ["TABLES", "ON", "install", "install_module", "wrapped", "activate", "policy_of", "clear_cache"]
 
@@ -161,7 +161,7 @@ def _apply(home, name, fn, args, kwargs):
     """The slow path: ``fn(*args, **kwargs)`` with the policy of ``name`` for the region in force."""
     if getattr(_local, "suspended", False) or kwargs.get("out") is not None or kwargs.get("dtype") is not None:
         return fn(*args, **kwargs)
-    from .._tensor.tensor import Tensor
+    from ..._tensor.tensor import Tensor
 
     t = _first_tensor(args, kwargs, Tensor)
     if t is None:
@@ -220,8 +220,8 @@ def _torch_own(home, name, fn, ex, args, kwargs, Tensor):
     """On an executor with its own autocast, inside a region for its device type: its function ``name`` of
     ``home`` on the natives (so ops tdx composes are cast as torch casts them); else ``fn`` as it is."""
     from . import autocast_state
-    from .._errors import NATIVE_ERRORS, UnsupportedOpError
-    from .._tensor.kernels import wrapped
+    from ..._errors import NATIVE_ERRORS, UnsupportedOpError
+    from ..._tensor.kernels import wrapped
 
     if home is None or not autocast_state.is_autocast_enabled(ex.device.type):
         return fn(*args, **kwargs)

@@ -89,7 +89,7 @@ def feature_dropout(input, p, train):  # noqa: A002
     Raises:
         TdxValueError: ``p`` outside [0, 1].  TdxRuntimeError: ``input`` has fewer than 2 dimensions.
     """
-    import tdx
+    from .creation import full
 
     if not 0 <= p <= 1:
         raise TdxValueError(f"dropout probability has to be between 0 and 1, but got {p}")
@@ -100,7 +100,7 @@ def feature_dropout(input, p, train):  # noqa: A002
     if p == 1:
         return input * 0
     shape = tuple(input.shape[:2]) + (1,) * (input.dim() - 2)
-    keep = tdx.full(shape, 1 - p, dtype=input.dtype, device=input.device).bernoulli()
+    keep = full(shape, 1 - p, dtype=input.dtype, device=input.device).bernoulli()
     return input * keep / (1 - p)
 
 
@@ -122,13 +122,15 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
 def embedding_renorm_(input, indices, max_norm, norm_type):  # noqa: A002
     """Rescale in place the rows of ``input`` named by ``indices`` whose ``norm_type``-norm exceeds
     ``max_norm`` to norm ``max_norm`` (ATen's ``max_norm / (norm + 1e-7)``); returns ``input``."""
-    import tdx
+    from ..autograd.grad_mode import no_grad
+    from .creation import ones_like
+    from .namespace import where
 
-    with tdx.no_grad():
+    with no_grad():
         rows = indices.reshape(-1).unique()
         sel = input.index_select(0, rows)
         norms = sel.norm(p=norm_type, dim=1, keepdim=True)
-        scale = tdx.where(norms > max_norm, max_norm / (norms + 1e-7), tdx.ones_like(norms))
+        scale = where(norms > max_norm, max_norm / (norms + 1e-7), ones_like(norms))
         input.index_copy_(0, rows, sel * scale)
     return input
 
@@ -281,10 +283,10 @@ def batch_norm_elemt(input, weight, bias, mean, invstd, eps):  # noqa: A002
 
 def batch_norm_update_stats(input, running_mean, running_var, momentum):  # noqa: A002
     """``(mean, unbiased var)`` per channel, and the running statistics updated in place with ``momentum``."""
-    import tdx
+    from ..autograd.grad_mode import no_grad
 
     dims = [d for d in range(input.dim()) if d != 1]
-    with tdx.no_grad():
+    with no_grad():
         mean = input.mean(dims)
         var = input.var(dims, correction=1)
         if running_mean is not None:

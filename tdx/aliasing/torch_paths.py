@@ -7,7 +7,7 @@ names. Three pieces use it:
 - :class:`GeneratedFinder`, last on ``sys.meta_path``: ``import tdx.<path>`` (``torch.<path>`` under
   the alias) for a path with no real tdx module builds a :class:`GeneratedModule` whose torch names
   refuse when called, instantiated or used (``UnsupportedOpError`` naming ``torch.<path>.<name>`` and
-  why, from the module groups of ``tdx.compat.refused``). Being last, a real module (``tdx/compat/<name>/``
+  why, from the module groups of ``tdx.aliasing.refused``). Being last, a real module (``tdx/compat/<name>/``
   or any file under ``tdx/``) always wins, also for submodules. A generated module is a package when
   torch's is.
 - :class:`ShapingFinder`, first on ``sys.meta_path``: every ``tdx.*`` module standing for a torch module

@@ -17,8 +17,8 @@ import sys
 import threading
 import warnings
 
-from .. import _dtypes as D
-from .._errors import TdxRuntimeError, TdxTypeError, TdxValueError
+from ... import _dtypes as D
+from ..._errors import TdxRuntimeError, TdxTypeError, TdxValueError
 
 __all__ = ["autocast", "is_autocast_enabled", "set_autocast_enabled", "get_autocast_dtype", "set_autocast_dtype",
            "is_autocast_cpu_enabled", "set_autocast_cpu_enabled", "get_autocast_cpu_dtype", "set_autocast_cpu_dtype",
@@ -98,9 +98,9 @@ def covers(kind: str, ex) -> bool:
     dev = ex.device
     if kind == dev.type:
         return True
-    from .. import backends
-    from .._errors import TdxError
-    from .cuda import is_accelerator
+    from ... import backends
+    from ..._errors import TdxError
+    from ..cuda import is_accelerator
 
     try:
         resolved = backends.get(kind)
@@ -217,8 +217,8 @@ def _load_torch_for(kind: str) -> None:
     another executor, whose tensors torch never computes)."""
     if kind not in _TORCH_TYPES or _torch() is not None:
         return
-    from .. import backends
-    from ..backends import _flags
+    from ... import backends
+    from ...backends import _flags
 
     pin = backends.pinned()
     if pin is None or pin[0].device.type in _TORCH_TYPES:
@@ -251,7 +251,7 @@ class autocast:  # noqa: N801 - torch's name
         self._cache_enabled = is_autocast_cache_enabled() if cache_enabled is None else bool(cache_enabled)
         if enabled:
             if self.device == "cuda":
-                from .cuda import is_available
+                from ..cuda import is_available
 
                 if not is_available():
                     warnings.warn("CUDA is not available or torch_xla is imported. Disabling autocast.",

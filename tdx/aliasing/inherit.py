@@ -6,7 +6,7 @@ A child started with ``spawn`` or ``forkserver`` (DataLoader workers, ``multipro
 again (as ``__mp_main__``): without help its ``import torch`` would get real torch, and the tensors
 it makes would be torch's. While the alias is active, :func:`install` wraps
 ``multiprocessing.util.spawnv_passfds`` (the one call through which ``spawn``'s children and the
-``forkserver`` server are started) so that the child's ``-c`` command first runs :func:`adopt`: it
+``forkserver`` server are started) so that the child's ``-c`` command first runs ``torch_alias.adopt``: it
 activates the alias and pins the parent's device (with the parent's pin source, and its "already
 warned" flag, so a child does not repeat the parent's warning), before the child re-imports the
 script. A forkserver server started this way imports the script under the alias. Every child also
@@ -25,14 +25,14 @@ from __future__ import annotations
 import os
 import threading
 
-__all__ = ["install", "uninstall", "adopt", "child_command"]
+__all__ = ["install", "uninstall", "child_command", "INHERITED"]
 
 # the -c programs multiprocessing runs in a spawned child / a forkserver server
 _CHILD_PROGRAMS = ("from multiprocessing.spawn import spawn_main", "from multiprocessing.forkserver import main")
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the folder holding tdx/
-_state = {"original": None, "preparation": None}
+_state = {"original": None, "preparation": None, "adopt": None}  # adopt: torch_alias.adopt, handed down
 _lock = threading.Lock()
-_INHERITED = " (inherited from the parent process)"
+INHERITED = " (inherited from the parent process)"  # added to a child's pin source
 
 
 def _current() -> tuple:
@@ -49,8 +49,8 @@ def child_command(code: str) -> str:
     """``code`` (a child's ``-c`` program) preceded by the adoption of the alias and of the current pin."""
     device, source, warned = _current()
     prefix = (f"import sys; sys.path.append({_ROOT!r}) if {_ROOT!r} not in sys.path else None; "
-              f"import tdx.compat.inherit as _tdx_inherit; _tdx_inherit.adopt({device!r}, {source!r}, {warned!r}); "
-              "del _tdx_inherit; ")
+              f"import tdx.aliasing.torch_alias as _tdx_alias; _tdx_alias.adopt({device!r}, {source!r}, {warned!r}); "
+              "del _tdx_alias; ")
     return prefix + code
 
 
@@ -61,7 +61,7 @@ class _Adoption:
         self.state = state
 
     def __reduce__(self):
-        return adopt, self.state
+        return _state["adopt"], self.state
 
 
 def _preparation_data(name):
@@ -81,11 +81,17 @@ def _spawnv_passfds(path, args, passfds):
     return _state["original"](path, args, passfds)
 
 
-def install() -> None:
-    """Make multiprocessing's spawned children adopt the alias and the pin (idempotent)."""
+def install(adopt) -> None:
+    """Make multiprocessing's spawned children adopt the alias and the pin (idempotent).
+
+    Args:
+        adopt: what a child runs first (``torch_alias.adopt(device, source, warned)``): the alias hands it down,
+            so this module never imports the alias.
+    """
     from multiprocessing import spawn, util
 
     with _lock:
+        _state["adopt"] = adopt
         if _state["original"] is None:
             _state["original"] = util.spawnv_passfds
             util.spawnv_passfds = _spawnv_passfds
@@ -104,24 +110,3 @@ def uninstall() -> None:
             _state["original"] = _state["preparation"] = None
 
 
-def adopt(device, source, warned: bool) -> None:
-    """In a freshly started child: turn the alias on and pin ``device`` as the parent had it.
-
-    Args:
-        device: the parent's pinned device (a string), or None when it had no pin (then none is kept).
-        source: where the parent's pin came from (named in the pin's warning).
-        warned: whether the parent already warned about a remapped device.
-    """
-    from .. import backends
-    from . import torch_alias
-
-    if device is None:
-        if backends.pinned() is not None:  # a forkserver server's pin that this child's parent does not have
-            backends.unpin()
-    else:
-        if not source.endswith(_INHERITED):
-            source += _INHERITED
-        backends.pin(device, source)
-        backends._state["pin_warned"] = warned
-    if not torch_alias.is_active():
-        torch_alias.activate()

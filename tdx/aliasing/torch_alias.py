@@ -3,7 +3,7 @@
 While the alias is active, every ``import torch``, ``import torch.nn as nn``, ``from torch.utils.data
 import DataLoader``... made by the *program* resolves to the tdx module of the same path
 (``torch`` -> ``tdx``, ``torch.nn.functional`` -> ``tdx.nn.functional``), through the
-:class:`~tdx.compat.alias.AliasFinder` mapping ``{"torch": "tdx"}``. A ``torch.*`` module tdx lacks
+:class:`~tdx.aliasing.alias.AliasFinder` mapping ``{"torch": "tdx"}``. A ``torch.*`` module tdx lacks
 raises :class:`tdx.NotProvidedError` (an ``ImportError``) naming it: real torch is never mixed in.
 
 Design. tdx's torch executor needs the real torch, and torch itself runs ``import torch`` in its
@@ -30,7 +30,7 @@ from .._errors import NotProvidedError
 from . import inherit, torch_identity
 from .alias import AliasFinder
 
-__all__ = ["torch_alias", "activate", "deactivate", "is_active", "real_imports", "NotProvidedError"]
+__all__ = ["torch_alias", "activate", "deactivate", "is_active", "real_imports", "adopt", "NotProvidedError"]
 
 _INTERNAL = {"tdx", "torch"}       # module roots whose imports always get the real modules
 _tls = threading.local()           # depth: >0 while tdx/torch is importing something new
@@ -134,13 +134,13 @@ def activate() -> None:
     """Turn the alias on for the whole process (nested calls count; pair each with :func:`deactivate`).
 
     Reprs print ``torch.float32`` and ``torch.Size`` while it is active, and processes started with
-    ``spawn``/``forkserver`` inherit the alias and the pin (:mod:`tdx.compat.inherit`).
+    ``spawn``/``forkserver`` inherit the alias and the pin (:mod:`tdx.aliasing.inherit`).
     """
     from .. import _dtypes
 
     with _lock:
         if _state["count"] == 0:
-            inherit.install()  # before the import hook: multiprocessing must not count as tdx's
+            inherit.install(adopt)  # before the import hook: multiprocessing must not count as tdx's
             _state["import"], _state["import_module"] = builtins.__import__, importlib.import_module
             _state["prefix"] = _dtypes._state["prefix"]
             builtins.__import__ = _import
@@ -164,6 +164,28 @@ def deactivate() -> None:
             _dtypes._state["prefix"] = _state["prefix"]
             torch_identity.uninstall()
             inherit.uninstall()
+
+
+def adopt(device, source, warned: bool) -> None:
+    """In a freshly started child (:mod:`.inherit`): turn the alias on and pin ``device`` as the parent had it.
+
+    Args:
+        device: the parent's pinned device (a string), or None when it had no pin (then none is kept).
+        source: where the parent's pin came from (named in the pin's warning).
+        warned: whether the parent already warned about a remapped device.
+    """
+    from .. import backends
+
+    if device is None:
+        if backends.pinned() is not None:  # a forkserver server's pin that this child's parent does not have
+            backends.unpin()
+    else:
+        if not source.endswith(inherit.INHERITED):
+            source += inherit.INHERITED
+        backends.pin(device, source)
+        backends._state["pin_warned"] = warned
+    if not is_active():
+        activate()
 
 
 @contextlib.contextmanager
