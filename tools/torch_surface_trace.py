@@ -77,6 +77,27 @@ def _instrument_modules() -> int:
     return count
 
 
+def _instrument_ops(torch) -> None:
+    """Record every ``torch.ops.<namespace>.<op>`` read from outside torch (the ops libraries key their
+    ``__torch_dispatch__`` tables by, and call)."""
+    namespace_class = torch._ops._OpNamespace
+    base = namespace_class.__getattribute__
+
+    def __getattribute__(self, attr):
+        value = base(self, attr)
+        if not _IN_TRACE[0] and not (attr.startswith("__") and attr.endswith("__")):
+            _IN_TRACE[0] = True
+            try:
+                reader = _reader(1)
+                if reader is not None:
+                    _SEEN.setdefault(f"torch.ops.{base(self, 'name')}.{attr}", reader)
+            finally:
+                _IN_TRACE[0] = False
+        return value
+
+    namespace_class.__getattribute__ = __getattribute__
+
+
 def _instrument_tensor(torch) -> None:
     """Record every attribute read on a tensor (any subclass included) made from outside torch."""
     base = torch._C.TensorBase.__getattribute__
@@ -125,6 +146,7 @@ def trace(program: str, argv: list) -> dict:
 
     _instrument_modules()
     _instrument_tensor(torch)
+    _instrument_ops(torch)
     sys.meta_path.insert(0, _ModuleWatcher())
     import builtins
     import importlib

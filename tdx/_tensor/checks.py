@@ -13,7 +13,9 @@ from __future__ import annotations
 import builtins
 import warnings
 
-from .._errors import (TdxIndexError, TdxNotImplementedError, TdxRuntimeError, TdxTypeError, TdxValueError)
+from .. import _dtypes as D
+from .._errors import TdxIndexError, TdxNotImplementedError, TdxRuntimeError, TdxTypeError, TdxValueError
+from .tensor import Tensor
 
 __all__ = ["_check", "_check_with", "_check_index", "_check_value", "_check_type", "_check_not_implemented",
            "_check_is_size", "_check_tensor_all", "_check_tensor_all_with"]
@@ -81,11 +83,9 @@ def _check_tensor_all_with(error_type, cond, message=None) -> None:
     Raises:
         TdxTypeError: ``cond`` is not a tensor, or not a bool one.
     """
-    from .. import Tensor, bool as bool_dtype
-
     if not isinstance(cond, Tensor):
         raise TdxTypeError(f"cond must be a tensor, but got {type(cond)}")
-    if cond.dtype is not bool_dtype:
+    if cond.dtype is not D.bool_:
         raise TdxTypeError(f"cond tensor must have dtype torch.bool, but got {cond.dtype}")
     _check_with(error_type, builtins.bool(cond.all().item()), message)
 

@@ -12,16 +12,19 @@ from __future__ import annotations
 
 import time
 
+from .. import _dtypes
+from .._device import device as as_device
+
 __all__ = ["Stream", "Event"]
 
 
 def _device(device):
-    import tdx
-
     if device is None:
-        acc = tdx.accelerator.current_accelerator()
-        return acc if acc is not None else tdx.device("cpu")
-    return tdx.device(device)
+        from ..compat.accelerator import current_accelerator
+
+        acc = current_accelerator()
+        return acc if acc is not None else as_device("cpu")
+    return as_device(device)
 
 
 def _synchronize(device) -> None:
@@ -83,8 +86,6 @@ class Stream:
         return hash((Stream, self.device))
 
     def __repr__(self) -> str:
-        from .. import _dtypes
-
         return (f"{_dtypes._state['prefix']}.Stream device_type={self.device_type}, "
                 f"device_index={self.device_index}, stream_id={self.stream_id}")
 
@@ -136,7 +137,5 @@ class Event:
         return (end_event._time - self._time) * 1000.0
 
     def __repr__(self) -> str:
-        from .. import _dtypes
-
         return (f"{_dtypes._state['prefix']}.Event device_type={self.device_type}, "
                 f"device_index={self.device_index}, event_flag=0, event_id={id(self)}")

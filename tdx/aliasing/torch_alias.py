@@ -146,7 +146,7 @@ def activate() -> None:
             builtins.__import__ = _import
             importlib.import_module = _import_module
             _dtypes._state["prefix"] = "torch"
-            torch_identity.install()
+            torch_identity.install(_internal)
         _state["count"] += 1
 
 

@@ -30,9 +30,7 @@ def _sees_torch(frame) -> bool:
     file = frame.f_code.co_filename
     if file.startswith("<frozen") or (file.startswith(_STDLIB) and not file.startswith(_SITE)):
         return False
-    from . import torch_alias
-
-    return not torch_alias._internal(frame.f_globals)
+    return not _INTERNAL[0](frame.f_globals)
 
 
 class _TorchIdentity:
@@ -60,8 +58,16 @@ class _TorchIdentity:
 _FACING: dict = {}  # the module's own class -> its subclass with torch's identity
 
 
-def install() -> None:
-    """Give the ``tdx`` module torch's identity for the program's reads."""
+_INTERNAL = [lambda globals_: True]  # the alias's test of whether a module is tdx's, torch's or their dependency's
+
+
+def install(internal) -> None:
+    """Give the ``tdx`` module torch's identity for the program's reads.
+
+    Args:
+        internal: ``internal(globals) -> bool``, the alias's test of a reading module that must see tdx's identity.
+    """
+    _INTERNAL[0] = internal
     module = sys.modules["tdx"]
     cls = type(module)
     if issubclass(cls, _TorchIdentity):

@@ -9,16 +9,16 @@ module imports none.
 from __future__ import annotations
 
 import importlib.util
+import sys
 
 __all__ = ["show", "parallel_info"]
 
 
 def show() -> str:
     """tdx's build and its frameworks' (torch's ``torch.__config__.show()`` included when installed)."""
-    from .. import __dict__ as namespace
     from ..aliasing.torch_paths import torch_version
 
-    lines = [f"tdx {namespace['__version__']} (torch {torch_version()} API) built with:"]
+    lines = [f"tdx {sys.modules['tdx'].__dict__['__version__']} (torch {torch_version()} API) built with:"]
     for name in ("torch", "mlx"):
         lines.append(f"  - {name}: {'installed' if importlib.util.find_spec(name) else 'not installed'}")
     text = "\n".join(lines) + "\n"
@@ -31,7 +31,7 @@ def show() -> str:
 
 def parallel_info() -> str:
     """The thread counts of tdx's executors (``tdx.get_num_threads()``, interop threads)."""
-    import tdx
+    from .._tensor.runtime import get_num_interop_threads, get_num_threads
 
-    return (f"tdx:\n\tget_num_threads() : {tdx.get_num_threads()}\n"
-            f"\tget_num_interop_threads() : {tdx.get_num_interop_threads()}\n")
+    return (f"tdx:\n\tget_num_threads() : {get_num_threads()}\n"
+            f"\tget_num_interop_threads() : {get_num_interop_threads()}\n")
