@@ -84,7 +84,10 @@ def _instrument_ops(torch) -> None:
     base = namespace_class.__getattribute__
 
     def __getattribute__(self, attr):
-        value = base(self, attr)
+        try:
+            value = base(self, attr)
+        except AttributeError:  # an op not loaded yet: the namespace's __getattr__ loads it (or raises)
+            value = namespace_class.__getattr__(self, attr)
         if not _IN_TRACE[0] and not (attr.startswith("__") and attr.endswith("__")):
             _IN_TRACE[0] = True
             try:

@@ -76,27 +76,6 @@ def call(ns: str, name: str, *args, names=None, **kwargs):
         raise translate(err) from None
 
 
-def _write_out(out, result, op: str):
-    """Copy ``result`` (a tensor or a tuple of them) into ``out`` (the same structure), resizing each as torch's
-    ``out=`` does; returns ``out``.
-
-    Raises:
-        TdxTypeError: ``out`` is not a tensor (or a tuple of as many tensors as the result has).
-    """
-    if isinstance(result, tuple):
-        if not isinstance(out, (tuple, list)) or len(out) != len(result):
-            raise TdxTypeError(f"{op}(): out must be a tuple of {len(result)} Tensors, got {type(out).__name__}")
-        for o, r in zip(out, result):
-            _write_out(o, r, op)
-        return out
-    if out.__class__ is not _w.Tensor and not isinstance(out, _w.Tensor):
-        raise TdxTypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
-    if out.shape != result.shape:
-        out.resize_(result.shape)
-    out.copy_(result)
-    return out
-
-
 def accept_out(namespace: dict, names) -> None:
     """Give each function ``names`` lists in module ``namespace`` torch's keyword ``out=`` (None: the result as
     it is; a tensor or tuple of tensors: the result written into it and returned), as torch's linalg, fft and
@@ -111,6 +90,6 @@ def accept_out(namespace: dict, names) -> None:
 
         def with_out(*args, out=None, _fn=fn, _op=f"{namespace['__name__']}.{name}", **kwargs):
             result = _fn(*args, **kwargs)
-            return result if out is None else _write_out(out, result, _op)
+            return result if out is None else _w.write_out(out, result, _op)
 
         namespace[name] = functools.wraps(fn)(with_out)

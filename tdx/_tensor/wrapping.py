@@ -208,10 +208,44 @@ def typed_errors(fn):
             retry = numpy_keywords(kwargs) if kwargs and isinstance(err, TypeError) else None
             if retry is not None:
                 return method(self, *args, **retry)
+            if kwargs and isinstance(err, TypeError) and "out" in kwargs:  # torch's out= on any op
+                kwargs = dict(kwargs)
+                out = kwargs.pop("out")
+                result = method(self, *args, **kwargs)
+                return result if out is None else write_out(out, result, fn.__name__)
             ex = getattr(self, "_ex", None)
             raise (ex.native_error(err) if ex is not None else translate(err)) from None
 
     return method
+
+
+def _c10_name(d) -> str:
+    """c10's ScalarType name of dtype ``d`` (``Float``), as torch's out= errors print it."""
+    return D._TORCH_SCALAR_NAMES.get(d.name, d.name)
+
+
+def write_out(out, result, op: str):
+    """Copy ``result`` (a tensor or a tuple of them) into ``out`` (the same structure), resizing each as torch's
+    ``out=`` does; returns ``out``.
+
+    Raises:
+        TdxTypeError: ``out`` is not a tensor (or a tuple of as many tensors as the result has).
+    """
+    if isinstance(result, tuple):
+        if not isinstance(out, (tuple, list)) or len(out) != len(result):
+            raise TdxTypeError(f"{op}(): out must be a tuple of {len(result)} Tensors, got {type(out).__name__}")
+        for o, r in zip(out, result):
+            write_out(o, r, op)
+        return out
+    if not isinstance(out, Tensor):
+        raise TdxTypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if not D.can_cast(result.dtype, out.dtype):
+        raise TdxRuntimeError(f"result type {_c10_name(result.dtype)} can't be cast to the desired output type "
+                              f"{_c10_name(out.dtype)}")
+    if out.shape != result.shape:
+        out.resize_(result.shape)
+    out.copy_(result)
+    return out
 
 
 _NUMPY_NAMES = {"axis": "dim", "keepdims": "keepdim"}
@@ -459,6 +493,11 @@ def typed_function(fn, record=False):
             retry = numpy_keywords(kwargs) if kwargs and isinstance(err, TypeError) else None
             if retry is not None:
                 return wrapper(*args, **retry)
+            if kwargs and isinstance(err, TypeError) and "out" in kwargs:  # torch's out= on any op
+                kwargs = dict(kwargs)
+                out = kwargs.pop("out")
+                result = wrapper(*args, **kwargs)
+                return result if out is None else write_out(out, result, getattr(fn, "__name__", "op"))
             ex = getattr(first_tensor(args), "_ex", None)
             raise (ex.native_error(err) if ex is not None else translate(err)) from None
 

@@ -56,13 +56,19 @@ def _assert_tensor_metadata(a, size=None, stride=None, dtype=None, *, device=Non
         raise TdxRuntimeError(f"Tensor device mismatch! Expected: {device}, Got: {a.device}")
 
 
-def _sparse_mm_reduce_impl(*args, **kwargs):
-    """Refused: a sparse CSR product, and tdx tensors are dense."""
-    raise UnsupportedOpError("torch.ops.aten._sparse_mm_reduce_impl is not supported by tdx (sparse layouts): "
-                             "every tdx tensor is dense and strided; use dense matmul or index_add/scatter_reduce")
+def _sparse_product(name: str):
+    """The refusal of ATen's sparse product ``name`` (libraries key their sparse kernels by them): tdx tensors are
+    dense."""
+
+    def refused(*args, **kwargs):
+        raise UnsupportedOpError(f"torch.ops.aten.{name} is not supported by tdx (sparse layouts): every tdx tensor "
+                                 "is dense and strided; use dense matmul or index_add/scatter_reduce")
+
+    refused.__name__ = refused.__qualname__ = name
+    return refused
 
 
 # ATen's name -> the function
 OPS = {"_to_copy": _to_copy, "_pin_memory": _pin_memory, "alias": alias, "slice": slice_along,
        "_assert_scalar": _assert_scalar, "_assert_tensor_metadata": _assert_tensor_metadata,
-       "_sparse_mm_reduce_impl": _sparse_mm_reduce_impl}
+       **{name: _sparse_product(name) for name in ("_sparse_mm_reduce_impl", "_sparse_addmm", "_sparse_mm")}}
