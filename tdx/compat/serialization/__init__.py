@@ -155,15 +155,29 @@ def _view_of(flat, offset, size, stride):
     return core.expand(*size) if any(stride[d] == 0 and size[d] != 1 for d in range(len(size))) else core
 
 
+def _shares_storage(flat) -> bool:
+    """Whether ``flat`` lives on an executor whose ``as_strided`` is a view of its memory (torch's own
+    tensors): any layout, overlapping ones included, is rebuilt there as torch rebuilds it."""
+    return getattr(flat.executor, "mutable", True) and type(flat.native).__module__.startswith("torch")
+
+
 def _rebuild_tensor(flat, offset, size, stride, requires_grad=False, hooks=None, metadata=None, record="storage"):
     """torch's ``_rebuild_tensor_v2``: the tensor ``(offset, size, stride)`` over storage ``flat``
-    (named ``record`` in errors), checked against it before anything is built."""
+    (named ``record`` in errors), checked against it before anything is built.
+
+    On torch's executors the tensor is ``flat.as_strided(size, stride, offset)``, a view whatever
+    the layout (overlapping and expanded ones included, as under torch). On MLX it is built from
+    view ops (a view of the storage's array; stride 0 a lazy broadcast); a layout overlapping itself,
+    which view ops cannot express, is copied while the copy stays within :func:`_overlap_limit`.
+    """
     if not isinstance(flat, tdx.Tensor):
         raise CheckpointError(f"checkpoint tensor: its storage is a {type(flat).__name__}, not a storage record")
     size, stride = _records.check_layout(record, flat.numel(), offset, size, stride)
     if not isinstance(requires_grad, bool):
         raise CheckpointError(f"checkpoint tensor over {record!r}: requires_grad {requires_grad!r} is not a bool")
-    if 0 in size:
+    if _shares_storage(flat):
+        out = flat.as_strided(size, stride, flat.storage_offset() + offset)  # a legacy storage view starts late
+    elif 0 in size:
         out = tdx.zeros(size, dtype=flat.dtype, device=flat.device)
     else:
         out = _view_of(flat, offset, size, stride)
@@ -174,18 +188,27 @@ def _rebuild_tensor(flat, offset, size, stride, requires_grad=False, hooks=None,
     return out
 
 
-# the most bytes an overlapping layout may expand to (tdx has no overlapping views: they are copied)
-_OVERLAP_LIMIT = 1 << 31
+_OVERLAP_FLOOR, _OVERLAP_RATIO = 16 << 20, 16
+
+
+def _overlap_limit(flat) -> int:
+    """The most bytes a self-overlapping layout over ``flat`` may be copied to where views cannot
+    express it (MLX): 16 times the storage's bytes, or 16 MiB for a small one. The copy is bounded
+    by the file; a larger one (a 160 KB storage viewed as 20000 x 20000 is 1.6 GB) is refused."""
+    return max(_OVERLAP_FLOOR, _OVERLAP_RATIO * flat.numel() * flat.element_size())
 
 
 def _overlapping(flat, offset, size, stride, record):
     """The values of a self-overlapping layout (in bounds: checked), strided on the host without an
-    index array; refused when the copy would pass :data:`_OVERLAP_LIMIT` bytes."""
+    index array; refused when the copy would pass :func:`_overlap_limit`."""
     numel = int(np.prod(size, dtype=object))
-    if numel * flat.element_size() > _OVERLAP_LIMIT:
+    limit = _overlap_limit(flat)
+    if numel * flat.element_size() > limit:
         raise tdx.UnsupportedOpError(
             f"checkpoint tensor over {record!r}: sizes {list(size)} with strides {list(stride)} overlap themselves; "
-            f"tdx copies such a tensor ({numel} elements) and refuses copies over {_OVERLAP_LIMIT} bytes")
+            f"on {flat.device} such a tensor is a copy ({numel * flat.element_size()} bytes), and tdx copies at most "
+            f"{limit} bytes (16 times its storage's {flat.numel() * flat.element_size()} bytes, or 16 MiB): "
+            f"load it with map_location='cpu' to get a view")
     host = np.ascontiguousarray(flat.numpy(force=True).reshape(-1))
     item = host.itemsize
     values = np.lib.stride_tricks.as_strided(host[offset:], shape=size, strides=[s * item for s in stride],
@@ -230,20 +253,32 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
             the tensors then share the mapped memory on cpu, copy-on-write).
         **pickle_load_args: only ``encoding`` is accepted (must be utf-8 compatible).
 
-    Every number a record carries is checked before anything of that size is allocated (see
-    :mod:`.records`): a crafted file is refused in about a millisecond, whatever it claims.
+    A file is untrusted input; loading it costs time and memory bounded by its size. Every number
+    a record carries is checked before anything of that size is allocated (see :mod:`.records`);
+    the pickle's opcodes are walked before it runs (milliseconds per megabyte; with
+    ``weights_only`` any opcode torch's weights-only unpickler refuses is refused there); a
+    compressed record inflates at most 100-fold; on torch's executors every tensor is a view of its
+    storage (overlapping and expanded layouts too, as torch loads them), on MLX a view or a copy of
+    at most 16 times its storage. What the pickle builds still grows with it, as under torch: a
+    stream of one-byte opcodes that each push an object takes about 8 (None) to 75 (empty lists or
+    dicts) bytes of memory per byte of stream, and about a second per 10 MB.
 
     Raises:
         CheckpointError: (a RuntimeError, as torch's) a corrupt archive (truncated, a CRC that does
-            not match its record, a missing record), a storage count that does not match its
-            record, a tensor's sizes/strides/offset outside its storage or negative; names the record.
+            not match its record, a missing record, a record named twice, records overlapping each
+            other, a compressed record inflating over 100-fold), a storage count that does not match
+            its record, a tensor's sizes/strides/offset outside its storage or negative, a device
+            index outside 0..127; names the record.
         CheckpointUnpicklingError: (a ``pickle.UnpicklingError``) a pickle stream that cannot be
-            read: truncated, malformed, announcing more bytes than it holds; neither a zip
+            read: truncated, malformed, announcing more bytes than it holds; with ``weights_only``,
+            an opcode outside torch's weights-only set (protocol 4's FRAME, POP...); neither a zip
             checkpoint nor a legacy one.
         WeightsOnlyError: (a ``pickle.UnpicklingError``) a global outside the allowed set.
         UnsupportedOpError: a big-endian checkpoint; a tensor subclass tdx lacks, or a tensor
-            carrying Python attributes (torch keeps them; tdx tensors hold none); a self-overlapping
-            layout whose copy would pass 2 GiB (tdx has no overlapping views).
+            carrying Python attributes (torch keeps them; tdx tensors hold none); on MLX, a
+            self-overlapping layout whose copy would pass 16 times its storage (and 16 MiB).
+        TdxValueError / TdxTypeError: a tensor's storage offset / sizes or strides past int64 (torch's
+            classes there).
         TdxTypeError: a map_location of another kind.
     """
     if pickle_module not in (None, pickle):
@@ -309,7 +344,7 @@ def _unpickle(pickled, host_values, own, map_location, weights_only):
     kind is the stream's fault: a :class:`CheckpointUnpicklingError`. Otherwise only the unpickler's
     own failures are; what the file's own classes raise passes through, as under torch.
     """
-    _records.check_pickle("data.pkl", pickled)
+    _records.check_pickle("data.pkl", pickled, weights_only)
     storages = {}
     names = {}  # id(storage tensor) -> its record, for the errors that name it
 
@@ -336,6 +371,8 @@ def _unpickle(pickled, host_values, own, map_location, weights_only):
             raise CheckpointUnpicklingError(f"unsupported storage type {storage_type!r} in checkpoint")
         dtype = storage_type.dtype
         saved = own.get(key, location)
+        _records.check_device(f"data/{key}", location)
+        _records.check_device(f"data/{key}", saved)
         values = host_values(key, dtype, numel)
         if callable(map_location) and not isinstance(map_location, (str, tdx.device, dict)):
             result = map_location(to_device(values, dtype, "cpu"), location)

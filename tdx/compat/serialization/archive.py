@@ -3,12 +3,14 @@
 Writes ``<name>/data.pkl``, ``.format_version``, ``.storage_alignment``, ``byteorder``, one
 ``data/<key>`` record per storage, ``version`` and ``.data/serialization_id`` in torch's
 order, each record's data aligned to 64 bytes (padding in the local header's extra field, as
-torch pads), and reads any such archive, whatever its folder name. Must never import torch
-or MLX.
+torch pads), and reads any such archive, whatever its folder name. What it reads is bounded by
+the file: a record named twice, records whose bytes overlap, and a compressed record inflating
+over :data:`MAX_RATIO`-fold are refused. Must never import torch or MLX.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import io
 import mmap as _mmap
@@ -25,6 +27,7 @@ from .records import CheckpointError
 __all__ = ["ArchiveWriter", "ArchiveReader", "ALIGNMENT", "is_zip", "replacing"]
 
 ALIGNMENT = 64
+MAX_RATIO = 100  # the most a compressed record may inflate (deflate reaches about 1000)
 _PAD_ID = b"FB"  # the extra-field id torch uses for its alignment padding
 
 
@@ -90,10 +93,26 @@ class ArchiveReader:
                                   f"{err}") from None
         if not names:
             raise CheckpointError("PytorchStreamReader failed reading zip archive: an archive with no record")
-        self.prefix = names[0].split("/", 1)[0]
         self.names = set(names)
+        if len(self.names) != len(names):
+            twice = sorted(n for n, k in collections.Counter(names).items() if k > 1)
+            raise CheckpointError(f"PytorchStreamReader failed reading zip archive: records {twice[:5]} appear more "
+                                  f"than once (a checkpoint names each record once)")
+        self.prefix = names[0].split("/", 1)[0]
+        self._check_extents()
         self.path = path
         self._mapped = None
+
+    def _check_extents(self) -> None:
+        """Refuse records whose data overlap the next record's header (a zip bomb's trick: many
+        records over the same bytes, each read in full), so what is read is bounded by the file."""
+        infos = sorted(self.zip.infolist(), key=lambda i: i.header_offset)
+        ends = [i.header_offset for i in infos[1:]] + [self.zip.start_dir]
+        for info, end in zip(infos, ends):
+            if info.header_offset + 30 + len(info.orig_filename.encode("utf-8")) + info.compress_size > end:
+                raise CheckpointError(f"PytorchStreamReader failed reading zip archive: record {info.filename} "
+                                      f"({info.compress_size} bytes at offset {info.header_offset}) overlaps the "
+                                      f"next record at offset {end}")
 
     def has(self, record: str) -> bool:
         return f"{self.prefix}/{record}" in self.names
@@ -110,7 +129,14 @@ class ArchiveReader:
                                   f"file not found") from None
 
     def read(self, record: str) -> bytes:
+        """The record's bytes; a compressed one only when it inflates at most :data:`MAX_RATIO`-fold
+        (plus 1 MiB), so a few bytes of a file never become gigabytes (torch writes records stored)."""
         info = self._info(record)
+        if info.compress_type != zipfile.ZIP_STORED and info.file_size > MAX_RATIO * info.compress_size + (1 << 20):
+            raise CheckpointError(f"PytorchStreamReader failed reading record {info.filename}: it is compressed "
+                                  f"{info.compress_size} bytes -> {info.file_size} bytes, over {MAX_RATIO} times; "
+                                  f"tdx.load inflates a record at most {MAX_RATIO}-fold (torch writes records "
+                                  f"uncompressed: re-save it with torch.save or tdx.save)")
         try:
             return self.zip.read(info)
         except CORRUPT as err:

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import io
 import pickle
-import pickletools
 import struct
 
 from .pickling import STORAGE_TYPES, StorageType
-from .records import CheckpointError, CheckpointUnpicklingError
+from .records import CheckpointError, CheckpointUnpicklingError, check_pickle
 from . import storage as _storage
 
 import tdx
@@ -98,15 +97,13 @@ def read(fh):
 
 
 def _scanned(fh):
-    """Walk one pickle in ``fh`` (opcodes only: a length prefix running past the end is refused
-    before the unpickler allocates it) and rewind."""
+    """The length of the pickle starting at ``fh``'s position (its opcodes walked, nothing executed:
+    a length prefix running past the end is refused before the unpickler allocates it)."""
     start = fh.tell()
-    for opcode, _, _ in pickletools.genops(fh):
-        if opcode.name == "STOP":
-            break
-    end = fh.tell()
-    fh.seek(start)
-    return end - start
+    try:
+        return check_pickle("legacy checkpoint", fh.getbuffer(), start=start) - start
+    except CheckpointUnpicklingError as err:  # a file that may be no checkpoint at all: read() says so
+        raise pickle.UnpicklingError(str(err)) from None
 
 
 def _read(fh):

@@ -23,6 +23,8 @@ import threading
 
 import tdx
 
+from .records import check_device
+
 __all__ = ["TorchGlobal", "CheckpointPickler", "CheckpointUnpickler", "WeightsOnlyError", "STORAGE_TYPES",
            "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals"]
 
@@ -218,7 +220,7 @@ def _torch_names(rebuild, rebuild_parameter):
         ("torch._utils", "_rebuild_parameter_with_state"): lambda data, rg, hooks, state: rebuild_parameter(
             data, rg, hooks),
         ("torch._tensor", "_rebuild_from_type_v2"): _rebuild_from_type_v2,
-        ("torch", "device"): tdx.device,
+        ("torch", "device"): _device,
         ("torch", "Size"): tdx.Size,
         ("torch", "Tensor"): TENSOR_TYPE,
         ("torch.nn.parameter", "Parameter"): _parameter_class,
@@ -246,6 +248,12 @@ class _TensorType:
 
 
 TENSOR_TYPE = _TensorType()
+
+
+def _device(*args, **kwargs):
+    """``torch.device`` called while loading: tdx's device, its index checked first."""
+    check_device("data.pkl", *args, **kwargs)
+    return tdx.device(*args, **kwargs)
 
 
 def _bytearray(*args):
