@@ -20,7 +20,9 @@ import pytest
 
 from test_run import PROGRAM_TIMEOUT, PROGRAMS, _py, _reference
 
-# program -> (the library it needs, relative tolerance of its numbers off torch's cpu executor)
+# program -> (the library it needs, relative tolerance of its numbers off torch's cpu executor); the GPT script
+# computes in bfloat16 under autocast, so its numbers agree to bfloat16's rounding and the tokens it samples from
+# those probabilities may differ off cpu (its "sample" line is compared on cpu only)
 LIBRARIES = {"accelerate_train": ("accelerate", 1e-4), "diffusers_ddpm": ("diffusers", 1e-3),
              "lightning_train": ("pytorch_lightning", 1e-4), "torchmetrics_eval": ("torchmetrics", 1e-4),
              "sentence_embeddings": ("sentence_transformers", 1e-3), "kornia_ops": ("kornia", 1e-4),
@@ -45,6 +47,8 @@ def test_library_program_runs_unmodified(name, device, tmp_path_factory):
     if device == "cpu":
         assert done.stdout == expected
         return
+    if name == "gpt_tiktoken":
+        done.stdout, expected = (re.sub(r"sample \[.*\]", "sample", out) for out in (done.stdout, expected))
     (got, got_text), (want, want_text) = _split(done.stdout), _split(expected)
     assert got_text == want_text, (done.stdout, expected)
     assert len(want) >= 3 and got == pytest.approx(want, rel=tolerance, abs=tolerance), (done.stdout, expected)
