@@ -62,7 +62,7 @@ def missing_names(names) -> dict:
 @pytest.mark.parametrize("path", LISTS, ids=[p.stem for p in LISTS])
 def test_every_traced_name_resolves_under_the_alias(path):
     names = json.loads(path.read_text())["names"]
-    assert len(names) > 50
+    assert len(names) >= 40
     for name in names:  # the list holds names that resolve under real torch
         _resolve(torch, name) if not name.startswith("Tensor.") else getattr(torch.Tensor, name[7:])
     missing = missing_names(names)
