@@ -479,9 +479,47 @@ def _triangle_indices(op: str, row, col, offset, dtype, device, keep):
     if dtype not in (D.int32, D.int64):
         raise TdxNotImplementedError(f"\"{op}\" not implemented for {dtype.name} (it gives int32 or int64)")
     ex = backends.get(device)
-    r = wrap(ex.arange(0, row, 1, D.int64), ex).reshape(row, 1)
-    c = wrap(ex.arange(0, col, 1, D.int64), ex).reshape(1, col)
-    return keep(c - r, offset).nonzero().t().contiguous()._cast(dtype)
+    # row i's columns are [lo_i, hi_i): counted in closed form, so the (2, N) result's size is checked before
+    # any work (torch's overflow refusal, or the allocation's) and the indices are made in O(N), not O(row * col)
+    lower = op == "tril_indices"
+    # the rows with a column in the triangle
+    first, last = (max(0, -offset), row) if lower else (0, min(row, max(0, col - offset)))
+    n = _triangle_count(row, col, offset, lower)
+    if 2 * n * dtype.itemsize >= 1 << 63:
+        raise TdxRuntimeError(f"Storage size calculation overflowed with sizes=[2, {n}]")
+    out = wrap(ex.zeros((2, n), dtype), ex)  # the executor refuses what cannot be allocated
+    if not n:
+        return out
+    del out
+    rows = wrap(ex.arange(first, last, 1, D.int64), ex)
+    lo = (rows * 0) if lower else (rows + offset).clamp(0, col)
+    hi = (rows + offset + 1).clamp(0, col) if lower else rows * 0 + col
+    counts = hi - lo
+    r = rows.repeat_interleave(counts, output_size=n)
+    starts = counts.cumsum(0) - counts  # each row's first position in the result
+    c = wrap(ex.arange(0, n, 1, D.int64), ex) - starts.repeat_interleave(counts, output_size=n) + \
+        lo.repeat_interleave(counts, output_size=n)
+    second = wrap(ex.arange(0, 2, 1, D.int64), ex).reshape(2, 1)  # [[0], [1]]: rows on top, columns below
+    return (r * (1 - second) + c * second)._cast(dtype)
+
+
+def _triangle_count(row: int, col: int, offset: int, lower: bool) -> int:
+    """The elements of a ``row`` x ``col`` matrix's lower (or upper) triangle at diagonal ``offset``."""
+    total = 0
+    if not row or not col:
+        return 0
+    if lower:  # row i has min(col, max(0, i + offset + 1)) columns
+        def width(i):
+            return min(col, max(0, i + offset + 1))
+    else:  # row i has col - min(col, max(0, i + offset)) columns
+        def width(i):
+            return col - min(col, max(0, i + offset))
+    # the width is linear in i between the rows where it saturates: sum it piecewise, in closed form
+    breaks = sorted({0, row, *(b for b in (-offset - 1, -offset, col - offset - 1, col - offset) if 0 < b < row)})
+    for a, b in zip(breaks, breaks[1:]):
+        wa, wb = width(a), width(b - 1)
+        total += (wa + wb) * (b - a) // 2
+    return total
 
 
 @_export

@@ -21,7 +21,7 @@ from . import float_bits, inplace_views, native_norms  # noqa: F401 - attach met
 from . import fake_quant, fills, identity, legacy, sequences, storage, view_copies  # noqa: F401 - attach methods
 from .elementwise import ALIASES, BINARY, UNARY
 from .tensor import Tensor
-from .wrapping import NO_KERNEL, exporter, float32_entry, mixed_operands, need_tensor, operand, wrap
+from .wrapping import LARGE_RESULT, NO_KERNEL, exporter, float32_entry, mixed_operands, need_tensor, operand, wrap
 
 __all__: list = []
 _new = object.__new__
@@ -98,6 +98,8 @@ def _binary_fn(name):
                     except NATIVE_ERRORS:
                         n = None
                     if n is not None:
+                        if n.size > LARGE_RESULT:
+                            ex.check_result(n, op)
                         t = _new(Tensor)
                         t._n = n
                         t._ex = ex

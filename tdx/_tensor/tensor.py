@@ -22,8 +22,9 @@ from .._errors import NATIVE_ERRORS, TdxRuntimeError, TdxTypeError, TdxValueErro
 from ..autograd import tape as _tape
 from ..autograd.tape import ACTIVE as _TAPE
 from . import views as _views, wrapping
-from .wrapping import (NO_KERNEL as _NO_KERNEL, SCALARS as _SCALARS, Size, float32_entry as _float32_entry,
-                       foreign as _foreign, inline_typed, mixed_operands as _mixed, scalar as _scalar, typed_errors, wrap)
+from .wrapping import (LARGE_RESULT as _LARGE_RESULT, NO_KERNEL as _NO_KERNEL, SCALARS as _SCALARS, Size,
+                       float32_entry as _float32_entry, foreign as _foreign, inline_typed, mixed_operands as _mixed,
+                       scalar as _scalar, typed_errors, wrap)
 
 _new = object.__new__
 _F32 = D.float32
@@ -69,6 +70,8 @@ def _binary(name: str, reverse: bool = False):
                     except NATIVE_ERRORS:
                         n = None
                     if n is not None:
+                        if n.size > _LARGE_RESULT:
+                            ex.check_result(n, name)
                         t = _new(Tensor)
                         t._n = n
                         t._ex = ex
@@ -141,9 +144,11 @@ class Tensor:
 
     # _dt: the tdx dtype where a per-op path has learnt it (float32_binary/float32_unary), else None; only
     # on executors whose natives never change dtype (MLX), and reset wherever _n may take another dtype
+    # _w: in-place writes left before the lazy chain they build is computed (views.count_write), absent until
+    # the first write
     # __dict__: attributes libraries set on tensors (torch's tensors take them); CPython creates the dict on the
     # first such assignment, so a tensor that never gets one carries only a null pointer
-    __slots__ = ("_n", "_ex", "_ag", "_view", "_dt", "__weakref__", "__dict__")
+    __slots__ = ("_n", "_ex", "_ag", "_view", "_dt", "_w", "__weakref__", "__dict__")
     __array_priority__ = 1000  # NumPy defers binary ops to Tensor
 
     def __new__(cls, *args, **kwargs):
@@ -408,6 +413,7 @@ class Tensor:
         self._ag = self._view = None
         self._ex = new
         self._n = value._n.detach() if new.caps.native_autograd else value._n
+        _views.count_write(self, self._n)  # ``p.data = p.data - lr * g`` chains as an in-place write does
         if rg:
             self.requires_grad_(True)
         if grad is not None and grad._ex is new and grad.dtype is self.dtype and grad.shape == self.shape:

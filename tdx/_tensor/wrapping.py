@@ -119,6 +119,10 @@ def wrap_typed(native, ex, dtype):
 
 
 NO_KERNEL = (None,) * 6
+# a float32 per-op result with more elements than this (a broadcast of two operands, a product) is checked by
+# its executor before anything evaluates it (Executor.check_result): a lazy framework crashes where the
+# allocation fails; the executors' own methods check theirs
+LARGE_RESULT = 1 << 22
 
 
 def float32_entry(ex, name: str) -> tuple:
@@ -173,9 +177,12 @@ def float32_binary(seen: list, name: str, t, other, reverse: bool = False):
     else:
         return None
     try:
-        return wrap_typed(k[1](b, t._n, stream=k[5]) if reverse else k[1](t._n, b, stream=k[5]), ex, k[2])
+        n = k[1](b, t._n, stream=k[5]) if reverse else k[1](t._n, b, stream=k[5])
     except NATIVE_ERRORS:
         return None
+    if n.size > LARGE_RESULT:
+        ex.check_result(n, name)
+    return wrap_typed(n, ex, k[2])
 
 
 def float32_unary(seen: list, name: str, t):
@@ -329,6 +336,7 @@ def native_inplace(native: str, checked):
                     if out.dtype == mine.dtype and out.shape == mine.shape:
                         if _views.WRITE_WATCHERS:
                             _views.note_write(self)
+                        _views.count_write(self, out)
                         self._n = out
                         return self
                 return checked(self, *args, **kwargs)

@@ -188,6 +188,14 @@ class Executor:
         if self.caps.asynchronous and synchronize is not None:
             synchronize()
 
+    def check_result(self, native, op: str) -> None:
+        """Refuse ``native``, a result not yet computed, whose memory cannot be allocated (lazy executors,
+        whose framework crashes where an evaluation's allocation fails); eager ones allocated it already."""
+
+    def settle(self, native) -> None:
+        """Start computing ``native``'s pending work so that the graph behind it can go (a tensor written in
+        place many times holds the chain of its writes until something computes it); eager: nothing to do."""
+
     def native_error(self, err: BaseException):
         """The TdxError to raise for an exception the framework raised (same builtin kind)."""
         return translate(err)
