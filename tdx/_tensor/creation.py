@@ -16,6 +16,7 @@ from .. import _dtypes as D
 from .. import backends
 from .._errors import (NATIVE_ERRORS, OpDtypeError, TdxNotImplementedError, TdxOverflowError, TdxRuntimeError,
                        TdxTypeError, TdxValueError)
+from .formats import check_layout as _check_layout
 from .generator import native as native_generator
 from .tensor import Tensor
 from .wrapping import (attach, exporter, shape_args, typed_function, wrap, wrap_grad)
@@ -108,25 +109,33 @@ def _shape(sizes, size, op):
     return shape_args(sizes, op)
 
 
-def zeros(*sizes, size=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+def zeros(*sizes, size=None, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
+    if layout is not None:
+        _check_layout(layout, "zeros")
     ex, dtype = _ex_dtype(device, dtype)
     shape = _shape(sizes, size, "zeros")
     return wrap_grad(ex.zeros(shape, dtype or D.get_default_dtype(), requires_grad), ex, requires_grad)
 
 
-def ones(*sizes, size=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+def ones(*sizes, size=None, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
+    if layout is not None:
+        _check_layout(layout, "ones")
     ex, dtype = _ex_dtype(device, dtype)
     shape = _shape(sizes, size, "ones")
     return wrap_grad(ex.ones(shape, dtype or D.get_default_dtype(), requires_grad), ex, requires_grad)
 
 
-def empty(*sizes, size=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+def empty(*sizes, size=None, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
+    if layout is not None:
+        _check_layout(layout, "empty")
     ex, dtype = _ex_dtype(device, dtype)
     shape = _shape(sizes, size, "empty")
     return wrap_grad(ex.empty(shape, dtype or D.get_default_dtype(), requires_grad), ex, requires_grad)
 
 
-def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def full(size, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
+    if layout is not None:
+        _check_layout(layout, "full")
     ex, dtype = _ex_dtype(device, dtype)
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
@@ -136,8 +145,10 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> T
     return wrap_grad(ex.full(shape_args((size,), "full"), fill_value, dtype, requires_grad), ex, requires_grad)
 
 
-def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def arange(start=0, end=None, step=1, *, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
     """Values from ``start`` to ``end`` (exclusive) by ``step``; ints give int64, floats the default dtype."""
+    if layout is not None:
+        _check_layout(layout, "arange")
     if end is None:
         start, end = 0, start
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
@@ -281,18 +292,24 @@ def _random(kind, sizes, size, dtype, device, generator, requires_grad):
     return out.requires_grad_() if requires_grad else out
 
 
-def rand(*sizes, size=None, dtype=None, device=None, generator=None, requires_grad=False) -> Tensor:
+def rand(*sizes, size=None, dtype=None, layout=None, device=None, generator=None, requires_grad=False) -> Tensor:
     """Uniform samples from [0, 1)."""
+    if layout is not None:
+        _check_layout(layout, "rand")
     return _random("rand", sizes, size, dtype, device, generator, requires_grad)
 
 
-def randn(*sizes, size=None, dtype=None, device=None, generator=None, requires_grad=False) -> Tensor:
+def randn(*sizes, size=None, dtype=None, layout=None, device=None, generator=None, requires_grad=False) -> Tensor:
     """Standard normal samples."""
+    if layout is not None:
+        _check_layout(layout, "randn")
     return _random("randn", sizes, size, dtype, device, generator, requires_grad)
 
 
-def randint(low=0, high=None, size=None, *, dtype=None, device=None, generator=None) -> Tensor:
+def randint(low=0, high=None, size=None, *, dtype=None, layout=None, device=None, generator=None) -> Tensor:
     """Integers uniform in [low, high); ``randint(high, size)`` as torch."""
+    if layout is not None:
+        _check_layout(layout, "randint")
     if size is None:
         low, high, size = 0, low, high
     if high is None or size is None:
@@ -318,44 +335,64 @@ def _filled_like(t, kind: str, requires_grad: bool) -> Tensor:
     return out.requires_grad_() if requires_grad else out
 
 
-def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:  # noqa: A002
+def zeros_like(input, *, dtype=None,
+               layout=None, device=None, requires_grad=False, memory_format=None) -> Tensor:  # noqa: A002
+    if layout is not None:
+        _check_layout(layout, "zeros_like")
     if dtype is None and device is None and memory_format is None and input.__class__ is Tensor:
         return _filled_like(input, "zeros", requires_grad)
     device, dtype = _like(input, dtype, device, memory_format)
     return zeros(input.shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:  # noqa: A002
+def ones_like(input, *, dtype=None,
+              layout=None, device=None, requires_grad=False, memory_format=None) -> Tensor:  # noqa: A002
+    if layout is not None:
+        _check_layout(layout, "ones_like")
     if dtype is None and device is None and memory_format is None and input.__class__ is Tensor:
         return _filled_like(input, "ones", requires_grad)
     device, dtype = _like(input, dtype, device, memory_format)
     return ones(input.shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:  # noqa: A002
+def empty_like(input, *, dtype=None,
+               layout=None, device=None, requires_grad=False, memory_format=None) -> Tensor:  # noqa: A002
+    if layout is not None:
+        _check_layout(layout, "empty_like")
     if dtype is None and device is None and memory_format is None and input.__class__ is Tensor:
         return _filled_like(input, "empty", requires_grad)
     device, dtype = _like(input, dtype, device, memory_format)
     return empty(input.shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False,  # noqa: A002
+def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,  # noqa: A002
               memory_format=None) -> Tensor:
+    if layout is not None:
+        _check_layout(layout, "full_like")
     device, dtype = _like(input, dtype, device, memory_format)
     return full(input.shape, fill_value, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:  # noqa: A002
+def rand_like(input, *, dtype=None,
+              layout=None, device=None, requires_grad=False, memory_format=None) -> Tensor:  # noqa: A002
+    if layout is not None:
+        _check_layout(layout, "rand_like")
     device, dtype = _like(input, dtype, device, memory_format)
     return rand(input.shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:  # noqa: A002
+def randn_like(input, *, dtype=None,
+               layout=None, device=None, requires_grad=False, memory_format=None) -> Tensor:  # noqa: A002
+    if layout is not None:
+        _check_layout(layout, "randn_like")
     device, dtype = _like(input, dtype, device, memory_format)
     return randn(input.shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def randint_like(input, low=0, high=None, *, dtype=None, device=None, memory_format=None) -> Tensor:  # noqa: A002
+def randint_like(input, low=0, high=None, *, dtype=None,
+                 layout=None, device=None, memory_format=None) -> Tensor:  # noqa: A002
+    if layout is not None:
+        _check_layout(layout, "randint_like")
     device, dtype = _like(input, dtype, device, memory_format)
     if high is None:
         low, high = 0, low

@@ -161,11 +161,11 @@ def div(input, other, *, rounding_mode=None):  # noqa: A002
 
 @_export(record=True)
 def where(condition, input=None, other=None):  # noqa: A002
-    """``input`` where ``condition`` holds, else ``other``; either may be a Python scalar."""
+    """``input`` where ``condition`` holds, else ``other``; either may be a Python scalar. With ``condition`` alone,
+    the indices where it holds, one tensor per dimension (``condition.nonzero(as_tuple=True)``), as torch's."""
     need_tensor(condition, "where", "condition")
     if input is None and other is None:
-        raise TdxValueError("where(condition) with one argument is not supported yet; "
-                            "use condition.nonzero(as_tuple=True)")
+        return condition.nonzero(as_tuple=True)
     ex = condition._ex
     a, b = operand(condition, input, "where"), operand(condition, other, "where")
     return wrap(ex.where(condition._n, a, b), ex)

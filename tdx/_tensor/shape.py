@@ -184,7 +184,9 @@ class ShapeMethods:
     def mT(self):  # noqa: N802 - torch's name
         return self.transpose(-2, -1)
 
-    def squeeze(self, dim=None):
+    def squeeze(self, dim=None, *dims):
+        if dims:  # squeeze(0, 1): the dims one by one, as torch's int-list parser takes them
+            dim = (dim, *dims)
         ex = self._ex
         out = wrap(ex.squeeze(self._n, dim), ex)
         return out if ex.mutable else _reshaped(out, self, must_view=True)

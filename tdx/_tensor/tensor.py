@@ -149,7 +149,9 @@ class Tensor:
     # on executors whose natives never change dtype (MLX), and reset wherever _n may take another dtype
     # _w: in-place writes left before the lazy chain they build is computed (views.count_write), absent until
     # the first write
-    __slots__ = ("_n", "_ex", "_ag", "_view", "_dt", "_w", "__weakref__")
+    # __dict__: attributes libraries set on tensors (torch's tensors take them); CPython creates the dict on the
+    # first such assignment, so a tensor that never gets one carries only a null pointer
+    __slots__ = ("_n", "_ex", "_ag", "_view", "_dt", "_w", "__weakref__", "__dict__")
     __array_priority__ = 1000  # NumPy defers binary ops to Tensor
 
     def __new__(cls, *args, **kwargs):
@@ -662,6 +664,12 @@ class Tensor:
             raise TdxTypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
         return wrap(self._ex.bitwise_not(self._n), self._ex)
 
+    @property
+    def _version(self) -> int:
+        """The count of in-place writes to the tensor's data, as torch's version counter: on torch executors
+        the native's own; on executors whose arrays are immutable (MLX) 0, as they keep no counter."""
+        return getattr(self._n, "_version", 0)
+
     def __deepcopy__(self, memo):
         """A new leaf with a copy of the values, ``requires_grad`` and a deep copy of ``.grad``, as torch's.
 
@@ -682,6 +690,8 @@ class Tensor:
         g = self.grad
         if g is not None:
             new.grad = copy.deepcopy(g, memo)
+        if self.__dict__:  # the attributes set on the tensor, deep-copied as torch's deepcopy does
+            new.__dict__.update(copy.deepcopy(self.__dict__, memo))
         return new
 
 class _HookHandle:
