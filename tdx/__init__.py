@@ -31,7 +31,7 @@ from ._tensor.namespace import __all__ as _namespace_all
 from ._tensor.generator import Generator
 from ._tensor.formats import (channels_last, channels_last_3d, contiguous_format, finfo, iinfo, layout,
                               memory_format, preserve_format, set_printoptions, strided)
-from .backends._seeding import initial_seed, manual_seed
+from .backends._seeding import initial_seed
 from .interop import CopyRequiredError, InteropError, from_dlpack
 from ._tensor.tensor import Tensor
 from ._tensor.wrapping import Size

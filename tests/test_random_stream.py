@@ -171,6 +171,30 @@ def test_explicit_generators(device):
     _same(a, tdx.rand(4, generator=tdx.Generator(device).set_state(state), device=device))
 
 
+def _seeding_returns(m, device):
+    """What seeding returns, and draws through the generator ``manual_seed`` returns: every value to compare."""
+    g = m.manual_seed(7)
+    assert g is not None and m.random.manual_seed(7) is g, "manual_seed returns the default generator"
+    assert g.initial_seed() == 7 and g.device.type == "cpu"
+    assert m.cuda.manual_seed(7) is None and m.cuda.manual_seed_all(7) is None and m.mps.manual_seed(7) is None
+    m.manual_seed(7)
+    first = m.rand(3, generator=g)  # the default generator's draw: the stream a plain draw takes
+    state = g.get_state()
+    nxt = m.rand(4, device=device)
+    g.set_state(state)
+    again = m.rand(4, device=device)
+    return [first, nxt, again, g.manual_seed(3).get_state(), m.rand(2, device=device)]
+
+
+def test_manual_seed_returns_the_default_generator(device):
+    """``manual_seed`` returns the default CPU generator (torch's ``default_generator``): a generator whose
+    draws, state and seed are the default stream's; the device modules' ``manual_seed`` return None."""
+    twin = torch_twin(device)
+    got, want = _seeding_returns(tdx, device), _seeding_returns(torch, twin)
+    for g, w in zip(got, want):
+        _same(g, w)
+
+
 def _state_seed_and_fork(m, device):
     """Seed, save the global state, draw, restore it, draw again, draw inside and after a fork: every draw."""
     m.manual_seed(5)

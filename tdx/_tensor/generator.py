@@ -122,6 +122,65 @@ class Generator:
         return f"<tdx.Generator device={self._ex.device} seed={self._seed}>"
 
 
+class DefaultGenerator(Generator):
+    """The default CPU generator as a :class:`Generator` (torch's ``default_generator``, which
+    ``manual_seed`` returns): draws with it are draws without ``generator=`` (torch's CPU generator, which
+    under the torch random stream draws MLX's numbers too), and seeding or restoring it is
+    ``tdx.manual_seed``/``tdx.set_rng_state``, which cover every executor."""
+
+    __slots__ = ()
+
+    def __init__(self):
+        from ..backends import host_torch
+
+        self._ex = host_torch()
+        self._seed = None
+        self._state = self._ex.default_generator_state()
+
+    def manual_seed(self, seed) -> "Generator":
+        """Seed the default generators (``tdx.manual_seed``) and return self."""
+        from ..backends._seeding import manual_seed
+
+        manual_seed(seed)
+        return self
+
+    def seed(self) -> int:
+        """Reseed from the operating system's entropy (``tdx.seed``) and return the seed."""
+        from .runtime import seed
+
+        return seed()
+
+    def initial_seed(self) -> int:
+        """``tdx.initial_seed()``."""
+        from ..backends._seeding import initial_seed
+
+        return initial_seed()
+
+    def set_state(self, new_state) -> "Generator":
+        """``tdx.set_rng_state(new_state)``, returning self."""
+        from .runtime import set_rng_state
+
+        set_rng_state(new_state)
+        return self
+
+    def __repr__(self) -> str:
+        return f"<tdx.Generator device={self._ex.device} (the default generator)>"
+
+
+_DEFAULT: list = []
+
+
+def default_generator():
+    """The :class:`DefaultGenerator` (made once; None without torch, which owns the CPU generator)."""
+    if not _DEFAULT:
+        from .. import backends
+
+        if backends.host_torch() is None:
+            return None
+        _DEFAULT.append(DefaultGenerator())
+    return _DEFAULT[0]
+
+
 def native(generator, ex):
     """What executor ``ex`` takes as ``generator=`` for one random call (None passes through).
 
@@ -131,7 +190,7 @@ def native(generator, ex):
     """
     if generator is None:
         return None
-    if type(generator) is not Generator:
+    if not isinstance(generator, Generator):
         raise TdxTypeError(f"generator must be a tdx.Generator, not {type(generator).__name__}")
     if generator._ex is not ex:
         raise DeviceMismatchError(f"Expected a '{ex.device}' device type for generator but found "
