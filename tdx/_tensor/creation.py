@@ -252,14 +252,13 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
 
 
 def _is_contiguous_stride(size, stride) -> bool:
-    """Whether ``stride`` is the contiguous stride of ``size`` (dims of size 1 and empty tensors take any)."""
+    """Whether ``stride`` is exactly the stride torch gives a fresh tensor of ``size`` (any other, on a dim of
+    size 1 or an empty tensor included, is kept as given: torch's ``stride()`` reports it)."""
     want, acc = [], 1
     for n in reversed(tuple(size)):
         want.append(acc)
         acc *= max(n, 1)
-    want.reverse()
-    return len(size) == len(stride) and not (math.prod(size) and any(n > 1 and s != w
-                                                                    for n, s, w in zip(size, stride, want)))
+    return tuple(stride) == tuple(reversed(want))
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False) -> Tensor:

@@ -516,8 +516,10 @@ class Tensor:
         return (self[i] for i in range(len(self)))
 
     def __bool__(self) -> bool:
-        if self.numel() != 1:
-            raise TdxRuntimeError(f"Boolean value of Tensor with {self.numel()} elements is ambiguous")
+        n = self.numel()
+        if n != 1:  # torch's words
+            raise TdxRuntimeError(f"Boolean value of Tensor with {'no values' if n == 0 else 'more than one value'} "
+                                  f"is ambiguous")
         return bool(self.item())
 
     def __float__(self) -> float:
