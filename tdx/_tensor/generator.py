@@ -104,16 +104,7 @@ class Generator:
             TdxRuntimeError: its size or layout is not a state of this executor kind (a
                 truncated state, or one from another executor kind).
         """
-        from .._dtypes import uint8
-        from . import wrapping
-
-        if not isinstance(new_state, wrapping.Tensor):
-            raise TdxTypeError(f"set_state expected a uint8 tdx tensor on cpu (as get_state returns), "
-                               f"but got {type(new_state).__name__}")
-        if new_state.dtype is not uint8 or not _on_host(new_state):
-            raise TdxTypeError(f"set_state expected a uint8 tdx tensor on cpu (as get_state returns), "
-                               f"but got a {new_state.dtype} tensor on {new_state.device}")
-        data = bytes(new_state.reshape(-1).tolist())
+        data = _state_bytes(new_state)
         state, seed = self._ex.generator_set_state(data)
         self._state, self._seed = state, seed
         return self
@@ -145,10 +136,10 @@ class DefaultGenerator(Generator):
         return self
 
     def seed(self) -> int:
-        """Reseed from the operating system's entropy (``tdx.seed``) and return the seed."""
-        from .runtime import seed
-
-        return seed()
+        """Reseed from the operating system's entropy (as ``tdx.seed``) and return the seed."""
+        value = entropy_seed()
+        self.manual_seed(value)
+        return value
 
     def initial_seed(self) -> int:
         """``tdx.initial_seed()``."""
@@ -157,10 +148,21 @@ class DefaultGenerator(Generator):
         return initial_seed()
 
     def set_state(self, new_state) -> "Generator":
-        """``tdx.set_rng_state(new_state)``, returning self."""
-        from .runtime import set_rng_state
+        """Restore the default CPU generator from :meth:`get_state`'s tensor (``tdx.set_rng_state``), returning self.
 
-        set_rng_state(new_state)
+        Raises:
+            TdxTypeError: ``new_state`` is not a ``uint8`` tdx tensor on ``cpu``.
+            TdxRuntimeError: its bytes are no state of torch's CPU generator.
+        """
+        from .._errors import TdxRuntimeError
+
+        data = _state_bytes(new_state)
+        try:
+            self._ex.set_default_rng_state(data)
+        except TdxError:
+            raise
+        except RuntimeError as err:  # torch's own refusal of a malformed state
+            raise TdxRuntimeError(str(err)) from None
         return self
 
     def __repr__(self) -> str:
@@ -179,6 +181,24 @@ def default_generator():
             return None
         _DEFAULT.append(DefaultGenerator())
     return _DEFAULT[0]
+
+
+def _state_bytes(new_state) -> bytes:
+    """The bytes of a state tensor handed to ``set_state``.
+
+    Raises:
+        TdxTypeError: ``new_state`` is not a ``uint8`` tdx tensor on ``cpu``.
+    """
+    from .._dtypes import uint8
+    from . import wrapping
+
+    if not isinstance(new_state, wrapping.Tensor):
+        raise TdxTypeError(f"set_state expected a uint8 tdx tensor on cpu (as get_state returns), "
+                           f"but got {type(new_state).__name__}")
+    if new_state.dtype is not uint8 or not _on_host(new_state):
+        raise TdxTypeError(f"set_state expected a uint8 tdx tensor on cpu (as get_state returns), "
+                           f"but got a {new_state.dtype} tensor on {new_state.device}")
+    return bytes(new_state.reshape(-1).tolist())
 
 
 def native(generator, ex):
