@@ -273,6 +273,10 @@ class _Namespace:
             import tdx
 
             fn = getattr(tdx, name, None) or getattr(tdx.Tensor, name, None)
+            if fn is None:
+                from .aten_only import OPS
+
+                fn = OPS.get(name)
             if fn is not None:
                 return _Overloads(fn)
         raise NotProvidedAttributeError(f"torch.ops.{self._name}.{name} is not provided by tdx (no such op is "
