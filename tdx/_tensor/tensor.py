@@ -539,11 +539,7 @@ class Tensor:
         return (self[i] for i in range(len(self)))
 
     def __bool__(self) -> bool:
-        n = self.numel()
-        if n != 1:  # torch's words
-            raise TdxRuntimeError(f"Boolean value of Tensor with {'no values' if n == 0 else 'more than one value'} "
-                                  f"is ambiguous")
-        return bool(self.item())
+        return self.is_nonzero()  # torch's error, word for word, for no element or several
 
     def __float__(self) -> float:
         return float(self._scalar())
