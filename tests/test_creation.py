@@ -216,7 +216,7 @@ def _grad_forms(m, device):
         quiet = x * 2
     return {"leaf": x, "mul": x * 2, "add": x + 1, "sub": x - 1, "div": x / 2, "pow": x ** 2, "neg": -x,
             "exp": x.exp(), "tanh": x.tanh(), "relu": x.relu(), "sigmoid": x.sigmoid(), "abs": x.abs(),
-            "softmax": x.softmax(0), "clone": x.clone(), "view": x.view(2, 1), "unsqueeze": x.unsqueeze(0),
+            "softmax": x.softmax(0), "sum": x.sum(), "mean": x.mean(), "clone": x.clone(), "view": x.view(2, 1), "unsqueeze": x.unsqueeze(0),
             "cat": m.cat([x, x]), "stack": m.stack([x, x]), "function": Twice.apply(x), "detach": x.detach(),
             "no_grad": quiet, "param": m.nn.Parameter(m.ones(2, device=device))}
 
