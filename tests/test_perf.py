@@ -100,8 +100,10 @@ def test_mlx_only_use_imports_no_torch():
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), TDX_RANDOM_STREAM="native")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.strip() == "False"
-    # the default stream draws MLX's numbers with torch's generator: the first draw imports torch, nothing else
+    # the default stream draws MLX's numbers with torch's generator, and float32 sums add in torch's order once
+    # verified against torch's kernels: the first draw or sum imports torch, nothing else does
     env["TDX_RANDOM_STREAM"] = "torch"
+    env["TDX_MLX_SUMMATION"] = "native"
     no_draws = code.replace("tdx.randn(", "tdx.ones(")
     out = subprocess.run([sys.executable, "-c", no_draws], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.strip() == "False"

@@ -23,6 +23,7 @@ from .._errors import NATIVE_ERRORS, TdxRuntimeError, TdxTypeError, TdxValueErro
 from ..autograd import tape as _tape
 from ..autograd.tape import ACTIVE as _TAPE
 from . import views as _views, wrapping
+from .hooks import HookHandle
 from .formats import check_memory_format, contiguous_format as _CONTIGUOUS
 from .wrapping import (LARGE_RESULT as _LARGE_RESULT, NO_KERNEL as _NO_KERNEL, SCALARS as _SCALARS, Size,
                        float32_entry as _float32_entry, foreign as _foreign, inline_typed, mixed_operands as _mixed,
@@ -323,8 +324,8 @@ class Tensor:
         """
         if self._ex.caps.native_autograd:
             native = self._n.register_post_accumulate_grad_hook(lambda _native: hook(self))
-            return _HookHandle(native.remove)
-        return _HookHandle(_tape.add_post_accumulate_hook(self, hook))
+            return HookHandle(native.remove)
+        return HookHandle(_tape.add_post_accumulate_hook(self, hook))
 
     def register_hook(self, hook):
         """Call ``hook(grad)`` whenever the gradient with respect to this tensor is computed; a hook that
@@ -338,14 +339,14 @@ class Tensor:
         """
         ex = self._ex
         if not ex.caps.native_autograd:
-            return _HookHandle(_tape.add_grad_hook(self, hook))
+            return HookHandle(_tape.add_grad_hook(self, hook))
 
         def native_hook(g):
             out = hook(wrap(g, ex))
             return None if out is None else wrapping.need_tensor(out, "register_hook", "hook_result")._n
 
         try:
-            return _HookHandle(self._n.register_hook(native_hook).remove)
+            return HookHandle(self._n.register_hook(native_hook).remove)
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
 
@@ -691,19 +692,6 @@ class Tensor:
         if self.__dict__:  # the attributes set on the tensor, deep-copied as torch's deepcopy does
             new.__dict__.update(copy.deepcopy(self.__dict__, memo))
         return new
-
-class _HookHandle:
-    """What ``register_*_hook`` returns: ``remove()`` unregisters the hook (idempotent)."""
-
-    __slots__ = ("_remove",)
-
-    def __init__(self, remove):
-        self._remove = remove
-
-    def remove(self) -> None:
-        if self._remove is not None:
-            self._remove()
-            self._remove = None
 
 
 def _astype(t, dtype):
