@@ -34,7 +34,7 @@ from ._tensor.formats import (channels_last, channels_last_3d, contiguous_format
 from ._tensor.formats import _mkldnn, jagged, sparse_bsc, sparse_bsr, sparse_coo, sparse_csc, sparse_csr
 from .compat import __config__
 from ._tensor.streams import Event, Stream
-from .backends._seeding import initial_seed, manual_seed
+from .backends._seeding import initial_seed
 from .interop import CopyRequiredError, InteropError, from_dlpack
 from ._tensor.tensor import Tensor
 from ._tensor.wrapping import Size

@@ -64,9 +64,10 @@ def info(verbose: bool = False) -> int:
                "MLX draws from its own generator (other numbers than torch's)")
         print(f"random stream: {stream} ({why})")
         order = config.current()["backends.mlx.summation"]
+        torch_order = order == "torch" or (order == "auto" and stream == "torch")
         print(f"MLX float32 sums: {order} (" + ("torch's order of additions where verified against torch on this "
                                                 "CPU, torch's last bit"
-                                                if order == "torch" else "MLX's own order: faster, may differ from "
+                                                if torch_order else "MLX's own order: faster, may differ from "
                                                 "torch's in the last bit") + ")")
 
     def effective():

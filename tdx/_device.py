@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import threading
 
-from ._errors import InvalidDeviceError
+from ._errors import InvalidDeviceError, TdxValueError
 
 _TYPES = ("cpu", "cuda", "mps", "mlx", "meta")
 _MLX_KINDS = ("gpu", "cpu")
 _ACCEPTED = "'cpu', 'cuda', 'cuda:N', 'mps', 'mlx', 'mlx:gpu', 'mlx:cpu', 'meta'"
+_MAX_INDEX = 127  # torch keeps a device index in a signed 8-bit int: a larger one wraps around, so tdx refuses it
+_MAX_PARSED = 2 ** 31 - 1  # the largest index torch's device-string parser reads
 _ctx = threading.local()
 # the device a pin (``python -m tdx run --device``) puts every tensor on; tdx.backends sets it
 _pin = {"device": None}
@@ -62,8 +64,11 @@ class device:
                 if suffix not in _MLX_KINDS:
                     raise InvalidDeviceError(f"Invalid MLX device {type!r}; accepted: 'mlx', 'mlx:gpu', 'mlx:cpu'")
                 kind = suffix
-            elif suffix.isascii() and suffix.isdigit() and len(suffix) < 20:  # '²' is a digit to str only
+            elif suffix.isascii() and suffix.isdigit():  # '²' is a digit to str only
                 index = int(suffix)
+                if index > _MAX_PARSED:
+                    raise InvalidDeviceError(f"Could not parse device index '{suffix}' in device string {type!r} "
+                                             f"(accepted: 0..{_MAX_INDEX})")
             else:
                 raise InvalidDeviceError(f"Invalid device string: {type!r}; accepted: {_ACCEPTED}")
         if index is not None:
@@ -72,6 +77,12 @@ class device:
                                          "use 'mlx:gpu' or 'mlx:cpu'")
             if not isinstance(index, int) or isinstance(index, bool) or index < 0:
                 raise InvalidDeviceError(f"Device index must be a non-negative int, got {index!r}")
+            if index >= 2 ** 63:
+                raise TdxValueError(f"Overflow when unpacking long long: device index {index} (accepted: "
+                                    f"0..{_MAX_INDEX})")
+            if index > _MAX_INDEX:
+                raise InvalidDeviceError(f"Device index {index} of {name!r} is out of range: a device index is a "
+                                         f"signed 8-bit int, accepted: 0..{_MAX_INDEX}")
             if name in ("cpu", "meta"):
                 index = None  # torch keeps cpu:0 as 'cpu' in practice
         self.type, self.index, self.kind = name, index, kind

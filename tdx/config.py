@@ -90,7 +90,7 @@ def _check_priority(value):
 
 
 RANDOM_STREAMS = ("torch", "native")
-SUMMATION_ORDERS = ("torch", "native")
+SUMMATION_ORDERS = ("auto", "torch", "native")
 
 
 def _one_of(allowed: tuple, meaning: str):
@@ -106,7 +106,8 @@ def _one_of(allowed: tuple, meaning: str):
 _check_stream = _one_of(RANDOM_STREAMS, "torch: torch's CPU generator's numbers on every executor; native: MLX's "
                                         "own, faster, other numbers")
 _check_summation = _one_of(SUMMATION_ORDERS, "torch: float32 sums on MLX's CPU add in torch's order, torch's last "
-                                             "bit; native: MLX's own order, faster, may differ in the last bit")
+                                             "bit; native: MLX's own order, faster, may differ in the last bit; "
+                                             "auto: torch's while the random stream is torch's, else MLX's")
 
 
 # dotted key -> (validator, built-in default)
@@ -121,7 +122,8 @@ SCHEMA = {
     "backends.torch.num_threads": (_check_threads, None),
     "backends.mlx.fused_sdpa": (_check_bool, True),
     "backends.mlx.downcast_float64": (_check_bool, False),
-    "backends.mlx.summation": (_check_summation, "torch"),  # float32 sums on MLX's CPU: torch's order or MLX's
+    # float32 sums on MLX's CPU: torch's order or MLX's; auto follows random.stream (torch's numbers or MLX's)
+    "backends.mlx.summation": (_check_summation, "auto"),
     "run.device": (_check_device, None),  # python -m tdx run: every tensor on this device
     "random.stream": (_check_stream, "torch"),  # whose generator MLX draws from: torch's CPU one or MLX's
 }

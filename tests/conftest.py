@@ -98,7 +98,7 @@ def torch_order(device: str, *ops: str) -> tuple:
 
     The torch executor runs torch's own kernels: always. MLX's CPU stream reproduces torch's order of an op
     class only where it was verified against torch's kernels on the running CPU (and, for ``"sum"`` and
-    ``"dot"``, while ``[backends.mlx] summation`` is ``"torch"``); an MLX GPU stream never. A bit-for-bit
+    ``"dot"``, while ``[backends.mlx] summation`` asks for torch's orders); an MLX GPU stream never. A bit-for-bit
     check compares bit for bit where this answers True and within float tolerance, naming the reason,
     where it answers False.
 
@@ -110,10 +110,10 @@ def torch_order(device: str, *ops: str) -> tuple:
         return True, ""
     if not ex.caps.float64:
         return False, f"{device} keeps MLX's own order (no float64 to reproduce torch's roundings)"
-    from tdx.backends.mlx import _torch_order
+    from tdx.backends.mlx import _summation_order, _torch_order
 
-    if {"sum", "dot", "prod"} & set(ops) and tdx.config.current()["backends.mlx.summation"] != "torch":
-        return False, "[backends.mlx] summation is not \"torch\""
+    if not _summation_order.chosen():
+        return False, "[backends.mlx] summation does not ask for torch's orders (\"native\", or \"auto\" with MLX's stream)"
     why = [f"{op}: {_torch_order.verdict(op).reason}" for op in ops if not _torch_order.verified(op)]
     return not why, "; ".join(why)
 

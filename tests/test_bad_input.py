@@ -196,6 +196,10 @@ WORKS = {
         t.arange(6.0, device=d).reshape(2, 3)),
     "empty_strided with gaps, its stride": lambda t, d: t.tensor(t.empty_strided((2, 3), (6, 2), device=d).stride()),
     "empty_strided overlapping, its stride": lambda t, d: t.tensor(t.empty_strided((2, 3), (0, 1), device=d).stride()),
+    "empty_strided empty, its stride": lambda t, d: t.tensor(t.empty_strided((0, 3), (1, 5), device=d).stride()),
+    "empty_strided empty last dim, its stride": lambda t, d: t.tensor(
+        t.empty_strided((2, 0), (7, 1), device=d).stride()),
+    "empty_strided size-1 dim, its stride": lambda t, d: t.tensor(t.empty_strided((3, 1), (1, 9), device=d).stride()),
     "new_empty_strided non-contiguous": lambda t, d: t.tensor(
         _ones(t, d, 1).new_empty_strided((2, 3), (1, 2)).stride()),
     "vmap(jacrev(tanh))": lambda t, d: t.func.vmap(t.func.jacrev(t.tanh))(t.tensor([[0.1, 0.2], [0.3, 0.4]], device=d)),
@@ -221,3 +225,13 @@ def test_torch_computes_so_does_tdx(device, name):
         expected = WORKS[name](torch, "cpu")
         got = WORKS[name](tdx, device)
     assert_close(got, expected, msg=name)
+
+
+@pytest.mark.parametrize("shape", [(2,), (0,), (2, 2), (1, 0)])
+def test_truth_value_of_many_or_no_elements_in_torchs_words(device, shape):
+    """``bool()``/``if`` of a tensor of several or no elements: torch's RuntimeError, word for word."""
+    with pytest.raises(RuntimeError) as want:
+        bool(torch.ones(shape))
+    with pytest.raises(tdx.TdxError) as got:
+        bool(tdx.ones(shape, device=device))
+    assert isinstance(got.value, RuntimeError) and str(got.value) == str(want.value)

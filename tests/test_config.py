@@ -285,7 +285,7 @@ def test_built_in_defaults_are_the_documented_ones(tmp_path, monkeypatch):
                           "fallback": ["cuda", "mps", "mlx:gpu", "cpu", "mlx:cpu"], "attention.priority": [],
                           "backends.torch.allow_tf32": None, "backends.torch.num_threads": None,
                           "backends.mlx.fused_sdpa": True, "backends.mlx.downcast_float64": False, "run.device": None,
-                          "random.stream": "torch", "backends.mlx.summation": "torch"}
+                          "random.stream": "torch", "backends.mlx.summation": "auto"}
     assert set(cfg.origin.values()) == {config.BUILTIN}
 
 

@@ -199,6 +199,38 @@ def test_repr_names_device_and_dtype(device):
     assert "dtype=tdx.int32" in r and (device == "cpu") == ("device=" not in r)
 
 
+def _grad_forms(m, device):
+    """Tensors whose repr ends in torch's autograd field: leaves, results of recorded ops, a custom Function's."""
+    x = m.tensor([1.0, -2.0], device=device).requires_grad_()
+
+    class Twice(m.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    with m.no_grad():
+        quiet = x * 2
+    return {"leaf": x, "mul": x * 2, "add": x + 1, "sub": x - 1, "div": x / 2, "pow": x ** 2, "neg": -x,
+            "exp": x.exp(), "tanh": x.tanh(), "relu": x.relu(), "sigmoid": x.sigmoid(), "abs": x.abs(),
+            "softmax": x.softmax(0), "sum": x.sum(), "mean": x.mean(), "clone": x.clone(), "view": x.view(2, 1), "unsqueeze": x.unsqueeze(0),
+            "cat": m.cat([x, x]), "stack": m.stack([x, x]), "function": Twice.apply(x), "detach": x.detach(),
+            "no_grad": quiet, "param": m.nn.Parameter(m.ones(2, device=device))}
+
+
+def test_repr_of_tensors_with_history_is_torchs(device):
+    """torch prints ``grad_fn=<MulBackward0>`` for a result of recorded ops and ``requires_grad=True`` only for
+    a leaf: so does tdx on every executor (on MLX the tape's node, named as torch names its node)."""
+    want = _grad_forms(torch, "cpu")
+    got = _grad_forms(tdx, device)
+    for name, w in want.items():
+        text = repr(got[name]).replace(f", device='{device}'", "").replace("tdx.", "torch.")
+        assert text == repr(w), name
+
+
 def test_pickle_round_trip(device):
     x = tdx.tensor([[1.5, 2.0]], device=device)
     y = pickle.loads(pickle.dumps(x))

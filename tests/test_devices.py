@@ -29,6 +29,31 @@ def test_bad_device_strings(bad):
     assert isinstance(info.value, RuntimeError) and repr(bad)[1:-1] in str(info.value) or bad == ""
 
 
+@pytest.mark.parametrize("args", [("cuda", 10 ** 10), (10 ** 10,), ("cuda", 128), ("cuda", 2 ** 63), ("cuda", 127),
+                                  ("cuda:10000000000",), ("cuda:2147483648",), ("cuda:128",), ("cuda:256",),
+                                  ("cuda:127",), ("cpu:300",), ("mps", 200)])
+def test_device_index_out_of_torchs_range_is_refused(args):
+    """torch keeps a device index in a signed 8-bit int: it refuses what its parser cannot read (a string index
+    past int32, an int past int64) and silently wraps the rest past 127 (``cuda:128`` is index 65408,
+    ``device('cuda', 10**10)`` index 0). tdx takes torch's error where torch refuses and refuses the wrapping
+    ones too (a RuntimeError naming the index and 0..127); an index torch keeps is tdx's."""
+    import torch
+
+    try:
+        want = torch.device(*args)
+    except (RuntimeError, ValueError) as err:
+        with pytest.raises(type(err)) as info:
+            tdx.device(*args)
+        assert isinstance(info.value, tdx.TdxError)
+        return
+    requested = args[-1] if isinstance(args[-1], int) else int(args[0].partition(":")[2])
+    if want.index == requested or (want.type == "cpu" and requested <= 127):
+        assert repr(tdx.device(*args)) == repr(want)
+        return
+    with pytest.raises(tdx.InvalidDeviceError, match=f"{requested}.*0..127"):
+        tdx.device(*args)
+
+
 def test_available_lists_every_device_with_reason():
     rows = backends.available()
     names = [r.device for r in rows]

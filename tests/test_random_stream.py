@@ -78,6 +78,50 @@ def test_every_random_op_draws_torchs_numbers(device, name):
                     _same(g, w, f"{name} seed {seed} on {device}")
 
 
+def _filled_view(op: str, args: tuple, view):
+    """A form filling ``view`` of a fresh (6, 40) tensor in place with ``op``; the form returns the base."""
+    def form(m, d):
+        base = m.zeros(6, 40, device=d)
+        getattr(view(base), op)(*args)
+        return base
+
+    return form
+
+
+# draws into non-contiguous layouts: torch's *_like keeps the input's layout (memory format preserve) and
+# every fill visits memory in order (and takes another path than on contiguous memory: normal_ of 16+)
+STRIDED = {
+    "rand_like_t": lambda m, d: m.rand_like(m.zeros(5, 7, device=d).t()),
+    "randn_like_t": lambda m, d: m.randn_like(m.zeros(6, 9, device=d).t()),
+    "randn_like_permuted": lambda m, d: m.randn_like(m.zeros(2, 3, 4, device=d).permute(2, 0, 1), dtype=m.float64),
+    "randint_like_t": lambda m, d: m.randint_like(m.zeros(5, 7, device=d).t(), 3, 50),
+    "rand_like_t_sliced": lambda m, d: m.rand_like(m.zeros(5, 8, device=d).t()[::2]),
+    "rand_like_expanded": lambda m, d: m.rand_like(m.zeros(5, 1, device=d).expand(5, 4)),
+    "randn_like_t_contiguous_format": lambda m, d: m.randn_like(m.zeros(6, 9, device=d).t(),
+                                                                memory_format=m.contiguous_format),
+    **{f"{op}_{where}": _filled_view(op, args, view)
+       for op, args in (("uniform_", (-1, 2)), ("normal_", ()), ("bernoulli_", (0.3,)), ("exponential_", ()),
+                        ("random_", (0, 10)), ("cauchy_", ()), ("log_normal_", ()), ("geometric_", (0.3,)))
+       for where, view in (("t", lambda b: b.t()), ("sliced", lambda b: b[:, ::2]),
+                           ("t_sliced", lambda b: b.t()[1::3]))},
+}
+
+
+@pytest.mark.parametrize("name", sorted(STRIDED))
+def test_draws_into_strided_layouts_follow_torchs_memory_order(device, name):
+    twin = torch_twin(device)
+    for seed in SEEDS[:2]:
+        torch.manual_seed(seed)
+        want = STRIDED[name](torch, twin)
+        want_next = torch.rand(3, device=twin)
+        tdx.manual_seed(seed)
+        got = STRIDED[name](tdx, device)
+        got_next = tdx.rand(3, device=device)
+        _same(got, want, f"{name} seed {seed} on {device}")
+        assert tuple(got.stride()) == tuple(want.stride()), name
+        _same(got_next, want_next, f"the draw after {name} on {device}")
+
+
 LAYERS = {
     "Linear": lambda nn: nn.Linear(6, 4),
     "Conv2d": lambda nn: nn.Conv2d(3, 4, 3),
@@ -125,6 +169,30 @@ def test_explicit_generators(device):
     g.set_state(state)
     _same(tdx.rand(4, generator=g, device=device), torch.rand(4, generator=t, device=twin))
     _same(a, tdx.rand(4, generator=tdx.Generator(device).set_state(state), device=device))
+
+
+def _seeding_returns(m, device):
+    """What seeding returns, and draws through the generator ``manual_seed`` returns: every value to compare."""
+    g = m.manual_seed(7)
+    assert g is not None and m.random.manual_seed(7) is g, "manual_seed returns the default generator"
+    assert g.initial_seed() == 7 and g.device.type == "cpu"
+    assert m.cuda.manual_seed(7) is None and m.cuda.manual_seed_all(7) is None and m.mps.manual_seed(7) is None
+    m.manual_seed(7)
+    first = m.rand(3, generator=g)  # the default generator's draw: the stream a plain draw takes
+    state = g.get_state()
+    nxt = m.rand(4, device=device)
+    g.set_state(state)
+    again = m.rand(4, device=device)
+    return [first, nxt, again, g.manual_seed(3).get_state(), m.rand(2, device=device)]
+
+
+def test_manual_seed_returns_the_default_generator(device):
+    """``manual_seed`` returns the default CPU generator (torch's ``default_generator``): a generator whose
+    draws, state and seed are the default stream's; the device modules' ``manual_seed`` return None."""
+    twin = torch_twin(device)
+    got, want = _seeding_returns(tdx, device), _seeding_returns(torch, twin)
+    for g, w in zip(got, want):
+        _same(g, w)
 
 
 def _state_seed_and_fork(m, device):

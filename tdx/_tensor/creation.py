@@ -263,14 +263,13 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
 
 
 def _is_contiguous_stride(size, stride) -> bool:
-    """Whether ``stride`` is the contiguous stride of ``size`` (dims of size 1 and empty tensors take any)."""
+    """Whether ``stride`` is exactly the stride torch gives a fresh tensor of ``size`` (any other, on a dim of
+    size 1 or an empty tensor included, is kept as given: torch's ``stride()`` reports it)."""
     want, acc = [], 1
     for n in reversed(tuple(size)):
         want.append(acc)
         acc *= max(n, 1)
-    want.reverse()
-    return len(size) == len(stride) and not (math.prod(size) and any(n > 1 and s != w
-                                                                    for n, s, w in zip(size, stride, want)))
+    return tuple(stride) == tuple(reversed(want))
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False) -> Tensor:
@@ -373,12 +372,59 @@ def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requir
     return full(input.shape, fill_value, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
+def preserved_order(t):
+    """The order (outermost first) in which torch's ``*_like`` lays out a tensor like ``t`` (memory
+    format ``preserve``: ``t``'s strides where it is dense, else dense strides following its stride
+    order, stride-0 dims left where they are), or None where that is the contiguous order. A draw
+    like ``t`` fills memory in this order, so its values follow ``t``'s layout, not its indices."""
+    shape, strides = tuple(t.shape), tuple(t.stride())
+    inner = list(range(len(shape) - 1, -1, -1))  # innermost first, sorted by stride (stable, as torch's)
+
+    def compare(a, b):
+        if strides[a] == 0 or strides[b] == 0:
+            return 0
+        if strides[a] != strides[b]:
+            return -1 if strides[a] < strides[b] else 1
+        return 1 if shape[a] > shape[b] else 0
+
+    for i in range(1, len(inner)):
+        j = i
+        for k in range(i - 1, -1, -1):
+            c = compare(inner[k], inner[j])
+            if c > 0:
+                inner[k], inner[j] = inner[j], inner[k]
+                j = k
+            elif c < 0:
+                break
+    order = tuple(reversed(inner))
+    return None if order == tuple(range(len(shape))) else order
+
+
+def _like_order(input, memory_format):  # noqa: A002 - torch's name
+    """:func:`preserved_order` of ``input`` unless ``memory_format`` asks for the contiguous order."""
+    if input.ndim < 2 or getattr(memory_format, "name", "preserve_format") != "preserve_format":
+        return None
+    return preserved_order(input)
+
+
+def _drawn_like(input, order, dtype, device, draw: str, args: tuple, requires_grad=False):  # noqa: A002
+    """torch's ``empty_like(input).<draw>(*args)`` where its layout is not contiguous: an empty tensor whose dims
+    lie in memory in ``order``, filled in place by ``draw`` (``uniform_``, ``normal_``, ``random_``), which
+    fills memory in order as torch's does (the values follow ``input``'s layout, not its indices)."""
+    out = empty_permuted(tuple(input.shape), order, dtype=dtype, device=device)
+    getattr(out, draw)(*args)
+    return out.requires_grad_() if requires_grad else out
+
+
 def rand_like(input, *, dtype=None,
               layout=None, device=None, requires_grad=False, memory_format=None) -> Tensor:  # noqa: A002
     if layout is not None:
         _check_layout(layout, "rand_like")
     device, dtype = _like(input, dtype, device, memory_format)
-    return rand(input.shape, dtype=dtype, device=device, requires_grad=requires_grad)
+    order = _like_order(input, memory_format)
+    if order is None:
+        return rand(input.shape, dtype=dtype, device=device, requires_grad=requires_grad)
+    return _drawn_like(input, order, dtype, device, "uniform_", (), requires_grad)
 
 
 def randn_like(input, *, dtype=None,
@@ -386,7 +432,10 @@ def randn_like(input, *, dtype=None,
     if layout is not None:
         _check_layout(layout, "randn_like")
     device, dtype = _like(input, dtype, device, memory_format)
-    return randn(input.shape, dtype=dtype, device=device, requires_grad=requires_grad)
+    order = _like_order(input, memory_format)
+    if order is None:
+        return randn(input.shape, dtype=dtype, device=device, requires_grad=requires_grad)
+    return _drawn_like(input, order, dtype, device, "normal_", (), requires_grad)
 
 
 def randint_like(input, low=0, high=None, *, dtype=None,
@@ -396,7 +445,12 @@ def randint_like(input, low=0, high=None, *, dtype=None,
     device, dtype = _like(input, dtype, device, memory_format)
     if high is None:
         low, high = 0, low
-    return randint(low, high, input.shape, dtype=dtype, device=device)
+    order = _like_order(input, memory_format)
+    if order is None:
+        return randint(low, high, input.shape, dtype=dtype, device=device)
+    if low >= high:
+        raise TdxRuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    return _drawn_like(input, order, dtype, device, "random_", (low, high))
 
 
 def from_numpy(ndarray) -> Tensor:

@@ -61,7 +61,8 @@ class _FillMethods:
             frm, to = vals.get("from", 0), vals.get("to")
         _random_bounds(self.dtype, frm, to)
         ex = self._ex
-        _views.assign(self, ex.random_(self._n, frm, to, native_generator(generator, ex)))
+        _views.assign(self, ex.random_(self._n, frm, to, native_generator(generator, ex),
+                                       **_views.fill_layout(self)))
         return self
 
     def fill_diagonal_(self, fill_value, wrap=False):

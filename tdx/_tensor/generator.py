@@ -104,22 +104,101 @@ class Generator:
             TdxRuntimeError: its size or layout is not a state of this executor kind (a
                 truncated state, or one from another executor kind).
         """
-        from .._dtypes import uint8
-        from . import wrapping
-
-        if not isinstance(new_state, wrapping.Tensor):
-            raise TdxTypeError(f"set_state expected a uint8 tdx tensor on cpu (as get_state returns), "
-                               f"but got {type(new_state).__name__}")
-        if new_state.dtype is not uint8 or not _on_host(new_state):
-            raise TdxTypeError(f"set_state expected a uint8 tdx tensor on cpu (as get_state returns), "
-                               f"but got a {new_state.dtype} tensor on {new_state.device}")
-        data = bytes(new_state.reshape(-1).tolist())
+        data = _state_bytes(new_state)
         state, seed = self._ex.generator_set_state(data)
         self._state, self._seed = state, seed
         return self
 
     def __repr__(self) -> str:
         return f"<tdx.Generator device={self._ex.device} seed={self._seed}>"
+
+
+class DefaultGenerator(Generator):
+    """The default CPU generator as a :class:`Generator` (torch's ``default_generator``, which
+    ``manual_seed`` returns): draws with it are draws without ``generator=`` (torch's CPU generator, which
+    under the torch random stream draws MLX's numbers too), and seeding or restoring it is
+    ``tdx.manual_seed``/``tdx.set_rng_state``, which cover every executor."""
+
+    __slots__ = ()
+
+    def __init__(self):
+        from ..backends import host_torch
+
+        self._ex = host_torch()
+        self._seed = None
+        self._state = self._ex.default_generator_state()
+
+    def manual_seed(self, seed) -> "Generator":
+        """Seed the default generators (``tdx.manual_seed``) and return self."""
+        from ..backends._seeding import manual_seed
+
+        manual_seed(seed)
+        return self
+
+    def seed(self) -> int:
+        """Reseed from the operating system's entropy (as ``tdx.seed``) and return the seed."""
+        value = entropy_seed()
+        self.manual_seed(value)
+        return value
+
+    def initial_seed(self) -> int:
+        """``tdx.initial_seed()``."""
+        from ..backends._seeding import initial_seed
+
+        return initial_seed()
+
+    def set_state(self, new_state) -> "Generator":
+        """Restore the default CPU generator from :meth:`get_state`'s tensor (``tdx.set_rng_state``), returning self.
+
+        Raises:
+            TdxTypeError: ``new_state`` is not a ``uint8`` tdx tensor on ``cpu``.
+            TdxRuntimeError: its bytes are no state of torch's CPU generator.
+        """
+        from .._errors import TdxRuntimeError
+
+        data = _state_bytes(new_state)
+        try:
+            self._ex.set_default_rng_state(data)
+        except TdxError:
+            raise
+        except RuntimeError as err:  # torch's own refusal of a malformed state
+            raise TdxRuntimeError(str(err)) from None
+        return self
+
+    def __repr__(self) -> str:
+        return f"<tdx.Generator device={self._ex.device} (the default generator)>"
+
+
+_DEFAULT: list = []
+
+
+def default_generator():
+    """The :class:`DefaultGenerator` (made once; None without torch, which owns the CPU generator)."""
+    if not _DEFAULT:
+        from .. import backends
+
+        if backends.host_torch() is None:
+            return None
+        _DEFAULT.append(DefaultGenerator())
+    return _DEFAULT[0]
+
+
+def _state_bytes(new_state) -> bytes:
+    """The bytes of a state tensor handed to ``set_state``.
+
+    Raises:
+        TdxTypeError: ``new_state`` is not a ``uint8`` tdx tensor on ``cpu``.
+    """
+    from .._dtypes import uint8
+    from . import wrapping
+
+    if not isinstance(new_state, wrapping.Tensor):
+        raise TdxTypeError(f"set_state expected a uint8 tdx tensor on cpu (as get_state returns), "
+                           f"but got {type(new_state).__name__}")
+    if new_state.dtype is not uint8 or not _on_host(new_state):
+        raise TdxTypeError(f"set_state expected a uint8 tdx tensor on cpu (as get_state returns), "
+                           f"but got a {new_state.dtype} tensor on {new_state.device}")
+    return bytes(new_state.reshape(-1).tolist())
 
 
 def native(generator, ex):
@@ -131,7 +210,7 @@ def native(generator, ex):
     """
     if generator is None:
         return None
-    if type(generator) is not Generator:
+    if not isinstance(generator, Generator):
         raise TdxTypeError(f"generator must be a tdx.Generator, not {type(generator).__name__}")
     if generator._ex is not ex:
         raise DeviceMismatchError(f"Expected a '{ex.device}' device type for generator but found "

@@ -58,13 +58,15 @@ class RandomMethods:
     def bernoulli_(self, p=0.5, *, generator=None):
         """Fill self with 0/1 draws of probability ``p`` (a number or a tensor)."""
         ex = self._ex
-        _views.assign(self, ex.bernoulli_(self._n, operand(self, p, "bernoulli_"), _native_generator(generator, ex)))
+        _views.assign(self, ex.bernoulli_(self._n, operand(self, p, "bernoulli_"), _native_generator(generator, ex),
+                                          **_views.fill_layout(self)))
         return self
 
     def normal_(self, mean=0.0, std=1.0, *, generator=None):
         """Fill self with normal draws of ``mean`` and ``std``."""
         ex = self._ex
-        _views.assign(self, ex.normal_(self._n, float(mean), float(std), _native_generator(generator, ex)))
+        _views.assign(self, ex.normal_(self._n, float(mean), float(std), _native_generator(generator, ex),
+                                       **_views.fill_layout(self)))
         return self
 
     def exponential_(self, lambd=1.0, *, generator=None):
@@ -72,13 +74,15 @@ class RandomMethods:
         if lambd <= 0:
             raise TdxRuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
         ex = self._ex
-        _views.assign(self, ex.exponential_(self._n, float(lambd), _native_generator(generator, ex)))
+        _views.assign(self, ex.exponential_(self._n, float(lambd), _native_generator(generator, ex),
+                                            **_views.fill_layout(self)))
         return self
 
     def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
         """Fill with draws from the Cauchy distribution of ``median`` and scale ``sigma``."""
         ex = self._ex
-        _views.assign(self, ex.cauchy_(self._n, float(median), float(sigma), _native_generator(generator, ex)))
+        _views.assign(self, ex.cauchy_(self._n, float(median), float(sigma), _native_generator(generator, ex),
+                                       **_views.fill_layout(self)))
         return self
 
     def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
@@ -86,7 +90,8 @@ class RandomMethods:
         if std <= 0:
             raise TdxRuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
         ex = self._ex
-        _views.assign(self, ex.log_normal_(self._n, float(mean), float(std), _native_generator(generator, ex)))
+        _views.assign(self, ex.log_normal_(self._n, float(mean), float(std), _native_generator(generator, ex),
+                                           **_views.fill_layout(self)))
         return self
 
     def geometric_(self, p, *, generator=None):
@@ -94,14 +99,16 @@ class RandomMethods:
         if not 0 < p < 1:
             raise TdxRuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
         ex = self._ex
-        _views.assign(self, ex.geometric_(self._n, float(p), _native_generator(generator, ex)))
+        _views.assign(self, ex.geometric_(self._n, float(p), _native_generator(generator, ex),
+                                          **_views.fill_layout(self)))
         return self
 
     def uniform_(self, *args, generator=None, **kwargs):
         """Fill self with uniform draws from ``[from, to)`` (defaults 0 and 1)."""
         low, high = _bounds(args, kwargs)
         ex = self._ex
-        _views.assign(self, ex.uniform_(self._n, low, high, _native_generator(generator, ex)))
+        _views.assign(self, ex.uniform_(self._n, low, high, _native_generator(generator, ex),
+                                        **_views.fill_layout(self)))
         return self
 
 

@@ -24,11 +24,23 @@ def _float_formatter(arr: np.ndarray):
     return lambda v: f"{v:.{p}f}" if np.isfinite(v) else str(v)
 
 
+def _grad_suffix(t) -> list:
+    """torch's last field: ``grad_fn=<MulBackward0>`` for a result of recorded ops (its node's name, on every
+    executor), ``requires_grad=True`` for a leaf that requires grad, nothing otherwise."""
+    if not t.requires_grad:
+        return []
+    node = t.grad_fn
+    if node is None:
+        return ["requires_grad=True"]
+    name = node.name() if callable(node.name) else node.name  # a forbidden view's history names itself
+    return [f"grad_fn=<{name}>"]
+
+
 def format_tensor(t) -> str:
     dtype = t.dtype
     if t._ex.device.type == "meta":  # no data to print: torch's form
         named = "" if dtype is D.get_default_dtype() else f", dtype={dtype!r}"
-        grad = ", requires_grad=True" if t.requires_grad else ""
+        grad = "".join(", " + s for s in _grad_suffix(t))
         return f"tensor(..., device='meta', size={tuple(t.shape)}{named}{grad})"
     arr = t._ex.host_numpy(t._n)
     threshold = PRINT_OPTIONS["threshold"]
@@ -57,6 +69,5 @@ def format_tensor(t) -> str:
                D.int64, D.bool_}
     if dtype not in default or (arr.size == 0 and dtype is not D.get_default_dtype()):
         suffix.append(f"dtype={dtype!r}")
-    if t.requires_grad:
-        suffix.append("requires_grad=True")
+    suffix.extend(_grad_suffix(t))
     return "tensor(" + body + "".join(", " + s for s in suffix) + ")"

@@ -22,7 +22,7 @@ __all__ = ["get_num_threads", "set_num_threads", "get_num_interop_threads", "set
            "is_deterministic_algorithms_warn_only_enabled", "set_deterministic_debug_mode",
            "get_deterministic_debug_mode", "get_float32_matmul_precision", "set_float32_matmul_precision",
            "set_flush_denormal", "set_warn_always", "is_warn_always_enabled", "get_rng_state", "set_rng_state",
-           "seed", "compiled_with_cxx11_abi", "get_device_module", "get_file_path",
+           "manual_seed", "seed", "compiled_with_cxx11_abi", "get_device_module", "get_file_path",
            "prepare_multiprocessing_environment", "is_vulkan_available", "typename", "classproperty",
            "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_anomaly_enabled", "cudnn_is_acceptable",
            "DisableTorchFunction", "DisableTorchFunctionSubclass", "thread_safe_generator"]
@@ -225,6 +225,20 @@ def set_rng_state(new_state) -> None:
         torch.set_rng_state(torch.frombuffer(data, dtype=torch.uint8) if data else torch.empty(0, dtype=torch.uint8))
     except RuntimeError as err:
         raise TdxRuntimeError(str(err)) from err
+
+
+def manual_seed(seed):
+    """Seed the random generators of every executor (and Python's ``random``); returns the default CPU
+    generator as a :class:`tdx.Generator`, as torch's ``manual_seed`` returns ``torch.default_generator``.
+
+    Raises:
+        TdxTypeError: ``seed`` is not an int.
+    """
+    from ..backends import _seeding
+    from .generator import default_generator
+
+    _seeding.manual_seed(seed)
+    return default_generator()
 
 
 def seed() -> int:

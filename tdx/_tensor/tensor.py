@@ -539,9 +539,7 @@ class Tensor:
         return (self[i] for i in range(len(self)))
 
     def __bool__(self) -> bool:
-        if self.numel() != 1:
-            raise TdxRuntimeError(f"Boolean value of Tensor with {self.numel()} elements is ambiguous")
-        return bool(self.item())
+        return self.is_nonzero()  # torch's error, word for word, for no element or several
 
     def __float__(self) -> float:
         return float(self._scalar())

@@ -119,6 +119,19 @@ def layout_of(t) -> Layout:
     return _layout(t, shape, _contiguous(shape), 0, None, False)
 
 
+def fill_layout(t) -> dict:
+    """The keyword that tells an executor the layout of ``t``, the destination of an in-place random fill:
+    ``{"strides": ...}`` where ``t`` is a view that is not contiguous on an executor whose arrays carry no
+    layout (torch's fill visits memory in order and takes another path on non-contiguous memory, so a
+    draw that follows torch's stream needs the strides), else nothing."""
+    if t._ex.mutable:
+        return {}
+    lay = getattr(t, "_view", None)
+    if lay is None or lay.is_contiguous():
+        return {}
+    return {"strides": tuple(lay.strides)}
+
+
 def _layout(root, shape: tuple, strides: tuple, offset: int, multi, detached) -> Layout:
     """A :class:`Layout` from tuples, without the constructor's conversions (the per-view-op path)."""
     lay = _new(Layout)

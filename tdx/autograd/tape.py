@@ -67,7 +67,7 @@ class Node:
         fn_name = getattr(fn, "__name__", "op")
         name = _NAMES.get(fn_name)
         if name is None:
-            name = _NAMES[fn_name] = fn_name.strip("_").capitalize() + "Backward"
+            name = _NAMES[fn_name] = fn_name.strip("_").capitalize() + "Backward0"
         self._label = name
         self.plan = _plan(args, kwargs, inputs)
 
@@ -75,7 +75,8 @@ class Node:
         return f"<{self._label} node>"
 
     def name(self) -> str:
-        """The node's name, as torch's ``grad_fn.name()`` (e.g. ``MulBackward``)."""
+        """The node's name, as torch's ``grad_fn.name()`` (e.g. ``MulBackward0``: the op's name, and torch's
+        overload number, 0)."""
         return self._label
 
     def outputs_like(self):
@@ -108,7 +109,8 @@ class Node:
         return [o._n for o in outs]
 
 
-_NAMES: dict = {}  # an op's __name__ -> its node's name (torch's "<Op>Backward"), built once per name
+_NAMES: dict = {"__truediv__": "DivBackward0"}  # an op's __name__ -> its node's name (torch's "<Op>Backward0"),
+# built once per name; where torch's node is named after another op than the method's, torch's name
 
 
 def _plan(args, kwargs, inputs):

@@ -26,13 +26,13 @@ class CrossNode:
         self.src, self.dst = (src_native, src_ex), dst_ex
         self.metas = self.natives = self.inputs = ()
         self.n_out = 1
-        self._label = "ToCopyBackward"
+        self._label = "ToCopyBackward0"
 
     def __repr__(self) -> str:
         return f"<{self._label} node>"
 
     def name(self) -> str:
-        """The node's name, as torch's ``grad_fn.name()`` (e.g. ``MulBackward``)."""
+        """The node's name, as torch's ``grad_fn.name()`` (torch's for a copy between devices)."""
         return self._label
 
     def backward_of(self, slots, create_graph):

@@ -252,6 +252,14 @@ class Executor:
         """
         raise self.unsupported("Generator.get_state")
 
+    def default_generator_state(self):
+        """The native state of the generator draws without ``generator=`` take here, itself (not a copy).
+
+        Raises:
+            UnsupportedOpError: the executor exposes no default generator.
+        """
+        raise self.unsupported("the default Generator")
+
     def generator_set_state(self, data: bytes) -> tuple:
         """A native generator state rebuilt from ``data`` (made by :meth:`generator_get_state`
         on an executor of the same kind), and the seed it encodes: ``(state, seed)``.

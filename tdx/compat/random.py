@@ -14,8 +14,8 @@ import contextlib
 
 from .._errors import TdxTypeError
 from ..backends import _flags
-from ..backends._seeding import initial_seed, manual_seed
-from .._tensor.runtime import get_rng_state, seed, seeded_torch, set_rng_state, thread_safe_generator
+from ..backends._seeding import initial_seed
+from .._tensor.runtime import get_rng_state, manual_seed, seed, seeded_torch, set_rng_state, thread_safe_generator
 
 __all__ = ["set_rng_state", "get_rng_state", "manual_seed", "seed", "initial_seed", "fork_rng",
            "thread_safe_generator"]

@@ -126,6 +126,11 @@ class TorchAdaptedOps:
         return torch.Generator(device=self.tdev).manual_seed(seed)
 
     @staticmethod
+    def default_generator_state():
+        """torch's default CPU generator itself (what draws without ``generator=`` take on cpu)."""
+        return torch.default_generator
+
+    @staticmethod
     def generator_arg(state):
         """What one random call takes as ``generator=`` (torch's generator is its own state)."""
         return state

@@ -182,10 +182,16 @@ class TorchExecutor(TorchNNOps, TorchAdaptedOps, TorchKernelOps, TorchNamespaceO
 
     # ops whose tdx signature differs a little from torch's -------------------------------
     def sum(self, x, dim=None, keepdim=False, dtype=None):
-        return torch.sum(x, dim, keepdim, dtype=None if dtype is None else self.native_dtype(dtype))
+        nd = None if dtype is None else self.native_dtype(dtype)
+        if dim is None and not keepdim:  # torch's overload of x.sum(): its node is SumBackward0
+            return torch.sum(x, dtype=nd)
+        return torch.sum(x, dim, keepdim, dtype=nd)
 
     def mean(self, x, dim=None, keepdim=False, dtype=None):
-        return torch.mean(x, dim, keepdim, dtype=None if dtype is None else self.native_dtype(dtype))
+        nd = None if dtype is None else self.native_dtype(dtype)
+        if dim is None and not keepdim:  # torch's overload of x.mean(): its node is MeanBackward0
+            return torch.mean(x, dtype=nd)
+        return torch.mean(x, dim, keepdim, dtype=nd)
 
     def prod(self, x, dim=None, keepdim=False, dtype=None):
         nd = None if dtype is None else self.native_dtype(dtype)

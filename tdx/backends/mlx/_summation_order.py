@@ -44,11 +44,15 @@ MAX_DOT = 8000  # MKL's sdot order measured up to 8000 elements (8192 and more: 
 
 
 def chosen() -> bool:
-    """Whether the config's ``[backends.mlx] summation`` (``TDX_MLX_SUMMATION``) is ``"torch"``, the default
-    (the order is then used where :func:`._torch_order.in_force` finds it verified)."""
+    """Whether float32 sums are to add in torch's order: the config's ``[backends.mlx] summation``
+    (``TDX_MLX_SUMMATION``) is ``"torch"``, or ``"auto"`` (the default) while ``[random] stream`` is
+    ``"torch"`` (a program that asked for MLX's own numbers gets MLX's own order, and never imports torch
+    to verify one). The order is then used where :func:`._torch_order.in_force` finds it verified."""
     from ... import config
 
-    return config.current()["backends.mlx.summation"] == "torch"
+    settings = config.current()
+    choice = settings["backends.mlx.summation"]
+    return choice == "torch" or (choice == "auto" and settings["random.stream"] == "torch")
 
 
 def _running(x, s):

@@ -105,7 +105,10 @@ def verified(op: str) -> bool:
 
 
 def order(op: str) -> str:
-    """The order op class ``op`` runs in here (:attr:`Verdict.order`)."""
+    """The order op class ``op`` runs in here (:attr:`Verdict.order`); MLX's own, unprobed, while the config
+    does not ask for torch's orders (:func:`._summation_order.chosen`)."""
+    if not summation.chosen():
+        return _NATIVE_ORDER[op]
     found = _VERDICTS.get(op)
     return (found if found is not None else verdict(op)).order
 
@@ -132,6 +135,9 @@ def probe_seconds() -> dict:
     return dict(_COST)
 
 
+_NATIVE_ORDER = {op: "native" if op in ("sum", "dot", "prod") else "rounded" for op in OP_CLASSES}
+
+
 def _host():
     """The torch executor on cpu and the torch module it runs, or ``(None, None)`` without torch."""
     from .. import _flags, host_torch
@@ -146,7 +152,7 @@ def _host():
 def _decide(op, probe) -> Verdict:
     host, torch = _host()
     if host is None:
-        return Verdict(op, False, "native" if op in ("sum", "dot", "prod") else "rounded",
+        return Verdict(op, False, _NATIVE_ORDER[op],
                        "torch is not installed: nothing to compare with, MLX's own arithmetic")
     capability = torch.backends.cpu.get_cpu_capability()
     return probe(host, torch, f"torch's CPU capability {capability}")

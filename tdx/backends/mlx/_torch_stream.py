@@ -63,10 +63,16 @@ def _to_host(ex, x):
     return _host().from_host(ex.host_numpy(x).copy(), ex.dtype(x))
 
 
-def _like(ex, x):
-    """An uninitialized torch cpu tensor of ``x``'s shape and dtype (a fill draws into it; as torch's
-    ``bernoulli(x, p)`` is ``empty_like(x).bernoulli_(p)``, ``x``'s values are never read)."""
-    return _host().empty(tuple(x.shape), ex.dtype(x))
+def _like(ex, x, strides=None):
+    """An uninitialized torch cpu tensor of ``x``'s shape and dtype, laid out with ``strides`` when given (the
+    destination view's: torch's fill visits memory in order, and takes another path on non-contiguous memory),
+    that a fill draws into (as torch's ``bernoulli(x, p)`` is ``empty_like(x).bernoulli_(p)``, ``x``'s values
+    are never read)."""
+    shape = tuple(x.shape)
+    if strides is None:
+        return _host().empty(shape, ex.dtype(x))
+    span = 1 + sum((n - 1) * s for n, s in zip(shape, strides)) if all(shape) else 0
+    return _host().empty((span,), ex.dtype(x)).as_strided(shape, strides)
 
 
 def _back(ex, t, dtype):
@@ -89,6 +95,16 @@ def _int64():
     return D.int64
 
 
+def _filling(name: str):
+    """The host draw of the in-place fill ``name``: torch's own fill of an empty tensor like the destination
+    (laid out with its strides ``st`` when the facade gives them), copied into MLX."""
+    def draw(ex, h, x, *rest, st=None):
+        *params, g = rest
+        return _back(ex, getattr(h, name)(_like(ex, x, st), *(_to_host(ex, v) for v in params), g), ex.dtype(x))
+
+    return draw
+
+
 # name -> (the generator argument's position after self, the draw made by the host executor)
 _DRAWS = {
     "rand": (2, lambda ex, h, shape, dtype, g: _back(ex, h.rand(_fits(shape, dtype, "rand"), dtype, g), dtype)),
@@ -100,16 +116,14 @@ _DRAWS = {
     "multinomial": (3, lambda ex, h, x, n, repl, g: _back(ex, h.multinomial(_to_host(ex, x), n, repl, g), _int64())),
     "bernoulli": (2, lambda ex, h, x, p, g: _back(ex, h.bernoulli(_to_host(ex, x), None, g) if p is None else
                                                   h.bernoulli_(_like(ex, x), _to_host(ex, p), g), ex.dtype(x))),
-    "bernoulli_": (2, lambda ex, h, x, p, g: _back(ex, h.bernoulli_(_like(ex, x), _to_host(ex, p), g), ex.dtype(x))),
-    "normal_": (3, lambda ex, h, x, mean, std, g: _back(ex, h.normal_(_like(ex, x), mean, std, g), ex.dtype(x))),
-    "uniform_": (3, lambda ex, h, x, lo, hi, g: _back(ex, h.uniform_(_like(ex, x), lo, hi, g), ex.dtype(x))),
-    "random_": (3, lambda ex, h, x, frm, to, g: _back(ex, h.random_(_like(ex, x), frm, to, g), ex.dtype(x))),
-    "exponential_": (2, lambda ex, h, x, lambd, g: _back(ex, h.exponential_(_like(ex, x), lambd, g), ex.dtype(x))),
-    "cauchy_": (3, lambda ex, h, x, median, sigma, g: _back(ex, h.cauchy_(_like(ex, x), median, sigma, g),
-                                                            ex.dtype(x))),
-    "log_normal_": (3, lambda ex, h, x, mean, std, g: _back(ex, h.log_normal_(_like(ex, x), mean, std, g),
-                                                            ex.dtype(x))),
-    "geometric_": (2, lambda ex, h, x, p, g: _back(ex, h.geometric_(_like(ex, x), p, g), ex.dtype(x))),
+    "bernoulli_": (2, _filling("bernoulli_")),
+    "normal_": (3, _filling("normal_")),
+    "uniform_": (3, _filling("uniform_")),
+    "random_": (3, _filling("random_")),
+    "exponential_": (2, _filling("exponential_")),
+    "cauchy_": (3, _filling("cauchy_")),
+    "log_normal_": (3, _filling("log_normal_")),
+    "geometric_": (2, _filling("geometric_")),
     "standard_gamma": (1, lambda ex, h, x, g: _back(ex, h.standard_gamma(_to_host(ex, x), g), ex.dtype(x))),
     "sample_dirichlet": (1, lambda ex, h, x, g: _back(ex, h.sample_dirichlet(_to_host(ex, x), g), ex.dtype(x))),
     "poisson": (1, lambda ex, h, x, g: _back(ex, h.poisson(_to_host(ex, x), g), ex.dtype(x))),
@@ -125,7 +139,7 @@ def _drawing(name: str, native):
     position, draw = _DRAWS[name]
     signature = inspect.signature(native)
 
-    def method(self, *args, **kwargs):
+    def method(self, *args, strides=None, **kwargs):
         if not kwargs and len(args) == position + 1:  # the facade's form: every argument by position
             args, generator = args[:position], args[position]
         else:
@@ -135,6 +149,8 @@ def _drawing(name: str, native):
             args, generator = values[:position], values[position]
         if not _torch_draws(generator):
             return native(self, *args, generator)
+        if strides is not None:  # a fill of a non-contiguous view (its layout, which MLX's array lacks)
+            return draw(self, _host(), *args, generator, st=strides)
         return draw(self, _host(), *args, generator)
 
     method.__name__ = method.__qualname__ = name
