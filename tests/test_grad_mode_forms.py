@@ -105,3 +105,47 @@ def test_generator_functions(device, form):
 def test_decorating_a_class_is_refused(device):
     with pytest.raises(RuntimeError):
         tdx.no_grad()(type("C", (), {}))
+
+
+@pytest.mark.parametrize("form", ["no_grad", "inference_mode", "set_grad_enabled(False)"])
+def test_grad_off_ops_skip_the_tape_and_other_threads_still_record(device, form, monkeypatch):
+    """Under a grad-off mode no op consults the tape (a per-thread gate read before ``tape.wants``), the
+    results are torch's, and a thread started meanwhile (grad on by default) still records."""
+    import threading
+
+    from tdx.autograd import tape
+
+    asked = []
+    real = tape.wants
+    monkeypatch.setattr(tape, "wants", lambda *a, **k: asked.append(1) or real(*a, **k))
+    ctx = {"no_grad": lambda m: m.no_grad(), "inference_mode": lambda m: m.inference_mode(),
+           "set_grad_enabled(False)": lambda m: m.set_grad_enabled(False)}[form]
+    xt = torch.arange(6.0).reshape(2, 3).requires_grad_()
+    xd = tdx.arange(6.0, device=device).reshape(2, 3).requires_grad_()
+
+    def ops(x):
+        return (x * 2 + x).exp().sum(1).view(2, 1).transpose(0, 1)[0]
+
+    seen = []
+
+    def other():
+        y = ops(xd)
+        seen.append((tdx.is_grad_enabled(), y.requires_grad))
+
+    with ctx(torch):
+        want = ops(xt)
+    asked.clear()
+    with ctx(tdx):
+        got = ops(xd)
+        asked_inside = len(asked)
+        worker = threading.Thread(target=other)
+        worker.start()
+        worker.join()
+    assert asked_inside == 0
+    assert got.requires_grad is want.requires_grad is False
+    torch.testing.assert_close(torch.from_numpy(got.numpy()), want.detach())
+    assert seen == [(True, True)]
+    ops(xd).sum().backward()  # recording is back after the mode ends
+    xt.grad = None
+    ops(xt).sum().backward()
+    torch.testing.assert_close(torch.from_numpy(xd.grad.numpy()), xt.grad)

@@ -15,7 +15,7 @@ import math
 from .. import _dtypes as D
 from .._errors import TdxRuntimeError, TdxTypeError
 from ..autograd import tape as _tape
-from ..autograd.tape import ACTIVE as _TAPE
+from ..autograd.tape import ACTIVE as _TAPE, MODE as _MODE
 from .kernels import install
 from .tensor import Tensor
 from .wrapping import wrap
@@ -30,7 +30,8 @@ def _part(which):
             if which == "imag":
                 raise TdxRuntimeError("imag is not implemented for tensors with non-complex dtypes.")
             return input
-        if _TAPE[0] and _tape.wants(input):  # the executor's own real/imag: one tape node, differentiated
+        # the executor's own real/imag: one tape node, differentiated
+        if _TAPE[0] and _MODE.enabled and _tape.wants(input):
             return _tape.call(fn, input)
         return wrap(getattr(ex, "complex_" + which)(input._n), ex)
 

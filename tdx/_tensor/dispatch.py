@@ -14,7 +14,7 @@ from __future__ import annotations
 from .._errors import NATIVE_ERRORS, TdxTypeError, translate
 from .._tensor import wrapping as _w
 from ..autograd import tape as _tape
-from ..autograd.tape import ACTIVE as _TAPE
+from ..autograd.tape import ACTIVE as _TAPE, MODE as _MODE
 
 __all__ = ["call", "executor_of", "accept_out"]
 
@@ -68,7 +68,7 @@ def call(ns: str, name: str, *args, names=None, **kwargs):
     if executor_of(args, kwargs) is None:
         raise TdxTypeError(f"torch.{ns}.{name}(): expected a Tensor argument, got "
                            f"({', '.join(type(a).__name__ for a in args)})")
-    if _TAPE[0] and _tape.wants(*args, **kwargs):
+    if _TAPE[0] and _MODE.enabled and _tape.wants(*args, **kwargs):
         return _tape.call(_run, ns, name, names, *args, **kwargs)
     try:
         return _run(ns, name, names, *args, **kwargs)

@@ -16,7 +16,7 @@ import math
 from .. import _dtypes as D
 from .._errors import NATIVE_ERRORS, CastError, DtypeMismatchError, TdxRuntimeError, UnsupportedOpError
 from ..autograd import tape as _tape
-from ..autograd.tape import ACTIVE as _TAPE
+from ..autograd.tape import ACTIVE as _TAPE, MODE as _MODE
 from . import wrapping as TM
 from .operands import (
     _FMAX,
@@ -47,7 +47,7 @@ def _unary(name: str):
 
     @inline_typed
     def method(self):
-        if _TAPE[0] and _tape.wants(self):
+        if _TAPE[0] and _MODE.enabled and _tape.wants(self):
             return _tape.call(method, self)
         t = float32_unary(seen, name, self)
         if t is not None:
@@ -73,7 +73,7 @@ def _binary(name: str, torch_name: str):
 
     @inline_typed
     def method(self, other):
-        if _TAPE[0] and _tape.wants(self, other):
+        if _TAPE[0] and _MODE.enabled and _tape.wants(self, other):
             return _tape.call(method, self, other)
         t = float32_binary(seen, name, self, other)
         if t is not None:

@@ -16,6 +16,7 @@ import math
 
 from .._errors import NATIVE_ERRORS, TdxRuntimeError
 from ..autograd import tape as _tape
+from ..autograd.grad_mode import MODE as _MODE
 from . import views as _views
 from .wrapping import attach, reroot as _reroot, typed_errors, wrap
 
@@ -119,7 +120,7 @@ class ViewInplaceMethods:
         else:
             self._view = _views.Layout(root, size, stride, offset, old.multi, old.detached)
         lay = self._view
-        if _tape.ACTIVE[0] and _tape.wants(root):
+        if _tape.ACTIVE[0] and _MODE.enabled and _tape.wants(root):
             self._ag = _tape.call(_views.as_strided, root, lay)._ag
         _views.refresh_one(self)
         return self

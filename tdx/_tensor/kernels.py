@@ -16,7 +16,7 @@ from __future__ import annotations
 from .. import _dtypes as D, return_types
 from .._errors import NATIVE_ERRORS, UnsupportedOpError
 from ..autograd import tape as _tape
-from ..autograd.tape import ACTIVE as _TAPE
+from ..autograd.tape import ACTIVE as _TAPE, MODE as _MODE
 from .tensor import Tensor
 from .wrapping import first_tensor, foreign, need_tensor, typed_function, wrap
 
@@ -68,7 +68,7 @@ def kernel_op(name: str, composite=None, doc: str = "", record: bool = True):
             if composite is None:
                 raise UnsupportedOpError(f"{name}() is not implemented on {ex.device}")
             return composite(input, *args, **kwargs)  # its tdx ops record themselves on a tape
-        if record and _TAPE[0] and _tape.wants(input, *args, **kwargs):
+        if record and _TAPE[0] and _MODE.enabled and _tape.wants(input, *args, **kwargs):
             return _tape.call(fn, input, *args, **kwargs)
         a = natives(t, (input, *args), name)
         kw = {k: natives(t, v, name) for k, v in kwargs.items()}

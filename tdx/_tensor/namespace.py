@@ -14,7 +14,7 @@ import inspect
 from .. import _dtypes as D
 from .._errors import NATIVE_ERRORS, TdxValueError
 from ..autograd import tape as _tape
-from ..autograd.tape import ACTIVE as _TAPE
+from ..autograd.tape import ACTIVE as _TAPE, MODE as _MODE
 from . import creation, decompositions, elementwise, indexing, inplace, linalg, random, reduction, shape  # noqa: F401 - attach methods
 from . import complex_views, convolution, copies, index_updates, products, search, special_functions, statistics  # noqa: F401 - attach methods
 from . import float_bits, inplace_views, native_norms  # noqa: F401 - attach methods
@@ -33,7 +33,7 @@ def _unary_fn(name):
     seen = [NO_KERNEL]  # the last executor's float32 kernel for this op (wrapping.float32_entry)
 
     def fn(input):  # noqa: A002 - torch's name
-        if _TAPE[0] and _tape.wants(input):
+        if _TAPE[0] and _MODE.enabled and _tape.wants(input):
             return _tape.call(fn, input)
         if input.__class__ is not Tensor:
             need_tensor(input, name)
@@ -78,7 +78,7 @@ def _binary_fn(name):
     seen = [NO_KERNEL]  # the last executor's float32 kernel for this op (wrapping.float32_entry)
 
     def fn(input, other):  # noqa: A002 - torch's name
-        if _TAPE[0] and _tape.wants(input, other):
+        if _TAPE[0] and _MODE.enabled and _tape.wants(input, other):
             return _tape.call(fn, input, other)
         if input.__class__ is Tensor and other.__class__ is Tensor:
             ex = input._ex

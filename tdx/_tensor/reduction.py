@@ -16,7 +16,7 @@ from .. import _dtypes as D
 from .. import return_types
 from .._errors import NATIVE_ERRORS, TdxRuntimeError, TdxTypeError, UnsupportedOpError
 from ..autograd import tape as _tape
-from ..autograd.tape import ACTIVE as _TAPE
+from ..autograd.tape import ACTIVE as _TAPE, MODE as _MODE
 from ..backends.base import norm_dim
 from .operands import _full, _is_float, _no_complex, _not_implemented, _scan_extreme, _shifted, _work
 from .tensor import Tensor
@@ -50,7 +50,7 @@ class ReductionMethods:
     def sum(self, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
         if axis is not None or keepdims is not None:  # NumPy's names, which torch's parser takes too
             dim, keepdim = numpy_dims(dim, keepdim, axis, keepdims, "sum")
-        if _TAPE[0] and _tape.wants(self):
+        if _TAPE[0] and _MODE.enabled and _tape.wants(self):
             return _tape.call(ReductionMethods.sum, self, dim, keepdim, dtype=dtype)
         ex = self._ex
         try:
@@ -67,7 +67,7 @@ class ReductionMethods:
     def mean(self, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
         if axis is not None or keepdims is not None:  # NumPy's names, which torch's parser takes too
             dim, keepdim = numpy_dims(dim, keepdim, axis, keepdims, "mean")
-        if _TAPE[0] and _tape.wants(self):
+        if _TAPE[0] and _MODE.enabled and _tape.wants(self):
             return _tape.call(ReductionMethods.mean, self, dim, keepdim, dtype=dtype)
         ex = self._ex
         try:
@@ -223,7 +223,7 @@ class ReductionMethods:
             if self.dtype.is_complex:
                 raise UnsupportedOpError("logcumsumexp() of complex tensors is not supported")
             raise _not_implemented("logcumsumexp", self.dtype)
-        if _TAPE[0] and _tape.wants(self):
+        if _TAPE[0] and _MODE.enabled and _tape.wants(self):
             return _log_cum_sum_exp_function().apply(self, d)
         return _log_cum_sum_exp(self, d)
 

@@ -25,7 +25,7 @@ from .._errors import (
     TdxValueError,
 )
 from ..autograd import tape as _tape
-from ..autograd.tape import ACTIVE as _TAPE
+from ..autograd.tape import ACTIVE as _TAPE, MODE as _MODE
 from ..backends.base import norm_dim
 from . import views as _views
 from .formats import check_memory_format
@@ -91,7 +91,7 @@ class ShapeMethods:
     # shapes ---------------------------------------------------------------------------
     @inline_typed
     def reshape(self, *shape):
-        if _TAPE[0] and _tape.wants(self):
+        if _TAPE[0] and _MODE.enabled and _tape.wants(self):
             return _tape.call(ShapeMethods.reshape, self, *shape)
         ex = self._ex
         try:
@@ -114,7 +114,7 @@ class ShapeMethods:
             if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list)) and not hasattr(shape[0], "__len__"):
                 raise TdxTypeError(f"view(): expected a shape or a dtype, got {shape[0]!r}")
             shape = shape_args(shape, "view")
-        if _TAPE[0] and _tape.wants(self):
+        if _TAPE[0] and _MODE.enabled and _tape.wants(self):
             return _tape.call(ShapeMethods.view, self, *shape)
         ex = self._ex
         try:
@@ -131,7 +131,7 @@ class ShapeMethods:
 
     @inline_typed
     def permute(self, *dims):
-        if _TAPE[0] and _tape.wants(self):
+        if _TAPE[0] and _MODE.enabled and _tape.wants(self):
             return _tape.call(ShapeMethods.permute, self, *dims)
         ex = self._ex
         for d in dims:  # permute(1, 0) as it is; permute((1, 0)), NumPy ints... normalized
@@ -155,7 +155,7 @@ class ShapeMethods:
 
     @inline_typed
     def transpose(self, dim0, dim1):
-        if _TAPE[0] and _tape.wants(self):
+        if _TAPE[0] and _MODE.enabled and _tape.wants(self):
             return _tape.call(ShapeMethods.transpose, self, dim0, dim1)
         ex = self._ex
         try:
@@ -193,7 +193,7 @@ class ShapeMethods:
 
     @inline_typed
     def unsqueeze(self, dim):
-        if _TAPE[0] and _tape.wants(self):
+        if _TAPE[0] and _MODE.enabled and _tape.wants(self):
             return _tape.call(ShapeMethods.unsqueeze, self, dim)
         ex = self._ex
         try:

@@ -21,7 +21,7 @@ from .. import _dtypes as D, backends as _backends, interop as _interop
 from .._device import device as _Device
 from .._errors import NATIVE_ERRORS, TdxRuntimeError, TdxTypeError, TdxValueError, UnsupportedOpError
 from ..autograd import tape as _tape
-from ..autograd.tape import ACTIVE as _TAPE
+from ..autograd.tape import ACTIVE as _TAPE, MODE as _MODE
 from . import views as _views, wrapping
 from .hooks import HookHandle
 from .formats import check_memory_format, contiguous_format as _CONTIGUOUS
@@ -46,7 +46,7 @@ def _binary(name: str, reverse: bool = False):
 
     # the operand handling is inlined (not _operand): this is the per-op hot path
     def op(self, other):
-        if _TAPE[0] and _tape.wants(self, other):
+        if _TAPE[0] and _MODE.enabled and _tape.wants(self, other):
             return _tape.call(op, self, other)
         ex = self._ex
         mine = self._n
@@ -120,7 +120,7 @@ def _inplace(name: str):
     def op(self, other):
         if not self._ex.mutable:  # torch's native ops check it
             _views.check_overlap(self, (other,))
-        if _TAPE[0] and _tape.wants(self, other):
+        if _TAPE[0] and _MODE.enabled and _tape.wants(self, other):
             return _tape.record_inplace(self, out_of_place, (self, other), {})
         ex = self._ex
         other = _operand(self, other, method)
@@ -492,7 +492,7 @@ class Tensor:
                     wrap(_interop.transfer(self._n, self._ex, ex), ex)
                 copy = False
             if dtype is not None and dtype is not out.dtype:
-                if _TAPE[0] and _tape.wants(out):
+                if _TAPE[0] and _MODE.enabled and _tape.wants(out):
                     return _tape.call(_astype, out, dtype)
                 return _astype(out, dtype)
         except NATIVE_ERRORS as err:
@@ -580,7 +580,7 @@ class Tensor:
         return id(self)
 
     def __getitem__(self, index) -> "Tensor":
-        if _TAPE[0] and _tape.wants(self, index):
+        if _TAPE[0] and _MODE.enabled and _tape.wants(self, index):
             return _tape.call(Tensor.__getitem__, self, index)
         ex = self._ex
         cls = index.__class__
@@ -629,7 +629,7 @@ class Tensor:
             dest = _views.written_layout(self, index)
             if dest is not None:
                 _views.check_overlap(_views.Layout(_views.layout_of(self).root, *dest), (value,))
-        if _TAPE[0] and _tape.wants(self, value):
+        if _TAPE[0] and _MODE.enabled and _tape.wants(self, value):
             _tape.record_inplace(self, _set_copy, (self, index, value), {})
             return
         ex = self._ex

@@ -23,7 +23,7 @@ from . import views as _views
 from .._errors import (NATIVE_ERRORS, TdxRuntimeError, TdxTypeError, UnsupportedOpError, mismatch,
                       translate)
 from ..autograd import tape as _tape
-from ..autograd.tape import ACTIVE as _TAPE
+from ..autograd.tape import ACTIVE as _TAPE, MODE as _MODE
 
 SCALARS = frozenset((int, float, bool, complex))
 
@@ -205,7 +205,7 @@ def typed_errors(fn):
     def method(self, *args, **kwargs):
         if inplace and (args or kwargs) and not getattr(getattr(self, "_ex", None), "mutable", True):
             _views.check_overlap(self, (*args, *kwargs.values()))  # torch's native in-place ops check it
-        if _TAPE[0] and _tape.wants(self, *args, **kwargs):
+        if _TAPE[0] and _MODE.enabled and _tape.wants(self, *args, **kwargs):
             if inplace:  # recorded as: clone, apply, rebind
                 return _tape.record_inplace(self, _applied_to_clone(method), (self, *args), kwargs)
             return _tape.call(method, self, *args, **kwargs)
@@ -330,7 +330,7 @@ def native_inplace(native: str, checked):
         else:
             with _views.WRITE_LOCK:  # the new array is computed from the current one: no other write between
                 if self._view is None and not _views.has_views(self) and not (
-                        _TAPE[0] and _tape.wants(self, *args, **kwargs)):
+                        _TAPE[0] and _MODE.enabled and _tape.wants(self, *args, **kwargs)):
                     mine = self._n
                     out = getattr(self, name)(*args, **kwargs)._n
                     if out.dtype == mine.dtype and out.shape == mine.shape:
@@ -499,7 +499,7 @@ def typed_function(fn, record=False):
     """
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        if record and _TAPE[0] and _tape.wants(*args, **kwargs):
+        if record and _TAPE[0] and _MODE.enabled and _tape.wants(*args, **kwargs):
             return _tape.call(wrapper, *args, **kwargs)
         try:
             return fn(*args, **kwargs)

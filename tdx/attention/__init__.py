@@ -19,6 +19,7 @@ import warnings
 
 from .._tensor.wrapping import wrap as _wrap
 from ..autograd import tape as _tape
+from ..autograd.grad_mode import MODE as _MODE
 from . import _kernels, _plan, _state
 from ._errors import (AttentionDtypeError, AttentionShapeError, AttentionValueError, NoKernelError,
                       SDPAError)
@@ -63,7 +64,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if run_with is not None:  # a mask object that runs the call itself (torch.nn.attention.bias.CausalBias)
         return run_with(query, key, value, dropout_p, is_causal, scale, enable_gqa)
     p, backend = _plan.resolve(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
-    if _tape.ACTIVE[0] and _tape.wants(query, key, value, attn_mask):
+    if _tape.ACTIVE[0] and _MODE.enabled and _tape.wants(query, key, value, attn_mask):
         # recorded on tdx's tape: the backward pass re-executes this call under the executor's vjp,
         # so the kernel and the dropout draw (torch's noise, or a seed) are fixed now and travel with
         # the recorded arguments

@@ -11,7 +11,21 @@ import inspect
 import sys
 import threading
 
-_local = threading.local()
+
+
+class _Mode(threading.local):
+    """This thread's grad mode; the class attributes are each new thread's defaults.
+
+    ``enabled`` is read directly on the op path (``MODE.enabled``) as the gate in front of the tape's
+    per-op check: under ``no_grad``/``inference_mode`` no op consults the tape at all.
+    """
+
+    enabled = True
+    inference = False
+
+
+MODE = _Mode()
+_local = MODE
 
 
 def is_grad_enabled() -> bool:

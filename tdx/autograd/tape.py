@@ -1,6 +1,6 @@
 """The gradient tape for executors without native autograd (MLX).
 
-Every facade entry point starts with ``if ACTIVE[0] and wants(...)``: until the first
+Every facade entry point starts with ``if ACTIVE[0] and MODE.enabled and wants(...)``: until the first
 tape-executor tensor asks for gradients, that is one list lookup. Once recording, an op
 runs with recording suspended, and a :class:`Node` keeps the facade callable and its
 arguments; backward differentiates each node by the executor's own vector-Jacobian
@@ -20,7 +20,7 @@ import weakref
 
 from .. import _dtypes
 from .._errors import NATIVE_ERRORS, CastError, TdxRuntimeError, UnsupportedOpError
-from .grad_mode import _local as _grad_local, is_grad_enabled
+from .grad_mode import MODE, _local as _grad_local, is_grad_enabled
 
 ACTIVE = [False]  # set once a tape tensor requires grad; never reset  # mutate: equivalent (speed only: gates wants())
 class _TapeState(threading.local):
