@@ -92,7 +92,7 @@ def test_torch_prefixed_packages_import_as_themselves(tmp_path, device):
             import torch
             from torch import nn
             NAME = __name__
-            TORCH = torch.__name__
+            TORCH = torch.__spec__.name
             def make():
                 return nn.Linear(2, 2)(torch.ones(1, 2)).device
         """))

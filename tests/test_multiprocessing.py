@@ -49,7 +49,7 @@ def test_tensors_through_a_queue(device):
 def _report(q):
     import torch as child_torch  # under the inherited alias: tdx
 
-    q.put((child_torch.__name__, str(child_torch.ones(1).device)))
+    q.put((child_torch.__spec__.name, str(child_torch.ones(1).device)))
 
 
 @pytest.mark.parametrize("method", ["spawn", "forkserver"])

@@ -67,7 +67,6 @@ EXPECTED_FAILURES: dict = {
     '_unsafe_masked_index': _missing("_unsafe_masked_index", PRIVATE),
     '_unsafe_masked_index_put_accumulate': _missing("_unsafe_masked_index_put_accumulate", PRIVATE),
     'chalf': (tdx.TdxTypeError, "complex32 is not supported by tdx", "tdx has no complex32"),
-    'empty_strided': (tdx.UnsupportedOpError, "tdx creates contiguous tensors only", "tdx creates contiguous tensors"),
     '_chunk_cat': _missing("_chunk_cat", PRIVATE),
     'histogramdd': _missing("histogramdd", "tdx has no histogramdd"),
     'to_sparse': (tdx.UnsupportedOpError, "Tensor.to_sparse is not supported by tdx", "tdx has no sparse layouts"),

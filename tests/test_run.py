@@ -160,7 +160,7 @@ def test_traceback_is_the_programs_own(tmp_path):
 def test_run_module_and_usage(tmp_path):
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text("")
-    _script(tmp_path / "pkg", "import sys, torch\nprint(torch.__name__, sys.argv[1:], __name__)\n", "mod.py")
+    _script(tmp_path / "pkg", "import sys, torch\nprint(torch.__spec__.name, sys.argv[1:], __name__)\n", "mod.py")
     done = _py(["-m", "tdx", "run", "-m", "pkg.mod", "x"], tmp_path)
     assert done.returncode == 0 and done.stdout == "tdx ['x'] __main__\n", done.stderr
     assert _py(["-m", "tdx", "run"], tmp_path).returncode == 2

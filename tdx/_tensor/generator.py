@@ -201,6 +201,13 @@ def _state_bytes(new_state) -> bytes:
     return bytes(new_state.reshape(-1).tolist())
 
 
+def _torch_stream() -> bool:
+    """Whether MLX draws its numbers from torch's CPU generator (``[random] stream = "torch"``)."""
+    from .. import config
+
+    return config.current()["random.stream"] == "torch"
+
+
 def native(generator, ex):
     """What executor ``ex`` takes as ``generator=`` for one random call (None passes through).
 
@@ -213,6 +220,8 @@ def native(generator, ex):
     if not isinstance(generator, Generator):
         raise TdxTypeError(f"generator must be a tdx.Generator, not {type(generator).__name__}")
     if generator._ex is not ex:
+        if generator.__class__ is DefaultGenerator and ex.name == "mlx" and _torch_stream():
+            return None  # MLX draws from torch's default CPU generator under the torch stream: the same draws
         raise DeviceMismatchError(f"Expected a '{ex.device}' device type for generator but found "
                                   f"'{generator._ex.device}'")
     return ex.generator_arg(generator._native_state())

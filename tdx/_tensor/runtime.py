@@ -229,15 +229,21 @@ def set_rng_state(new_state) -> None:
 
 def manual_seed(seed):
     """Seed the random generators of every executor (and Python's ``random``); returns the default CPU
-    generator as a :class:`tdx.Generator`, as torch's ``manual_seed`` returns ``torch.default_generator``.
+    generator as a :class:`tdx.Generator`, as torch's ``manual_seed`` returns ``torch.default_generator``
+    (None in a program on MLX's own stream that has not loaded torch: building it would import torch).
 
     Raises:
         TdxTypeError: ``seed`` is not an int.
     """
+    import sys
+
+    from .. import config
     from ..backends import _seeding
     from .generator import default_generator
 
     _seeding.manual_seed(seed)
+    if "torch" not in sys.modules and config.current()["random.stream"] != "torch":
+        return None  # an MLX-only program on MLX's own stream: building torch's generator would import torch
     return default_generator()
 
 
