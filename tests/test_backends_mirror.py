@@ -439,11 +439,12 @@ def test_nnpack_and_opt_einsum_flags_restore_on_exception():
             raise KeyError("boom")
     assert torch._C._get_nnpack_enabled() is True
     if HAS_OPT_EINSUM:  # installed (a library's dependency): the flag is torch's and comes back after an error
+        before = torch.backends.opt_einsum.enabled
         with pytest.raises(KeyError):
-            with B.opt_einsum.flags(enabled=False):
-                assert torch.backends.opt_einsum.enabled is False
+            with B.opt_einsum.flags(enabled=not before):
+                assert torch.backends.opt_einsum.enabled is (not before)
                 raise KeyError("boom")
-        assert torch.backends.opt_einsum.enabled is True
+        assert torch.backends.opt_einsum.enabled is before
         return
     with pytest.raises(ValueError, match="opt_einsum is not available"):
         with B.opt_einsum.flags(enabled=True):
