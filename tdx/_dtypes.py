@@ -98,6 +98,9 @@ def get_default_dtype() -> dtype:
 
 def set_default_dtype(d: dtype) -> None:
     """Set the dtype Python floats become; only floating dtypes are accepted, as in torch."""
+    if d.__class__ is type or isinstance(d, str):  # torch takes only a dtype object here, not ``float``
+        raise DtypeError(f"invalid dtype object: only floating-point types are supported as the default type, "
+                         f"got {d!r}")
     d = as_dtype(d)
     if d._cat != _FLOAT:
         raise DtypeError(f"only floating-point types are supported as the default type, got {d!r}")
@@ -110,37 +113,63 @@ def default_complex() -> dtype:
     return complex128 if _state["default_float"] is float64 else complex64
 
 
+# Python's scalar types as dtypes, as torch reads them: fixed widths, whatever the default dtype
+PYTHON_TYPES = {bool: bool_, int: int64, float: float64, complex: complex128}
+
+
 def as_dtype(obj) -> dtype:
-    """Turn a tdx dtype, a name, or a numpy/torch/MLX dtype into a tdx dtype.
+    """A ``dtype=`` argument as torch reads it: the one place user-given dtype-likes become tdx dtypes.
+
+    A tdx dtype is itself; Python's ``bool``/``int``/``float``/``complex`` are torch's ``bool``,
+    ``int64``, ``float64`` and ``complex128`` (never the default dtype: ``dtype=float`` is float64 in
+    torch whatever the default); a torch, MLX or NumPy dtype object is the tdx dtype of its name.
+    Strings are refused as torch refuses them (internal code reading a name uses :func:`by_name`).
 
     Raises:
-        DtypeError: ``obj`` names no dtype tdx knows.
+        DtypeError: ``obj`` is a string or names no dtype tdx knows.
     """
     if type(obj) is dtype:
         return obj
-    if obj is bool:
-        return bool_
-    if obj is int:
-        return int64
-    if obj is float:
-        return get_default_dtype()
-    if obj is complex:
-        return default_complex()
-    name = getattr(obj, "name", None) if not isinstance(obj, str) else obj
+    if obj.__class__ is type:
+        d = PYTHON_TYPES.get(obj)
+        if d is not None:
+            return d
+    if isinstance(obj, str):
+        raise DtypeError(f"argument 'dtype' must be torch.dtype, not str (got {obj!r}; accepted: a dtype such as "
+                         f"{_state['prefix']}.float32, or Python's bool, int, float, complex)")
+    name = getattr(obj, "name", None)
     if not isinstance(name, str):  # torch and MLX dtypes: "torch.float32", "mlx.core.float32"
         name = str(obj)
-    name = name.rsplit(".", 1)[-1]
-    d = BY_NAME.get(name) or ALIASES.get(name)
+    d = BY_NAME.get(name.rsplit(".", 1)[-1])
     if d is None:
-        raise DtypeError(f"unknown dtype {obj!r}; accepted: "
-                         + ", ".join(d.name for d in ALL_DTYPES))
+        raise DtypeError(f"argument 'dtype' must be torch.dtype, not {type(obj).__name__} (got {obj!r}); accepted: "
+                         + ", ".join(d.name for d in ALL_DTYPES) + ", or Python's bool, int, float, complex")
+    return d
+
+
+def by_name(name: str) -> dtype:
+    """The tdx dtype a name means: ``"float32"``, torch's aliases (``"float"``, ``"long"``...), or a
+    qualified name (``"torch.float32"``, ``"mlx.core.float32"``); for names tdx itself reads (array
+    dtypes, pickles), never for a user's ``dtype=`` argument (see :func:`as_dtype`).
+
+    Raises:
+        DtypeError: ``name`` names no dtype tdx knows.
+    """
+    key = name.rsplit(".", 1)[-1]
+    d = BY_NAME.get(key) or ALIASES.get(key)
+    if d is None:
+        raise DtypeError(f"unknown dtype {name!r}; accepted: " + ", ".join(d.name for d in ALL_DTYPES))
     return d
 
 
 def promote_types(a: dtype, b: dtype) -> dtype:
-    """torch.promote_types for two dtypes."""
+    """torch.promote_types for two dtypes (or Python's scalar types, as torch reads them)."""
     if a is b:
         return a
+    if a.__class__ is not dtype or b.__class__ is not dtype:
+        a, b = as_dtype(a), as_dtype(b)
+        if a is b:
+            return a
     if a in EXTRA_DTYPES or b in EXTRA_DTYPES:
         return _promote_extra(a, b)
     if a._cat < b._cat:
@@ -267,3 +296,8 @@ def can_cast(src: dtype, dst: dtype) -> bool:
 def float_for(d: dtype) -> dtype:
     """The dtype an int/bool input becomes in a float-valued op (exp, mean, true division)."""
     return d if d._cat >= _FLOAT else _state["default_float"]
+
+
+def scalar_name(d: dtype) -> str:
+    """c10's name of ``d`` (``Float``, ``Long``...), as torch's dtype errors print it."""
+    return _TORCH_SCALAR_NAMES[d.name]

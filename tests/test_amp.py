@@ -136,6 +136,35 @@ def test_the_linear_layer_in_a_bfloat16_region(device):
     _check(y, want, device, "bfloat16")
 
 
+F64_OPS = ("linear", "matmul", "mm", "bmm", "addmm", "baddbmm", "einsum", "conv1d", "conv2d", "mv", "softmax",
+           "log_softmax", "layer_norm", "exp", "sum", "prod", "mse_loss", "cdist")
+
+
+@pytest.mark.float64
+@pytest.mark.parametrize("low", LOW)
+def test_float64_operands_stay_float64_in_a_region(device, low):
+    """torch's autocast casts float32 (and the low dtypes) only: float64 operands of ``linear``/``matmul``/... in a
+    region stay float64 and keep float64's values, in a ``"cpu"`` region (pinned) and in the device's own."""
+    arrays = {k: v.astype(np.float64) if v.dtype == np.float32 else v for k, v in _arrays().items()}
+    with torch.autocast("cpu", dtype=getattr(torch, low)):
+        want = {k: OPS[k](torch, _tensors(torch, arrays), low) for k in F64_OPS}
+    kind = tdx.device(device).type
+    regions = [] if kind == "cpu" else [kind]
+    from tdx.compat.cuda import is_accelerator
+
+    if not is_accelerator(tdx.device(device)):
+        regions.append("cpu")
+    for region in regions:
+        with pinned(device):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                with tdx.autocast(region, dtype=getattr(tdx, low)):
+                    got = {k: OPS[k](tdx, _tensors(tdx, arrays), low) for k in F64_OPS}
+        for k in F64_OPS:
+            assert got[k].dtype is tdx.float64, f"{region} region, {k}: {got[k].dtype}"
+            assert_close(got[k].detach(), want[k].detach(), msg=f"{region} region, {k}")
+
+
 def test_gradients_through_a_region(device):
     _cpu_oracle(device)
     arrays = _arrays(3)

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import tdx
-from tdx.testing import assert_close
+from tdx.testing import assert_close, tolerance
 
 
 def leaves(arrays, device):
@@ -519,3 +519,36 @@ def test_a_leaf_frozen_after_the_forward_takes_no_gradient(device, create_graph)
     got, want = run(tdx, device=device), run(torch)
     assert want[0] is None and got[0] is None
     assert_close(got[1], want[1])
+
+
+COMPLEX_LOSSES = {  # name -> loss(lib, a, b) of two real leaves, through complex intermediates
+    "abs of complex": lambda t, a, b: t.complex(a, b).abs().sum(),
+    "product with conj": lambda t, a, b: (t.complex(a, b) * t.complex(b, a).conj()).real.sum(),
+    "imag of a square": lambda t, a, b: (t.complex(a, b) ** 2).imag.sum(),
+    "exp": lambda t, a, b: t.complex(a, b).exp().real.sum(),
+    "angle": lambda t, a, b: t.complex(a, b).angle().sum(),
+    "matmul": lambda t, a, b: (t.complex(a, b).reshape(2, 3) @ t.complex(b, -a).reshape(3, 2)).abs().sum(),
+    "view_as_real": lambda t, a, b: (t.view_as_real(t.complex(a, b) * (1 + 2j)) ** 2).sum(),
+    "division": lambda t, a, b: (t.complex(a, b) / t.complex(b + 3, a)).imag.sum(),
+    "polar": lambda t, a, b: t.polar(a.abs() + 0.5, b).real.sum(),
+    "sum then abs": lambda t, a, b: t.complex(a, b).sum().abs(),
+    "complex power": lambda t, a, b: (t.complex(a, b) ** 2.5).real.sum() + (t.complex(a, b) ** 3).abs().sum(),
+    "complex exponent": lambda t, a, b: (t.complex(a, b) ** (t.complex(b, a) * 0.5)).imag.sum() + (
+        2 ** t.complex(a, b)).imag.sum(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMPLEX_LOSSES))
+def test_complex_autograd_matches_torch(device, name):
+    loss = COMPLEX_LOSSES[name]
+    rng = np.random.default_rng(3)
+    va, vb = (rng.uniform(-2, 2, 6).astype(np.float32) for _ in range(2))
+    a, b = (tdx.tensor(v, device=device, requires_grad=True) for v in (va, vb))
+    ta, tb = (torch.tensor(v, requires_grad=True) for v in (va, vb))
+    got, expected = loss(tdx, a, b), loss(torch, ta, tb)
+    got.backward()
+    expected.backward()
+    rtol, atol = tolerance(tdx.float32, "gradient")
+    assert_close(got, expected.detach(), rtol=rtol, atol=atol)
+    assert_close(a.grad, ta.grad, rtol=rtol, atol=atol, msg=f"{name}: d/da")
+    assert_close(b.grad, tb.grad, rtol=rtol, atol=atol, msg=f"{name}: d/db")

@@ -74,12 +74,52 @@ BAD = {  # name -> call(lib, device); torch must raise
     "softmax over a missing dim": lambda t, d: t.nn.functional.softmax(_ones(t, d, 2), dim=3),
     "Linear of the wrong width": lambda t, d: t.nn.Linear(2, 3).to(d)(_ones(t, d, 2, 4)),
     "multinomial of negative weights": lambda t, d: t.multinomial(t.tensor([-1.0, 1.0], device=d), 1),
+    # torch's classes for the cases a probe of 5,000 calls found raising another one, or nothing
+    "GradScaler growth_factor 1": lambda t, d: t.amp.GradScaler("cpu", growth_factor=1.0),
+    "GradScaler backoff_factor 1": lambda t, d: t.amp.GradScaler("cpu", backoff_factor=1.0),
+    "float() of two elements": lambda t, d: float(_ones(t, d, 2)),
+    "int() of two elements": lambda t, d: int(_ones(t, d, 2)),
+    "complex() of no element": lambda t, d: complex(_ones(t, d, 0)),
+    "put_ out of range": lambda t, d: _ones(t, d, 3).put_(t.tensor([5], device=d), _ones(t, d, 1)),
+    "put_ negative out of range": lambda t, d: _ones(t, d, 3).put_(t.tensor([-4], device=d), _ones(t, d, 1)),
+    "kthvalue k out of range": lambda t, d: t.kthvalue(_ones(t, d, 3), 4),
+    "kthvalue k 0": lambda t, d: _ones(t, d, 3).kthvalue(0),
+    "index_select negative": lambda t, d: t.arange(4.0, device=d).index_select(0, t.tensor([-1], device=d)),
+    "dtype given as a str": lambda t, d: t.ones(2, dtype="float32", device=d),
+    "dtype given as a qualified str": lambda t, d: t.zeros(2, dtype="torch.float64", device=d),
+    "sum dtype given as a str": lambda t, d: _ones(t, d, 2).sum(dtype="float64"),
+    "dtype given as a NumPy type": lambda t, d: t.ones(2, dtype=__import__("numpy").float64, device=d),
+    "set_default_dtype(float)": lambda t, d: t.set_default_dtype(float),
+    "Tensor.type(float)": lambda t, d: _ones(t, d, 2).type(float),
+    "Tensor.type('float64')": lambda t, d: _ones(t, d, 2).type("float64"),
+    "Adam lr nan": lambda t, d: t.optim.Adam([t.nn.Parameter(_ones(t, d, 2))], lr=float("nan")),
+    "AdamW lr nan": lambda t, d: t.optim.AdamW([t.nn.Parameter(_ones(t, d, 2))], lr=float("nan")),
+    "RMSprop lr nan": lambda t, d: t.optim.RMSprop([t.nn.Parameter(_ones(t, d, 2))], lr=float("nan")),
+    "Adagrad lr nan": lambda t, d: t.optim.Adagrad([t.nn.Parameter(_ones(t, d, 2))], lr=float("nan")),
+    "Adam lr nan tensor": lambda t, d: t.optim.Adam([t.nn.Parameter(_ones(t, d, 2))], lr=t.tensor(float("nan"))),
+    "Muon lr nan": lambda t, d: t.optim.Muon([t.nn.Parameter(_ones(t, d, 2, 2))], lr=float("nan")),
+    "mm of a 3-d input": lambda t, d: t.mm(_ones(t, d, 1, 2, 2), _ones(t, d, 2, 2)),
+    "mm of a 1-d mat2": lambda t, d: _ones(t, d, 2, 2).mm(_ones(t, d, 2)),
+    "int8 indices": lambda t, d: _ones(t, d, 3)[t.tensor([0, 1], dtype=t.int8, device=d)],
+    "int16 indices": lambda t, d: _ones(t, d, 3)[t.tensor([0, 1], dtype=t.int16, device=d)],
+    "index_put_ of floats into int64": lambda t, d: t.zeros(3, dtype=t.int64, device=d).index_put_(
+        (t.tensor([0], device=d),), _ones(t, d, 1)),
+    "index_put_ accumulate of floats into int64": lambda t, d: t.zeros(3, dtype=t.int64, device=d).index_put_(
+        (t.tensor([0], device=d),), _ones(t, d, 1), accumulate=True),
+    "x[int tensor] = float tensor, x int64": lambda t, d: t.zeros(3, dtype=t.int64, device=d).__setitem__(
+        t.tensor([0, 2], device=d), _ones(t, d, 2)),
+    "empty_strided negative stride": lambda t, d: t.empty_strided((2, 3), (-1, 2), device=d),
+    "empty_strided strides of another length": lambda t, d: t.empty_strided((2, 3), (1,), device=d),
+    "rand of int64": lambda t, d: t.rand(2, dtype=t.int64, device=d),
+    "arange of bool": lambda t, d: t.arange(3, dtype=t.bool, device=d),
+    "cumsum_ to another dtype": lambda t, d: _ones(t, d, 3).cumsum_(0, dtype=t.float64),
 }
 
 
 VALUE_CHECKED = {"index_select out of range", "index_add_ out of range", "index_copy_ out of range",
                  "index_fill_ out of range", "gather out of range", "scatter_ out of range",
-                 "multinomial of negative weights"}  # checked inside the kernel on CUDA (a device-side assert)
+                 "multinomial of negative weights", "index_select negative", "put_ out of range",
+                 "put_ negative out of range"}  # checked inside the kernel on CUDA (a device-side assert)
 
 
 @pytest.mark.parametrize("name", sorted(BAD))
@@ -145,3 +185,39 @@ def test_malformed_unrelated_pyproject_in_a_parent_folder(device, tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.tdx]\ndefault_device = "cpu"\n[broken\n')
     out = _tdx_in(inner, "import tdx\ntry:\n    tdx.zeros(1)\nexcept tdx.ConfigError as e:\n    print('REFUSED', e)")
     assert "REFUSED" in out.stdout and "pyproject.toml" in out.stdout and "mentions tdx" in out.stdout, out.stderr
+
+
+# where torch computes, tdx computes the same (each once raised): compared with torch on CPU
+WORKS = {
+    "random_() of int64": lambda t, d: (t.manual_seed(0), t.zeros(5, dtype=t.int64, device=d).random_())[1],
+    "random_() of int32": lambda t, d: (t.manual_seed(1), t.zeros(5, dtype=t.int32, device=d).random_())[1],
+    "random_(-5, 5) of int16": lambda t, d: (t.manual_seed(2), t.zeros(5, dtype=t.int16, device=d).random_(-5, 5))[1],
+    "empty_strided non-contiguous, written": lambda t, d: t.empty_strided((2, 3), (1, 2), device=d).copy_(
+        t.arange(6.0, device=d).reshape(2, 3)),
+    "empty_strided with gaps, its stride": lambda t, d: t.tensor(t.empty_strided((2, 3), (6, 2), device=d).stride()),
+    "empty_strided overlapping, its stride": lambda t, d: t.tensor(t.empty_strided((2, 3), (0, 1), device=d).stride()),
+    "new_empty_strided non-contiguous": lambda t, d: t.tensor(
+        _ones(t, d, 1).new_empty_strided((2, 3), (1, 2)).stride()),
+    "vmap(jacrev(tanh))": lambda t, d: t.func.vmap(t.func.jacrev(t.tanh))(t.tensor([[0.1, 0.2], [0.3, 0.4]], device=d)),
+    "vmap(jacrev(sigmoid))": lambda t, d: t.func.vmap(t.func.jacrev(t.sigmoid))(t.tensor([[0.1, 0.2]], device=d)),
+    "SGD lr nan (torch's SGD checks lr < 0)": lambda t, d: t.tensor(
+        t.optim.SGD([t.nn.Parameter(_ones(t, d, 2))], lr=float("nan")).param_groups[0]["lr"]),
+    "GradScaler backoff_factor 0": lambda t, d: t.tensor(
+        t.amp.GradScaler("cpu", backoff_factor=0.0).get_backoff_factor()),
+    "x[0:1] = float tensor, x int64 (a copy, cast)": lambda t, d: t.zeros(3, dtype=t.int64, device=d).__setitem__(
+        slice(0, 1), t.tensor([1.5], device=d)) or t.zeros(1),
+    "uint8 index is a mask": lambda t, d: _ones(t, d, 3)[t.tensor([0, 1, 1], dtype=t.uint8, device=d)],
+}
+
+
+@pytest.mark.parametrize("name", sorted(WORKS))
+def test_torch_computes_so_does_tdx(device, name):
+    import warnings
+
+    from tdx.testing import assert_close
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # uint8 indices: torch's deprecation warning
+        expected = WORKS[name](torch, "cpu")
+        got = WORKS[name](tdx, device)
+    assert_close(got, expected, msg=name)

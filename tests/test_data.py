@@ -4,7 +4,6 @@ kind, worker processes, and torch's errors."""
 from __future__ import annotations
 
 import collections
-import multiprocessing
 import sys
 import time
 
@@ -286,11 +285,8 @@ def test_workers_give_the_same_batches(device):
     loader = D.DataLoader(mine, batch_size=4, shuffle=True, num_workers=2, worker_init_fn=_record_init,
                           prefetch_factor=3)
     it = iter(loader)
-    # an MLX device used, or CUDA initialised, in this process makes spawn the start method; else the platform's
-    cuda = sys.modules.get("torch.cuda")
-    spawn = "tdx.backends.mlx._executor" in sys.modules or (cuda is not None and cuda.is_initialized())
-    expected = "spawn" if spawn else multiprocessing.get_start_method()
-    assert it._workers[0]._start_method == expected and (expected == "spawn" or not device.startswith("mlx"))
+    if device.startswith("mlx"):  # this test used MLX: its workers are never forked (test_worker_start_method)
+        assert it._workers[0]._start_method == "spawn"
     multi = list(it)
     assert len(multi) == len(single) == len(loader)
     for (a, b), (c, d) in zip(multi, single):
@@ -303,6 +299,54 @@ def test_workers_give_the_same_batches(device):
     for _ in range(2):
         got = sorted(tuple(b[1].tolist()) for b in loader)
         assert got == sorted(tuple(b[1].tolist()) for b in D.DataLoader(mine, batch_size=4))
+
+
+_START_METHODS = """
+import multiprocessing, sys
+import tdx, tdx.utils.data as D
+
+def method():
+    it = iter(D.DataLoader([1, 2, 3, 4], batch_size=2, num_workers=1))
+    started = it._workers[0]._start_method
+    assert [b.tolist() for b in it] == [[1, 2], [3, 4]]
+    return started
+
+if __name__ == "__main__":
+    default = multiprocessing.get_context().get_start_method()
+    print("fresh", method() == default)
+    import torch
+    if torch.cuda.is_available():
+        torch.cuda.init()
+    else:  # no GPU here: CUDA's own flag says initialised, as after a first CUDA tensor
+        torch.cuda.is_initialized = lambda: True
+    print("cuda", method())
+    if not torch.cuda.is_available():
+        torch.cuda.is_initialized = lambda: False
+    print("before mlx", method() == default)
+    if "mlx:cpu" in [r.device for r in tdx.backends.available() if r.available]:
+        tdx.ones(1, device="mlx:cpu").sum().item()
+        print("mlx", method())
+    else:
+        print("mlx", "spawn")
+"""
+
+
+def test_worker_start_method(tmp_path):
+    """torch's documented rules, stated apart from the loader's code: workers start with the platform's default
+    method (fork on Linux), except that CUDA cannot be used in a forked child ("CUDA in multiprocessing": spawn or
+    forkserver are required once CUDA is initialised) and neither can MLX's initialised state, so then spawn."""
+    import subprocess
+
+    script = tmp_path / "starts.py"
+    script.write_text(_START_METHODS)
+    import os
+    import pathlib
+
+    env = dict(os.environ, PYTHONPATH=str(pathlib.Path(__file__).resolve().parents[1]), PYTHONWARNINGS="ignore")
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["fresh True", "cuda spawn", "before mlx True", "mlx spawn"]
 
 
 def test_worker_info_and_iterable_dataset(device):

@@ -100,10 +100,16 @@ def test_out_of_order_calls_are_refused(device):
         assert scaler.get_scale() == 256.0
         scaler.update(tdx.tensor([8.0]))
         assert scaler.get_scale() == 8.0
+        for bad in ({"growth_factor": 0.5}, {"growth_factor": 1.0}, {"backoff_factor": 1.0}):
+            with pytest.raises(AssertionError):  # torch asserts these
+                torch.amp.GradScaler("cpu", **bad)
+            with pytest.raises(AssertionError) as info:
+                tdx.amp.GradScaler("cpu", **bad)
+            assert isinstance(info.value, tdx.TdxError)
+        tdx.amp.GradScaler("cpu", backoff_factor=0.0)  # torch checks only backoff_factor < 1.0
         with pytest.raises(ValueError):
-            tdx.amp.GradScaler("cpu", growth_factor=0.5)
-        with pytest.raises(ValueError):
-            scaler.scale("loss")
+            scaler.scale(3)  # neither a Tensor nor an iterable (any other iterable is mapped lazily, as torch's)
+        assert type(scaler.scale("loss")) is type(torch.amp.GradScaler("cpu").scale("loss")) is map
 
 
 def test_cuda_grad_scaler_without_cuda(device):

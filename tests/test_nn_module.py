@@ -610,3 +610,33 @@ def test_parameter_containers(device):
 
     h = Holder()
     assert names(h.named_parameters()) == ["ps.0"] and list(h.state_dict()) == ["ps.0"]
+
+
+def _net(nn):
+    net = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    net[0].weight.requires_grad_(False)  # a frozen layer, as fine-tuning freezes a backbone
+    net[0].bias.requires_grad = False
+    return net
+
+
+@pytest.mark.parametrize("as_parameters", [False, True], ids=["tensors", "parameters"])
+def test_frozen_parameters_stay_frozen_through_assign(device, as_parameters):
+    """``load_state_dict(assign=True)`` gives each new Parameter the requires_grad of the one it replaces."""
+    ref = _net(torch.nn)
+    ours = _net(tdx.nn).to(device)
+    state = ref.state_dict()
+    if as_parameters:
+        state = OrderedDict((k, torch.nn.Parameter(v.clone())) for k, v in state.items())
+    ref.load_state_dict(state, assign=True)
+    loaded = OrderedDict((k, (tdx.nn.Parameter if as_parameters else lambda x: x)(
+        tdx.tensor(v.detach().numpy(), device=device))) for k, v in state.items())
+    ours.load_state_dict(loaded, assign=True)
+    for (name, p), (_, q) in zip(ours.named_parameters(), ref.named_parameters()):
+        assert isinstance(p, tdx.nn.Parameter), name
+        assert p.requires_grad == q.requires_grad, name
+    assert [n for n, p in ours.named_parameters() if p.requires_grad] == ["2.weight", "2.bias"]
+    x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    ours(tdx.tensor(x, device=device)).sum().backward()
+    ref(torch.tensor(x)).sum().backward()
+    assert ours[0].weight.grad is None and ours[2].weight.grad is not None
+    assert_close(ours[2].weight.grad, ref[2].weight.grad)

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import pytest
 import torch
 
 import tdx
 from conftest import check, pair, sample
+from tdx.testing import assert_close, tolerance
 
 RED_SHAPES = [(3, 4), (2, 3, 4), (), (0, 3), (5,)]
 DIMS = [None, 0, -1, (0, 1), 1]
@@ -163,3 +167,22 @@ def test_reduction_nuclear_norm_needs_two_dims(device):
     x, t = pair(sample((2, 3, 4), "float32", seed=31), device, "float32")
     check(lambda: tdx.norm(x, "nuc"), lambda: torch.norm(t, "nuc"), msg="3-D")
     check(lambda: tdx.norm(x, "nuc", 1), lambda: torch.norm(t, "nuc", 1), msg="one dim")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_logsumexp_of_all_minus_inf_rows(device, dtype):
+    """A row of nothing but -inf is -inf (not nan), beside ordinary rows, along either dim and whole."""
+    ninf = -math.inf
+    values = np.array([[ninf, ninf, ninf], [0.0, 1.0, ninf], [2.0, -3.0, 0.5]])
+    x = tdx.tensor(values, dtype=getattr(tdx, dtype), device=device)
+    t = torch.tensor(values).to(getattr(torch, dtype))
+    for dim in (1, 0, (0, 1)):
+        got, expected = tdx.logsumexp(x, dim=dim), torch.logsumexp(t, dim=dim)
+        assert got.dtype == getattr(tdx, dtype)
+        rtol, atol = tolerance(getattr(tdx, dtype), "reduction")
+        assert_close(got, expected, rtol=rtol, atol=atol, msg=f"dim={dim}")
+    all_inf = tdx.full((2, 4), ninf, device=device).to(getattr(tdx, dtype))
+    assert tdx.logsumexp(all_inf, dim=1).tolist() == [ninf, ninf]
+    assert x.logsumexp(1, keepdim=True).shape == (3, 1)
+    empty = tdx.zeros(2, 0, device=device).to(getattr(tdx, dtype))
+    assert_close(tdx.logsumexp(empty, dim=1), torch.logsumexp(torch.zeros(2, 0).to(getattr(torch, dtype)), dim=1))

@@ -341,3 +341,43 @@ def test_plugin_leaves_other_projects_alone(pytester):
                            skipped=sum(not r.available for r in tdx.backends.available()))
     result.stdout.fnmatch_lines(["*test_own_fixture PASSED*", "*test_own_parametrize?cpu? PASSED*",
                                  "*test_own_parametrize?meta? PASSED*", "*tdx device matrix*"])
+
+
+STAR_MODULES = ("torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.optim",
+                "torch.optim.lr_scheduler", "torch.utils.data", "torch.linalg", "torch.fft", "torch.special",
+                "torch.autograd", "torch.distributions",
+                "torch.amp", "torch.cuda", "torch.func", "torch.testing", "torch.nn.utils", "torch.nn.utils.rnn",
+                "torch.masked", "torch.random", "torch.serialization", "torch.multiprocessing", "torch.jit",
+                "torch.utils.checkpoint", "torch.profiler", "torch.hub")
+
+
+def test_star_imports_under_run(tmp_path):
+    """``from torch import *`` (and from torch's other namespaces) under ``python -m tdx run`` binds the names a
+    program then uses, as under torch: nothing in an ``__all__`` fails to resolve."""
+    script = _script(tmp_path, f"""
+        for name in {STAR_MODULES!r}:
+            exec(f"from {{name}} import *", {{}})
+        from torch import *
+        from torch.nn import *
+        from torch.optim import *
+        import torch
+        x = tensor([[1.0, 2.0], [3.0, 4.0]])
+        layer = Linear(2, 1)
+        opt = SGD(layer.parameters(), lr=0.1)
+        with no_grad():
+            y = layer(x)
+        print(type(x) is torch.Tensor and isinstance(layer, Module), zeros(2).sum().item(), y.shape, is_tensor(y))
+    """)
+    done = _py(["-m", "tdx", "run", str(script)], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["True 0.0 torch.Size([2, 1]) True"]
+
+
+def test_every_all_name_resolves():
+    """Each tdx namespace's ``__all__`` names only what it has (a ``from ... import *`` reads every one)."""
+    import importlib
+
+    for name in STAR_MODULES:
+        mod = importlib.import_module("tdx" + name[len("torch"):])
+        missing = [n for n in getattr(mod, "__all__", ()) if not hasattr(mod, n)]
+        assert not missing, f"{mod.__name__}.__all__ names what it lacks: {missing}"

@@ -224,3 +224,32 @@ def test_median_shares_its_gradient_among_ties(device, values, op):
     got.backward()
     expected.backward()
     assert_close(x.grad, t.grad)
+
+
+PROD_SHAPES = [((1000,), None), ((8,), 0), ((63,), 0), ((64,), 0), ((4, 300), 1), ((4, 300), 0), ((300, 4), 0),
+               ((300, 1), 0), ((3, 5, 70), 1), ((3, 5, 70), -1), ((2, 3, 130), None)]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_half_prod_matches_torch_on_random_values(device, dtype, keepdim):
+    """A half-precision product rounds after every multiplication, so its order matters: on random values (where
+    it does, unlike a constant) the product equals torch's CPU result, bit for bit where tdx reproduces torch's
+    order (the torch executor; MLX on CPU while torch-order summation is in force), else within a few ulps."""
+    from tdx.backends.mlx import _summation_order
+
+    ex = tdx.backends.get(device)
+    exact = device == "cpu" or (ex.name == "mlx" and ex.caps.float64 and _summation_order.in_force())
+    rng = np.random.default_rng(7)
+    for shape, dim in PROD_SHAPES:
+        values = rng.uniform(0.9, 1.1, shape)
+        t = torch.tensor(values).to(getattr(torch, dtype))
+        x = tdx.tensor(values, device=device).to(getattr(tdx, dtype))
+        want = t.prod() if dim is None else t.prod(dim, keepdim=keepdim)
+        got = x.prod() if dim is None else x.prod(dim, keepdim=keepdim)
+        what = f"{shape} dim={dim}"
+        if exact:
+            assert got.dtype.name == dtype and tuple(got.shape) == tuple(want.shape), what
+            assert np.array_equal(got.float().numpy(force=True), want.float().numpy()), what
+        else:
+            assert_close(got, want, rtol=8 * tolerance(dtype, "reduction")[0], atol=0, msg=what)

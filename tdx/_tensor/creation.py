@@ -14,7 +14,8 @@ import sys
 
 from .. import _dtypes as D
 from .. import backends
-from .._errors import (NATIVE_ERRORS, TdxNotImplementedError, TdxOverflowError, TdxRuntimeError, TdxTypeError, TdxValueError)
+from .._errors import (NATIVE_ERRORS, OpDtypeError, TdxNotImplementedError, TdxOverflowError, TdxRuntimeError,
+                       TdxTypeError, TdxValueError)
 from .generator import native as native_generator
 from .tensor import Tensor
 from .wrapping import (attach, exporter, shape_args, typed_function, wrap, wrap_grad)
@@ -145,6 +146,8 @@ def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=
         dtype = D.get_default_dtype() if any(isinstance(v, float) for v in vals) else D.int64
     if any(isinstance(v, float) and not math.isfinite(v) for v in vals):
         raise TdxRuntimeError(f"unsupported range: {vals[0]} -> {vals[1]}")
+    if dtype is D.bool_ or dtype.is_complex:  # torch's arange kernel has no bool or complex version
+        raise TdxNotImplementedError(f'"arange_cpu" not implemented for \'{D.scalar_name(dtype)}\'')
     if vals[2] == 0:
         raise TdxRuntimeError("arange(): step must be nonzero")
     if (vals[1] - vals[0]) * vals[2] < 0:
@@ -196,13 +199,24 @@ def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False) -> Tensor:
 
 @_export
 def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """An uninitialized tensor of ``size`` with the contiguous ``stride`` (the only layout tdx creates).
+    """An uninitialized tensor of ``size`` laid out with ``stride``: contiguous where that is the stride, else
+    a strided view over a storage just large enough (gaps and overlaps included), as torch's.
 
     Raises:
-        UnsupportedOpError: ``stride`` is not the contiguous stride of ``size``.
+        TdxRuntimeError: ``stride`` has another length than ``size``, or a negative entry (torch's storage
+            size overflow).
     """
-    _contiguous_stride(size, stride, "empty_strided")
-    return empty(tuple(size), dtype=dtype, device=device, requires_grad=requires_grad)
+    size, stride = tuple(size), tuple(stride)
+    if len(size) != len(stride):
+        raise TdxRuntimeError(f"dimensionality of sizes ({len(size)}) must match dimensionality of strides "
+                              f"({len(stride)})")
+    if _is_contiguous_stride(size, stride):
+        return empty(size, dtype=dtype, device=device, requires_grad=requires_grad)
+    if any(s < 0 for s in stride):
+        raise TdxRuntimeError(f"Storage size calculation overflowed with sizes={list(size)} and strides={list(stride)}")
+    storage = 0 if 0 in size else 1 + sum((n - 1) * s for n, s in zip(size, stride))
+    out = empty(storage, dtype=dtype, device=device).as_strided(size, stride)
+    return out.requires_grad_() if requires_grad else out
 
 
 @_export
@@ -237,17 +251,15 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
     return out.requires_grad_() if requires_grad else out
 
 
-def _contiguous_stride(size, stride, op):
+def _is_contiguous_stride(size, stride) -> bool:
+    """Whether ``stride`` is the contiguous stride of ``size`` (dims of size 1 and empty tensors take any)."""
     want, acc = [], 1
     for n in reversed(tuple(size)):
         want.append(acc)
         acc *= max(n, 1)
     want.reverse()
-    if len(size) != len(stride) or (math.prod(size) and any(n > 1 and s != w for n, s, w in zip(size, stride, want))):
-        from .._errors import UnsupportedOpError
-
-        raise UnsupportedOpError(f"{op}(): tdx creates contiguous tensors only; stride {tuple(stride)} is not the "
-                                 f"contiguous stride {tuple(want)} of size {tuple(size)}")
+    return len(size) == len(stride) and not (math.prod(size) and any(n > 1 and s != w
+                                                                    for n, s, w in zip(size, stride, want)))
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False) -> Tensor:
@@ -261,8 +273,10 @@ def _random(kind, sizes, size, dtype, device, generator, requires_grad):
     shape = _shape(sizes, size, kind)
     ex, dtype = _ex_dtype(device, dtype)
     dtype = dtype or D.get_default_dtype()
-    if not (dtype.is_floating_point or dtype.is_complex):
-        raise TdxTypeError(f"{kind}(): expected a floating point dtype, got {dtype!r}")
+    if not (dtype.is_floating_point or dtype.is_complex):  # torch: its kernel's NotImplementedError
+        kernel = "check_uniform_bounds" if kind == "rand" else "normal_kernel_cpu"
+        raise OpDtypeError(f'"{kernel}" not implemented for \'{D.scalar_name(dtype)}\' ({kind}() makes floating point '
+                           f"or complex tensors, got {dtype!r})")
     out = wrap(getattr(ex, kind)(shape, dtype, native_generator(generator, ex)), ex)
     return out.requires_grad_() if requires_grad else out
 
@@ -363,7 +377,7 @@ def from_numpy(ndarray) -> Tensor:
 
 def _rebuild(array, dtype_name, device_name, requires_grad=False):
     """Unpickle a tensor (NumPy payload) onto its device, translated if absent, with its requires_grad."""
-    out = tensor(array, device=device_name).to(D.as_dtype(dtype_name))
+    out = tensor(array, device=device_name).to(D.by_name(dtype_name))
     return out.requires_grad_() if requires_grad else out
 
 
@@ -396,9 +410,8 @@ class CreationMethods:
         return empty(*size, requires_grad=requires_grad, **self._like(dtype, device))
 
     def new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=False):
-        """An uninitialized tensor of ``size`` with the contiguous ``stride``, this tensor's dtype and device."""
-        _contiguous_stride(size, stride, "new_empty_strided")
-        return empty(tuple(size), requires_grad=requires_grad, **self._like(dtype, device))
+        """``empty_strided(size, stride)`` with this tensor's dtype and device unless given."""
+        return empty_strided(size, stride, requires_grad=requires_grad, **self._like(dtype, device))
 
     def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
         """``fill_value`` everywhere in ``size``, with this tensor's dtype and device unless given."""

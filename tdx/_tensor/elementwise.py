@@ -115,7 +115,7 @@ BINARY = {"mul": "mul", "truediv": "true_divide", "floordiv": "floor_divide", "r
 
 ALIASES = {"negative": "neg", "absolute": "abs", "arcsin": "asin", "arccos": "acos", "arctan": "atan",
            "multiply": "mul", "divide": "div", "greater": "gt", "greater_equal": "ge", "less": "lt",
-           "less_equal": "le", "not_equal": "ne", "clip": "clamp", "mm": "matmul", "fix": "trunc",
+           "less_equal": "le", "not_equal": "ne", "clip": "clamp", "fix": "trunc",
            "arctan2": "atan2", "subtract": "sub"}
 
 

@@ -13,6 +13,8 @@ import numpy as np
 
 from .. import _dtypes as D
 from .._errors import TdxRuntimeError, TdxTypeError
+from . import views as _views
+from .generator import native as native_generator
 from .tensor import Tensor
 from .wrapping import attach, need_tensor
 
@@ -50,8 +52,6 @@ class _FillMethods:
     def random_(self, *args, generator=None, **kwargs):
         """Fill with integers drawn uniformly from ``[from, to - 1]``: ``random_()``, ``random_(to)`` or
         ``random_(from, to)`` (``to`` defaults to 2**mantissa + 1 for floats, the dtype's range for ints)."""
-        from .creation import randint
-
         names = ("from", "to")
         vals = dict(zip(names, args))
         vals.update(kwargs)
@@ -59,9 +59,10 @@ class _FillMethods:
             frm, to = 0, args[0]
         else:
             frm, to = vals.get("from", 0), vals.get("to")
-        frm, to = _random_bounds(self.dtype, frm, to)
-        draw = randint(frm, to, tuple(self.shape), dtype=D.int64, device=self.device, generator=generator)
-        return self.copy_(draw.to(self.dtype))
+        _random_bounds(self.dtype, frm, to)
+        ex = self._ex
+        _views.assign(self, ex.random_(self._n, frm, to, native_generator(generator, ex)))
+        return self
 
     def fill_diagonal_(self, fill_value, wrap=False):
         """Write ``fill_value`` on the main diagonal (every dim equal when more than 2-d); with ``wrap``,

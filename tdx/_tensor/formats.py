@@ -160,7 +160,7 @@ class iinfo:  # noqa: N801 - torch's name
         self.bits, self.min, self.max, self.dtype = info.bits, int(info.min), int(info.max), d.name
 
     def __repr__(self) -> str:
-        big = self.bits >= 32 and not D.as_dtype(self.dtype).is_signed  # torch prints these with %g
+        big = self.bits >= 32 and not D.by_name(self.dtype).is_signed  # torch prints these with %g
         return f"iinfo(min={self.min}, max={self.max:g}, dtype={self.dtype})" if big else \
             f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
 

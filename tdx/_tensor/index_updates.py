@@ -92,6 +92,10 @@ def index_fill(input, dim, index, value):  # noqa: A002
 def index_put(input, indices, values, accumulate=False):  # noqa: A002
     """``input`` with ``values`` written (or added, with ``accumulate``) at the tuple of ``indices``."""
     indices = tuple(indices)
+    if isinstance(values, Tensor) and values.dtype is not input.dtype:  # torch's index_put_ casts nothing
+        raise TdxRuntimeError(f"Index put requires the source and destination dtypes match, got "
+                              f"{D.scalar_name(input.dtype)} for the destination and {D.scalar_name(values.dtype)} "
+                              "for the source.")
     if not accumulate:
         out = input.clone()
         out[indices] = values
@@ -162,7 +166,13 @@ def put(input, index, source, accumulate=False):  # noqa: A002
     """``input`` (flattened) with ``source`` written (or added) at ``index``."""
     flat = input.reshape(-1)
     idx = index.reshape(-1).long()
-    idx = idx.where(idx >= 0, idx + flat.numel())
+    n = flat.numel()
+    if idx.numel():
+        lo, hi = int(idx.min()), int(idx.max())
+        if lo < -n or hi >= n:
+            raise TdxIndexError(f"out of range: tried to access index {hi if hi >= n else lo} on a tensor of {n} "
+                                "elements.")
+    idx = idx.where(idx >= 0, idx + n)
     src = source.reshape(-1)
     out = flat.scatter_add(0, idx, src) if accumulate else flat.scatter(0, idx, src)
     return out.reshape(input.shape)

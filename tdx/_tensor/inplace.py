@@ -14,7 +14,7 @@ another op family through it.
 from __future__ import annotations
 
 from .. import _dtypes as D
-from .._errors import CastError, TdxTypeError
+from .._errors import CastError, TdxRuntimeError, TdxTypeError
 from . import views as _views
 from . import wrapping as TM
 from .operands import _inplace as _composite_inplace
@@ -131,4 +131,24 @@ for _name, _fn in list(vars(InplaceMethods).items()):
 for _name in (*INPLACE, *COMPOSITE_INPLACE):
     if _name not in _TENSOR_OTHER and _name not in ("abs", "absolute"):
         setattr(InplaceMethods, _name + "_", native_inplace(_name + "_", getattr(InplaceMethods, _name + "_")))
+
+
+def _scan_inplace(name: str, method):
+    """``cumsum_``/``cumprod_``: a ``dtype=`` other than self's is torch's "Bad in-place call"; the same one is
+    dropped before the write (the executor's in-place method never sees a tdx dtype)."""
+    def scan_(self, dim, *, dtype=None):
+        if dtype is not None:
+            d = D.as_dtype(dtype)
+            if d is not self.dtype:
+                raise TdxRuntimeError(f"Bad in-place call: input tensor dtype {self.dtype.name} and output tensor "
+                                      f"dtype {d.name} should match")
+        return method(self, dim)
+
+    scan_.__name__ = scan_.__qualname__ = name + "_"
+    scan_.__doc__ = method.__doc__
+    return scan_
+
+
+for _name in ("cumsum", "cumprod"):
+    setattr(InplaceMethods, _name + "_", _scan_inplace(_name, getattr(InplaceMethods, _name + "_")))
 attach(InplaceMethods)

@@ -86,11 +86,13 @@ def dtype_of(spec):
     """
     if isinstance(spec, _LegacyTensorMeta):
         return spec.dtype
-    if isinstance(spec, str) and spec.endswith("Tensor"):
-        cls = LEGACY_TENSORS.get(spec.rpartition(".")[2])
+    if isinstance(spec, str):
+        cls = LEGACY_TENSORS.get(spec.rpartition(".")[2]) if spec.endswith("Tensor") else None
         if cls is None:
             raise TdxValueError(f"invalid type: '{spec}'")
         return cls.dtype
+    if spec.__class__ is type and spec in D.PYTHON_TYPES:  # torch's type() takes no Python type
+        raise TdxValueError(f"invalid type: '{spec.__name__}'")
     return D.as_dtype(spec)
 
 

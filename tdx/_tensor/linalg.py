@@ -38,6 +38,20 @@ class LinalgMethods:
         ex = self._ex
         return wrap(ex.bmm(self._n, tensor_arg(self, mat2, "bmm", "mat2")), ex)
 
+    def mm(self, mat2):
+        """Matrix product of two 2-D tensors: ``matmul`` without its broadcasting and vector forms.
+
+        Raises:
+            ShapeError: either operand is not 2-D (torch's "self must be a matrix"), or the shapes do not
+                chain.
+        """
+        mat2 = _tensor(self, mat2, "mm", "mat2")
+        if self.ndim != 2:
+            raise ShapeError(f"self must be a matrix (mm() got a {self.ndim}-D tensor)")
+        if mat2.ndim != 2:
+            raise ShapeError(f"mat2 must be a matrix (mm() got a {mat2.ndim}-D tensor)")
+        return self.matmul(mat2)
+
     def diag(self, diagonal=0):
         """A 1-D tensor's diagonal matrix, or a 2-D tensor's ``diagonal``-th diagonal."""
         return wrap(self._ex.diag(self._n, int_arg(diagonal, "diag", "diagonal")), self._ex)

@@ -216,12 +216,9 @@ def _named_twin(fn, name: str):
 
 
 for _alias, _target in ALIASES.items():
-    if _target in globals() and _alias not in ("mm",):
+    if _target in globals():
         globals()[_alias] = _named_twin(globals()[_target], _alias)
         __all__.append(_alias)
-
-mm = _named_twin(matmul, "mm")  # noqa: F821 - generated above
-__all__.append("mm")
 
 
 @_export(record=True)
@@ -269,7 +266,8 @@ _FORWARDED_DOCUMENTED = {
     "norm": "The vector p-norm over ``dim`` (all elements when None).",
     "softmax": "Softmax along ``dim``, computed in ``dtype`` if given.",
     "log_softmax": "Log-softmax along ``dim``, computed in ``dtype`` if given.",
-    "bmm": "Batched matrix product of two 3-D tensors.", "diag": "Diagonal matrix, or a diagonal.",
+    "bmm": "Batched matrix product of two 3-D tensors.", "mm": "Matrix product of two 2-D tensors.",
+    "diag": "Diagonal matrix, or a diagonal.",
     "trace": "Sum of the main diagonal of a 2-D tensor.", "gather": "Values along ``dim`` at ``index``.",
     "scatter": "``input`` with ``src`` written at ``index`` along ``dim``.",
     "scatter_add": "``input`` with ``src`` added at ``index`` along ``dim``.",

@@ -85,7 +85,9 @@ class RandomMethods:
         """Fill with draws whose logarithm is normal with ``mean`` and ``std``."""
         if std <= 0:
             raise TdxRuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
-        return self.copy_((self.detach().clone().normal_(mean, std, generator=generator)).exp())
+        ex = self._ex
+        _views.assign(self, ex.log_normal_(self._n, float(mean), float(std), _native_generator(generator, ex)))
+        return self
 
     def geometric_(self, p, *, generator=None):
         """Fill with the number of Bernoulli(``p``) trials up to the first success (1, 2, ...)."""
@@ -180,8 +182,46 @@ def dropout(input, p=0.5, training=True, *, generator=None):  # noqa: A002 - tor
     if p == 1.0:
         return input * wrap(ex.zeros(tuple(input.shape), input.dtype), ex)
     # the mask is drawn from a detached input: it is a constant to autograd (torch's bernoulli has no derivative)
-    keep = wrap(ex.bernoulli(input.detach()._n, 1.0 - p, _native_generator(generator, ex)), ex)
+    keep = bernoulli_like(input.detach(), 1.0 - p, generator)
     return input * (keep / (1.0 - p))  # torch's rounding: the mask is divided by 1 - p, then multiplied
+
+
+def rrelu_noise(x, lower: float, upper: float, generator=None):
+    """The slopes of ``rrelu`` in training, as torch's ``rrelu_with_noise`` draws them (a constant to autograd)."""
+    ex = x._ex
+    return wrap(ex.rrelu_noise(x.detach()._n, float(lower), float(upper), _native_generator(generator, ex)), ex)
+
+
+def memory_order(x):
+    """The permutation of ``x``'s dims from outermost to innermost in memory, when it is not their
+    order and ``x``'s elements are dense without overlap (torch's ``empty_like`` then keeps the strides,
+    and a draw into it fills memory in order); None otherwise."""
+    shape, strides = tuple(x.shape), x.stride()
+    perm = sorted(range(len(shape)), key=lambda d: (-strides[d], d))
+    if perm == list(range(len(shape))):
+        return None
+    expected = 1
+    for d in reversed(perm):
+        if shape[d] != 1:
+            if strides[d] != expected:
+                return None
+            expected *= shape[d]
+    return tuple(perm)
+
+
+def bernoulli_like(x, p: float, generator=None):
+    """torch's ``empty_like(x).bernoulli_(p)``: 0/1 draws of ``x``'s shape and dtype, in ``x``'s memory order
+    (what dropout's mask is; on a transposed view torch's draw follows the memory, not the indices)."""
+    ex = x._ex
+    perm = memory_order(x) if x.ndim > 1 else None
+    if perm is None:
+        return wrap(ex.bernoulli(x._n, p, _native_generator(generator, ex)), ex)
+    laid = x.permute(perm)  # its indices run in memory order
+    keep = wrap(ex.bernoulli(laid._n, p, _native_generator(generator, ex)), ex)
+    inverse = [0] * len(perm)
+    for i, d in enumerate(perm):
+        inverse[d] = i
+    return keep.permute(inverse)
 
 
 dropout = typed_function(dropout)

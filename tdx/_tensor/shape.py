@@ -105,7 +105,8 @@ class ShapeMethods:
     def view(self, *shape, dtype=None):
         """A view with another ``shape``, or of the same bytes read as ``dtype`` (``view(tdx.float32)``)."""
         if not shape or shape[0].__class__ is not int or dtype is not None:
-            if dtype is None and len(shape) == 1 and isinstance(shape[0], D.dtype):
+            if dtype is None and len(shape) == 1 and (isinstance(shape[0], D.dtype) or (
+                    shape[0].__class__ is type and shape[0] in D.PYTHON_TYPES)):  # view(float): float64
                 dtype = shape[0]
             if dtype is not None:
                 return _view_as_dtype(self, dtype)

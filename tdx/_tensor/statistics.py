@@ -94,8 +94,8 @@ def nanmedian(input, dim=None, keepdim=False):  # noqa: A002
 def kthvalue(input, k, dim=-1, keepdim=False):  # noqa: A002
     """(values, indices) of the ``k``-th smallest element along ``dim``."""
     n = input.shape[dim] if input.ndim else 1
-    if not 1 <= k <= n:
-        raise TdxIndexError(f"kthvalue(): selected number k out of range for dimension {dim} (k = {k}, size {n})")
+    if not 1 <= k <= n:  # torch's RuntimeError (a dim out of range is the IndexError, above)
+        raise TdxRuntimeError(f"kthvalue(): selected number k out of range for dimension {dim} (k = {k}, size {n})")
     v, i = _select_sorted(input, dim, keepdim, lambda vals, _: vals.new_full((*vals.shape[:-1], 1), k - 1,
                                                                               dtype=D.int64), "kthvalue")
     return return_types.kthvalue(v, i)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 
 from .. import _dtypes as D
-from .._errors import NATIVE_ERRORS, TdxRuntimeError, TdxTypeError, UnsupportedOpError
+from .._errors import NATIVE_ERRORS, TdxRuntimeError, TdxTypeError, TdxValueError, UnsupportedOpError
 from ..autograd import tape as _tape
 from ..autograd.tape import ACTIVE as _TAPE
 from . import views as _views, wrapping
@@ -521,7 +521,21 @@ class Tensor:
         return bool(self.item())
 
     def __float__(self) -> float:
-        return float(self.item())
+        return float(self._scalar())
+
+    def _scalar(self):
+        """The one element as a Python number, for ``float()``/``int()``/``complex()``.
+
+        Raises:
+            TdxValueError: the tensor has another number of elements (torch's ValueError; ``item()``
+                raises RuntimeError instead, as torch's).
+        """
+        try:
+            return self.item()
+        except TdxRuntimeError:
+            if self.numel() != 1:
+                raise TdxValueError("only one element tensors can be converted to Python scalars") from None
+            raise
 
     def __format__(self, spec: str) -> str:
         # torch: a 0-d tensor formats as its Python number (f"{loss:.4f}"); others as object does
@@ -530,10 +544,10 @@ class Tensor:
         return object.__format__(self, spec)
 
     def __int__(self) -> int:
-        return int(self.item())
+        return int(self._scalar())
 
     def __complex__(self) -> complex:
-        return complex(self.item())
+        return complex(self._scalar())
 
     def __index__(self) -> int:
         if self.dtype.is_floating_point or self.dtype.is_complex or self.numel() != 1:

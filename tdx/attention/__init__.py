@@ -45,8 +45,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         value: ``(..., Hv, Tk, Ev)``.
         attn_mask: broadcastable to ``(..., Hq, Tq, Tk)``; bool (True takes part) or an additive
             float mask (float32 or the query's dtype), or a ``tdx.nn.attention.bias.CausalBias``.
-        dropout_p: probability of dropping an attention weight (applied as torch does, with the
-            executor's random generator, so ``tdx.manual_seed`` makes it repeatable).
+        dropout_p: probability of dropping an attention weight, applied as torch does: where the
+            executor's draws are torch's (torch devices; MLX under the torch random stream) the mask is
+            the one torch's kernel draws from the same generator, which ends where torch's does.
         is_causal: top-left causal mask (query ``i`` sees keys ``j <= i``); not with ``attn_mask``.
         scale: defaults to ``1 / sqrt(E)``.
         enable_gqa: allow ``Hk`` and ``Hv`` to divide ``Hq`` (grouped-query attention).
@@ -64,12 +65,24 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     p, backend = _plan.resolve(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     if _tape.ACTIVE[0] and _tape.wants(query, key, value, attn_mask):
         # recorded on tdx's tape: the backward pass re-executes this call under the executor's vjp,
-        # so the kernel and the dropout seed are fixed now and travel with the recorded arguments
-        seed = p.ops.draw_seed() if 0 < p.dropout_p < 1 else None
+        # so the kernel and the dropout draw (torch's noise, or a seed) are fixed now and travel with
+        # the recorded arguments
+        seed = _draw(p, backend) if 0 < p.dropout_p < 1 else None
         return _tape.call(_attend, query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa,
                           backend, seed)
     out = _kernels.KERNELS[backend].run(p, backend)
     return _wrap(_restore(p, out), p.ex)
+
+
+def _draw(p, backend):
+    """The dropout token of one recorded call (:mod:`._dropout`): the bridge's from its peer's generator."""
+    if backend is SDPBackend.BRIDGE:
+        from . import _bridge
+
+        return _bridge.draw(p)
+    from . import _dropout
+
+    return _dropout.draw(p)
 
 
 def _attend(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, backend, seed):

@@ -5,7 +5,9 @@ A peer is the other framework's executor on the same memory (``mlx:cpu`` <-> ``c
 without a copy (the executors' ``dlpack_zero_copy_export`` / ``dlpack_zero_copy_import``
 capabilities); the result comes back as a copy where the pair copies (priced in
 :func:`estimate`). From MLX, ``mx.vjp``/``mx.grad`` work: the backward
-pass recomputes on the peer under torch's autograd, with the forward pass's dropout seed.
+pass recomputes on the peer under torch's autograd, with the forward pass's dropout mask. With
+dropout it runs only where the peer draws from the generator the source's draws come from (MLX
+under the torch random stream and ``cpu`` share torch's CPU generator), so the mask is torch's.
 
 It must never import a framework at module level, and chooses the peer's kernel only
 through ``tdx.attention._kernels``.
@@ -16,7 +18,7 @@ from __future__ import annotations
 from . import _state
 from ._state import SDPBackend
 
-__all__ = ["PEERS", "peer", "refusal", "estimate", "describe", "run"]
+__all__ = ["PEERS", "peer", "refusal", "estimate", "describe", "run", "draw"]
 
 PEERS = {"mlx:cpu": "cpu", "cpu": "mlx:cpu", "mlx:gpu": "mps", "mps": "mlx:gpu"}
 _peers: dict = {}
@@ -89,9 +91,13 @@ def _peer_choice(p):
         return None, "it returns no gradient for attn_mask, which requires grad"
     if p.requires_grad and p.ex.caps.native_autograd:
         return None, f"gradients would not flow back from {ex.device} to {p.ex.device}'s autograd"
-    from . import _kernels
+    from . import _dropout, _kernels
 
     pp = _moved(p, ex)
+    want = _dropout.key(p)
+    if want is not None and _dropout.key(pp) != want:
+        return None, (f"dropout on {p.ex.device} draws torch's mask from {want}'s generator, and {ex.device}'s "
+                      f"kernels draw from {_dropout.key(pp) or 'their own'}")
     verdicts, chosen = _kernels.evaluate(pp, _ALL_ENABLED, exclude=(SDPBackend.BRIDGE,))
     if chosen is None:
         reasons = "; ".join(f"{v.backend.name}: {v.reason}" for v in verdicts)
@@ -171,16 +177,18 @@ def _mlx_bridge(mx, p, pp, kernel, chosen):
 
     from ..interop import transfer
 
+    from ..autograd.tape import differentiating
+
     src, dst = p.ex, pp.ex
-    # dropout on the peer draws from torch's generator, seeded from the source's (so tdx.manual_seed
-    # repeats it, and the backward pass recomputes with the forward pass's masks)
-    seed = (p.seed if p.seed is not None else p.ops.draw_seed()) if 0 < pp.dropout_p < 1 else None
+    # dropout on the peer draws from torch's CPU generator: the one the source draws from under the torch
+    # random stream (a HostState: the forward pass draws torch's own mask and leaves the generator where
+    # torch does), else seeded from the source's (a seed: tdx.manual_seed repeats it); the backward
+    # pass recomputes with the forward pass's masks
+    token = (p.seed if p.seed is not None else draw(p)) if 0 < pp.dropout_p < 1 else None
 
     @mx.custom_function
     def attend(q, k, v):
-        with torch.random.fork_rng(devices=[]), torch.no_grad():
-            if seed is not None:
-                torch.default_generator.manual_seed(seed)
+        with _drawing(torch, token, replay=differentiating()), torch.no_grad():
             return _to_mlx(mx, kernel.run(pp, chosen))
 
     @attend.vjp
@@ -189,12 +197,52 @@ def _mlx_bridge(mx, p, pp, kernel, chosen):
         leaves = [transfer(x, src, dst).detach().requires_grad_(True) for x in (q, k, v)]
         pg = _moved(p, dst, leaves)
         pg.requires_grad = True
-        with torch.random.fork_rng(devices=[]):
-            if seed is not None:
-                torch.default_generator.manual_seed(seed)
+        with _drawing(torch, token, replay=True):
             with torch.enable_grad():
                 out = kernel.run(pg, chosen)
             grads = torch.autograd.grad(out, leaves, transfer(cotangent, src, dst))
         return tuple(_to_mlx(mx, g) for g in grads)
 
     return attend(p.q, p.k, p.v)
+
+
+def draw(p):
+    """The dropout token of a bridged call from ``p``'s executor: where the draws must be torch's, the
+    host generator's state before the call (:class:`._dropout.HostState`), else a seed of the source's."""
+    from . import _dropout
+
+    if _dropout.exact(p):
+        import torch
+
+        return _dropout.HostState(torch.get_rng_state())
+    return p.ops.draw_seed()
+
+
+class _drawing:
+    """The peer's kernel drawing its dropout from ``token``: a seed, in a fork of torch's generators
+    seeded with it; a :class:`._dropout.HostState`, from the host generator restored to it, in a fork
+    for a ``replay`` and otherwise leaving the generator after the draw, as torch's own call does;
+    None (no dropout), in a fork."""
+
+    def __init__(self, torch, token, replay: bool):
+        from ._dropout import HostState
+
+        self.torch, self.token = torch, token
+        self.live = token.__class__ is HostState and not replay
+        self.fork = torch.random.fork_rng(devices=[])
+
+    def __enter__(self):
+        self.fork.__enter__()
+        token = self.token
+        if token.__class__ is int:
+            self.torch.default_generator.manual_seed(token)
+        elif token is not None:
+            self.torch.set_rng_state(token.state)
+        return self
+
+    def __exit__(self, *exc):
+        after = self.torch.get_rng_state() if self.live and exc[0] is None else None
+        self.fork.__exit__(*exc)
+        if after is not None:
+            self.torch.set_rng_state(after)
+        return False

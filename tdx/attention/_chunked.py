@@ -6,7 +6,9 @@ no more than one ``bq x bk`` block of scores exists at a time and memory grows l
 the sequence length. Causal blocks entirely above the diagonal are skipped. The backward
 pass recomputes each block from the saved log-sum-exp (the same recurrences, no ``Tq x Tk``
 storage); dropout masks are a pure function of a seed and the block index, so the backward
-pass sees the masks the forward pass used. Gradients: torch through an
+pass sees the masks the forward pass used. Where the draws must be torch's (:mod:`._dropout`),
+the whole of torch's dropout noise is drawn first and each block takes its slice of it (the
+memory of one ``Tq x Tk`` array, as torch's math kernel needs for it). Gradients: torch through an
 ``autograd.Function``, MLX through ``mx.custom_function`` (``mx.vjp``/``mx.grad`` work).
 
 This module must never import a framework at module level and holds no kernel choice.
@@ -16,6 +18,8 @@ from __future__ import annotations
 
 import math
 
+from . import _dropout
+from ._dropout import Noise
 from ._math import NEG_INF, apply_mask, causal_keep, grouped, grouped_mask, ungrouped
 
 __all__ = ["run", "block_sizes", "forward", "backward"]
@@ -70,8 +74,17 @@ def _scores(ops, j, qs, kb, mask, q0, q1, k0, k1, cd):
     return s
 
 
-def _keep(ops, j, s_shape, qi, ki):
-    return ops.keep_mask(s_shape, j.p, _block_seed(j.seed, qi, ki))
+def _dropped(ops, j, x, qi, ki, q0, q1, k0, k1, scaled: bool):
+    """Block ``x`` of weights (or of their gradient) with the block's dropout applied; ``scaled``: with
+    the ``1 / (1 - p)`` factor (a seed's masks leave it to the end of the forward pass)."""
+    if j.seed is None:  # nothing drawn: empty weights
+        return x
+    if j.seed.__class__ is Noise:
+        noise = ops.reshape(j.seed.array, (j.B, j.Hk, j.G, j.Tq, j.Tk))[:, :, :, q0:q1, k0:k1]
+        return ops.mul(x, noise)
+    keep = ops.keep_mask(ops.shape(x), j.p, _block_seed(j.seed, qi, ki))
+    drop = 0.0 if j.p >= 1 else 1.0 / (1.0 - j.p)
+    return ops.where(keep, ops.mul(x, drop) if scaled else x, ops.scalar(0.0, x.dtype))
 
 
 def _prepare(ops, j, q, k, v, mask):
@@ -106,13 +119,13 @@ def forward(ops, j, q, k, v, mask):
             e = ops.exp(ops.sub(s, m_safe))
             l = ops.add(ops.mul(l, alpha), ops.sum(e, -1))
             if j.p > 0:
-                e = ops.where(_keep(ops, j, ops.shape(e), qi, ki), e, zero)
+                e = _dropped(ops, j, e, qi, ki, q0, q1, k0, k1, False)
             acc = ops.add(ops.mul(acc, alpha), ops.matmul(e, vv[:, :, :, k0:k1]))
             m = m_new
             if ops.lazy:
                 ops.eval(m, l, acc)
         seen = ops.gt(l, zero)
-        scale_out = 0.0 if j.p >= 1 else 1.0 / (1.0 - j.p)
+        scale_out = 0.0 if j.p >= 1 else 1.0 if j.seed.__class__ is Noise or j.p == 0 else 1.0 / (1.0 - j.p)
         safe_l = ops.where(seen, l, ops.scalar(1.0, cd))
         outs.append(ops.where(seen, ops.mul(ops.div(acc, safe_l), scale_out), zero))
         m_safe = ops.where(ops.isfinite(m), m, zero)
@@ -133,7 +146,6 @@ def backward(ops, j, q, k, v, mask, out, lse, dout):
     do = grouped(ops, ops.astype(dout, cd), j.B, j.Hk, j.G)                 # (B, Hk, G, Tq, Ev)
     o = grouped(ops, ops.astype(out, cd), j.B, j.Hk, j.G)
     delta = ops.sum(ops.mul(do, o), -1)                                     # (B, Hk, G, Tq, 1)
-    drop = 0.0 if j.p >= 1 else 1.0 / (1.0 - j.p)
     dq_blocks = []
     dk = [None] * len(range(0, j.Tk, j.bk))
     dv = [None] * len(dk)
@@ -148,10 +160,11 @@ def backward(ops, j, q, k, v, mask, out, lse, dout):
             s = _scores(ops, j, qb, kb, mm, q0, q1, k0, k1, cd)
             prob = ops.exp(ops.sub(s, lb))                                  # softmax block
             dpd = ops.matmul(dob, ops.mT(vb))                               # d(dropped probs)
-            if j.p > 0:
-                keep = _keep(ops, j, ops.shape(prob), qi, ki)
-                pd = ops.where(keep, ops.mul(prob, drop), zero)
-                dp = ops.where(keep, ops.mul(dpd, drop), zero)
+            if 0 < j.p < 1:
+                pd = _dropped(ops, j, prob, qi, ki, q0, q1, k0, k1, True)
+                dp = _dropped(ops, j, dpd, qi, ki, q0, q1, k0, k1, True)
+            elif j.p >= 1:
+                pd, dp = ops.mul(prob, 0.0), ops.mul(dpd, 0.0)
             else:
                 pd, dp = prob, dpd
             ds = ops.mul(prob, ops.sub(dp, db))
@@ -183,7 +196,7 @@ def run(p):
     """The chunked kernel on canonical params: the ``(B, Hq, Tq, Ev)`` native result, differentiable
     through the executor's own autograd (torch) or ``mx.vjp`` (MLX)."""
     ops = p.ops
-    seed = (p.seed if p.seed is not None else ops.draw_seed()) if 0 < p.dropout_p < 1 else 0
+    seed = (p.seed if p.seed is not None else _dropout.draw(p)) if 0 < p.dropout_p < 1 else 0
     j = _job(p, seed)
     if ops.lazy:
         return _mlx_run(ops, j, p)

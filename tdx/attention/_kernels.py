@@ -106,6 +106,38 @@ _CPU_FLASH = (
 )
 
 
+def _draws_torchs_mask(backend):
+    """With dropout whose draws must be torch's (:mod:`._dropout`): a native kernel only where it is the
+    one torch itself runs (other kernels draw other numbers), a kernel of tdx's own only where the
+    executor can draw torch's noise (torch fuses it on CUDA and MPS)."""
+    name = _NATIVE_NAMES.get(backend)
+
+    def native(p) -> bool:
+        return name is not None and name in p.ex.caps.sdpa_kernels
+
+    def check(p):
+        from . import _dropout
+
+        if not _dropout.exact(p):
+            return True
+        if native(p):
+            from . import _torch
+
+            return _torch.own_choice(p) is backend
+        return p.ops.can_draw_noise()
+
+    def why(p):
+        if native(p):
+            from . import _torch
+
+            return (f"with dropout_p={p.dropout_p} torch runs {_torch.own_choice(p).name} on {p.ex.device}, and "
+                    "only the kernel torch runs draws torch's dropout mask")
+        return (f"it cannot draw torch's dropout mask on {p.ex.device} (torch draws it inside its fused "
+                f"kernels there; dropout_p={p.dropout_p})")
+
+    return Rule(check, why)
+
+
 def _torch_says(backend):
     """On CUDA, torch's own ``can_use_*`` decides (asked quietly: see :func:`._torch.cuda_can_use`)."""
     def check(p):
@@ -163,6 +195,9 @@ def _run_native(p, backend):
 
 
 _native_modules: dict = {}  # backend -> its run module, imported on first use
+# backend -> its name in Capabilities.sdpa_kernels
+_NATIVE_NAMES = {_B.FLASH_ATTENTION: "flash", _B.EFFICIENT_ATTENTION: "efficient", _B.CUDNN_ATTENTION: "cudnn",
+                 _B.MATH: "math"}
 
 
 def _run_math(p, backend):
@@ -186,17 +221,18 @@ def _run_bridge(p, backend):
 
 
 KERNELS = {
-    _B.FLASH_ATTENTION: Kernel(_B.FLASH_ATTENTION, (_has("flash"), *_CPU_FLASH, _torch_says(_B.FLASH_ATTENTION)),
-                               _run_native),
+    _B.FLASH_ATTENTION: Kernel(_B.FLASH_ATTENTION, (_has("flash"), *_CPU_FLASH, _torch_says(_B.FLASH_ATTENTION),
+                                                    _draws_torchs_mask(_B.FLASH_ATTENTION)), _run_native),
     _B.EFFICIENT_ATTENTION: Kernel(_B.EFFICIENT_ATTENTION,
-                                   (_has("efficient"), _torch_says(_B.EFFICIENT_ATTENTION)), _run_native),
-    _B.CUDNN_ATTENTION: Kernel(_B.CUDNN_ATTENTION, (_has("cudnn"), _torch_says(_B.CUDNN_ATTENTION)),
-                               _run_native),
+                                   (_has("efficient"), _torch_says(_B.EFFICIENT_ATTENTION),
+                                    _draws_torchs_mask(_B.EFFICIENT_ATTENTION)), _run_native),
+    _B.CUDNN_ATTENTION: Kernel(_B.CUDNN_ATTENTION, (_has("cudnn"), _torch_says(_B.CUDNN_ATTENTION),
+                                                    _draws_torchs_mask(_B.CUDNN_ATTENTION)), _run_native),
     _B.MATH: Kernel(_B.MATH, (Rule(lambda p: "math" in p.ex.caps.sdpa_kernels or p.ops is not None,
                                    lambda p: f"{p.ex.device} has neither a native math kernel nor an op "
-                                             "adapter"),), _run_math),
+                                             "adapter"), _draws_torchs_mask(_B.MATH)), _run_math),
     _B.MLX_FUSED: Kernel(_B.MLX_FUSED, (_has("mlx_fused"), *_MLX_FUSED), _run_native),
-    _B.CHUNKED: Kernel(_B.CHUNKED, (_HAS_OPS, _NO_MASK_GRAD), _run_chunked),
+    _B.CHUNKED: Kernel(_B.CHUNKED, (_HAS_OPS, _NO_MASK_GRAD, _draws_torchs_mask(_B.CHUNKED)), _run_chunked),
     _B.BRIDGE: Kernel(_B.BRIDGE, (Rule(_peer_ok, _peer_why),), _run_bridge),
     _B.OVERRIDEABLE: Kernel(_B.OVERRIDEABLE, (Rule(lambda p: False, lambda p: "tdx has no overrideable "
                                                    "(out-of-tree device) attention kernel"),), None),
@@ -368,7 +404,8 @@ def legal(p, exclude=()) -> tuple:
 
 def _legal(p, exclude) -> tuple:
     """``(rows, backends cheapest first, their set)`` for :func:`legal` and :func:`choose` (one cache entry)."""
-    key = (p.signature(), exclude, is_tracing())  # a traced step refuses the bridge
+    # a traced step refuses the bridge; dropout's legality follows the generator its draws must come from
+    key = (p.signature(), exclude, is_tracing(), _dropout_key(p) if p.dropout_p > 0 else None)
     hit = _legal_cache.get(key)
     if hit is None:
         rows = [(b, estimate(b, p)) for b in _state.ALL if b not in exclude and KERNELS[b].refusal(p) is None]
@@ -378,6 +415,12 @@ def _legal(p, exclude) -> tuple:
         by_cost = tuple(b for b, _ in rows)
         hit = _legal_cache[key] = (tuple(rows), by_cost, frozenset(by_cost))
     return hit
+
+
+def _dropout_key(p):
+    from ._dropout import key
+
+    return key(p)
 
 
 def is_tracing() -> bool:

@@ -2,9 +2,9 @@
 
 It materializes the ``Tq x Tk`` score matrix, exactly as torch's math path: scores in
 float32 (float64 for float64 inputs), masks applied, a softmax whose fully-masked rows are
-zeros (torch's ``_safe_softmax``), then dropout and the product with value. Also holds the
-score-masking helpers the chunked kernel shares. It must never import a framework at
-module level and holds no kernel choice.
+zeros (torch's ``_safe_softmax``), then dropout (torch's own mask where the draws are torch's:
+:mod:`._dropout`) and the product with value. Also holds the score-masking helpers the chunked
+kernel shares. It must never import a framework at module level and holds no kernel choice.
 """
 
 from __future__ import annotations
@@ -82,8 +82,9 @@ def run(p):
         if p.dropout_p >= 1:
             a = ops.mul(a, 0.0)
         else:
-            seed = p.seed if p.seed is not None else ops.draw_seed()
-            keep = ops.keep_mask(ops.shape(a), p.dropout_p, seed)
-            a = ops.where(keep, ops.mul(a, 1.0 / (1.0 - p.dropout_p)), ops.scalar(0.0, cd))
+            from . import _dropout
+
+            token = p.seed if p.seed is not None else _dropout.draw(p)
+            a = _dropout.apply(ops, a, token, p.dropout_p, cd)
     out = ops.matmul(a, vv)                                    # (B, Hk, G, Tq, Ev)
     return ops.astype(ungrouped(ops, out), dt)

@@ -144,6 +144,18 @@ class TorchOps(Ops):
         """A seed drawn from the executor's global generator (so ``manual_seed`` fixes it)."""
         return int(self.t.randint(0, 2 ** 62, (), device="cpu"))
 
+    def generator_key(self) -> str:
+        """The generator this executor's draws come from: torch's own on its device."""
+        return f"torch:{self.dev}"
+
+    def can_draw_noise(self) -> bool:
+        """Whether :meth:`noise` draws torch's attention dropout (on CUDA and MPS torch fuses it)."""
+        return self.dev.type == "cpu"
+
+    def noise(self, shape, p, dtype):
+        """torch's math-kernel dropout noise: ``bernoulli_(1 - p)`` then ``div_(1 - p)``, on the generator."""
+        return self.t.empty(shape, dtype=dtype, device=self.dev).bernoulli_(1 - p).div_(1 - p)
+
     def keep_mask(self, shape, p, seed):
         """Bernoulli(1 - p) keep-mask of ``shape``, a pure function of ``seed``."""
         g = self.t.Generator(device=self.dev)
@@ -258,6 +270,22 @@ class MLXOps(Ops):
         """A seed drawn from the executor's process-wide default key (so ``manual_seed`` fixes it)."""
         key = self.ex._key(None)
         return int(self.mx.random.randint(0, 2 ** 31 - 1, (), key=key, stream=self.s).item())
+
+    def generator_key(self):
+        """``"torch:cpu"`` while the torch random stream draws MLX's numbers, else None (MLX's own keys)."""
+        from ..backends.mlx._torch_stream import in_force
+
+        return "torch:cpu" if in_force() else None
+
+    def can_draw_noise(self) -> bool:
+        """Whether :meth:`noise` draws torch's attention dropout (always, through the executor's draws)."""
+        return True
+
+    def noise(self, shape, p, dtype):
+        """torch's math-kernel dropout noise, drawn by the executor's ``bernoulli_`` (torch's CPU generator
+        under the torch stream: ``bernoulli_(1 - p)`` of an array of ``shape``), then divided by ``1 - p``."""
+        keep = self.ex.bernoulli_(self.mx.zeros(shape, dtype=dtype), 1 - p, None)
+        return self.mx.divide(keep, self.mx.array(1 - p, dtype=dtype), stream=self.s)
 
     def keep_mask(self, shape, p, seed):
         """Bernoulli(1 - p) keep-mask of ``shape``, a pure function of ``seed``."""

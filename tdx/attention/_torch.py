@@ -17,7 +17,7 @@ import torch
 
 from ._state import SDPBackend
 
-__all__ = ["run", "cuda_can_use"]
+__all__ = ["run", "cuda_can_use", "own_choice"]
 
 # torch's own bindings of its CPU kernels (the direct ones; ``torch.ops.aten`` adds ~2 us a call)
 _flash_cpu = getattr(torch, "_scaled_dot_product_flash_attention_for_cpu", None) or \
@@ -52,6 +52,17 @@ def run(p, backend):
 
     with sdpa_kernel([getattr(TorchBackend, backend.name)]):
         return sdpa(p.q, p.k, p.v, **kw)
+
+
+def own_choice(p):
+    """The kernel torch's own ``F.scaled_dot_product_attention`` runs on canonical params ``p`` (its flags
+    in force): with dropout, the only one drawing torch's mask."""
+    try:
+        choice = torch._fused_sdp_choice(p.q, p.k, p.v, attn_mask=p.mask, dropout_p=p.dropout_p,
+                                         is_causal=p.is_causal, scale=p.scale, enable_gqa=p.groups > 1)
+    except (RuntimeError, NotImplementedError):  # a device without torch's chooser runs the math kernel
+        return SDPBackend.MATH
+    return SDPBackend(int(choice))
 
 
 def cuda_can_use(backend, p) -> tuple:

@@ -1,14 +1,17 @@
 """Seeding: ``tdx.manual_seed`` seeds every executor, including ones created later.
 
-Remembers the last seed so an executor built after the call starts from it. Must never
-import a framework: executors that exist are seeded through their own ``manual_seed``.
+Remembers the last seed so an executor built after the call starts from it: a family of executors
+(``torch``, ``mlx``) whose generators did not exist at the call is seeded when its first executor is
+built, once (:meth:`~tdx.backends.base.Executor.seed_on_creation`). Building an executor of a family
+already seeded touches no generator: torch's ``manual_seed`` already seeded every torch device, and a
+generator that has drawn since the seed must never be set back to it. Must never import a framework:
+executors are seeded through their own methods.
 """
 
 from __future__ import annotations
 
-
-
-_state = {"seed": None}
+_state = {"seed": None, "seeded": set()}
+# "seeded": the executor families whose generators the remembered seed has been applied to
 EXECUTORS: dict = {}  # the registry's table of built executors (tdx.backends hands it down at import)
 
 
@@ -23,10 +26,17 @@ def manual_seed(seed: int):
     if isinstance(seed, bool) or not hasattr(type(seed), "__index__"):
         raise TdxTypeError(f"manual_seed expected an int seed (int or NumPy integer), got {seed!r}")
     seed = int(seed.__index__())
-    _state["seed"] = seed
+    remember(seed, ())
     for ex in list(EXECUTORS.values()):
         ex.manual_seed(seed)
+        _state["seeded"].add(ex.name)
     return None
+
+
+def remember(seed: int, executors) -> None:
+    """Make ``seed`` the one executors built later start from; ``executors`` are seeded with it already."""
+    _state["seed"] = seed
+    _state["seeded"] = {ex.name for ex in executors}
 
 
 DEFAULT_SEED = 67280421310721  # torch.Generator's seed before any is given
@@ -45,9 +55,10 @@ def initial_seed() -> int:
 
 
 def on_new_executor(ex) -> None:
-    """Seed a newly built executor with the remembered seed, if any."""
-    if _state["seed"] is not None:
-        ex.manual_seed(_state["seed"])
-
+    """Seed a newly built executor with the remembered seed, if any, when it is its family's first since
+    the seed (later ones share generators that may have drawn since)."""
+    if _state["seed"] is not None and ex.name not in _state["seeded"]:
+        _state["seeded"].add(ex.name)
+        ex.seed_on_creation(_state["seed"])
 
 

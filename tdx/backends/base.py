@@ -250,6 +250,22 @@ class Executor:
         """
         raise self.unsupported("Generator.set_state")
 
+    def rrelu_noise(self, x, lower: float, upper: float, generator=None):
+        """The slopes ``rrelu`` multiplies by while training, as torch's ``rrelu_with_noise`` draws them: one
+        ``U(lower, upper)`` draw per element ``<= 0`` in order, 1 elsewhere.
+
+        Raises:
+            UnsupportedOpError: the executor has no such draw.
+        """
+        raise self.unsupported("rrelu(training=True)")
+
+    def seed_on_creation(self, seed: int) -> None:
+        """Seed the generators this executor owns alone, when it is built after ``tdx.manual_seed(seed)``
+        and no executor of its family existed then. Generators it shares with another family (the MLX
+        executor drawing torch's CPU stream) belong to that family and are left alone: building an
+        executor never reseeds a generator that may have drawn since the seed."""
+        self.manual_seed(seed)
+
     def default_rng_state(self):
         """A snapshot of the state random calls without ``generator=`` draw from on this device
         (what ``torch.utils.checkpoint`` and ``vmap(randomness=...)`` save and restore), comparable

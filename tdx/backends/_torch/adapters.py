@@ -198,6 +198,10 @@ class TorchAdaptedOps:
         return x.exponential_(lambd, generator=generator)
 
     @staticmethod
+    def log_normal_(x, mean=1.0, std=2.0, generator=None):
+        return x.log_normal_(mean, std, generator=generator)
+
+    @staticmethod
     def cauchy_(x, median=0.0, sigma=1.0, generator=None):
         return x.cauchy_(median, sigma, generator=generator)
 
@@ -222,6 +226,12 @@ class TorchAdaptedOps:
         return torch.binomial(count, prob, generator=generator)
 
     @staticmethod
+    def rrelu_noise(x, lower, upper, generator=None):
+        noise = torch.empty_like(x, memory_format=torch.contiguous_format)
+        torch.ops.aten.rrelu_with_noise(x, noise, lower, upper, True, generator)  # writes its slopes into noise
+        return noise
+
+    @staticmethod
     def dirichlet_grad(x, alpha, total):
         return torch._dirichlet_grad(x, alpha, total)
 
@@ -236,3 +246,8 @@ class TorchAdaptedOps:
     @staticmethod
     def uniform_(x, low=0.0, high=1.0, generator=None):
         return x.uniform_(low, high, generator=generator)
+
+    @staticmethod
+    def random_(x, frm, to, generator=None):
+        """torch's ``random_``: ``to`` None is the dtype's whole range (for int64 ``[0, 2**63)``)."""
+        return x.random_(generator=generator) if frm == 0 and to is None else x.random_(frm, to, generator=generator)

@@ -182,10 +182,10 @@ class TorchExecutor(TorchNNOps, TorchAdaptedOps, TorchKernelOps, TorchNamespaceO
 
     # ops whose tdx signature differs a little from torch's -------------------------------
     def sum(self, x, dim=None, keepdim=False, dtype=None):
-        return torch.sum(x, dim, keepdim, dtype=None if dtype is None else self._to_native[dtype])
+        return torch.sum(x, dim, keepdim, dtype=None if dtype is None else self.native_dtype(dtype))
 
     def mean(self, x, dim=None, keepdim=False, dtype=None):
-        return torch.mean(x, dim, keepdim, dtype=None if dtype is None else self._to_native[dtype])
+        return torch.mean(x, dim, keepdim, dtype=None if dtype is None else self.native_dtype(dtype))
 
     def prod(self, x, dim=None, keepdim=False, dtype=None):
         nd = None if dtype is None else self.native_dtype(dtype)

@@ -134,7 +134,7 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
         self._no_grad(requires_grad)
         if isinstance(data, (np.ndarray, np.generic)):
             arr = np.asarray(data)
-            dtype = dtype or D.as_dtype(arr.dtype.name)
+            dtype = dtype or D.by_name(arr.dtype.name)
         else:
             arr = np.asarray(data)
             if arr.dtype == np.uint64 or arr.dtype == object and any(isinstance(v, int) for v in arr.ravel()):
@@ -150,7 +150,7 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
     def from_host(self, arr: np.ndarray, dtype):
         """Copy a NumPy array into MLX as tdx dtype ``dtype`` (or its own dtype if None)."""
         if dtype is None:
-            dtype = D.as_dtype(arr.dtype.name)
+            dtype = D.by_name(arr.dtype.name)
         nd = self._nd(dtype)
         if arr.dtype.kind == "c" and not dtype.is_complex:
             arr = arr.real

@@ -9,10 +9,20 @@ from __future__ import annotations
 import mlx.core as mx
 import numpy as np
 
-from ..._errors import TdxIndexError, TdxValueError
-from ._indexing import fit_scalar
-from ._rules import _INTS, gathered
+from ..._errors import TdxIndexError, TdxRuntimeError, TdxValueError
+from ._indexing import fit_scalar, scalar_name
+from ._rules import gathered
 from ._streams import THREAD as _THREAD
+
+
+_INDEX_INTS = frozenset((mx.int64, mx.int32, mx.uint8))  # torch's index dtypes besides bool (byte: a mask)
+
+
+def _integer_indexed(index) -> bool:
+    """Whether ``index`` holds an integer index array (torch's ``index_put_``, which wants the value's dtype)."""
+    items = index if isinstance(index, tuple) else (index,)
+    return any(isinstance(it, (list, np.ndarray)) or (isinstance(it, mx.array) and it.dtype != mx.bool_)
+               for it in items)
 
 
 class MLXGatherOps:
@@ -62,7 +72,7 @@ class MLXGatherOps:
                     out.extend(mx.array(n.astype(np.int64)) for n in nz)
                     dim += k
                 else:
-                    if it.dtype not in _INTS:
+                    if it.dtype not in _INDEX_INTS:  # torch refuses int8/int16 indices
                         raise TdxIndexError("tensors used as indices must be long, int, byte or bool tensors")
                     size = x.shape[dim] if dim < x.ndim else 0
                     if it.size:
@@ -149,6 +159,10 @@ class MLXGatherOps:
         if isinstance(index, mx.array) and index.dtype == mx.bool_ and tuple(index.shape) == tuple(x.shape) \
                 and not (isinstance(value, mx.array) and value.ndim):  # values in mask order take the general path
             return mx.where(index, self._cast(value, self._tdx(x)), x, stream=self.s)
+        if isinstance(value, mx.array) and value.dtype != x.dtype and _integer_indexed(index):
+            raise TdxRuntimeError(f"Index put requires the source and destination dtypes match, got "
+                                  f"{scalar_name(self._tdx(x))} for the destination and "
+                                  f"{scalar_name(self._tdx(value))} for the source.")
         split = self._scalar_bools(x, index)
         if split is not None:  # written through the array with the bools' axes added, then reshaped back
             return mx.reshape(self.setitem(*split, value), x.shape, stream=self.s)

@@ -29,6 +29,7 @@ import os
 import threading
 
 import mlx.core as mx
+import numpy as np
 
 from ..._errors import OpDtypeError, TdxRuntimeError
 from ..base import MLX_STATE_HEADER, MLX_STATE_SIZE
@@ -46,6 +47,16 @@ def seed_default(seed: int) -> None:
     """Restart the process-wide default key from ``seed`` (``tdx.manual_seed``)."""
     with _KEY_LOCK:
         _DEFAULT_KEY[0] = mx.random.key(seed % (1 << 64))
+
+
+def _default_random_end(d) -> int:
+    """The exclusive end of ``random_()`` without ``to`` for tdx dtype ``d`` (torch's: 2**mantissa + 1 for a
+    float, 2 for bool, the dtype's largest value + 1 for an integer)."""
+    if d.is_floating_point:
+        return (1 << {"float16": 11, "bfloat16": 8, "float32": 24, "float64": 53}[d.name]) + 1
+    if d.name == "bool":
+        return 2
+    return 1 << (8 * d.itemsize - (1 if d.is_signed else 0))
 
 
 @on_stream
@@ -181,6 +192,20 @@ class MLXRandomOps:
         out = mx.random.normal(x.shape, dtype=x.dtype, loc=mean, scale=std, key=self._key(generator), stream=self.s)
         return out.astype(x.dtype, stream=self.s)
 
+    def random_(self, x, frm, to, generator=None):
+        """Integers uniform in ``[frm, to)`` as ``x``'s dtype (``to`` None: the dtype's range, as
+        :func:`tdx._tensor.fills` bounds it), from four 16-bit draws per element (MLX's own stream)."""
+        if to is None:
+            to = _default_random_end(self._tdx(x))
+        bits = mx.zeros(x.shape, mx.uint64)
+        for k in mx.random.split(self._key(generator), 4, stream=self.s):
+            part = mx.random.randint(0, 1 << 16, x.shape, dtype=mx.uint32, key=k, stream=self.s)
+            bits = mx.bitwise_or(mx.left_shift(bits, mx.array(16, mx.uint64), stream=self.s),
+                                 part.astype(mx.uint64, stream=self.s), stream=self.s)
+        span = mx.array(np.array(to - frm, dtype=np.uint64))
+        offset = mx.remainder(bits, span, stream=self.s).astype(mx.int64, stream=self.s)
+        return mx.add(offset, mx.array(frm, mx.int64), stream=self.s).astype(x.dtype, stream=self.s)
+
     def uniform_(self, x, low=0.0, high=1.0, generator=None):
         if x.dtype != mx.complex64:
             self._float_only(x, "check_uniform_bounds")
@@ -194,6 +219,11 @@ class MLXRandomOps:
         wide = mx.float32 if x.dtype in (mx.float16, mx.bfloat16) else x.dtype
         out = mx.random.uniform(low, high, x.shape, dtype=wide, key=self._key(generator), stream=self.s)
         return out.astype(x.dtype, stream=self.s)
+
+    def rrelu_noise(self, x, lower, upper, generator=None):
+        """rrelu's slopes while training: ``U(lower, upper)`` where ``x <= 0``, else 1."""
+        slope = self.uniform_(x, lower, upper, generator)
+        return mx.where(mx.less_equal(x, 0, stream=self.s), slope, mx.array(1, dtype=x.dtype), stream=self.s)
 
     def uniform64(self, shape, generator=None):
         """float64 uniform draws in [0, 1) with 53 random bits (MLX draws no float64 uniforms itself)."""

@@ -16,6 +16,7 @@ from ..._errors import OpDtypeError, TdxIndexError, TdxRuntimeError, TdxTypeErro
 from ...autograd.tape import differentiating
 from ..base import norm_dim
 from . import _float64 as mlx_f64
+from . import _product_order as product_order
 from . import _summation_order as summation
 from ._indexing import on_stream, scalar_name
 from ._memory import check_alloc
@@ -272,6 +273,9 @@ class MLXReductionOps(MLXReductionOpsStreamed):
         if dtype is not None and D.as_dtype(dtype) is D.bool_:  # a product of bools is their conjunction
             return self.all(x.astype(mx.bool_, stream=self.s), dim, keepdim)
         x = self._acc(x, dtype)
+        if x.dtype in _HALF and self.caps.float64 and product_order.applies(x, dim) and summation.in_force():
+            # a CPU stream: torch's order of half-precision multiplications, bit for bit
+            return product_order.prod(x, None if dim is None else norm_dim(dim, x.ndim), keepdim, self.s)
         # narrow ints in int64 (wrapped back); float16/bfloat16 stay: torch's CPU product rounds to them as it goes
         wide = x if x.dtype in _HALF else _wide(x, self.s)
         return _narrowed(self._reduce(mx.prod, 1, wide, dim, keepdim), x.dtype, self.s)

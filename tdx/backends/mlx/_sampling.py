@@ -80,6 +80,11 @@ class MLXSamplingOps:
         u = self._open_draws(x, generator)
         return (mx.tan((u - 0.5) * 3.141592653589793) * sigma + median).astype(x.dtype, stream=self.s)
 
+    def log_normal_(self, x, mean=1.0, std=2.0, generator=None):
+        """Draws whose logarithm is Normal(mean, std), shaped like ``x``, in its (floating) dtype."""
+        self._float_only(x, "log_normal_cpu")
+        return mx.exp(self.normal_(x, mean, std, generator), stream=self.s).astype(x.dtype, stream=self.s)
+
     def geometric_(self, x, p, generator=None):
         """Geometric(p) draws (trials up to the first success: 1, 2, ...) shaped like ``x``, in its dtype."""
         work = x if x.dtype in (mx.float32, mx.float64) else mx.zeros(x.shape, mx.float32)

@@ -4,9 +4,10 @@
 this call draws from torch, else runs MLX's own (:mod:`._random`). While the stream in force is
 ``"torch"`` (the default: ``[random] stream`` in the config, ``TDX_RANDOM_STREAM``), every draw
 of the MLX executor — ``rand``, ``randn``, ``randint``, ``randperm``, ``multinomial``,
-``bernoulli(_)``, ``normal_``, ``uniform_``, ``exponential_``, ``cauchy_``, ``geometric_``, the
+``bernoulli(_)``, ``normal_``, ``uniform_``, ``exponential_``, ``cauchy_``, ``log_normal_``, ``geometric_``, the
 ``torch.distributions`` samplers (``poisson``, ``binomial``, ``_standard_gamma``,
-``_sample_dirichlet``), and so dropout's masks, ``nn.init`` and the samplers —
+``_sample_dirichlet``), ``rrelu``'s slopes (drawn where the input is ``<= 0``, so its values travel to the
+host), and so dropout's masks (attention's included), ``nn.init`` and the samplers —
 is made by the torch executor on the host with torch's CPU generator, exactly as the same call on
 ``cpu`` draws it, and copied into MLX. With no ``generator=``, the draw comes from torch's default
 CPU generator itself, so ``manual_seed``, ``get_rng_state``/``set_rng_state`` and ``fork_rng`` cover
@@ -102,13 +103,17 @@ _DRAWS = {
     "bernoulli_": (2, lambda ex, h, x, p, g: _back(ex, h.bernoulli_(_like(ex, x), _to_host(ex, p), g), ex.dtype(x))),
     "normal_": (3, lambda ex, h, x, mean, std, g: _back(ex, h.normal_(_like(ex, x), mean, std, g), ex.dtype(x))),
     "uniform_": (3, lambda ex, h, x, lo, hi, g: _back(ex, h.uniform_(_like(ex, x), lo, hi, g), ex.dtype(x))),
+    "random_": (3, lambda ex, h, x, frm, to, g: _back(ex, h.random_(_like(ex, x), frm, to, g), ex.dtype(x))),
     "exponential_": (2, lambda ex, h, x, lambd, g: _back(ex, h.exponential_(_like(ex, x), lambd, g), ex.dtype(x))),
     "cauchy_": (3, lambda ex, h, x, median, sigma, g: _back(ex, h.cauchy_(_like(ex, x), median, sigma, g),
+                                                            ex.dtype(x))),
+    "log_normal_": (3, lambda ex, h, x, mean, std, g: _back(ex, h.log_normal_(_like(ex, x), mean, std, g),
                                                             ex.dtype(x))),
     "geometric_": (2, lambda ex, h, x, p, g: _back(ex, h.geometric_(_like(ex, x), p, g), ex.dtype(x))),
     "standard_gamma": (1, lambda ex, h, x, g: _back(ex, h.standard_gamma(_to_host(ex, x), g), ex.dtype(x))),
     "sample_dirichlet": (1, lambda ex, h, x, g: _back(ex, h.sample_dirichlet(_to_host(ex, x), g), ex.dtype(x))),
     "poisson": (1, lambda ex, h, x, g: _back(ex, h.poisson(_to_host(ex, x), g), ex.dtype(x))),
+    "rrelu_noise": (3, lambda ex, h, x, lo, hi, g: _back(ex, h.rrelu_noise(_to_host(ex, x), lo, hi, g), ex.dtype(x))),
     "binomial": (2, lambda ex, h, n, p, g: _back(ex, h.binomial(_to_host(ex, n), _to_host(ex, p), g), ex.dtype(p))),
 }
 
@@ -171,6 +176,9 @@ def torch_stream(cls):
         if in_force():  # torch's default generator draws MLX's numbers: seed it even if cpu was never used
             _host().manual_seed(seed)
 
+    def seed_on_creation(self, seed: int) -> None:
+        native["manual_seed"](self, seed)  # torch's generator is the torch family's: seeded by its own creation
+
     def default_rng_state(self):
         # torch's CPU generator draws MLX's numbers: its state (bytes) is the one to save
         return _host().default_rng_state() if in_force() else native["default_rng_state"](self)
@@ -181,8 +189,9 @@ def torch_stream(cls):
         else:
             native["set_default_rng_state"](self, state)
 
+    native["seed_on_creation"] = cls.seed_on_creation
     for fn in (generator_state, generator_arg, generator_get_state, generator_set_state, manual_seed,
-               default_rng_state, set_default_rng_state):
+               seed_on_creation, default_rng_state, set_default_rng_state):
         fn.__doc__ = native[fn.__name__].__doc__
         setattr(cls, fn.__name__, fn)
     return cls

@@ -121,6 +121,8 @@ def set_autocast_dtype(device_type, dtype) -> None:
     Raises:
         TdxTypeError: ``dtype`` is not a tdx dtype.
     """
+    if dtype.__class__ is type and dtype in D.PYTHON_TYPES:  # Python's float is float64, as torch reads it
+        dtype = D.as_dtype(dtype)
     if not isinstance(dtype, D.dtype):
         raise TdxTypeError(f"set_autocast_dtype(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
     kind = _device_type(device_type, "set_autocast_dtype")
@@ -245,6 +247,8 @@ class autocast:  # noqa: N801 - torch's name
         if not is_autocast_available(device_type):
             raise TdxRuntimeError(f"User specified an unsupported autocast device_type '{device_type}'")
         self.device = device_type
+        if dtype.__class__ is type and dtype in D.PYTHON_TYPES:  # dtype=float: float64, refused below with a warning
+            dtype = D.as_dtype(dtype)
         if dtype is not None and not isinstance(dtype, D.dtype):
             raise TdxTypeError(f"autocast(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
         self.fast_dtype = dtype if dtype is not None else get_autocast_dtype(self.device)

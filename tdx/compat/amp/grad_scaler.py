@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections import defaultdict
+from collections.abc import Iterable
 from enum import Enum
 
 from ... import _dtypes as D
@@ -23,7 +24,8 @@ __all__ = ["GradScaler", "OptState"]
 
 
 class GradScalerStateError(TdxError, AssertionError):
-    """A ``GradScaler`` method called out of order (torch asserts these)."""
+    """A ``GradScaler`` method called out of order, or a growth/backoff factor out of range (torch asserts
+    these)."""
 
 
 class OptState(Enum):
@@ -71,10 +73,10 @@ class GradScaler:
                               stacklevel=2)
                 self._enabled = False
         if self._enabled:
-            if growth_factor <= 1.0:
-                raise TdxValueError(f"The growth factor must be > 1.0 (got {growth_factor}).")
-            if not 0.0 < backoff_factor < 1.0:
-                raise TdxValueError(f"The backoff factor must be < 1.0 (got {backoff_factor}).")
+            if growth_factor <= 1.0:  # torch asserts both (an AssertionError), and checks nothing more
+                raise GradScalerStateError(f"The growth factor must be > 1.0 (got {growth_factor}).")
+            if backoff_factor >= 1.0:
+                raise GradScalerStateError(f"The backoff factor must be < 1.0 (got {backoff_factor}).")
             self._init_scale = init_scale
             self._scale = None
             self._growth_factor = growth_factor
@@ -120,6 +122,8 @@ class GradScaler:
             if isinstance(val, (list, tuple)):
                 out = [apply(v) for v in val]
                 return type(val)(out) if isinstance(val, list) or type(val) is tuple else tuple(out)
+            if isinstance(val, Iterable):  # another iterable: a lazy map over it, as torch returns
+                return map(apply, val)
             raise TdxValueError(f"outputs must be a Tensor or an iterable of Tensors, not {type(val).__name__}")
 
         return apply(outputs)

@@ -214,9 +214,9 @@ def _seed_pinned(seed: int) -> bool:
     ex = _pinned_elsewhere()
     if ex is None:
         return False
-    from ...backends._seeding import _state
+    from ...backends._seeding import remember
 
-    _state["seed"] = seed
+    remember(seed, (ex,))
     ex.manual_seed(seed)
     return True
 

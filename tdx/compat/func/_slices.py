@@ -73,12 +73,23 @@ def _first_slice(func, args, kwargs):
     finally:
         views.WRITE_WATCHERS.remove(watch)
     mine = {id(o) for o in flatten(out)[0]} if written else ()
-    outside = []
-    for ref, old in written.values():
-        t = ref()
-        root = t if t is None or t._view is None else t._view.root
-        if t is not None and id(t) not in mine and id(root) not in mine:
-            outside.append((t, old))
+
+    def survivors():
+        found = []
+        for ref, old in written.values():
+            t = ref()
+            root = t if t is None or t._view is None else t._view.root
+            if t is not None and id(t) not in mine and id(root) not in mine:
+                found.append((t, old))
+        return found
+
+    outside = survivors()
+    if outside:  # a tensor made inside the call may live on only in a reference cycle (a tape's nodes and
+        import gc  # leaves, jacrev's basis): collected, it outlives nothing
+
+        del outside
+        gc.collect()
+        outside = survivors()
     if outside:
         import tdx
 

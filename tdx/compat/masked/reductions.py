@@ -44,7 +44,7 @@ def prod(input, dim=None, *, keepdim=False, dtype=None, mask=None):  # noqa: A00
 
 
 def _no_bool_scan(op, dtype):
-    if dtype == _t.bool:  # torch's cumsum/cumprod have no bool kernel
+    if dtype is bool or dtype == _t.bool:  # torch's cumsum/cumprod have no bool kernel
         raise OpDtypeError(f'"{op}_out_cpu" not implemented for \'Bool\'; accepted: numeric dtypes')
 
 

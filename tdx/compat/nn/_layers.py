@@ -17,7 +17,7 @@ import math
 import tdx
 from ..._errors import (DtypeMismatchError, ShapeError, TdxIndexError, TdxRuntimeError, TdxValueError,
                         TdxNotImplementedError, UnsupportedOpError)
-from ..._tensor.random import dropout as _dropout
+from ..._tensor.random import bernoulli_like, dropout as _dropout
 from . import _kernels
 from ._padding import pad_mode
 from ._activations import (int_list, need_float, need_tensor, norm_dim, opmath, torch_name, wants_grad,
@@ -471,9 +471,8 @@ def dropout(input, p=0.5, training=True, inplace=False):  # noqa: A002 - torch's
         return x
 
     def compute(s):
-        # the scaled keep-mask is drawn apart from the input: the draw is no function of it, so no
-        # gradient tries to pass through it
-        return s * _dropout(tdx.ones_like(s), p, True)
+        # the keep-mask is drawn from the detached input, in its memory order as torch's: a constant to autograd
+        return _dropout(s, p, True)
 
     return write_inplace(x, compute) if inplace else compute(x)
 
@@ -494,7 +493,8 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):  # noqa: A002 - 
     def compute(s):
         if p == 1:
             return s * 0
-        keep = tdx.full_like(s, 1.0 - p).bernoulli()
+        with tdx.no_grad():  # torch's empty_like(input).bernoulli_(1 - p): a constant to autograd
+            keep = bernoulli_like(s.detach(), 1.0 - p)
         a = 1.0 / math.sqrt((_SELU_NEG * _SELU_NEG * p + 1) * (1 - p))
         return s * (keep * a) + ((keep - 1) * (_SELU_NEG * a) + _SELU_NEG * a * p)
 

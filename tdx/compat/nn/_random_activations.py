@@ -2,9 +2,10 @@
 slope while training), ``gumbel_softmax`` (differentiable sampling from a categorical) and
 ``pdist`` (the condensed matrix of pairwise distances between rows).
 
-Random draws use tdx's random ops (on a torch device from torch's generator), so the values
-follow torch's distributions, not torch's exact sequence of draws. This module must never
-import torch or mlx.
+Random draws are torch's own: on a torch device torch's kernels run; elsewhere the draws are the
+ones torch's kernels make, in their order (``rrelu``'s slopes from the executor's ``rrelu_noise``,
+Gumbel noise as ``-log`` of ``exponential_`` draws), from the executor's generator (torch's CPU
+generator under the torch random stream). This module must never import torch or mlx.
 """
 
 from __future__ import annotations
@@ -16,20 +17,9 @@ from . import _kernels
 from ._activations import need_float, need_tensor, torch_name, write_inplace
 from ..._errors import TdxNotImplementedError, TdxRuntimeError
 from ._layers import _norm
+from ..._tensor.random import rrelu_noise
 
 __all__ = ["rrelu", "rrelu_", "gumbel_softmax", "pdist"]
-
-
-def _uniform_like(x, low: float = 0.0, high: float = 1.0):
-    """Uniform draws in ``[low, high)`` of ``x``'s shape and dtype, outside autograd.
-
-    MLX's uniform sampler refuses float64, so there the draws are float32 values widened
-    (the distribution is the same; the values have float32's resolution).
-    """
-    with tdx.no_grad():
-        if x.dtype is tdx.float64 and x.device.type == "mlx":
-            return tdx.empty(tuple(x.shape), dtype=tdx.float32, device=x.device).uniform_(low, high).to(x.dtype)
-        return tdx.empty_like(x).uniform_(low, high)
 
 
 @_kernels.torch_kernel
@@ -47,11 +37,9 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):  
                               f"upper={upper})")
 
     def compute(s):
-        if training:
-            slope = _uniform_like(s, lower, upper)
-        else:
-            slope = (lower + upper) / 2
-        return tdx.where(s >= 0, s, s * slope)
+        if training:  # torch's output: input * noise, the slopes drawn where input <= 0 and 1 elsewhere
+            return s * rrelu_noise(s, lower, upper)
+        return tdx.where(s >= 0, s, s * ((lower + upper) / 2))
 
     return write_inplace(x, compute) if inplace else compute(x)
 
@@ -76,9 +64,8 @@ def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
     x = need_tensor(logits, "gumbel_softmax", "logits")
     if eps != 1e-10:
         warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
-    with tdx.no_grad():
-        exp1 = -(-_uniform_like(x)).log1p()  # -log(1 - U) ~ Exp(1), U in [0, 1)
-        gumbels = -exp1.log()
+    with tdx.no_grad():  # torch's -empty_like(logits).exponential_().log(): a constant to autograd
+        gumbels = -tdx.empty(tuple(x.shape), dtype=x.dtype, device=x.device).exponential_().log()
     y_soft = ((x + gumbels) / tau).softmax(dim)
     if not hard:
         return y_soft

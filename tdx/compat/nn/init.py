@@ -3,9 +3,9 @@
 Each initializer calls the same in-place random ops, in the same order and with the same
 arguments, as torch.nn.init: on the torch cpu executor (which draws from torch's
 generator) ``tdx.manual_seed(s)`` then gives torch's values bit for bit; on MLX the draws
-come from MLX's generator with the same distribution. ``orthogonal_`` factors its random
-matrix with NumPy's QR on the host (tdx has no ``linalg.qr``): the same factorization up
-to rounding. Every function runs under ``no_grad`` and returns its argument.
+come from torch's CPU generator under the torch random stream (the default). ``orthogonal_``
+factors its random matrix with ``tdx.linalg.qr``, as torch's with ``torch.linalg.qr``. Every
+function runs under ``no_grad`` and returns its argument.
 
 This module must never import torch or mlx.
 """
@@ -15,8 +15,6 @@ from __future__ import annotations
 import math
 import warnings
 from typing import Callable, Literal, ParamSpec, TypeVar  # noqa: F401 - torch.nn.init re-exports them
-
-import numpy as np
 
 import tdx
 from tdx import Tensor
@@ -262,18 +260,11 @@ def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinea
         return tensor.normal_(0, std, generator=generator)
 
 
-def _host_array(t) -> np.ndarray:
-    """``t``'s values as a float64 host array (through float32 for dtypes NumPy lacks)."""
-    if t.dtype is not tdx.float64:
-        t = t.float()
-    return np.asarray(t.numpy(force=True), dtype=np.float64)
-
-
 def orthogonal_(tensor: Tensor, gain: float = 1, generator=None) -> Tensor:
     """Fill ``tensor`` (viewed as rows x rest) with a (semi-)orthogonal matrix times ``gain``.
 
     The random matrix is drawn on the tensor's executor (torch's stream on cpu); its QR
-    factorization runs on the host in float64.
+    factorization is ``tdx.linalg.qr``'s, as torch's is ``torch.linalg.qr``'s.
 
     Raises:
         TdxValueError: ``tensor`` has fewer than 2 dims.
@@ -286,15 +277,13 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator=None) -> Tensor:
     cols = tensor.numel() // rows
     with tdx.no_grad():
         flattened = tensor.new_empty((rows, cols)).normal_(0, 1, generator=generator)
-        host = _host_array(flattened)
         if rows < cols:
-            host = host.T
-        q, r = np.linalg.qr(host)
-        q = q * np.sign(np.diag(r, 0))
+            flattened = flattened.t()
+        q, r = tdx.linalg.qr(flattened)  # torch's own QR on a torch device: torch's values bit for bit
+        q = q * tdx.diag(r, 0).sign()
         if rows < cols:
-            q = q.T
-        values = tdx.tensor(np.ascontiguousarray(q), device=tensor.device).to(tensor.dtype)
-        tensor.copy_(values.reshape(tensor.shape))
+            q = q.t()
+        tensor.copy_(q.reshape(tensor.shape))
         tensor.mul_(gain)
     return tensor
 

@@ -124,21 +124,24 @@ def _hooked_step(func: Callable) -> Callable:
     return step
 
 
-def check_lr(lr: Any, message: str = "Invalid learning rate: {lr}", positive: bool = False) -> None:
+def check_lr(lr: Any, message: str = "Invalid learning rate: {lr}", positive: bool = False,
+             nan_ok: bool = False) -> None:
     """Refuse a learning rate as torch does: a Tensor of more than one element, a negative value
-    (zero too with ``positive``), and (tdx's own words, torch's TypeError) what is not a number.
+    (zero too with ``positive``), NaN (torch's ``not 0.0 <= lr``; SGD's ``lr < 0.0`` lets it
+    through: ``nan_ok``), and (tdx's own words, torch's TypeError) what is not a number.
 
     Args:
         lr: the learning rate given.
         message: the optimizer's own wording of the ValueError (``{lr}`` is filled in).
         positive: whether zero is refused too.
+        nan_ok: whether NaN passes (SGD's check, as torch's).
     """
     if isinstance(lr, tdx.Tensor):
         if lr.numel() != 1:
             raise tdx.TdxValueError("Tensor lr must be 1-element")
     elif not isinstance(lr, numbers.Real) or isinstance(lr, bool):
         raise tdx.TdxTypeError(f"lr must be a float or a 1-element Tensor, got {type(lr).__name__} {lr!r}")
-    if lr < 0.0 or (positive and lr == 0.0):
+    if lr < 0.0 or (positive and lr == 0.0) or (not nan_ok and lr != lr):
         raise tdx.TdxValueError(message.format(lr=lr))
 
 

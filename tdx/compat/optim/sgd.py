@@ -33,7 +33,7 @@ class SGD(Optimizer):
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
                  maximize=False, foreach=None, differentiable=False, fused=None):
-        check_lr(lr)
+        check_lr(lr, nan_ok=True)  # torch's SGD checks lr < 0.0 only
         if momentum < 0.0:
             raise tdx.TdxValueError(f"Invalid momentum value: {momentum}")
         if weight_decay < 0.0:

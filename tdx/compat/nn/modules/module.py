@@ -18,6 +18,7 @@ from collections import OrderedDict
 
 import tdx
 
+from .... import _dtypes
 from ...._errors import TdxRuntimeError
 from ..parameter import Buffer, Parameter, set_data
 from .hooks import RemovableHandle
@@ -75,20 +76,27 @@ def _parse_to(args, kwargs):
         first = rest.pop(0)
         if isinstance(first, tdx.Tensor):
             device, dtype = first.device, first.dtype
-        elif isinstance(first, tdx.dtype):
+        elif isinstance(first, tdx.dtype) or _is_python_dtype(first):
             dtype = first
         elif isinstance(first, (str, tdx.device)) or (isinstance(first, int) and not isinstance(first, bool)):
             device = first
-            if rest and isinstance(rest[0], tdx.dtype):
+            if rest and (isinstance(rest[0], tdx.dtype) or _is_python_dtype(rest[0])):
                 dtype = rest.pop(0)
         elif first is not None:
             raise tdx.TdxTypeError(f"to() received an invalid combination of arguments: got {_typename(first)}; "
                                    "expected a device, a dtype or a Tensor")
         if rest and isinstance(rest[0], bool):
             non_blocking = rest.pop(0)
+    if _is_python_dtype(dtype):  # Module.to(float) is float64, as torch reads Python's scalar types
+        dtype = _dtypes.as_dtype(dtype)
     if dtype is not None and not isinstance(dtype, tdx.dtype):
         raise tdx.TdxTypeError(f"to(): dtype must be a tdx.dtype, not {_typename(dtype)}")
     return device, dtype, non_blocking
+
+
+def _is_python_dtype(obj) -> bool:
+    """``obj`` is Python's bool, int, float or complex, which torch takes as a dtype."""
+    return obj.__class__ is type and obj in _dtypes.PYTHON_TYPES
 
 
 class Module(StateDictMixin):

@@ -12,7 +12,8 @@ import math
 
 import tdx as _t
 
-from ...._errors import TdxRuntimeError, UnsupportedOpError
+from .... import _dtypes
+from ...._errors import TdxNotImplementedError, TdxRuntimeError, UnsupportedOpError
 
 __all__ = ["bartlett_window", "blackman_window", "hamming_window", "hann_window", "kaiser_window"]
 
@@ -28,7 +29,9 @@ def _start(name, n, periodic, dtype, device, requires_grad, layout=None, pin_mem
         raise TdxRuntimeError(f"{name} is implemented for strided tensors only, got: {layout}")
     if pin_memory:
         raise UnsupportedOpError(f"{name}(pin_memory=True): tdx has no pinned host memory; accepted: False")
-    dtype = _t.get_default_dtype() if dtype is None else dtype
+    dtype = _t.get_default_dtype() if dtype is None else _dtypes.as_dtype(dtype)
+    if dtype.is_complex:  # torch's arange refuses it first
+        raise TdxNotImplementedError(f'"arange_cpu" not implemented for \'{_dtypes.scalar_name(dtype)}\'')
     if not dtype.is_floating_point:
         raise TdxRuntimeError(f"{name} expects floating point dtypes, got: {dtype}")
     if n < 0:
