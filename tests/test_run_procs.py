@@ -122,3 +122,27 @@ def test_xdist_workers_run_under_the_alias(device, tmp_path):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     lines = {p.name.split("-")[1]: p.read_text() for p in tmp_path.glob("gw*-*")}
     assert lines == {"one": f"tdx {device} tdx", "two": f"tdx {device} tdx"}
+
+
+_SUBMODULE_TEST = """
+import torch
+import torch.nn.functional as F
+from torch.distributions import Normal
+
+def test_submodules():
+    x = torch.tensor([-1.0, 2.0])
+    assert F.relu(x).tolist() == [0.0, 2.0]
+    assert round(float(Normal(0.0, 1.0).log_prob(torch.tensor(0.0))), 4) == -0.9189
+    print("KIND", type(x).__module__.split(".")[0])
+"""
+
+
+def test_pytest_test_modules_import_torch_submodules_under_run(device, tmp_path):
+    # pytest's assertion rewriting claims the tdx package (tdx ships a pytest plugin): without tdx's finders
+    # put back ahead of it, `import torch.nn.functional` in a test module failed with a relative-import error
+    (tmp_path / "test_sub.py").write_text(_SUBMODULE_TEST)
+    args = ["-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "test_sub.py"]
+    done = _py(args, tmp_path)  # the oracle: plain pytest under torch
+    assert done.returncode == 0 and "KIND torch" in done.stdout, done.stdout[-3000:]
+    done = _py(["-m", "tdx", "run", "--device", device, *args], tmp_path)
+    assert done.returncode == 0 and "KIND tdx" in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]

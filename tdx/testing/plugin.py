@@ -13,7 +13,8 @@ argument parametrized calls :func:`parametrize_devices` from its own ``pytest_ge
 
 Under ``python -m tdx run -m pytest -n N`` each xdist worker loads this plugin before any conftest
 and adopts the run's torch alias and device pin (:func:`tdx.aliasing.inherit.adopt_from_environment`),
-so the tests run on tdx in the workers as they do without ``-n``.
+so the tests run on tdx in the workers as they do without ``-n``. It also keeps tdx's import finders
+ahead of pytest's assertion-rewriting hook, which claims the ``tdx`` package because of this plugin.
 
 On a device whose executor checks values inside its kernels (``caps.device_side_checks``: torch on
 CUDA, where an index out of range is a device-side assert that leaves the process unable to use the
@@ -47,7 +48,11 @@ _worker: list = []  # [True] in an xdist worker process (not in one it started, 
 
 
 def _adopt_run_alias() -> None:
-    """In a pytest-xdist worker of a ``python -m tdx run -m pytest -n N`` run: the run's alias and pin."""
+    """In a pytest-xdist worker of a ``python -m tdx run -m pytest -n N`` run: the run's alias and pin.
+    And, when tdx was imported before pytest (``python -m tdx run -m pytest``), tdx's import finders
+    back ahead of pytest's assertion-rewriting hook (:func:`tdx.aliasing.alias.put_first`)."""
+    if "tdx.aliasing.alias" in sys.modules:
+        sys.modules["tdx.aliasing.alias"].put_first()
     if "PYTEST_XDIST_WORKER" in os.environ and "TDX_RUN_ALIAS" in os.environ:
         from ..aliasing import inherit, torch_alias
 
