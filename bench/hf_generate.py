@@ -13,7 +13,10 @@ generations of ``--tokens`` new tokens after a warm-up, and the table gives the 
 the ratios. The greedy tokens of every contender are checked against torch's (MLX's float32 CPU
 kernels may round differently, so a mismatch is reported, not raised). Usage:
 ``python bench/hf_generate.py [--tokens 128] [--repeats 3] [--rounds 2] [--profile]``;
-``--profile`` also prints cProfile's top functions of one tdx mlx:cpu generation.
+``--profile`` also prints cProfile's top functions of one generation of every tdx contender.
+After its timed runs each contender counts, over one more generation, the Python calls per new token
+(``sys.setprofile``'s call events, builtins included) and the synchronizations per new token (calls
+of ``mx.eval``/``mx.async_eval`` and of an MLX array's ``item``/``tolist``).
 """
 
 from __future__ import annotations
@@ -43,6 +46,66 @@ def make_model(path: str) -> None:
     LlamaForCausalLM(LlamaConfig(**CONFIG)).save_pretrained(path)
 
 
+SYNC_FUNCTIONS = ("eval", "async_eval")
+SYNC_METHODS = ("item", "tolist", "__dlpack__")
+
+
+def count_calls(fn, tokens: int) -> tuple[float, float, float]:
+    """Python calls, builtin calls and MLX synchronizations per new token over one ``fn()``.
+
+    Python 3.11's profiler sees Python frames and CPython builtins (torch's functions are builtins) but
+    not nanobind's functions (MLX's), so MLX's own calls count in neither column; a synchronization is a
+    call of ``mx.eval``/``mx.async_eval``, of an MLX array's ``item``/``tolist``/``__dlpack__``, or of
+    ``np.array``/``np.asarray`` on an MLX array, counted by wrapping them for this one run.
+    """
+    calls = builtins = syncs = own = own_builtins = 0  # own: the wrappers' frames and builtin calls
+
+    def hook(frame, event, arg):
+        nonlocal calls, builtins
+        if event == "call":
+            calls += 1
+        elif event == "c_call":
+            builtins += 1
+
+    def counted(real):
+        def call(*args, **kwargs):
+            nonlocal syncs, own
+            syncs += 1
+            own += 1
+            return real(*args, **kwargs)
+        return call
+
+    def counted_numpy(real):
+        def call(obj, *args, **kwargs):
+            nonlocal syncs, own, own_builtins
+            own += 1
+            own_builtins += 1
+            if isinstance(obj, mx.array):  # NumPy reads an MLX array through the buffer protocol: an evaluation
+                syncs += 1
+            return real(obj, *args, **kwargs)
+        return call
+
+    mx = sys.modules.get("mlx.core")
+    saved = []
+    if mx is not None:
+        import numpy as np
+
+        saved = [(mx, name, getattr(mx, name), counted) for name in SYNC_FUNCTIONS]
+        saved += [(mx.array, name, getattr(mx.array, name), counted) for name in SYNC_METHODS]
+        saved += [(np, name, getattr(np, name), counted_numpy) for name in ("array", "asarray")]
+        for owner, name, real, wrapper in saved:
+            setattr(owner, name, wrapper(real))
+    sys.setprofile(hook)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+        for owner, name, real, _ in saved:
+            setattr(owner, name, real)
+    # the wrappers' own frames and calls are not the program's
+    return (calls - own) / tokens, (builtins - own_builtins) / tokens, syncs / tokens
+
+
 def transformers_worker(path: str, tokens: int, repeats: int, profile: bool) -> dict:
     """Run under real torch or under ``python -m tdx run`` (the same code)."""
     import torch
@@ -58,11 +121,12 @@ def transformers_worker(path: str, tokens: int, repeats: int, profile: bool) -> 
         return model.generate(prompt, max_new_tokens=n, min_new_tokens=n, do_sample=False)
 
     out = once(tokens)  # warm-up (and the tokens)
-    times = []
+    times, cpu = [], []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         once(tokens)
         times.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
     if profile:
         import cProfile
         import pstats
@@ -71,8 +135,10 @@ def transformers_worker(path: str, tokens: int, repeats: int, profile: bool) -> 
         prof.enable()
         once(tokens)
         prof.disable()
-        pstats.Stats(prof, stream=sys.stderr).sort_stats("tottime").print_stats(25)
-    return {"tps": [tokens / t for t in times], "tokens": out[0, len(PROMPT):].tolist()}
+        pstats.Stats(prof, stream=sys.stderr).sort_stats("tottime").print_stats(40)
+    calls, builtins, syncs = count_calls(lambda: once(tokens), tokens)
+    return {"tps": [tokens / t for t in times], "cpu_tps": [tokens / t for t in cpu], "tokens": out[0, len(PROMPT):].tolist(),
+            "calls": calls, "builtins": builtins, "syncs": syncs}
 
 
 def mlx_lm_worker(path: str, tokens: int, repeats: int) -> dict:
@@ -90,12 +156,15 @@ def mlx_lm_worker(path: str, tokens: int, repeats: int) -> dict:
                                        range(n))]
 
     out = once(tokens)
-    times = []
+    times, cpu = [], []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         once(tokens)
         times.append(time.perf_counter() - start)
-    return {"tps": [tokens / t for t in times], "tokens": out}
+        cpu.append(time.process_time() - start_cpu)
+    calls, builtins, syncs = count_calls(lambda: once(tokens), tokens)
+    return {"tps": [tokens / t for t in times], "cpu_tps": [tokens / t for t in cpu], "tokens": out, "calls": calls, "builtins": builtins,
+            "syncs": syncs}
 
 
 CONTENDERS = {"torch cpu": None, "tdx cpu": "cpu", "tdx mlx:cpu": "mlx:cpu", "mlx-lm": None}
@@ -104,16 +173,16 @@ CONTENDERS = {"torch cpu": None, "tdx cpu": "cpu", "tdx mlx:cpu": "mlx:cpu", "ml
 def run_contender(name: str, path: str, args) -> dict:
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONWARNINGS="ignore")
     me = [str(pathlib.Path(__file__).resolve()), "--worker", name, "--path", path, "--tokens", str(args.tokens),
-          "--repeats", str(args.repeats)]
-    if args.profile and name == "tdx mlx:cpu":
+          "--repeats", str(args.repeats)] + (["--threads", str(args.threads)] if args.threads else [])
+    if args.profile and name.startswith("tdx"):
         me.append("--profile")
     device = CONTENDERS[name]
     cmd = [sys.executable, "-m", "tdx", "run", "--device", device, *me] if device else [sys.executable, *me]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
     if done.returncode != 0:
         raise SystemExit(f"{name} failed:\n{done.stderr[-3000:]}")
-    if args.profile and name == "tdx mlx:cpu":
-        sys.stderr.write(done.stderr)
+    if args.profile and name.startswith("tdx"):
+        sys.stderr.write(f"==== {name}\n{done.stderr}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -122,36 +191,52 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--threads", type=int, help="torch's intra-op threads in every contender "
+                        "(default: torch's own default)")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--only", help="comma-separated contenders to run (default: all)")
     parser.add_argument("--worker")
     parser.add_argument("--path")
     args = parser.parse_args()
     if args.worker:
+        if args.threads:
+            import torch  # under ``tdx run`` this is tdx, which sets the torch executor's threads
+
+            torch.set_num_threads(args.threads)
         if args.worker == "mlx-lm":
             result = mlx_lm_worker(args.path, args.tokens, args.repeats)
         else:
             result = transformers_worker(args.path, args.tokens, args.repeats, args.profile)
         print(json.dumps(result))
         return
+    names = args.only.split(",") if args.only else list(CONTENDERS)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "llama")
         make_model(path)
-        results = {name: {"tps": [], "tokens": None} for name in CONTENDERS}
+        results = {name: {"tps": [], "cpu_tps": [], "tokens": None} for name in names}
         for r in range(args.rounds):
-            for name in CONTENDERS:
+            for name in names:
                 res = run_contender(name, path, args if r == 0 else argparse.Namespace(**{**vars(args),
                                                                                        "profile": False}))
                 results[name]["tps"] += res["tps"]
-                results[name]["tokens"] = res["tokens"]
-    want = results["torch cpu"]["tokens"]
+                results[name]["cpu_tps"] += res["cpu_tps"]
+                results[name].update({k: v for k, v in res.items() if not k.endswith("tps")})
+    want = results["torch cpu"]["tokens"] if "torch cpu" in results else None
     med = {name: statistics.median(r["tps"]) for name, r in results.items()}
+    med_cpu = {name: statistics.median(r["cpu_tps"]) for name, r in results.items()}
     print(f"Llama-style model {CONFIG['num_hidden_layers']} layers, hidden {CONFIG['hidden_size']}, "
-          f"{args.tokens} new tokens greedy with the KV cache; median of {args.rounds * args.repeats} runs")
-    print(f"{'contender':<14}{'tokens/s':>10}  same tokens as torch")
-    for name in CONTENDERS:
-        print(f"{name:<14}{med[name]:>10.1f}  {results[name]['tokens'] == want}")
-    print(f"tdx cpu / torch cpu      = {med['tdx cpu'] / med['torch cpu']:.2f}x")
-    print(f"tdx mlx:cpu / mlx-lm     = {med['tdx mlx:cpu'] / med['mlx-lm']:.2f}x")
+          f"{args.tokens} new tokens greedy with the KV cache; median of {args.rounds * args.repeats} runs, "
+          f"threads: {args.threads or 'default'}")
+    print(f"{'contender':<14}{'tokens/s':>10}{'tok/cpu-s':>11}{'py calls/tok':>14}{'builtins/tok':>14}{'syncs/tok':>11}"
+          "  same tokens as torch")
+    for name in names:
+        r = results[name]
+        same = "-" if want is None else r["tokens"] == want
+        print(f"{name:<14}{med[name]:>10.1f}{med_cpu[name]:>11.1f}{r['calls']:>14.0f}{r['builtins']:>14.0f}{r['syncs']:>11.1f}  {same}")
+    for mine, theirs in (("tdx cpu", "torch cpu"), ("tdx mlx:cpu", "mlx-lm")):
+        if mine in med and theirs in med:
+            print(f"{mine + ' / ' + theirs:<25}= {med[mine] / med[theirs]:.2f}x tokens/s, "
+                  f"{med_cpu[mine] / med_cpu[theirs]:.2f}x tokens per CPU second")
 
 
 if __name__ == "__main__":

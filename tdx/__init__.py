@@ -18,7 +18,7 @@ from ._tensor.creation import (arange, as_tensor, asarray, empty, empty_like, ey
                                ones, ones_like, rand, rand_like, randint, randint_like, randn, randn_like,
                                tensor, zeros, zeros_like)
 from ._device import device
-from ._dtypes import (bfloat16, complex64, complex128, dtype, float16, float32, float64,
+from ._dtypes import (bfloat16, complex32, complex64, complex128, dtype, float16, float32, float64,
                       get_default_dtype, int8, int16, int32, int64, promote_types, set_default_dtype,
                       uint8, uint16, uint32, uint64, float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz,
                       float8_e8m0fnu, float4_e2m1fn_x2)
@@ -31,6 +31,9 @@ from ._tensor.namespace import __all__ as _namespace_all
 from ._tensor.generator import Generator
 from ._tensor.formats import (channels_last, channels_last_3d, contiguous_format, finfo, iinfo, layout,
                               memory_format, preserve_format, set_printoptions, strided)
+from ._tensor.formats import _mkldnn, jagged, sparse_bsc, sparse_bsr, sparse_coo, sparse_csc, sparse_csr
+from .compat import __config__
+from ._tensor.streams import Event, Stream
 from .backends._seeding import initial_seed, manual_seed
 from .interop import CopyRequiredError, InteropError, from_dlpack
 from ._tensor.tensor import Tensor
@@ -40,12 +43,13 @@ from .autograd.grad_mode import is_inference_mode_enabled
 from .backends import get_default_device, set_default_device
 from ._errors import AcceleratorError, FatalError, JITException, OutOfMemoryError
 from ._tensor import control_flow as _control_flow, nn_forms as _nn_forms, runtime as _runtime, symbolic as _symbolic
+from ._tensor import checks as _checks
 from .aliasing import refused as _refused, torch_paths as _torch_paths
 from .compat.amp import autocast_state as _autocast_state
 
 # torch's top-level settings, control flow, symbolic helpers and ATen-signature nn forms; the names tdx refuses
 # (tdx.aliasing.refused: each raises UnsupportedOpError saying why) are made on first use (__getattr__ below)
-for _m in (_autocast_state, _control_flow, _nn_forms, _runtime, _symbolic):
+for _m in (_autocast_state, _checks, _control_flow, _nn_forms, _runtime, _symbolic):
     globals().update({_n: getattr(_m, _n) for _n in _m.__all__})
 for _n, _f in _refused.tensor_methods().items():
     if not hasattr(Tensor, _n):  # a built method always wins over a refusal
@@ -62,16 +66,17 @@ __version__ = "0.1.0"
 
 half, float, double = float16, float32, float64  # noqa: A001 - torch's names
 short, int, long = int16, int32, int64  # noqa: A001 - torch's names
-cfloat, cdouble = complex64, complex128
+cfloat, cdouble, chalf = complex64, complex128, complex32
 bool = _dtypes.bool_  # noqa: A001 - torch's name
 pi, e, inf, nan = _math.pi, _math.e, _math.inf, _math.nan  # torch's constants (math's)
 newaxis = None  # torch's alias of None for indexing
+torch = _sys.modules[__name__]  # torch.torch is torch
 
 # torch's namespaces live in tdx.compat; ``import tdx.nn`` gives the very module tdx.compat.nn
 _NAMESPACES = ("cuda", "cpu", "mps", "mlx", "nn", "optim", "utils", "linalg", "fft", "special", "masked", "signal",
                "distributed", "distributions", "amp", "accelerator", "serialization", "compiler", "fx", "jit", "futures",
                "xpu", "mtia", "hub", "library", "onnx", "overrides", "types", "storage", "_C", "version", "_dynamo",
-               "func", "random", "multiprocessing", "profiler")
+               "_logging", "_jit_internal", "_tensor_str", "func", "random", "multiprocessing", "profiler")
 _aliases = _alias.install(_alias.AliasFinder({f"tdx.{n}": f"tdx.compat.{n}" for n in _NAMESPACES}))
 # every torch module path imports under tdx (a generated module where tdx has no real one), and a name a tdx
 # module lacks is a NotProvidedAttributeError naming its torch path

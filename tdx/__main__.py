@@ -64,7 +64,8 @@ def info(verbose: bool = False) -> int:
                "MLX draws from its own generator (other numbers than torch's)")
         print(f"random stream: {stream} ({why})")
         order = config.current()["backends.mlx.summation"]
-        print(f"MLX float32 sums: {order} (" + ("torch's order of additions on x86-64 CPUs, torch's last bit"
+        print(f"MLX float32 sums: {order} (" + ("torch's order of additions where verified against torch on this "
+                                                "CPU, torch's last bit"
                                                 if order == "torch" else "MLX's own order: faster, may differ from "
                                                 "torch's in the last bit") + ")")
 

@@ -34,10 +34,10 @@ class dtype:
         return self._cat == _COMPLEX
 
     def to_real(self) -> "dtype":
-        return {"complex64": float32, "complex128": float64}.get(self.name, self)
+        return {"complex32": float16, "complex64": float32, "complex128": float64}.get(self.name, self)
 
     def to_complex(self) -> "dtype":
-        return {"float32": complex64, "float64": complex128}.get(self.name, self)
+        return {"float16": complex32, "float32": complex64, "float64": complex128}.get(self.name, self)
 
     def __repr__(self) -> str:
         return f"{_state['prefix']}.{self.name}"
@@ -76,12 +76,13 @@ float8_e5m2 = dtype("float8_e5m2", 1, _FLOAT, True, 0)
 float8_e5m2fnuz = dtype("float8_e5m2fnuz", 1, _FLOAT, True, 0)
 float8_e8m0fnu = dtype("float8_e8m0fnu", 1, _FLOAT, False, 0)
 float4_e2m1fn_x2 = dtype("float4_e2m1fn_x2", 1, _FLOAT, True, 0)
+complex32 = dtype("complex32", 4, _COMPLEX, True, 1)  # torch's chalf: two float16s
 _UNSIGNED_WIDE = (uint16, uint32, uint64)
 _LOW_FLOAT = (float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu, float4_e2m1fn_x2)
-EXTRA_DTYPES = _UNSIGNED_WIDE + _LOW_FLOAT
+EXTRA_DTYPES = _UNSIGNED_WIDE + _LOW_FLOAT + (complex32,)
 BY_NAME = {d.name: d for d in ALL_DTYPES + EXTRA_DTYPES}
 ALIASES = {"bool": bool_, "half": float16, "float": float32, "double": float64,
-           "short": int16, "int": int32, "long": int64, "cfloat": complex64,
+           "short": int16, "int": int32, "long": int64, "cfloat": complex64, "chalf": complex32,
            "cdouble": complex128}
 
 # prefix: the namespace reprs name ("torch" while the torch import alias is active)
@@ -204,6 +205,13 @@ def _promote_extra(a: dtype, b: dtype) -> dtype:
     if a in _LOW_FLOAT or b in _LOW_FLOAT:
         raise TdxRuntimeError(f"Promotion for Float8 Types is not supported, attempted to promote "
                          f"{torch_name(a)} and {torch_name(b)}")
+    if complex32 in (a, b):  # torch's: complex32 with a wider float or complex widens to that width's complex
+        other = b if a is complex32 else a
+        if other._cat < _FLOAT or other is float16:
+            return complex32
+        if other._cat == _COMPLEX:
+            return other
+        return complex128 if other is float64 else complex64
     wide, other = (a, b) if a in _UNSIGNED_WIDE else (b, a)
     if other._cat >= _FLOAT:
         return other
@@ -214,7 +222,7 @@ def _promote_extra(a: dtype, b: dtype) -> dtype:
 # c10's ScalarType names, which torch's promotion errors print
 _TORCH_SCALAR_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
                        "int64": "Long", "float16": "Half", "bfloat16": "BFloat16", "float32": "Float",
-                       "float64": "Double", "complex64": "ComplexFloat", "complex128": "ComplexDouble",
+                       "float64": "Double", "complex64": "ComplexFloat", "complex32": "ComplexHalf", "complex128": "ComplexDouble",
                        "uint16": "UInt16", "uint32": "UInt32", "uint64": "UInt64", "float8_e4m3fn": "Float8_e4m3fn",
                        "float8_e4m3fnuz": "Float8_e4m3fnuz", "float8_e5m2": "Float8_e5m2",
                        "float8_e5m2fnuz": "Float8_e5m2fnuz", "float8_e8m0fnu": "Float8_e8m0fnu",

@@ -778,13 +778,12 @@ def export_device(t) -> tuple:
 # Tensor.to -----------------------------------------------------------------------------------
 def parse_to(t, args, kwargs):
     """``Tensor.to`` arguments as (target executor, tdx dtype or None, copy)."""
-    dev = kwargs.pop("device", None)
-    dtype = kwargs.pop("dtype", None)
-    copy = kwargs.pop("copy", False)
+    dev, dtype, copy = kwargs.pop("device", None), kwargs.pop("dtype", None), kwargs.pop("copy", False)
     kwargs.pop("non_blocking", None)
-    from ._tensor.formats import check_conversion_format
-
-    check_conversion_format(kwargs.pop("memory_format", None), "to", t.ndim)
+    fmt = kwargs.pop("memory_format", None)
+    if fmt is not None:  # None, the default, needs no check (nor an import on every call)
+        from ._tensor.formats import check_conversion_format
+        check_conversion_format(fmt, "to", t.ndim)
     if kwargs:
         raise TdxTypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
     for a in args:

@@ -92,6 +92,32 @@ def torch_twin(device: str) -> str:
     return device if tdx.backends.get(device).name == "torch" else "cpu"
 
 
+def torch_order(device: str, *ops: str) -> tuple:
+    """Whether tdx promises torch's bits on ``device`` for every op class in ``ops`` (``"sum"``, ``"dot"``,
+    ``"multiply_add"``, ``"tanh"``, ``"prod"``: ``tdx/backends/mlx/_torch_order.py``), and why not.
+
+    The torch executor runs torch's own kernels: always. MLX's CPU stream reproduces torch's order of an op
+    class only where it was verified against torch's kernels on the running CPU (and, for ``"sum"`` and
+    ``"dot"``, while ``[backends.mlx] summation`` is ``"torch"``); an MLX GPU stream never. A bit-for-bit
+    check compares bit for bit where this answers True and within float tolerance, naming the reason,
+    where it answers False.
+
+    Returns:
+        ``(promised, reason)``; ``reason`` is empty when promised.
+    """
+    ex = tdx.backends.get(device)
+    if ex.name == "torch":
+        return True, ""
+    if not ex.caps.float64:
+        return False, f"{device} keeps MLX's own order (no float64 to reproduce torch's roundings)"
+    from tdx.backends.mlx import _torch_order
+
+    if {"sum", "dot", "prod"} & set(ops) and tdx.config.current()["backends.mlx.summation"] != "torch":
+        return False, "[backends.mlx] summation is not \"torch\""
+    why = [f"{op}: {_torch_order.verdict(op).reason}" for op in ops if not _torch_order.verified(op)]
+    return not why, "; ".join(why)
+
+
 def pair(arr, device, dtype):
     """(tdx tensor on ``device``, torch CPU tensor) holding ``arr`` as ``dtype`` (a name)."""
     arr = np.asarray(arr)

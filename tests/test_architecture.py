@@ -42,7 +42,8 @@ MAX_PRIVATE_ROOT = 8
 VAGUE = ("more", "misc", "extra", "support", "helpers", "helper", "utils", "util", "stuff", "common")
 # torch's own module names, which tdx.compat mirrors path for path (torch.nn.utils, torch.utils.data,
 # torch.optim.swa_utils): a user imports them by these names
-TORCH_PATHS = ("compat/nn/utils", "compat/utils", "compat/optim/swa_utils", "compat/distributed/tensor/_utils")
+TORCH_PATHS = ("compat/nn/utils", "compat/utils", "compat/optim/swa_utils", "compat/distributed/tensor/_utils",
+               "compat/nn/modules/utils")
 
 
 def module_name(path: pathlib.Path) -> str:

@@ -657,6 +657,38 @@ def test_repeated_calls_follow_every_change_of_state(device, tmp_path, monkeypat
     assert run() is auto
 
 
+@pytest.mark.parametrize("kernel", [None, SDPBackend.MATH, SDPBackend.CHUNKED], ids=str)
+@pytest.mark.parametrize("gqa", [False, True])
+def test_a_growing_kv_cache_matches_torch_at_every_length(device, gqa, kernel):
+    """A generation's decode step: one query against a key/value cache one longer at each call (plans
+    are kept per length class, so most calls reuse a plan built at another length). Every length gives
+    torch's output and gradients; a key and value of unequal lengths in one class still raise."""
+    rng = np.random.default_rng(3)
+    Hq, Hk, E = 4, 2 if gqa else 4, 8
+    q = rng.standard_normal((1, Hq, 1, E)).astype(np.float32).astype(np.float64)
+    cache = rng.standard_normal((2, 1, Hk, 19, E)).astype(np.float32).astype(np.float64)
+    with contextlib.ExitStack() as block:  # one block for every call: a plan is kept per block in force
+        if kernel is not None:
+            block.enter_context(sdpa_kernel([kernel]))
+        for T in range(1, 20):
+            k, v = cache[0, :, :, :T], cache[1, :, :, :T]
+            kr = np.repeat(k, Hq // Hk, axis=1)
+            vr = np.repeat(v, Hq // Hk, axis=1)
+            cot = rng.standard_normal((1, Hq, 1, E))
+            want, *wants = _oracle(q, kr, vr, cot=cot)
+            t = [_tdx(a, device, "float32").requires_grad_(T % 2 == 0) for a in (q, k, v)]
+            out = F.scaled_dot_product_attention(*t, enable_gqa=gqa)
+            assert _rel(_host(out), want) < 1e-5, T
+            if T % 2 == 0:
+                out.backward(_tdx(cot, device, "float32"))
+                assert _rel(_host(t[0].grad), wants[0]) < 1e-4, T
+                for g, w in zip((t[1].grad, t[2].grad), wants[1:]):  # the repeated heads' gradients summed back
+                    assert _rel(_host(g), w.reshape(1, Hk, Hq // Hk, T, E).sum(2)) < 1e-4, T
+    k5, v6 = (_tdx(a, device, "float32") for a in (cache[0, :, :, :5], cache[1, :, :, :6]))
+    with pytest.raises(RuntimeError):  # 5 and 6 share a class: the full path still checks them
+        F.scaled_dot_product_attention(_tdx(q, device, "float32"), k5, v6, enable_gqa=gqa)
+
+
 # --- explain, can_use, warnings ------------------------------------------------------------------
 
 def test_explain_names_every_refusal(device):

@@ -151,6 +151,38 @@ def test_to_between_devices(device, other, dtype):
     check(lambda: both, lambda: t.float())
 
 
+def test_to_that_changes_nothing_is_the_tensor_itself(device):
+    """The no-op forms return the tensor itself (as torch's); copy, another dtype, a memory format or
+    a bad keyword still take the full path."""
+    t = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    x = tdx.tensor([[1.0, 2.0], [3.0, 4.0]], device=device)
+    dev = x.device
+    forms = [((tdx.float32,), {}, (torch.float32,), {}), ((device,), {}, ("cpu",), {}),
+             ((dev,), {}, (t.device,), {}), ((), {"dtype": tdx.float32}, (), {"dtype": torch.float32}),
+             ((), {"device": dev, "dtype": tdx.float32}, (), {"device": t.device, "dtype": torch.float32}),
+             ((dev, tdx.float32), {}, (t.device, torch.float32), {}), ((device,), {"non_blocking": True},
+                                                                        ("cpu",), {"non_blocking": True}),
+             ((), {"device": None, "dtype": None}, (), {"device": None, "dtype": None})]
+    for args, kwargs, targs, tkwargs in forms:
+        assert (x.to(*args, **kwargs) is x) == (t.to(*targs, **tkwargs) is t) == True, (args, kwargs)  # noqa: E712
+    copied = x.to(device, copy=True)
+    assert t.to("cpu", copy=True) is not t and copied is not x
+    x.add_(1)
+    check(lambda: copied, lambda: t)  # the copy does not see the later write
+    cast = x.to(dtype=tdx.float64, device=dev)
+    assert cast is not x and cast.dtype is tdx.float64
+    with pytest.raises(TypeError):
+        x.to(tdx.float32, bogus=1)
+    with pytest.raises(TypeError):
+        t.to(torch.float32, bogus=1)
+    with pytest.raises(RuntimeError):
+        t.to(torch.float32, memory_format=torch.channels_last)
+    with pytest.raises(RuntimeError):
+        x.to(tdx.float32, memory_format=tdx.channels_last)  # channels_last needs a 4-D tensor
+    with pytest.raises(RuntimeError):
+        x.to("nonsense")
+
+
 REPRS = [[1.0, 2.0, 3.0], [0.1234567, 10.0], [[1, 2], [3, 4]], [True, False], [True], [[True, True]], 3.5, [],
          [1e-8, 1.0],
          [1e10, 1.0], [float("nan"), 1.5, float("inf")]]

@@ -11,7 +11,7 @@ import torch
 
 import tdx
 from tdx.testing import tolerance
-from conftest import check, pair, sample, torch_twin
+from conftest import check, pair, sample, torch_order, torch_twin
 
 SHAPES = [((3, 4), (3, 4)), ((3, 1), (1, 4)), ((2, 3, 4), (4,)), ((), (3,)), ((5,), ()),
           ((0, 3), (1, 3)), ((), ())]
@@ -170,7 +170,8 @@ def test_inplace_keeps_identity(device):
 def test_addcmul_addcdiv_round_as_torch(device, op, dtype, value):
     """The optimizers' update ops, out of place and in place (broadcast operands too), bit for bit
     torch's: ``self + value * t1 * t2`` (or ``/ t2``) rounded in torch's kernel's order. torch's
-    ``addcmul`` ends in a fused multiply-add; MLX has none for float64, so there float64 ``addcmul``
+    ``addcmul`` ends in a fused multiply-add where built with FMA (float32 bit for bit where that rounding is
+    verified on this CPU); MLX has none for float64, so there float64 ``addcmul``
     rounds the product and the sum apart (measured max 3.6e-15: 2 ulp of results near 10)."""
     rng = np.random.default_rng(3)  # full-precision values: every product has low bits to round
     s, t1 = rng.standard_normal((64, 33)).astype(dtype), rng.standard_normal((64, 33)).astype(dtype)
@@ -181,9 +182,12 @@ def test_addcmul_addcdiv_round_as_torch(device, op, dtype, value):
     expect = getattr(torch, op)(ts, tt1, tt2, value=value).cpu()
     got = getattr(tdx, op)(xs, xt1, xt2, value=value)
     getattr(xs, op + "_")(xt1, xt2, value=value)
+    promised, why = torch_order(device, "multiply_add")  # torch's rounding verified on this CPU
     for out in (got, xs):
         if op == "addcmul" and dtype == "float64":  # (exact on cpu)
             torch.testing.assert_close(torch.from_numpy(out.numpy(force=True)), expect, rtol=0, atol=4e-15)
+        elif op == "addcmul" and not promised:
+            torch.testing.assert_close(torch.from_numpy(out.numpy(force=True)), expect, rtol=1e-6, atol=1e-6, msg=why)
         else:
             assert torch.equal(torch.from_numpy(out.numpy(force=True)), expect)
 
@@ -193,7 +197,8 @@ def test_addcmul_addcdiv_round_as_torch(device, op, dtype, value):
 @pytest.mark.float64
 def test_lerp_rounds_as_torch(device, dtype, weight):
     """``lerp`` with a number weight (the optimizers' moving averages), out of place, in place and
-    its gradients: float32 bit for bit torch's (one fused multiply-add, ``weight - 1`` from 0.5 up);
+    its gradients: float32 bit for bit torch's (one fused multiply-add, ``weight - 1`` from 0.5 up, or
+    rounded apart where torch's kernels are built without FMA) where that rounding is verified on this CPU;
     float64 on an executor without a fused multiply-add within 2 ulp."""
     rng = np.random.default_rng(7)
     a, b = rng.standard_normal((40, 33)).astype(dtype), rng.standard_normal(33).astype(dtype)
@@ -203,16 +208,22 @@ def test_lerp_rounds_as_torch(device, dtype, weight):
     on_twin, got = torch.lerp(ta, tb, weight), tdx.lerp(xa, xb, weight)
     expect = on_twin.cpu()
     inplace = tdx.tensor(a, device=device).lerp_(tdx.tensor(b, device=device), weight)
-    exact = dtype == "float32" or xa._ex.caps.native_autograd
+    promised, why = torch_order(device, "multiply_add")  # torch's rounding verified on this CPU
+    exact = (dtype == "float32" and promised) or xa._ex.caps.native_autograd
     for out in (got, inplace):
         if exact:
             assert torch.equal(torch.from_numpy(out.detach().numpy(force=True)), expect.detach())
+        elif dtype == "float32":
+            torch.testing.assert_close(torch.from_numpy(out.detach().numpy(force=True)), expect.detach(),
+                                       rtol=1e-6, atol=1e-6, msg=why)
         else:
             torch.testing.assert_close(torch.from_numpy(out.detach().numpy(force=True)), expect.detach(),
                                        rtol=0, atol=2 * 8.9e-16)
     g = np.random.default_rng(8).standard_normal((40, 33)).astype(dtype)
     on_twin.backward(torch.from_numpy(g).to(twin))
     got.backward(tdx.tensor(g, device=device))
-    rtol, atol = tolerance(dtype)
-    for x, t in ((xa, ta), (xb, tb)):
+    # ``b``'s gradient sums over the broadcast rows: a reduction's tolerance (measured on mlx:cpu with
+    # ATEN_CPU_CAPABILITY=default: 1.5e-5 relative on a sum that cancels)
+    for x, t, kind in ((xa, ta, "elementwise"), (xb, tb, "reduction")):
+        rtol, atol = tolerance(dtype, kind)
         torch.testing.assert_close(torch.from_numpy(x.grad.numpy(force=True)), t.grad.cpu(), rtol=rtol, atol=atol)

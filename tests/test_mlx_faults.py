@@ -102,6 +102,17 @@ _CRASHERS = [
      "torch.tensor([-128], dtype=torch.int8, device=T).floor_divide(-1)"),
     ("tdx.empty(10**6, 10**6, device=D).sum()", None),
     ("tdx.ones(2**40, device=D)", None),
+    # results far larger than their operands (issue 39), sized to fail on any machine
+    ("(tdx.arange(2**20, device=D)[:, None] - tdx.arange(2**20, device=D)[None, :]).sum()", None),
+    ("(tdx.arange(2.**20, device=D)[:, None] * tdx.arange(2.**20, device=D)[None, :]).sum()", None),
+    ("tdx.sub(tdx.zeros(2**20, 1, device=D), tdx.zeros(1, 2**20, device=D)).sum()", None),
+    ("tdx.zeros(2**20, 1, device=D) @ tdx.zeros(1, 2**20, device=D)", None),
+    ("tdx.outer(tdx.zeros(2**20, device=D), tdx.zeros(2**20, device=D))", None),
+    ("tdx.where(tdx.ones(2**20, 1, device=D) > 0, tdx.zeros(1, 2**20, device=D), 1.0).sum()", None),
+    ("tdx.tril_indices(2**20, 2**20, device=D)", None),
+    ("tdx.nn.functional.interpolate(tdx.ones(1, 1, 4, device=D), scale_factor=1e12)", None),
+    ("tdx.nn.functional.interpolate(tdx.ones(1, 1, 4, 4, device=D), scale_factor=1e6, mode='bilinear')", None),
+    ("tdx.nn.functional.unfold(tdx.ones(1, 1, 4, 4, device=D), 1, padding=2**20)", None),
 ]
 # what torch says when an allocation fails, by the device whose words tdx gives: the host's (cpu and MLX, whose
 # allocation check words it as torch's CPU does), an accelerator's (torch.OutOfMemoryError)
@@ -504,3 +515,75 @@ def test_adopted_negative_bit_views_print(device, case, how):
     assert np.asarray(x).tolist() == want.tolist()
     assert x.numpy(force=True).tolist() == want.tolist()
     assert (-x).tolist() == (-src).tolist()
+
+
+# 5. a clean exit after MLX used from several threads (issue 39) ---------------------------------------------------
+_THREADED_PROGRAM = """
+import sys, threading
+from concurrent.futures import ThreadPoolExecutor
+import tdx
+
+def step(i):
+    x = tdx.linspace(-1, 1, 1024, device="mlx:cpu").reshape(32, 32).requires_grad_()
+    y = (x @ x.T).tanh().pow(2).sum()
+    y.backward()
+    return float(y) + float(x.grad.sum())
+
+def forever():  # a daemon thread still evaluating MLX work when the program ends
+    while True:
+        step(0)
+
+for _ in range(2):
+    threading.Thread(target=forever, daemon=True).start()
+threads = [threading.Thread(target=step, args=(i,)) for i in range(3)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+with ThreadPoolExecutor(3) as pool:
+    total = sum(pool.map(step, range(6)))
+print("done", total == total)
+"""
+
+
+def test_exit_after_mlx_in_threads_is_clean_every_time(tmp_path):
+    """A program whose threads used MLX (joined ones, a pool, daemon threads still evaluating at exit) exits 0
+    in each of 50 runs: a daemon thread inside an MLX evaluation when Python finalized ended the process with
+    "terminate called without an active exception" (exit 134)."""
+    pytest.importorskip("mlx.core")
+    script = tmp_path / "threads.py"
+    script.write_text(_THREADED_PROGRAM)
+    # MLX's own summation order: the program then never imports torch, which keeps 50 runs short
+    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+           "TDX_MLX_SUMMATION": "native"}
+
+    def run(_):
+        proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env)
+        return proc.returncode, proc.stdout.strip(), proc.stderr[-500:]
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(run, range(50)))
+    bad = [r for r in results if r[0] != 0 or r[1] != "done True" or "terminate" in r[2]]
+    assert not bad, f"{len(bad)} of 50 runs did not exit cleanly, e.g. {bad[0]}"
+
+
+@pytest.mark.parametrize("op", ["tril_indices", "triu_indices"])
+@pytest.mark.parametrize("size", [2**31])
+def test_triangle_indices_overflow_is_refused_as_torch(device, op, size):
+    """A triangle whose (2, N) result's byte size overflows is refused at once with torch's words (tdx counts N
+    in closed form: the row x col mask it built before took 20 GB for 2**31)."""
+    with pytest.raises(RuntimeError) as want:
+        getattr(torch, op)(size, size)
+    with pytest.raises(RuntimeError) as got:
+        getattr(tdx, op)(size, size, device=device)
+    assert isinstance(got.value, tdx.TdxError) and str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("op", ["tril_indices", "triu_indices"])
+@pytest.mark.parametrize("dtype", ["int64", "int32"])
+def test_triangle_indices_as_torch(device, op, dtype):
+    """Every row, column and offset combination (empty, tall, wide, offsets past either corner) as torch's."""
+    for row in (0, 1, 3, 7):
+        for col in (0, 1, 4, 6):
+            for offset in (-9, -3, -1, 0, 1, 2, 5, 9):
+                want = getattr(torch, op)(row, col, offset, dtype=getattr(torch, dtype))
+                got = getattr(tdx, op)(row, col, offset, dtype=getattr(tdx, dtype), device=device)
+                assert got.dtype == getattr(tdx, dtype) and got.tolist() == want.tolist(), (row, col, offset)

@@ -14,7 +14,7 @@ import torch
 import tdx
 from tdx.testing import assert_close, tolerance
 
-from conftest import check, skip_value_checked, torch_twin
+from conftest import check, skip_value_checked, torch_order, torch_twin
 
 INF, NAN = math.inf, math.nan
 
@@ -236,10 +236,8 @@ def test_half_prod_matches_torch_on_random_values(device, dtype, keepdim):
     """A half-precision product rounds after every multiplication, so its order matters: on random values (where
     it does, unlike a constant) the product equals torch's CPU result, bit for bit where tdx reproduces torch's
     order (the torch executor; MLX on CPU while torch-order summation is in force), else within a few ulps."""
-    from tdx.backends.mlx import _summation_order
-
     ex = tdx.backends.get(device)
-    exact = device == "cpu" or (ex.name == "mlx" and ex.caps.float64 and _summation_order.in_force())
+    exact = device == "cpu" or (ex.name == "mlx" and torch_order(device, "prod")[0])  # verified on this CPU
     rng = np.random.default_rng(7)
     for shape, dim in PROD_SHAPES:
         values = rng.uniform(0.9, 1.1, shape)

@@ -16,6 +16,7 @@ from .. import _dtypes as D
 from .. import backends
 from .._errors import (NATIVE_ERRORS, OpDtypeError, TdxNotImplementedError, TdxOverflowError, TdxRuntimeError,
                        TdxTypeError, TdxValueError)
+from .formats import check_layout as _check_layout
 from .generator import native as native_generator
 from .tensor import Tensor
 from .wrapping import (attach, exporter, shape_args, typed_function, wrap, wrap_grad)
@@ -108,25 +109,33 @@ def _shape(sizes, size, op):
     return shape_args(sizes, op)
 
 
-def zeros(*sizes, size=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+def zeros(*sizes, size=None, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
+    if layout is not None:
+        _check_layout(layout, "zeros")
     ex, dtype = _ex_dtype(device, dtype)
     shape = _shape(sizes, size, "zeros")
     return wrap_grad(ex.zeros(shape, dtype or D.get_default_dtype(), requires_grad), ex, requires_grad)
 
 
-def ones(*sizes, size=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+def ones(*sizes, size=None, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
+    if layout is not None:
+        _check_layout(layout, "ones")
     ex, dtype = _ex_dtype(device, dtype)
     shape = _shape(sizes, size, "ones")
     return wrap_grad(ex.ones(shape, dtype or D.get_default_dtype(), requires_grad), ex, requires_grad)
 
 
-def empty(*sizes, size=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+def empty(*sizes, size=None, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
+    if layout is not None:
+        _check_layout(layout, "empty")
     ex, dtype = _ex_dtype(device, dtype)
     shape = _shape(sizes, size, "empty")
     return wrap_grad(ex.empty(shape, dtype or D.get_default_dtype(), requires_grad), ex, requires_grad)
 
 
-def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def full(size, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
+    if layout is not None:
+        _check_layout(layout, "full")
     ex, dtype = _ex_dtype(device, dtype)
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
@@ -136,8 +145,10 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> T
     return wrap_grad(ex.full(shape_args((size,), "full"), fill_value, dtype, requires_grad), ex, requires_grad)
 
 
-def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def arange(start=0, end=None, step=1, *, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
     """Values from ``start`` to ``end`` (exclusive) by ``step``; ints give int64, floats the default dtype."""
+    if layout is not None:
+        _check_layout(layout, "arange")
     if end is None:
         start, end = 0, start
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
@@ -281,18 +292,24 @@ def _random(kind, sizes, size, dtype, device, generator, requires_grad):
     return out.requires_grad_() if requires_grad else out
 
 
-def rand(*sizes, size=None, dtype=None, device=None, generator=None, requires_grad=False) -> Tensor:
+def rand(*sizes, size=None, dtype=None, layout=None, device=None, generator=None, requires_grad=False) -> Tensor:
     """Uniform samples from [0, 1)."""
+    if layout is not None:
+        _check_layout(layout, "rand")
     return _random("rand", sizes, size, dtype, device, generator, requires_grad)
 
 
-def randn(*sizes, size=None, dtype=None, device=None, generator=None, requires_grad=False) -> Tensor:
+def randn(*sizes, size=None, dtype=None, layout=None, device=None, generator=None, requires_grad=False) -> Tensor:
     """Standard normal samples."""
+    if layout is not None:
+        _check_layout(layout, "randn")
     return _random("randn", sizes, size, dtype, device, generator, requires_grad)
 
 
-def randint(low=0, high=None, size=None, *, dtype=None, device=None, generator=None) -> Tensor:
+def randint(low=0, high=None, size=None, *, dtype=None, layout=None, device=None, generator=None) -> Tensor:
     """Integers uniform in [low, high); ``randint(high, size)`` as torch."""
+    if layout is not None:
+        _check_layout(layout, "randint")
     if size is None:
         low, high, size = 0, low, high
     if high is None or size is None:
@@ -318,44 +335,64 @@ def _filled_like(t, kind: str, requires_grad: bool) -> Tensor:
     return out.requires_grad_() if requires_grad else out
 
 
-def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:  # noqa: A002
+def zeros_like(input, *, dtype=None,
+               layout=None, device=None, requires_grad=False, memory_format=None) -> Tensor:  # noqa: A002
+    if layout is not None:
+        _check_layout(layout, "zeros_like")
     if dtype is None and device is None and memory_format is None and input.__class__ is Tensor:
         return _filled_like(input, "zeros", requires_grad)
     device, dtype = _like(input, dtype, device, memory_format)
     return zeros(input.shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:  # noqa: A002
+def ones_like(input, *, dtype=None,
+              layout=None, device=None, requires_grad=False, memory_format=None) -> Tensor:  # noqa: A002
+    if layout is not None:
+        _check_layout(layout, "ones_like")
     if dtype is None and device is None and memory_format is None and input.__class__ is Tensor:
         return _filled_like(input, "ones", requires_grad)
     device, dtype = _like(input, dtype, device, memory_format)
     return ones(input.shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:  # noqa: A002
+def empty_like(input, *, dtype=None,
+               layout=None, device=None, requires_grad=False, memory_format=None) -> Tensor:  # noqa: A002
+    if layout is not None:
+        _check_layout(layout, "empty_like")
     if dtype is None and device is None and memory_format is None and input.__class__ is Tensor:
         return _filled_like(input, "empty", requires_grad)
     device, dtype = _like(input, dtype, device, memory_format)
     return empty(input.shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False,  # noqa: A002
+def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,  # noqa: A002
               memory_format=None) -> Tensor:
+    if layout is not None:
+        _check_layout(layout, "full_like")
     device, dtype = _like(input, dtype, device, memory_format)
     return full(input.shape, fill_value, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:  # noqa: A002
+def rand_like(input, *, dtype=None,
+              layout=None, device=None, requires_grad=False, memory_format=None) -> Tensor:  # noqa: A002
+    if layout is not None:
+        _check_layout(layout, "rand_like")
     device, dtype = _like(input, dtype, device, memory_format)
     return rand(input.shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:  # noqa: A002
+def randn_like(input, *, dtype=None,
+               layout=None, device=None, requires_grad=False, memory_format=None) -> Tensor:  # noqa: A002
+    if layout is not None:
+        _check_layout(layout, "randn_like")
     device, dtype = _like(input, dtype, device, memory_format)
     return randn(input.shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def randint_like(input, low=0, high=None, *, dtype=None, device=None, memory_format=None) -> Tensor:  # noqa: A002
+def randint_like(input, low=0, high=None, *, dtype=None,
+                 layout=None, device=None, memory_format=None) -> Tensor:  # noqa: A002
+    if layout is not None:
+        _check_layout(layout, "randint_like")
     device, dtype = _like(input, dtype, device, memory_format)
     if high is None:
         low, high = 0, low
@@ -442,9 +479,47 @@ def _triangle_indices(op: str, row, col, offset, dtype, device, keep):
     if dtype not in (D.int32, D.int64):
         raise TdxNotImplementedError(f"\"{op}\" not implemented for {dtype.name} (it gives int32 or int64)")
     ex = backends.get(device)
-    r = wrap(ex.arange(0, row, 1, D.int64), ex).reshape(row, 1)
-    c = wrap(ex.arange(0, col, 1, D.int64), ex).reshape(1, col)
-    return keep(c - r, offset).nonzero().t().contiguous()._cast(dtype)
+    # row i's columns are [lo_i, hi_i): counted in closed form, so the (2, N) result's size is checked before
+    # any work (torch's overflow refusal, or the allocation's) and the indices are made in O(N), not O(row * col)
+    lower = op == "tril_indices"
+    # the rows with a column in the triangle
+    first, last = (max(0, -offset), row) if lower else (0, min(row, max(0, col - offset)))
+    n = _triangle_count(row, col, offset, lower)
+    if 2 * n * dtype.itemsize >= 1 << 63:
+        raise TdxRuntimeError(f"Storage size calculation overflowed with sizes=[2, {n}]")
+    out = wrap(ex.zeros((2, n), dtype), ex)  # the executor refuses what cannot be allocated
+    if not n:
+        return out
+    del out
+    rows = wrap(ex.arange(first, last, 1, D.int64), ex)
+    lo = (rows * 0) if lower else (rows + offset).clamp(0, col)
+    hi = (rows + offset + 1).clamp(0, col) if lower else rows * 0 + col
+    counts = hi - lo
+    r = rows.repeat_interleave(counts, output_size=n)
+    starts = counts.cumsum(0) - counts  # each row's first position in the result
+    c = wrap(ex.arange(0, n, 1, D.int64), ex) - starts.repeat_interleave(counts, output_size=n) + \
+        lo.repeat_interleave(counts, output_size=n)
+    second = wrap(ex.arange(0, 2, 1, D.int64), ex).reshape(2, 1)  # [[0], [1]]: rows on top, columns below
+    return (r * (1 - second) + c * second)._cast(dtype)
+
+
+def _triangle_count(row: int, col: int, offset: int, lower: bool) -> int:
+    """The elements of a ``row`` x ``col`` matrix's lower (or upper) triangle at diagonal ``offset``."""
+    total = 0
+    if not row or not col:
+        return 0
+    if lower:  # row i has min(col, max(0, i + offset + 1)) columns
+        def width(i):
+            return min(col, max(0, i + offset + 1))
+    else:  # row i has col - min(col, max(0, i + offset)) columns
+        def width(i):
+            return col - min(col, max(0, i + offset))
+    # the width is linear in i between the rows where it saturates: sum it piecewise, in closed form
+    breaks = sorted({0, row, *(b for b in (-offset - 1, -offset, col - offset - 1, col - offset) if 0 < b < row)})
+    for a, b in zip(breaks, breaks[1:]):
+        wa, wb = width(a), width(b - 1)
+        total += (wa + wb) * (b - a) // 2
+    return total
 
 
 @_export

@@ -16,7 +16,7 @@ from .._tensor import wrapping as _w
 from ..autograd import tape as _tape
 from ..autograd.tape import ACTIVE as _TAPE
 
-__all__ = ["call", "executor_of"]
+__all__ = ["call", "executor_of", "accept_out"]
 
 
 def executor_of(args, kwargs=None):
@@ -74,3 +74,22 @@ def call(ns: str, name: str, *args, names=None, **kwargs):
         return _run(ns, name, names, *args, **kwargs)
     except NATIVE_ERRORS as err:  # raised before an executor was reached
         raise translate(err) from None
+
+
+def accept_out(namespace: dict, names) -> None:
+    """Give each function ``names`` lists in module ``namespace`` torch's keyword ``out=`` (None: the result as
+    it is; a tensor or tuple of tensors: the result written into it and returned), as torch's linalg, fft and
+    special functions all take it."""
+    import functools
+    import inspect
+
+    for name in names:
+        fn = namespace.get(name)
+        if not inspect.isfunction(fn) or "out" in inspect.signature(fn).parameters:
+            continue
+
+        def with_out(*args, out=None, _fn=fn, _op=f"{namespace['__name__']}.{name}", **kwargs):
+            result = _fn(*args, **kwargs)
+            return result if out is None else _w.write_out(out, result, _op)
+
+        namespace[name] = functools.wraps(fn)(with_out)

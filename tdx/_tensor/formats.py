@@ -49,6 +49,9 @@ preserve_format = memory_format("preserve_format")
 channels_last = memory_format("channels_last")
 channels_last_3d = memory_format("channels_last_3d")
 strided = layout("strided")
+# the layouts torch has besides strided: named so code can compare with them; no tdx tensor has one
+sparse_coo, sparse_csr, sparse_csc = layout("sparse_coo"), layout("sparse_csr"), layout("sparse_csc")
+sparse_bsr, sparse_bsc, jagged, _mkldnn = layout("sparse_bsr"), layout("sparse_bsc"), layout("jagged"), layout("_mkldnn")
 _ROW_MAJOR = (contiguous_format, preserve_format)
 
 

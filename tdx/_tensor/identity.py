@@ -110,6 +110,32 @@ class _IdentityMethods:
         out._dt = self._dt
         return out
 
+    @staticmethod
+    def _make_subclass(cls, data, require_grad=False, dispatch_sizes_strides_policy=None, dispatch_device=False,
+                       dispatch_layout=False):
+        """A new ``cls`` instance (a subclass of Tensor) sharing ``data``'s memory, a leaf without its history,
+        requiring grad when ``require_grad`` (how ``Parameter``-like subclasses are built, as torch's).
+
+        Raises:
+            TdxTypeError: ``cls`` is not a subclass of Tensor or ``data`` is not a Tensor.
+        """
+        if not isinstance(cls, type) or not issubclass(cls, Tensor):
+            raise TdxTypeError(f"_make_subclass(): argument 'cls' must be a subclass of Tensor, not {cls!r}")
+        need_tensor(data, "_make_subclass", "data")
+        out = object.__new__(cls)
+        ex = data._ex
+        out._n, out._ex = (data._n.detach() if ex.caps.native_autograd else data._n), ex
+        out._ag = out._view = out._dt = None
+        if require_grad:
+            out.requires_grad_(True)
+        return out
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        """torch's default ``__torch_function__``: ``func(*args, **kwargs)``. tdx ops call no override, so this is
+        what a subclass's override reaches through ``super()`` (and what ``is_tensor_like`` looks for)."""
+        return func(*args, **(kwargs or {}))
+
     def module_load(self, other, assign=False):
         """What ``Module.load_state_dict`` stores for this parameter: ``other`` detached (``assign``),
         else this tensor with ``other`` copied in, detached (torch's default)."""

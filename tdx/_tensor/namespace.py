@@ -21,7 +21,7 @@ from . import float_bits, inplace_views, native_norms  # noqa: F401 - attach met
 from . import fake_quant, fills, identity, legacy, sequences, storage, view_copies  # noqa: F401 - attach methods
 from .elementwise import ALIASES, BINARY, UNARY
 from .tensor import Tensor
-from .wrapping import NO_KERNEL, exporter, float32_entry, mixed_operands, need_tensor, operand, wrap
+from .wrapping import LARGE_RESULT, NO_KERNEL, exporter, float32_entry, mixed_operands, need_tensor, operand, wrap
 
 __all__: list = []
 _new = object.__new__
@@ -98,6 +98,8 @@ def _binary_fn(name):
                     except NATIVE_ERRORS:
                         n = None
                     if n is not None:
+                        if n.size > LARGE_RESULT:
+                            ex.check_result(n, op)
                         t = _new(Tensor)
                         t._n = n
                         t._ex = ex
@@ -159,11 +161,11 @@ def div(input, other, *, rounding_mode=None):  # noqa: A002
 
 @_export(record=True)
 def where(condition, input=None, other=None):  # noqa: A002
-    """``input`` where ``condition`` holds, else ``other``; either may be a Python scalar."""
+    """``input`` where ``condition`` holds, else ``other``; either may be a Python scalar. With ``condition`` alone,
+    the indices where it holds, one tensor per dimension (``condition.nonzero(as_tuple=True)``), as torch's."""
     need_tensor(condition, "where", "condition")
     if input is None and other is None:
-        raise TdxValueError("where(condition) with one argument is not supported yet; "
-                            "use condition.nonzero(as_tuple=True)")
+        return condition.nonzero(as_tuple=True)
     ex = condition._ex
     a, b = operand(condition, input, "where"), operand(condition, other, "where")
     return wrap(ex.where(condition._n, a, b), ex)

@@ -27,6 +27,19 @@ _new = object.__new__
 _export = exporter(__all__)
 
 
+def numpy_dims(dim, keepdim, axis, keepdims, op: str) -> tuple:
+    """``(dim, keepdim)`` from NumPy's ``axis``/``keepdims`` given in their place.
+
+    Raises:
+        TdxTypeError: both ``dim`` and ``axis`` given.
+    """
+    if axis is not None:
+        if dim is not None:
+            raise TdxTypeError(f"{op}() received an invalid combination of arguments: got both dim and axis")
+        dim = axis
+    return dim, (keepdim if keepdims is None else keepdims)
+
+
 class ReductionMethods:
     """The reduction methods of ``tdx.Tensor``."""
 
@@ -34,7 +47,9 @@ class ReductionMethods:
 
     # reductions -----------------------------------------------------------------------
     @inline_typed
-    def sum(self, dim=None, keepdim=False, *, dtype=None):
+    def sum(self, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
+        if axis is not None or keepdims is not None:  # NumPy's names, which torch's parser takes too
+            dim, keepdim = numpy_dims(dim, keepdim, axis, keepdims, "sum")
         if _TAPE[0] and _tape.wants(self):
             return _tape.call(ReductionMethods.sum, self, dim, keepdim, dtype=dtype)
         ex = self._ex
@@ -49,7 +64,9 @@ class ReductionMethods:
         return t
 
     @inline_typed
-    def mean(self, dim=None, keepdim=False, *, dtype=None):
+    def mean(self, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
+        if axis is not None or keepdims is not None:  # NumPy's names, which torch's parser takes too
+            dim, keepdim = numpy_dims(dim, keepdim, axis, keepdims, "mean")
         if _TAPE[0] and _tape.wants(self):
             return _tape.call(ReductionMethods.mean, self, dim, keepdim, dtype=dtype)
         ex = self._ex
@@ -156,6 +173,17 @@ class ReductionMethods:
             raise TdxRuntimeError(f"nanmean(): dtype must be floating point or complex, got {D.as_dtype(dtype).name}")
         count = self.isnan().logical_not().sum(dim, keepdim)
         return self.nansum(dim, keepdim, dtype=dtype) / count
+
+    def __contains__(self, element):
+        """``element in tensor``: whether any element equals ``element`` (a number or a tensor), as torch's.
+
+        Raises:
+            TdxRuntimeError: ``element`` is neither a number nor a tensor.
+        """
+        if not isinstance(element, (Tensor, int, float, complex)):
+            raise TdxRuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
+                                  f"{type(element)}.")
+        return bool((self == element).any().item())
 
     def count_nonzero(self, dim=None):
         """int64 count of non-zero elements over ``dim`` (an int or a tuple; all when None)."""

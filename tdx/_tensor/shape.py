@@ -28,6 +28,7 @@ from ..autograd import tape as _tape
 from ..autograd.tape import ACTIVE as _TAPE
 from ..backends.base import norm_dim
 from . import views as _views
+from .formats import check_memory_format
 from .operands import _tensor, cat_promoted
 from .tensor import Tensor
 from .wrapping import (
@@ -183,7 +184,9 @@ class ShapeMethods:
     def mT(self):  # noqa: N802 - torch's name
         return self.transpose(-2, -1)
 
-    def squeeze(self, dim=None):
+    def squeeze(self, dim=None, *dims):
+        if dims:  # squeeze(0, 1): the dims one by one, as torch's int-list parser takes them
+            dim = (dim, *dims)
         ex = self._ex
         out = wrap(ex.squeeze(self._n, dim), ex)
         return out if ex.mutable else _reshaped(out, self, must_view=True)
@@ -225,9 +228,8 @@ class ShapeMethods:
         return self.expand(other.shape)
 
     def contiguous(self, memory_format=None):
-        from .formats import check_memory_format
-
-        check_memory_format(memory_format, "contiguous")
+        if memory_format is not None:
+            check_memory_format(memory_format, "contiguous")
         ex = self._ex
         if not ex.mutable:  # a non-contiguous view becomes a copy, as torch's
             return self if _views.layout_of(self).is_contiguous() else wrap(self._n, ex)
@@ -506,7 +508,8 @@ def _natives(tensors, op: str):
     ex = first._ex
     out = []
     for t in tensors:
-        need_tensor(t, op, "tensors")
+        if t.__class__ is not Tensor:  # the common case skips the call (Parameters report Tensor too)
+            need_tensor(t, op, "tensors")
         out.append(t._n if t._ex is ex else foreign(op, ex, t))
     return ex, out
 

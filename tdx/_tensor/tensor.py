@@ -17,16 +17,20 @@ from __future__ import annotations
 
 import math
 
-from .. import _dtypes as D
+from .. import _dtypes as D, backends as _backends, interop as _interop
+from .._device import device as _Device
 from .._errors import NATIVE_ERRORS, TdxRuntimeError, TdxTypeError, TdxValueError, UnsupportedOpError
 from ..autograd import tape as _tape
 from ..autograd.tape import ACTIVE as _TAPE
 from . import views as _views, wrapping
-from .wrapping import (NO_KERNEL as _NO_KERNEL, SCALARS as _SCALARS, Size, float32_entry as _float32_entry,
-                       foreign as _foreign, inline_typed, mixed_operands as _mixed, scalar as _scalar, typed_errors, wrap)
+from .formats import check_memory_format, contiguous_format as _CONTIGUOUS
+from .wrapping import (LARGE_RESULT as _LARGE_RESULT, NO_KERNEL as _NO_KERNEL, SCALARS as _SCALARS, Size,
+                       float32_entry as _float32_entry, foreign as _foreign, inline_typed, mixed_operands as _mixed,
+                       scalar as _scalar, typed_errors, wrap)
 
 _new = object.__new__
 _F32 = D.float32
+_DType = D.dtype
 
 
 def _operand(t, other, op: str):
@@ -69,6 +73,8 @@ def _binary(name: str, reverse: bool = False):
                     except NATIVE_ERRORS:
                         n = None
                     if n is not None:
+                        if n.size > _LARGE_RESULT:
+                            ex.check_result(n, name)
                         t = _new(Tensor)
                         t._n = n
                         t._ex = ex
@@ -141,7 +147,11 @@ class Tensor:
 
     # _dt: the tdx dtype where a per-op path has learnt it (float32_binary/float32_unary), else None; only
     # on executors whose natives never change dtype (MLX), and reset wherever _n may take another dtype
-    __slots__ = ("_n", "_ex", "_ag", "_view", "_dt", "__weakref__")
+    # _w: in-place writes left before the lazy chain they build is computed (views.count_write), absent until
+    # the first write
+    # __dict__: attributes libraries set on tensors (torch's tensors take them); CPython creates the dict on the
+    # first such assignment, so a tensor that never gets one carries only a null pointer
+    __slots__ = ("_n", "_ex", "_ag", "_view", "_dt", "_w", "__weakref__", "__dict__")
     __array_priority__ = 1000  # NumPy defers binary ops to Tensor
 
     def __new__(cls, *args, **kwargs):
@@ -151,7 +161,7 @@ class Tensor:
     # properties -----------------------------------------------------------------------
     @property
     def shape(self) -> Size:
-        return Size(self._ex.shape(self._n))
+        return Size(self._n.shape)  # every native's shape is a sequence of ints (as ``ndim`` reads ``_n.ndim``)
 
     @property
     def dtype(self):
@@ -406,6 +416,7 @@ class Tensor:
         self._ag = self._view = None
         self._ex = new
         self._n = value._n.detach() if new.caps.native_autograd else value._n
+        _views.count_write(self, self._n)  # ``p.data = p.data - lr * g`` chains as an in-place write does
         if rg:
             self.requires_grad_(True)
         if grad is not None and grad._ex is new and grad.dtype is self.dtype and grad.shape == self.shape:
@@ -453,17 +464,31 @@ class Tensor:
         A tensor that requires grad stays differentiable across executors (the gradient flows back
         to the source), as torch's ``.to()`` across devices.
         """
-        from ..interop import parse_to, share, transfer
-
+        # the forms that change nothing return at once: to(dtype), to(device) and to(device=, dtype=)
+        # naming this tensor's own dtype and executor (transformers calls them dozens of times per token)
+        if len(args) + len(kwargs) <= 2 and (
+                not kwargs or len(kwargs) == ("device" in kwargs) + ("dtype" in kwargs) + ("non_blocking" in kwargs)):
+            for a in (*args, kwargs.get("device"), kwargs.get("dtype")):
+                c = a.__class__
+                if c is _DType:
+                    if a is not self.dtype:
+                        break
+                elif c is _Device or c is str:
+                    if a is not self._ex.device and _backends.get(a) is not self._ex:
+                        break
+                elif a is not None:
+                    break
+            else:
+                return self
         if args and isinstance(args[0], Tensor) and type(args[0]) is not Tensor:  # to(parameter): its device, dtype
             args = (args[0].device, args[0].dtype, *args[1:])
-        ex, dtype, copy = parse_to(self, args, kwargs)
+        ex, dtype, copy = _interop.parse_to(self, args, kwargs)
         out = self
         try:
             if ex is not self._ex:
-                share(self, ex)
+                _interop.share(self, ex)
                 out = _move(self, ex) if self.requires_grad and _tape.is_grad_enabled() else \
-                    wrap(transfer(self._n, self._ex, ex), ex)
+                    wrap(_interop.transfer(self._n, self._ex, ex), ex)
                 copy = False
             if dtype is not None and dtype is not out.dtype:
                 if _TAPE[0] and _tape.wants(out):
@@ -492,9 +517,7 @@ class Tensor:
         return self if self.dtype is d else wrap(self._ex.astype(self._n, d), self._ex)
 
     def clone(self, *, memory_format=None) -> "Tensor":
-        if memory_format is not None:
-            from .formats import check_memory_format
-
+        if memory_format is not None and memory_format is not _CONTIGUOUS:
             check_memory_format(memory_format, "clone")
         return wrap(self._ex.clone(self._n), self._ex)
 
@@ -571,6 +594,8 @@ class Tensor:
                         plain = False
                 elif i.__class__ is int:
                     plain = False
+                elif i is None or i is Ellipsis:  # nothing to unwrap either; a view, found by its layout
+                    basic = plain = False
                 else:
                     index = _unwrap_index(index, ex)
                     basic = plain = False
@@ -639,6 +664,12 @@ class Tensor:
             raise TdxTypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
         return wrap(self._ex.bitwise_not(self._n), self._ex)
 
+    @property
+    def _version(self) -> int:
+        """The count of in-place writes to the tensor's data, as torch's version counter: on torch executors
+        the native's own; on executors whose arrays are immutable (MLX) 0, as they keep no counter."""
+        return getattr(self._n, "_version", 0)
+
     def __deepcopy__(self, memo):
         """A new leaf with a copy of the values, ``requires_grad`` and a deep copy of ``.grad``, as torch's.
 
@@ -659,6 +690,8 @@ class Tensor:
         g = self.grad
         if g is not None:
             new.grad = copy.deepcopy(g, memo)
+        if self.__dict__:  # the attributes set on the tensor, deep-copied as torch's deepcopy does
+            new.__dict__.update(copy.deepcopy(self.__dict__, memo))
         return new
 
 class _HookHandle:

@@ -536,6 +536,35 @@ def note_write(t) -> None:
         watch(t)
 
 
+# How long a chain of lazy in-place writes one root may build before its executor starts computing it
+# (:meth:`~tdx.backends.base.Executor.settle`). On a lazy executor each write's array depends on the one it
+# replaces, so a buffer nobody reads (running statistics, the optimizer state of a parameter nobody reads, an
+# accumulated ``.grad``) would hold one more step of graph per step, without bound. A chain ends after
+# SETTLE_WRITES writes, or sooner for a large tensor: after as many writes as SETTLE_BYTES holds copies of it
+# (each pending write may hold arrays of its size); computing it costs one scheduling per chain.
+SETTLE_WRITES = 256
+SETTLE_BYTES = 64 << 20
+
+
+def _chain_limit(native) -> int:
+    """The writes a chain into ``native``'s tensor may take before it is computed."""
+    nbytes = getattr(native, "nbytes", 0)
+    return max(1, min(SETTLE_WRITES, SETTLE_BYTES // nbytes)) if nbytes else SETTLE_WRITES
+
+
+def count_write(root, native) -> None:
+    """Note that ``root`` now holds ``native`` after an in-place write (``root._w``: the writes left in its
+    chain); when the chain is full its executor starts computing ``native`` and the chain starts again."""
+    try:
+        left = root._w - 1
+    except AttributeError:  # the tensor's first write
+        left = _chain_limit(native) - 1
+    if left <= 0:
+        root._ex.settle(native)
+        left = _chain_limit(native)
+    root._w = left
+
+
 def assign(t, native, overlap_ok: bool = False) -> None:
     """Give ``t`` the value ``native`` (same shape and dtype) as an in-place write torch would make;
     ``overlap_ok`` where every element gets one value (:func:`write_index`).
@@ -565,6 +594,7 @@ def assign(t, native, overlap_ok: bool = False) -> None:
             new_root = native
         else:
             new_root = _scatter(root._n, native, write_index(lay, overlap_ok), ex)
+    count_write(root, new_root)
     views = family(root)
     if not views:
         root._n = new_root  # one assignment: atomic as it is

@@ -33,6 +33,9 @@ _F32 = D.float32
 Tensor = None  # set by tdx._tensor once the class exists
 
 
+_tuple_getitem, _tuple_add, _tuple_mul = tuple.__getitem__, tuple.__add__, tuple.__mul__
+
+
 class Size(tuple):
     """A tensor's shape: a tuple of ints, as ``torch.Size``."""
 
@@ -43,6 +46,30 @@ class Size(tuple):
 
     def __repr__(self) -> str:
         return f"{D._state['prefix']}.Size({list(self)})"
+
+    # slices, sums and repeats of a Size are Sizes, as torch's (``shape[-1:].numel()``, ``shape[:1] + shape[2:]``)
+    def __getitem__(self, index):
+        if index.__class__ is slice:
+            return Size(_tuple_getitem(self, index))
+        return _tuple_getitem(self, index)
+
+    def __add__(self, other):
+        if not isinstance(other, tuple):
+            from .._errors import TdxTypeError
+
+            raise TdxTypeError(f"can only concatenate tuple (not {type(other).__name__}) to "
+                               f"{D._state['prefix']}.Size")
+        return Size(_tuple_add(self, other))
+
+    def __radd__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(_tuple_add(other, self))
+
+    def __mul__(self, n):
+        return Size(_tuple_mul(self, n))
+
+    __rmul__ = __mul__
 
 
 def wrap_grad(native, ex, requires_grad: bool):
@@ -92,6 +119,10 @@ def wrap_typed(native, ex, dtype):
 
 
 NO_KERNEL = (None,) * 6
+# a float32 per-op result with more elements than this (a broadcast of two operands, a product) is checked by
+# its executor before anything evaluates it (Executor.check_result): a lazy framework crashes where the
+# allocation fails; the executors' own methods check theirs
+LARGE_RESULT = 1 << 22
 
 
 def float32_entry(ex, name: str) -> tuple:
@@ -146,9 +177,12 @@ def float32_binary(seen: list, name: str, t, other, reverse: bool = False):
     else:
         return None
     try:
-        return wrap_typed(k[1](b, t._n, stream=k[5]) if reverse else k[1](t._n, b, stream=k[5]), ex, k[2])
+        n = k[1](b, t._n, stream=k[5]) if reverse else k[1](t._n, b, stream=k[5])
     except NATIVE_ERRORS:
         return None
+    if n.size > LARGE_RESULT:
+        ex.check_result(n, name)
+    return wrap_typed(n, ex, k[2])
 
 
 def float32_unary(seen: list, name: str, t):
@@ -178,10 +212,67 @@ def typed_errors(fn):
         try:
             return fn(self, *args, **kwargs)
         except NATIVE_ERRORS as err:
+            retry = numpy_keywords(kwargs) if kwargs and isinstance(err, TypeError) else None
+            if retry is not None:
+                return method(self, *args, **retry)
+            if kwargs and isinstance(err, TypeError) and "out" in kwargs:  # torch's out= on any op
+                kwargs = dict(kwargs)
+                out = kwargs.pop("out")
+                result = method(self, *args, **kwargs)
+                return result if out is None else write_out(out, result, fn.__name__)
             ex = getattr(self, "_ex", None)
             raise (ex.native_error(err) if ex is not None else translate(err)) from None
 
     return method
+
+
+def _c10_name(d) -> str:
+    """c10's ScalarType name of dtype ``d`` (``Float``), as torch's out= errors print it."""
+    return D._TORCH_SCALAR_NAMES.get(d.name, d.name)
+
+
+def write_out(out, result, op: str):
+    """Copy ``result`` (a tensor or a tuple of them) into ``out`` (the same structure), resizing each as torch's
+    ``out=`` does; returns ``out``.
+
+    Raises:
+        TdxTypeError: ``out`` is not a tensor (or a tuple of as many tensors as the result has).
+    """
+    if isinstance(result, tuple):
+        if not isinstance(out, (tuple, list)) or len(out) != len(result):
+            raise TdxTypeError(f"{op}(): out must be a tuple of {len(result)} Tensors, got {type(out).__name__}")
+        for o, r in zip(out, result):
+            write_out(o, r, op)
+        return out
+    if not isinstance(out, Tensor):
+        raise TdxTypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if not D.can_cast(result.dtype, out.dtype):
+        raise TdxRuntimeError(f"result type {_c10_name(result.dtype)} can't be cast to the desired output type "
+                              f"{_c10_name(out.dtype)}")
+    if out.shape != result.shape:
+        out.resize_(result.shape)
+    out.copy_(result)
+    return out
+
+
+_NUMPY_NAMES = {"axis": "dim", "keepdims": "keepdim"}
+
+
+def numpy_keywords(kwargs: dict):
+    """``kwargs`` with NumPy's names (``axis``, ``keepdims``) given torch's (``dim``, ``keepdim``), as torch's
+    argument parser accepts them; None when none is used or both names of one argument are given.
+
+    The typed wrappers try it only after a call failed with a TypeError, so the common path pays nothing.
+    """
+    if "axis" not in kwargs and "keepdims" not in kwargs:
+        return None
+    out = {}
+    for key, value in kwargs.items():
+        key = _NUMPY_NAMES.get(key, key)
+        if key in out:
+            return None
+        out[key] = value
+    return out
 
 
 def native_inplace(native: str, checked):
@@ -245,6 +336,7 @@ def native_inplace(native: str, checked):
                     if out.dtype == mine.dtype and out.shape == mine.shape:
                         if _views.WRITE_WATCHERS:
                             _views.note_write(self)
+                        _views.count_write(self, out)
                         self._n = out
                         return self
                 return checked(self, *args, **kwargs)
@@ -352,6 +444,12 @@ def shape_args(args, op: str) -> tuple:
     """``f(2, 3)``, ``f((2, 3))`` and ``f([2, 3])`` all as the tuple ``(2, 3)``."""
     if len(args) == 1 and not isinstance(args[0], int):
         args = args[0]
+    if args.__class__ is tuple or args.__class__ is Size:  # ints already (view(shape), reshape(x.shape)): as is
+        for s in args:
+            if s.__class__ is not int:
+                break
+        else:
+            return tuple(args)
     if isinstance(args, (str, bytes)):
         raise TdxTypeError(f"{op}(): argument 'size' must be tuple of ints, not {type(args).__name__}")
     try:  # ints and what stands for one (NumPy ints, 0-d integer tensors); a float or a str is refused
@@ -406,6 +504,14 @@ def typed_function(fn, record=False):
         try:
             return fn(*args, **kwargs)
         except NATIVE_ERRORS as err:
+            retry = numpy_keywords(kwargs) if kwargs and isinstance(err, TypeError) else None
+            if retry is not None:
+                return wrapper(*args, **retry)
+            if kwargs and isinstance(err, TypeError) and "out" in kwargs:  # torch's out= on any op
+                kwargs = dict(kwargs)
+                out = kwargs.pop("out")
+                result = wrapper(*args, **kwargs)
+                return result if out is None else write_out(out, result, getattr(fn, "__name__", "op"))
             ex = getattr(first_tensor(args), "_ex", None)
             raise (ex.native_error(err) if ex is not None else translate(err)) from None
 

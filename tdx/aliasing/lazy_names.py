@@ -60,6 +60,7 @@ def attach(namespace: dict, homes: dict, adapt=None):
     def __dir__():
         return sorted(set(namespace) | set(where) | set(submodules))
 
+    __getattr__.lazy_names = tuple(where)  # what the module's __dict__ resolves when read (torch_paths)
     return __getattr__, __dir__
 
 

@@ -27,7 +27,7 @@ import sys
 import threading
 
 from .._errors import NotProvidedError
-from . import inherit
+from . import inherit, torch_identity
 from .alias import AliasFinder
 
 __all__ = ["torch_alias", "activate", "deactivate", "is_active", "real_imports", "adopt", "NotProvidedError"]
@@ -146,6 +146,7 @@ def activate() -> None:
             builtins.__import__ = _import
             importlib.import_module = _import_module
             _dtypes._state["prefix"] = "torch"
+            torch_identity.install(_internal)
         _state["count"] += 1
 
 
@@ -161,6 +162,7 @@ def deactivate() -> None:
             builtins.__import__ = _state["import"]
             importlib.import_module = _state["import_module"]
             _dtypes._state["prefix"] = _state["prefix"]
+            torch_identity.uninstall()
             inherit.uninstall()
 
 

@@ -139,6 +139,9 @@ def module_paths() -> list:
     return sorted(_packages())
 
 
+_MODULE_DICT = types.ModuleType.__dict__["__dict__"].__get__
+
+
 class ShapedModule(types.ModuleType):
     """A tdx module standing for a torch module: a failed lookup goes through :func:`resolve`."""
 
@@ -146,6 +149,19 @@ class ShapedModule(types.ModuleType):
         if name[:2] == "__":  # the import system's probes (__path__...): as fast as a plain module's miss
             raise AttributeError(name)
         return resolve(self, name)
+
+    @property
+    def __dict__(self):
+        """The module's namespace; read from outside tdx, it holds the lazily offered names too (torch's
+        namespaces hold every name: pyro builds its optimizer wrappers from ``torch.optim.__dict__``)."""
+        namespace = _MODULE_DICT(self)
+        reader = sys._getframe(1).f_globals.get("__name__")
+        if isinstance(reader, str) and (reader == "tdx" or reader.startswith("tdx.")):
+            return namespace  # tdx's own reads (autocast's install, the alias) import nothing
+        for name in getattr(namespace.get("__getattr__"), "lazy_names", ()):
+            if name not in namespace:
+                getattr(self, name)
+        return namespace
 
 
 class GeneratedModule(ShapedModule):
@@ -188,13 +204,14 @@ def resolve(module: types.ModuleType, name: str):
     else:
         code = names(path).get(name)
         value = _home(code, name) if code is not None else None
-        refuses = code is not None and (isinstance(module, GeneratedModule) or module.__dict__.get("__tdx_partial__"))
+        refuses = code is not None and (isinstance(module, GeneratedModule) or _MODULE_DICT(module).get("__tdx_partial__"))
         if refuses and (value is None or getattr(value, "__tdx_refused__", None)):
             from . import refused  # a refusal named by the path asked for (not by torch's canonical home)
 
             value = refused.module_name(path, name, code[0], module.__name__)
         if value is None:
-            where = "torch has no such name" if code is None else f"{module.__name__} has no {name!r}"
+            where = (f"{module.__name__} has no {name!r}, and it is not among the public names of {path} "
+                     "that tdx follows") if code is None else f"{module.__name__} has no {name!r}"
             raise NotProvidedAttributeError(f"{path}.{name} is not provided by tdx ({where})", name=name,
                                             obj=module)
     setattr(module, name, value)

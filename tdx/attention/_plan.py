@@ -5,7 +5,11 @@ An attention call is checked and canonicalized (:mod:`._params`) and its kernel 
 the call's flags, the ``sdpa_kernel`` block in force, the config's priority and whether a step is
 being traced. :func:`resolve` keys on exactly those, so a repeated call (every layer of every
 training step) copies the cached canonical parameters, puts in its own arrays and re-reads only
-the switches of the candidates it tries. Calls with a mask or dropout, and inputs that are not
+the switches of the candidates it tries. The key/value length enters the key by its class (its bit
+length), so a generation whose KV cache grows by one each token re-plans only at each power of two:
+the kernels' rules ask only whether a length is non-zero, and within a class the kernel is the one
+chosen for the class's first call (the costs' ranking changes only at crossovers between lengths;
+every kernel computes torch's attention). Calls with a mask or dropout, and inputs that are not
 already rank-4 ``(B, H, T, E)`` tensors of one executor, take the full path every time.
 
 This module must never import a framework and never decides anything itself: a cached plan is
@@ -41,8 +45,14 @@ def _key(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
         grads = tuple(m is not None and m.requires_grad for m in (query._ag, key._ag, value._ag))
     else:
         grads = (qn.requires_grad, kn.requires_grad, vn.requires_grad)
-    return (ex, tuple(qn.shape), tuple(kn.shape), tuple(vn.shape), qn.dtype, kn.dtype, vn.dtype, grads, is_causal,
-            scale, enable_gqa, _state.current_override(), _state.config_priority(), _kernels.is_tracing())
+    ks, vs = tuple(kn.shape), tuple(vn.shape)
+    if len(ks) != 4 or len(vs) != 4 or ks[2] != vs[2]:
+        return None  # a plan is for canonical rank-4 inputs; unequal key/value lengths raise on the full path
+    # the key/value length by its class (its bit length: 0, 1, 2-3, 4-7, ...): a generation's growing KV
+    # cache re-plans at each power of two, not at every token
+    return (ex, tuple(qn.shape), ks[:2] + (ks[2].bit_length(),) + ks[3:], vs[:2] + (vs[2].bit_length(),) + vs[3:],
+            qn.dtype, kn.dtype, vn.dtype, grads, is_causal, scale, enable_gqa, _state.current_override(),
+            _state.config_priority(), _kernels.is_tracing())
 
 
 def resolve(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
@@ -57,6 +67,7 @@ def resolve(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, s
         template, orders, allowed = plan
         p = template.copy()
         p.q, p.k, p.v = query._n, key._n, value._n
+        p.Tk = p.k.shape[2]
         chosen = _kernels.pick(orders, allowed, p)
         if chosen is not None and chosen is not _state.SDPBackend.MATH:  # math may warn: the full path decides
             return p, chosen
@@ -81,6 +92,7 @@ def params(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, sc
         return prepare(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     p = plan[0].copy()
     p.q, p.k, p.v = query._n, key._n, value._n
+    p.Tk = p.k.shape[2]
     return p
 
 

@@ -12,7 +12,7 @@ from ..compat.profiler import EventList, FunctionEvent, FunctionEventAvg, record
 from ..compat.profiler import recorder as _recorder
 from ..compat.profiler.events import from_events as _from_events
 
-__all__ = ["profile", "record_function", "EventList", "FunctionEvent", "FunctionEventAvg"]
+__all__ = ["profile", "record_function", "EventList", "FunctionEvent", "FunctionEventAvg", "emit_nvtx", "emit_itt"]
 
 
 class profile:  # noqa: N801 - torch's name
@@ -76,3 +76,37 @@ class profile:  # noqa: N801 - torch's name
 
     def __str__(self) -> str:
         return self.table()
+
+
+class _EmitRanges:
+    """A vendor range emitter (``emit_nvtx``, ``emit_itt``): with ``enabled=False`` a block that records nothing;
+    enabled, entering it refuses, naming the tool, since tdx's executors emit no vendor ranges."""
+
+    _tool = ""
+
+    def __init__(self, enabled=True, record_shapes=False):
+        self.enabled, self.record_shapes = enabled, record_shapes
+
+    def __enter__(self):
+        if self.enabled:
+            from .._errors import UnsupportedOpError
+
+            raise UnsupportedOpError(f"torch.autograd.profiler.{type(self).__name__} is not supported by tdx: tdx's "
+                                     f"executors emit no {self._tool} ranges; use torch.autograd.profiler.profile "
+                                     "(or enabled=False)")
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class emit_nvtx(_EmitRanges):  # noqa: N801 - torch's name
+    """NVTX ranges around each op (``torch.autograd.profiler.emit_nvtx``); see :class:`_EmitRanges`."""
+
+    _tool = "NVTX"
+
+
+class emit_itt(_EmitRanges):  # noqa: N801 - torch's name
+    """Intel ITT ranges around each op (``torch.autograd.profiler.emit_itt``); see :class:`_EmitRanges`."""
+
+    _tool = "ITT"

@@ -130,6 +130,9 @@ class Executor:
     taped = True  # same as not caps.native_autograd (tdx's tape records its ops); a plain attribute
     native_autocast = False  # casts ops per torch's autocast policy itself (torch); else tdx.compat.amp.autocast_policy does
     update_kernels = False  # has addcmul/addcdiv/lerp on natives (torch: backends/_torch/nn.py, mlx: _elementwise.py)
+    # ``linear(x, weight, bias)`` on natives with torch's checks, errors and autograd (torch's own kernel), which
+    # ``nn.Linear`` and ``F.linear`` call first; None: they take ``nn_functional`` or tdx's composed path
+    linear_kernel = None
     # {op name: (kernel, result tdx dtype, takes Python scalars, takes two 1-d operands)}: ops whose float32
     # operands the facade may hand to ``kernel(*natives, stream=...)`` itself, without the op reading their
     # dtypes (MLX, where a dtype read is the per-op cost: :func:`tdx.backends.mlx._elementwise.float32_kernel`);
@@ -187,6 +190,14 @@ class Executor:
         synchronize = getattr(self, "synchronize", None)
         if self.caps.asynchronous and synchronize is not None:
             synchronize()
+
+    def check_result(self, native, op: str) -> None:
+        """Refuse ``native``, a result not yet computed, whose memory cannot be allocated (lazy executors,
+        whose framework crashes where an evaluation's allocation fails); eager ones allocated it already."""
+
+    def settle(self, native) -> None:
+        """Start computing ``native``'s pending work so that the graph behind it can go (a tensor written in
+        place many times holds the chain of its writes until something computes it); eager: nothing to do."""
 
     def native_error(self, err: BaseException):
         """The TdxError to raise for an exception the framework raised (same builtin kind)."""

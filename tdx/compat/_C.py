@@ -1,10 +1,20 @@
-"""``torch._C`` (minimal): the two private queries torch's Python code (``torch.distributions``)
-calls. ``_get_tracing_state()`` is None (tdx never runs a TorchScript trace) and
-``_infer_size(a, b)`` is the broadcast shape of two shapes. This module must never import a
-framework.
+"""``torch._C`` (minimal): the private names torch's Python code and real libraries call.
+
+``_get_tracing_state()`` is None (tdx never runs a TorchScript trace), ``_infer_size(a, b)`` is the broadcast
+shape of two shapes, ``_TensorMeta`` is the metaclass of ``Tensor`` (``type``), ``_log_api_usage_once`` (the
+usage logging torchmetrics and Lightning call) records nothing, ``_are_functorch_transforms_active()`` is False
+(tdx's transforms run no functorch interpreter stack), ``_disabled_torch_function_impl`` is what a tensor
+subclass sets as ``__torch_function__`` to opt out of the protocol (tdx calls no ``__torch_function__``: it runs
+the function), and ``_nn._parse_to`` parses ``Tensor.to``'s/``Module.to``'s arguments as torch's does, ``device`` is ``tdx.device``
+and ``_distributed_rpc._is_current_rpc_agent_set()`` is False (tdx has no RPC agent). A name
+not here is a ``NotProvidedAttributeError`` naming it. This module must never import a framework.
 """
 
 from __future__ import annotations
+
+import types as _types
+
+from .._device import device  # noqa: F401 - torch._C.device is torch.device
 
 __all__: list = []
 
@@ -19,3 +29,43 @@ def _infer_size(a, b):
     from .._tensor.shape import broadcast_shapes
 
     return broadcast_shapes(a, b)
+
+
+_TensorMeta = type  # the metaclass of tdx.Tensor (torch's Tensor has its own; isinstance checks hold alike)
+
+
+def _log_api_usage_once(event: str) -> None:
+    """Record nothing: tdx has no API usage logger (torch's is off unless a C++ handler is installed)."""
+
+
+def _are_functorch_transforms_active() -> bool:
+    """False: tdx's ``func`` transforms run no functorch interpreter stack."""
+    return False
+
+
+def _disabled_torch_function_impl(func, types, args=(), kwargs=None):
+    """``func(*args, **kwargs)``: the ``__torch_function__`` of a subclass that opts out of the protocol."""
+    return func(*args, **(kwargs or {}))
+
+
+def _parse_to(*args, **kwargs):
+    """``(device, dtype, non_blocking, memory_format)`` from ``to()``'s arguments, as ``torch._C._nn._parse_to``.
+
+    Raises:
+        TdxTypeError: an argument ``to()`` does not take.
+    """
+    from .nn.modules.module import _parse_to as parse
+
+    memory_format = kwargs.get("memory_format")
+    device, dtype, non_blocking = parse(args, dict(kwargs))
+    if device is not None:
+        from .. import device as make_device
+
+        device = make_device(device)
+    return device, dtype, non_blocking, memory_format
+
+
+_nn = _types.ModuleType("torch._C._nn", "torch._C._nn: the argument parser of to().")
+_nn._parse_to = _parse_to
+_distributed_rpc = _types.ModuleType("torch._C._distributed_rpc", "torch._C._distributed_rpc: no RPC agent in tdx.")
+_distributed_rpc._is_current_rpc_agent_set = lambda: False  # tdx never sets an RPC agent

@@ -36,7 +36,7 @@ import warnings
 from .._errors import TdxTypeError, TdxValueError
 
 __all__ = ["compile", "is_compiling", "is_dynamo_compiling", "is_exporting", "disable", "reset", "allow_in_graph",
-           "assume_constant_result", "cudagraph_mark_step_begin"]
+           "assume_constant_result", "cudagraph_mark_step_begin", "set_stance"]
 
 _local = threading.local()
 
@@ -75,6 +75,44 @@ def disable(fn=None, recursive=True):
     if fn is None:
         return lambda f: f
     return fn
+
+
+_STANCE = ["default"]  # torch.compiler.set_stance's: "force_eager" runs every compiled function eagerly
+
+
+class set_stance:  # noqa: N801 - torch's name
+    """Set how compiled functions run from now on (``"force_eager"``: eagerly; ``"default"``, ``"eager_on_recompile"``,
+    ``"fail_on_recompile"``: compiled, as tdx compiles per shape), as ``torch.compiler.set_stance``; as a context
+    manager or decorator, only within the block or the decorated function.
+
+    Args:
+        stance: the stance's name.
+        skip_guard_eval_unsafe, force_backend: torch's switches; no effect in tdx.
+    """
+
+    def __init__(self, stance: str = "default", *, skip_guard_eval_unsafe: bool = False, force_backend=None):
+        self.stance, self.prev = stance, _STANCE[0]
+        _STANCE[0] = stance
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        _STANCE[0] = self.prev
+        return False
+
+    def __call__(self, fn):
+        _STANCE[0] = self.prev  # as a decorator: the stance holds only while fn runs
+
+        @functools.wraps(fn)
+        def within(*args, **kwargs):
+            prev, _STANCE[0] = _STANCE[0], self.stance
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                _STANCE[0] = prev
+
+        return within
 
 
 def reset() -> None:
@@ -145,6 +183,11 @@ class _Compiled:
         self._torch_fn = None  # torch.compile(fn), made on the first call on a torch executor
         functools.update_wrapper(self, fn, updated=())
 
+    @property
+    def _orig_mod(self):
+        """The function or module compiled (``torch.compile(module)._orig_mod``)."""
+        return self.fn
+
     def _eager(self, why: str, args, kwargs):
         if not self._warned:
             self._warned = True
@@ -181,6 +224,8 @@ class _Compiled:
     def __call__(self, *args, **kwargs):
         import tdx
 
+        if _STANCE[0] == "force_eager":
+            return self.fn(*args, **kwargs)
         state = self._state_tensors()
         flat_args = [a for a in list(args) + list(kwargs.values()) if isinstance(a, tdx.Tensor)]
         ex = (flat_args or state or [None])[0]

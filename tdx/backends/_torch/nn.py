@@ -42,6 +42,7 @@ class TorchNNOps:
 
     __slots__ = ()
     update_kernels = True
+    linear_kernel = staticmethod(_F.linear)  # nn.Linear's per-call path: torch's kernel, no argument repacking
 
     def nn_functional(self, name: str, args: tuple, kwargs: dict):
         """``torch.nn.functional.<name>(*args, **kwargs)`` on natives (a tdx dtype argument becomes torch's).

@@ -1,6 +1,6 @@
 """float32 ops on MLX's CPU rounded as torch's CPU kernels round them: ``tanh`` (forward and
-derivative), ``a + alpha * b`` (``add``/``sub`` with ``alpha``) and ``a + b * c`` (``addcmul``), each
-with one fused multiply-add.
+derivative), ``a + alpha * b`` (``add``/``sub`` with ``alpha``) and ``a + b * c`` (``addcmul``,
+``lerp``, the Adam kernel), each with one fused multiply-add where torch's kernels fuse it.
 
 MLX's CPU ``tanh`` is a fast approximation: on float32 it misses the correctly rounded value
 in about one element of five (1 ulp), while torch's CPU ``tanh`` (SLEEF's 1-ulp kernel) gives
@@ -8,8 +8,15 @@ the correctly rounded value in all but about 1 in 2000. A network with a tanh la
 drifts from torch by an ulp per element per step on MLX. On a CPU stream (where MLX has float64)
 the function here computes float32 ``tanh`` in float64 and rounds once, so it equals torch's
 wherever torch's is correctly rounded. Its derivative is torch's ``tanh_backward``:
-``grad * (1 - y * y)`` with ``1 - y * y`` formed by one fused multiply-add (exact in float64,
-``y`` being a float32), then one float32 product. MLX GPUs (no float64) keep MLX's own ``tanh``.
+``grad * (1 - y * y)``. MLX GPUs (no float64) keep MLX's own ``tanh``.
+
+Whether torch's kernels fuse a multiply-add depends on how they were compiled for the running CPU
+(with FMA for AVX2 and AVX512, without for ``ATEN_CPU_CAPABILITY=default``): the multiply-adds
+and ``tanh``'s derivative here take the form :mod:`._torch_order` found torch taking on this
+machine (``"multiply_add"``, ``"tanh"``; the callers ask it and pass the answer, outside any trace
+before a kernel is built): one
+rounding (``1 - y * y`` formed by one fused multiply-add, exact in float64 for a float32 ``y``)
+or the product and the sum rounded apart (MLX's own float32 arithmetic).
 
 Must never import torch or the tdx facade; used only by the MLX executor.
 """
@@ -23,18 +30,25 @@ from threading import get_ident, main_thread
 import mlx.core as mx
 
 
-def _one_minus_square(y, s):
-    """``1 - y * y`` of float32 ``y`` rounded once to float32 (a fused multiply-add, as torch's kernel)."""
-    wide = y.astype(mx.float64, stream=s)
-    return mx.subtract(1.0, mx.multiply(wide, wide, stream=s), stream=s).astype(mx.float32, stream=s)
+def tanh_derivative(y, g, fused: bool, s):
+    """``g * (1 - y * y)`` of float32 arrays, ``1 - y * y`` rounded once when ``fused`` (torch's
+    ``tanh_backward`` built with FMA: exact in float64 for a float32 ``y``), else each step rounded."""
+    if fused:
+        wide = y.astype(mx.float64, stream=s)
+        one_minus = mx.subtract(1.0, mx.multiply(wide, wide, stream=s), stream=s).astype(mx.float32, stream=s)
+    else:
+        one_minus = mx.subtract(mx.array(1.0, mx.float32), mx.multiply(y, y, stream=s), stream=s)
+    return mx.multiply(g, one_minus, stream=s)
 
 
 @functools.lru_cache(maxsize=None)
-def tanh(stream):
+def tanh(stream, fused_derivative: bool):
     """float32 ``tanh`` on the CPU ``stream``, correctly rounded, with torch's derivative.
 
     Args:
         stream: an MLX CPU stream (float64 must be available on it).
+        fused_derivative: whether ``1 - y * y`` rounds once (:func:`tanh_derivative`), as torch's
+            ``tanh_backward`` does on this machine (:func:`._torch_order.order` of ``"tanh"``).
 
     Returns:
         An ``mx.custom_function`` of one float32 array.
@@ -49,7 +63,7 @@ def tanh(stream):
     def fn_vjp(primals, cotangent, output):
         y = output[0] if isinstance(output, (list, tuple)) else output
         g = cotangent[0] if isinstance(cotangent, (list, tuple)) else cotangent
-        return (mx.multiply(g, _one_minus_square(y, s), stream=s),)
+        return (tanh_derivative(y, g, fused_derivative, s),)
 
     return fn
 
@@ -98,6 +112,11 @@ def fma(a, b, c, s):
     return mx.add(product, c.astype(mx.float64, stream=s), stream=s).astype(mx.float32, stream=s)
 
 
+def rounded_apart(a, b, c, s):
+    """``a * b + c`` of float32 values in MLX's float32 arithmetic: the product rounded, then the sum."""
+    return mx.add(mx.multiply(a, b, stream=s), c, stream=s)
+
+
 def _multiply_add_kernel(stream):
     """``a + b * c`` on ``stream`` as one fused kernel (float64 arithmetic and casts are slow on MLX's
     CPU: unfused, the op takes ~20x a float32 add)."""
@@ -106,24 +125,28 @@ def _multiply_add_kernel(stream):
         (mx.ones(2, mx.float32), mx.ones(2, mx.float32), mx.array(0.5, mx.float64))))
 
 
-def multiply_add(a, b, c, stream):
-    """float32 ``a + b * c`` rounded once, as torch's CPU ``addcmul`` kernel rounds it (a fused
-    multiply-add; MLX would round the product and then the sum).
+def multiply_add(a, b, c, stream, fused: bool):
+    """float32 ``a + b * c`` as torch's CPU ``addcmul`` kernel rounds it: once where it fuses the
+    multiply-add on this machine (``fused``: :func:`._torch_order.fused`), else the product and then
+    the sum.
 
     Args:
         a, b, c: float32 arrays (broadcastable).
         stream: an MLX CPU stream (float64 must be available on it).
+        fused: round once (else the product, then the sum).
 
     Returns:
         The float32 result.
     """
+    if not fused:
+        return rounded_apart(b, c, a, stream)
     return _multiply_add_kernel(stream)(a, b, c)
 
 
-def add_scaled(a, b, alpha, subtract: bool, stream):
-    """float32 ``a + alpha * b`` (``a - alpha * b`` when ``subtract``) rounded once, as torch's CPU
-    ``add``/``sub`` kernels round it (a fused multiply-add with ``alpha`` as a float32; MLX would
-    round the product and then the sum).
+def add_scaled(a, b, alpha, subtract: bool, stream, fused: bool):
+    """float32 ``a + alpha * b`` (``a - alpha * b`` when ``subtract``) as torch's CPU ``add``/``sub``
+    kernels round it with ``alpha`` as a float32: once where they fuse the multiply-add on this
+    machine (``fused``: :func:`._torch_order.fused`), else the product and then the sum.
 
     The product of two float32 numbers is exact in float64, so the float64 sum rounds once to
     float64 and once to float32 (equal to the fused result but for rare double-rounding ties).
@@ -133,9 +156,13 @@ def add_scaled(a, b, alpha, subtract: bool, stream):
         alpha: a Python number, taken as a float32 as torch's kernel takes it.
         subtract: ``a - alpha * b`` instead (``-alpha`` is exact, so it rounds alike).
         stream: an MLX CPU stream (float64 must be available on it).
+        fused: round once (else the product, then the sum).
 
     Returns:
         The float32 result.
     """
+    if not fused:
+        scale = mx.array(alpha, mx.float32)
+        return rounded_apart(b, mx.negative(scale, stream=stream) if subtract else scale, a, stream)
     scale = mx.array(alpha, mx.float32).astype(mx.float64, stream=stream)
     return _multiply_add_kernel(stream)(a, b, mx.negative(scale, stream=stream) if subtract else scale)

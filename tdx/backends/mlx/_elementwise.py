@@ -25,6 +25,7 @@ from ...autograd.tape import ACTIVE as _TAPE, differentiating
 from . import _float64 as mlx_f64
 from . import _cpu_rounding as cpu_rounding
 from . import _summation_order as summation
+from . import _torch_order as torch_order
 from ._indexing import on_stream, scalar_name
 from ._rules import _FLOATS, _INTS, _SCALARS, _SIGNED, _clamp_exact, _is_bool, _is_bool_operand, _tie_splitting, _where_exact
 
@@ -209,7 +210,8 @@ class MLXElementwiseOpsStreamed:
         if rt is D.bool_:
             return mx.logical_or(a, mx.logical_and(b, bool(alpha), stream=self.s), stream=self.s)
         if rt is D.float32 and self.caps.float64 and not isinstance(alpha, complex):  # torch: one rounding
-            return cpu_rounding.add_scaled(self._cast(a, rt), self._cast(b, rt), alpha, sub, self.s)
+            return cpu_rounding.add_scaled(self._cast(a, rt), self._cast(b, rt), alpha, sub, self.s,
+                                           torch_order.fused())
         scaled = mx.multiply(b, self._cast(alpha, rt), stream=self.s)
         return (mx.subtract if sub else mx.add)(a, scaled, stream=self.s)
 
@@ -221,7 +223,7 @@ class MLXElementwiseOpsStreamed:
             return None
         scaled = t1 if value == 1 else t1 * value
         if a.dtype == mx.float32 and self.caps.float64:
-            return cpu_rounding.multiply_add(a, scaled, t2, self.s)
+            return cpu_rounding.multiply_add(a, scaled, t2, self.s, torch_order.fused())
         return a + scaled * t2
 
     def addcdiv(self, a, t1, t2, value):
@@ -244,7 +246,7 @@ class MLXElementwiseOpsStreamed:
             small = bool(abs(w) < 0.5)
             coeff, base = (w, a) if small else (w - np.float32(1), b)
             if self.caps.float64:
-                return cpu_rounding.multiply_add(base, b - a, mx.array(coeff, mx.float32), self.s)
+                return cpu_rounding.multiply_add(base, b - a, mx.array(coeff, mx.float32), self.s, torch_order.fused())
             return base + (b - a) * float(coeff)
         return a + (b - a) * weight if abs(weight) < 0.5 else b - (b - a) * (1 - weight)
 
@@ -327,9 +329,9 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
         """Whether ``a + b`` is replayed for its derivative with a broadcast float32 operand, whose
         gradient torch sums in its own order (:func:`._summation_order.broadcast_add`). Only a recorded
         op is replayed: nothing is asked before a tape tensor first requires grad."""
-        return (_TAPE[0] and differentiating() and summation.ENABLED and self.caps.float64 and type(a) is mx.array
+        return (_TAPE[0] and differentiating() and self.caps.float64 and type(a) is mx.array
                 and type(b) is mx.array and a.shape != b.shape and a.dtype == b.dtype == mx.float32
-                and summation.in_force())
+                and torch_order.in_force("sum"))
 
     @float32_kernel(mx.add)
     def add(self, a, b):
@@ -449,7 +451,7 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
                 raise OpDtypeError("\"addmm\" not implemented for 'Bool'")
             out = np.matmul(np.array(a), np.array(b))
             return mx.array(out).astype(dt, stream=self.s)
-        if na == 1 and nb == 1 and dt == mx.float32 and self.caps.float64 and summation.in_force():
+        if na == 1 and nb == 1 and dt == mx.float32 and self.caps.float64 and torch_order.in_force("dot"):
             out = summation.dotted(a, b, self.s)  # torch's (MKL's) order of additions
             if out is not None:
                 return out
@@ -748,7 +750,7 @@ def _tanh(self, x):
     """``tanh``; float32 on a CPU stream rounds as torch's CPU kernel (:mod:`._cpu_rounding`)."""
     x = self._float_in(x)
     if x.dtype == mx.float32 and self.caps.float64:
-        return cpu_rounding.tanh(self.s)(x)
+        return cpu_rounding.tanh(self.s, torch_order.order("tanh") == "fused")(x)
     return mx.tanh(x, stream=self.s)
 
 

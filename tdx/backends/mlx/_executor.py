@@ -29,7 +29,7 @@ from ._linalg import MLXLinalgOps
 from ._namespaces import MLXNamespaceOps
 from ._nn import MLXNNOps
 from ._optim import MLXOptimOps
-from ._memory import check_alloc
+from ._memory import check_alloc, check_result, sized
 from ._random import MLXRandomOps, seed_default
 from ._sampling import MLXSamplingOps
 from ._torch_stream import torch_stream
@@ -302,6 +302,22 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
         """Compute ``natives`` now (MLX builds lazily; the profiler times the work itself)."""
         mx.eval(*natives)
 
+    @staticmethod
+    def check_result(native, op: str) -> None:
+        """Refuse a lazy result whose buffer cannot be allocated (``_memory.check_result``)."""
+        check_result(native, op)
+
+    @staticmethod
+    def settle(native) -> None:
+        """Schedule ``native``'s evaluation without waiting for it: MLX cuts an array's graph when it
+        schedules it, so the chain of a tensor's lazy in-place writes (running statistics, optimizer
+        state, ``.grad`` accumulation) that nothing reads stops growing. Inside a transform (``mx.compile``,
+        ``mx.vmap``), where an array is a placeholder that cannot be evaluated, the transform decides."""
+        try:
+            mx.async_eval(native)
+        except ValueError:
+            return  # a placeholder of a transform: evaluated with the transform's own output
+
     def native_error(self, err: BaseException):
         """MLX raises ValueError for shape and broadcast problems where torch raises RuntimeError."""
         if isinstance(err, ValueError) and not isinstance(err, TdxError):
@@ -389,3 +405,12 @@ def make_executor(name: str) -> MLXExecutor:
 for _name, _kind in _NOT_FOR_COMPLEX.items():
     setattr(MLXExecutor, _name, _real_only(_name, _kind, getattr(MLXExecutor, _name)))
 MLXExecutor.sign = _real_only("sign", TdxNotImplementedError, MLXExecutor.sign)  # torch.sgn is the complex one
+
+# ops whose result can be far larger than any operand (broadcasting, products): the result's size is checked
+# before anything evaluates it (_memory.check_result), as MLX crashes where an allocation fails
+for _name in ("add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder", "fmod", "pow", "atan2",
+              "maximum", "minimum", "fmax", "fmin", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
+              "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "hypot", "copysign", "xlogy", "where",
+              "matmul", "outer", "bmm", "einsum", "kron", "tensordot"):
+    if callable(getattr(MLXExecutor, _name, None)):
+        setattr(MLXExecutor, _name, sized(getattr(MLXExecutor, _name), _name))

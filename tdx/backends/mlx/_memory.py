@@ -4,11 +4,16 @@ MLX kills the process (SIGSEGV) when an allocation fails, and its shapes are 32-
 huge ``empty``, or a reduction that widens a large ``uint8`` tensor to ``int64``, would take
 the interpreter down. Every MLX op that makes a buffer of a size the caller chose goes
 through :func:`check_alloc` first, which raises torch's ``RuntimeError: ... can't allocate
-memory`` (a :class:`tdx.TdxError`) instead. This module must never import torch or the facade.
+memory`` (a :class:`tdx.TdxError`) instead. An op whose result can be far larger than its operands
+(a broadcast ``a[:, None] - a[None, :]``, ``outer``, a matrix product) has its lazy result checked
+by :func:`check_result` before anything evaluates it: executor methods through :func:`sized`, the
+facade's float32 per-op path through ``Executor.check_result`` when the result has more than
+:data:`LARGE` elements. This module must never import torch or the facade.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import sys
@@ -91,3 +96,40 @@ def check_dims(dims, op: str) -> None:
     if big:
         raise TdxRuntimeError(f"{op}: dimension {big[0]} of shape {list(dims)} exceeds MLX's limit of "
                               f"{_INT32_MAX} elements per dimension")
+
+
+LARGE = 1 << 22  # elements: a result this small (64 MB at 16 bytes an element) is never checked further
+
+
+def check_result(out, op: str) -> None:
+    """Refuse ``out``, a lazy MLX array, when its buffer cannot be allocated (MLX would crash evaluating it).
+
+    Raises:
+        TdxRuntimeError: more bytes than this process can still get (torch's "can't allocate memory").
+    """
+    nbytes = out.nbytes
+    if nbytes > (64 << 20) and nbytes > available_bytes():
+        raise TdxRuntimeError(f"{op}: can't allocate memory: you tried to allocate {nbytes} bytes (shape "
+                              f"{list(out.shape)}), more than the {available_bytes()} bytes available")
+
+
+def sized(method, op: str):
+    """``method`` (an executor method returning an MLX array) with its result checked by :func:`check_result`
+    when it has more than :data:`LARGE` elements."""
+    @functools.wraps(method)
+    def checked(self, *args, **kwargs):
+        out = method(self, *args, **kwargs)
+        if out.__class__ is _ARRAY and out.size > LARGE:
+            check_result(out, op)
+        return out
+
+    return checked
+
+
+def _array_class():
+    import mlx.core as mx
+
+    return mx.array
+
+
+_ARRAY = _array_class()

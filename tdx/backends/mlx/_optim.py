@@ -8,8 +8,9 @@ one ``mx.compile``d function per stream and set of flags (:func:`._cpu_rounding.
 0-d float32 arrays, so a new step never traces again). Every rounding is the one torch's CPU
 kernels make, as tdx's composed ops on MLX make it: float32 products and sums rounded apart,
 ``lerp``, ``addcmul`` and ``add(alpha=)`` as fused multiply-adds (through float64, exact
-for float32 operands), so the result equals the composed path bit for bit. Must never import
-torch or tdx's facade.
+for float32 operands) where torch's kernels fuse them on this machine, else rounded apart
+(:func:`._torch_order.fused`, part of the kernel's key), so the result equals the composed path
+bit for bit. Must never import torch or tdx's facade.
 """
 
 from __future__ import annotations
@@ -17,20 +18,23 @@ from __future__ import annotations
 import mlx.core as mx
 import numpy as np
 
-from ._cpu_rounding import compiled, fma
+from ._cpu_rounding import compiled, fma, rounded_apart
+from ._torch_order import fused
 
 
-def _update_fn(s, weight_decay: str, small_lerp: bool, amsgrad: bool):
-    """The update for one set of flags (``weight_decay``: "none", "decoupled" or "l2")."""
+def _update_fn(s, weight_decay: str, small_lerp: bool, amsgrad: bool, fused: bool):
+    """The update for one set of flags (``weight_decay``: "none", "decoupled" or "l2"; ``fused``: torch's
+    kernels round a multiply-add once on this machine, :func:`._torch_order.fused`)."""
+    fma_ = fma if fused else rounded_apart
 
     def update(p, g, m, v, vmax, decay, lerp_w, beta2, g_scale, bc2_sqrt, eps, neg_step):
         if weight_decay == "decoupled":
             p = mx.multiply(p, decay, stream=s)  # p.mul_(1 - lr * wd)
         elif weight_decay == "l2":
-            g = fma(p, decay, g, s)  # grad.add(p, alpha=wd), one rounding
+            g = fma_(p, decay, g, s)  # grad.add(p, alpha=wd), one rounding
         diff = mx.subtract(g, m, stream=s)  # m.lerp_(g, 1 - beta1), torch's two branches
-        m = fma(lerp_w, diff, m if small_lerp else g, s)
-        v = fma(mx.multiply(g, g_scale, stream=s), g, mx.multiply(v, beta2, stream=s), s)  # mul_, addcmul_
+        m = fma_(lerp_w, diff, m if small_lerp else g, s)
+        v = fma_(mx.multiply(g, g_scale, stream=s), g, mx.multiply(v, beta2, stream=s), s)  # mul_, addcmul_
         if amsgrad:
             vmax = mx.maximum(vmax, v, stream=s)
         denom = mx.add(mx.divide(mx.sqrt(vmax if amsgrad else v, stream=s), bc2_sqrt, stream=s), eps, stream=s)
@@ -74,7 +78,7 @@ class MLXOptimOps:
         w = np.float32(1 - beta1)  # lerp's weight, a float32 as torch's kernel takes it
         small = bool(abs(w) < 0.5)
         f32 = lambda x: mx.array(x, mx.float32)  # noqa: E731 - per-step numbers as 0-d arrays
-        kernel = _kernel(self.s, (weight_decay, small, vmax is not None))
+        kernel = _kernel(self.s, (weight_decay, small, vmax is not None, fused()))
         out = kernel(p, g, m, v, v if vmax is None else vmax, f32(wd if weight_decay == "l2" else decay),
                      f32(w if small else w - np.float32(1)), f32(beta2), f32(1 - beta2), f32(bc2_sqrt), f32(eps),
                      f32(-step_size))

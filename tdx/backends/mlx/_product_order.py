@@ -15,7 +15,8 @@ measured against torch 2.13 on x86-64 (AVX2 and the default capability, both 16 
 MLX's CPU scan (``cumprod``) multiplies left to right, rounding each step, so each level is a scan.
 Reductions larger than aten's grain (32768 elements, where torch may split the work between threads)
 keep MLX's own order. Must never import torch or the facade; used only by the MLX executor on CPU
-streams while torch-order summation is in force (``_summation_order.in_force``).
+streams while this order is in force (``_torch_order.in_force("prod")``: the config's summation switch, and
+verified against torch's kernels on the running CPU).
 """
 
 from __future__ import annotations

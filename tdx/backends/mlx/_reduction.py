@@ -18,6 +18,7 @@ from ..base import norm_dim
 from . import _float64 as mlx_f64
 from . import _product_order as product_order
 from . import _summation_order as summation
+from . import _torch_order as torch_order
 from ._indexing import on_stream, scalar_name
 from ._memory import check_alloc
 from ._rules import _HALF, _INTS, _axes, _dims, _kw, _out_shape, _reduced_shape
@@ -237,7 +238,7 @@ class MLXReductionOps(MLXReductionOpsStreamed):
         axes = _dims(dim, len(shape))
         axes = range(len(shape)) if axes is None else axes
         s = self.s
-        if self.caps.float64 and summation.in_force():
+        if self.caps.float64 and torch_order.in_force("sum"):
             fn, final = summation.plan(shape, axes, keepdim, s)
         else:
             ax = list(axes)
@@ -273,7 +274,7 @@ class MLXReductionOps(MLXReductionOpsStreamed):
         if dtype is not None and D.as_dtype(dtype) is D.bool_:  # a product of bools is their conjunction
             return self.all(x.astype(mx.bool_, stream=self.s), dim, keepdim)
         x = self._acc(x, dtype)
-        if x.dtype in _HALF and self.caps.float64 and product_order.applies(x, dim) and summation.in_force():
+        if x.dtype in _HALF and self.caps.float64 and product_order.applies(x, dim) and torch_order.in_force("prod"):
             # a CPU stream: torch's order of half-precision multiplications, bit for bit
             return product_order.prod(x, None if dim is None else norm_dim(dim, x.ndim), keepdim, self.s)
         # narrow ints in int64 (wrapped back); float16/bfloat16 stay: torch's CPU product rounds to them as it goes

@@ -5,7 +5,7 @@ float32 result bit for bit instead of one ulp away.
 Why: a float32 sum's last bit depends on the order of its additions. MLX's CPU kernel adds in
 another order than torch's, so a program that sums (every loss does) drifts from torch by an ulp
 per reduction, and iterative methods grow that ulp (L-BFGS: about 1.3x per function evaluation).
-The orders reproduced here, measured against torch 2.13 on x86-64:
+The orders reproduced here, as torch 2.13 adds on an x86-64 AVX2 machine (an AMD EPYC):
 
 * ``torch.sum`` and ``mean`` (aten's ``cascade_sum``, compiled for AVX2 even where AVX512 runs:
   8 float lanes): a contiguous run is read as vectors of 8; the vectors go round-robin to 4
@@ -21,34 +21,34 @@ The orders reproduced here, measured against torch 2.13 on x86-64:
   lengths divisible by 4 up to 8000 (other tails are added in an order not reproduced).
 
 Each helper answers ``None`` where its order is not reproduced (larger reductions, other
-layouts): the caller keeps MLX's own sum. Must never import torch or the facade; used only by
-the MLX executor, on CPU streams of x86-64 machines (elsewhere torch's kernels add in other
-orders: see :data:`ENABLED`), while the config's ``[backends.mlx] summation`` is ``"torch"`` (the
-default; ``"native"`` keeps MLX's own order everywhere: :func:`in_force`).
+layouts): the caller keeps MLX's own sum. No machine's order is assumed: torch's kernels add in
+other orders on other CPUs and instruction sets, so each order is used only once
+:mod:`._torch_order` has checked it against torch's own kernels on the running CPU (``"sum"``,
+``"dot"``), and while the config's ``[backends.mlx] summation`` is ``"torch"`` (the default;
+``"native"`` keeps MLX's own order everywhere): :func:`._torch_order.in_force`, :func:`chosen`. Must
+never import torch or the facade; used only by the MLX executor, on CPU streams.
 """
 
 from __future__ import annotations
 
 import math
-import platform
 
 import mlx.core as mx
 import numpy as np
 
 from ._cpu_rounding import compiled
 
-ENABLED = platform.machine().lower() in ("x86_64", "amd64")  # torch's AVX2 kernels and MKL's sdot
 LANES = 8  # floats per vector in torch's AVX2 sum kernel
 GRAIN = 32768  # aten's GRAIN_SIZE: larger reductions may be split between threads (another order)
 MAX_DOT = 8000  # MKL's sdot order measured up to 8000 elements (8192 and more: another order)
 
 
-def in_force() -> bool:
-    """Whether float32 sums add in torch's order: on x86-64 (:data:`ENABLED`) while the config's
-    ``[backends.mlx] summation`` (``TDX_MLX_SUMMATION``) is ``"torch"``, the default."""
+def chosen() -> bool:
+    """Whether the config's ``[backends.mlx] summation`` (``TDX_MLX_SUMMATION``) is ``"torch"``, the default
+    (the order is then used where :func:`._torch_order.in_force` finds it verified)."""
     from ... import config
 
-    return ENABLED and config.current()["backends.mlx.summation"] == "torch"
+    return config.current()["backends.mlx.summation"] == "torch"
 
 
 def _running(x, s):

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from ..._errors import UnsupportedOpError
 from ..compiler import allow_in_graph, assume_constant_result, disable, is_compiling, reset
-from . import config, exc
+from . import config, eval_frame, exc
+from .eval_frame import OptimizedModule
 
-__all__ = ["allow_in_graph", "assume_constant_result", "config", "disable", "disallow_in_graph", "exc",
+__all__ = ["OptimizedModule", "allow_in_graph", "assume_constant_result", "config", "disable", "disallow_in_graph",
+           "eval_frame", "exc",
            "graph_break", "is_compiling", "mark_dynamic", "mark_static", "mark_static_address",
            "maybe_mark_dynamic", "optimize", "export", "explain", "reset"]
 

@@ -14,6 +14,7 @@ Importing this module imports no framework; the engine imports its own on ``init
 from __future__ import annotations
 
 import datetime
+import enum as _enum
 import importlib.util
 import os
 import pickle
@@ -45,8 +46,8 @@ _MLX_BACKENDS = {"ring": "ring", "mpi": "mpi", "mlx": "any", "jaccl": "jaccl", "
 _DEFAULT_TIMEOUT_S = 1800.0  # torch's default process-group timeout (30 minutes)
 
 
-class ReduceOp:
-    """Reduction operations, with torch's names (``ReduceOp.SUM``...)."""
+class _RedOpType(str, _enum.Enum):
+    """``ReduceOp.RedOpType``: the reduction operations as an enum whose members equal the engines' names."""
 
     SUM = _engines.SUM
     AVG = _engines.AVG
@@ -56,6 +57,21 @@ class ReduceOp:
     BAND = _engines.BAND
     BOR = _engines.BOR
     BXOR = _engines.BXOR
+    PREMUL_SUM = _engines.PREMUL_SUM
+
+
+class ReduceOp:
+    """Reduction operations, with torch's names (``ReduceOp.SUM``...), each a member of ``ReduceOp.RedOpType``."""
+
+    RedOpType = _RedOpType
+    SUM = _RedOpType.SUM
+    AVG = _RedOpType.AVG
+    PRODUCT = _RedOpType.PRODUCT
+    MIN = _RedOpType.MIN
+    MAX = _RedOpType.MAX
+    BAND = _RedOpType.BAND
+    BOR = _RedOpType.BOR
+    BXOR = _RedOpType.BXOR
 
 
 class Backend:

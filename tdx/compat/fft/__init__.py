@@ -13,7 +13,7 @@ from ... import _dtypes as D
 from ..._errors import TdxRuntimeError
 from ..._tensor import creation as _creation
 from ..._tensor.tensor import Tensor
-from ..._tensor.dispatch import call as _call
+from ..._tensor.dispatch import accept_out as _accept_out, call as _call
 
 __all__ = ["Tensor", "fft", "fft2", "fftfreq", "fftn", "fftshift", "hfft", "hfft2", "hfftn", "ifft", "ifft2",
            "ifftn", "ifftshift", "ihfft", "ihfft2", "ihfftn", "irfft", "irfft2", "irfftn", "rfft", "rfft2",
@@ -102,4 +102,5 @@ def _autocast_policy():  # the autocast policy wraps this module's listed functi
     autocast_policy.install_module(sys.modules[__name__])
 
 
+_accept_out(globals(), __all__)  # torch's out= on every function
 _autocast_policy()

@@ -249,6 +249,17 @@ def script_if_tracing(fn):
     return fn
 
 
+_script_if_tracing = script_if_tracing  # torch's private spelling, which libraries import
+
+
+def _overload(func):
+    """Declare one typed overload of a function for TorchScript; eagerly, ``func`` itself."""
+    return func
+
+
+_overload_method = _overload  # the same for a method
+
+
 def interface(obj):
     """Declare a module or class interface; eagerly, ``obj`` itself."""
     return obj

@@ -9,7 +9,7 @@ that backward on every executor). ``register_fake``, ``register_torch_dispatch``
 vmap rules are torch-compiler machinery). :class:`Library` defines and implements ops by schema the same
 way. Difference, stated: an op without ``register_autograd`` is differentiated through the tdx ops its
 function calls (torch refuses to backward through it). ``tdx.ops.aten.<name>`` is tdx's function of that
-name, or one of ATen's runtime assertion ops (:mod:`.aten_asserts`). Must never import a framework.
+name. Must never import a framework.
 """
 
 from __future__ import annotations
@@ -272,9 +272,11 @@ class _Namespace:
         if self._name == "aten":
             import tdx
 
-            from .aten_asserts import OPS as _ASSERTS
+            fn = getattr(tdx, name, None) or getattr(tdx.Tensor, name, None)
+            if fn is None:
+                from .aten_only import OPS
 
-            fn = _ASSERTS.get(name) or getattr(tdx, name, None) or getattr(tdx.Tensor, name, None)
+                fn = OPS.get(name)
             if fn is not None:
                 return _Overloads(fn)
         raise NotProvidedAttributeError(f"torch.ops.{self._name}.{name} is not provided by tdx (no such op is "

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ... import return_types as _rt
 from ..._errors import LinAlgError
-from ..._tensor.dispatch import call as _call
+from ..._tensor.dispatch import accept_out as _accept_out, call as _call
 
 __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals",
            "eigvalsh", "householder_product", "inv", "inv_ex", "ldl_factor", "ldl_factor_ex", "ldl_solve", "lstsq",
@@ -245,4 +245,5 @@ def _autocast_policy():  # the autocast policy wraps this module's listed functi
     autocast_policy.install_module(sys.modules[__name__])
 
 
+_accept_out(globals(), __all__)  # torch's out= on every function
 _autocast_policy()

@@ -19,8 +19,9 @@ import inspect
 import tdx
 from ..._errors import NATIVE_ERRORS, mismatch
 from ..._tensor.wrapping import typed_function, wrap
+from ..amp.autocast_policy import ON as _AUTOCAST
 
-__all__ = ["native", "fast", "torch_kernel", "NOT_NATIVE", "fused_linear", "conv_nd", "has_conv", "rows_cross_entropy", "has_rows_cross_entropy"]
+__all__ = ["native", "fast", "linear_kernel", "torch_kernel", "NOT_NATIVE", "fused_linear", "conv_nd", "has_conv", "rows_cross_entropy", "has_rows_cross_entropy"]
 
 NOT_NATIVE = object()
 """What :func:`native` returns when the tensors' executor has no ``nn_functional`` kernel."""
@@ -111,6 +112,31 @@ def fast(name: str, *args, **kwargs):
         return _native(name, args, kwargs)
     except tdx.TdxError:
         return NOT_NATIVE
+
+
+def linear_kernel(x, weight, bias):
+    """``linear`` by the executor's ``linear_kernel`` (torch's own), or :data:`NOT_NATIVE`.
+
+    The per-call path of ``nn.Linear`` and ``F.linear`` on torch executors: tensors of one executor go to
+    the kernel as they are, nothing repacked. Anything else (another executor, a tensor on another
+    device, an autocast region in force, an input the kernel refuses) is :data:`NOT_NATIVE`: the caller's
+    full path then casts, raises torch's mixed-device error or tdx's typed error.
+    """
+    if isinstance(x, _Tensor) and isinstance(weight, _Tensor):
+        ex = x._ex
+        k = ex.linear_kernel
+        if k is not None and weight._ex is ex and not _AUTOCAST[0]:
+            if bias is None:
+                try:
+                    return wrap(k(x._n, weight._n), ex)
+                except NATIVE_ERRORS:
+                    return NOT_NATIVE
+            if isinstance(bias, _Tensor) and bias._ex is ex:
+                try:
+                    return wrap(k(x._n, weight._n, bias._n), ex)
+                except NATIVE_ERRORS:
+                    return NOT_NATIVE
+    return NOT_NATIVE
 
 
 def torch_kernel(fn):

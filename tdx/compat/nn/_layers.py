@@ -50,7 +50,10 @@ def linear(input, weight, bias=None):  # noqa: A002 - torch's name
             that does not broadcast to the result raises as ``expand``).
         DtypeMismatchError: ``bias``'s dtype differs from the product's (matmul refuses mixed dtypes too).
     """
-    done = _kernels.fast("linear", input, weight, bias)  # torch's kernel where the executor has it
+    done = _kernels.linear_kernel(input, weight, bias)  # torch's kernel where the executor has it
+    if done is not _kernels.NOT_NATIVE:
+        return done
+    done = _kernels.fast("linear", input, weight, bias)  # nn_functional's, or NOT_NATIVE where it refuses
     if done is not _kernels.NOT_NATIVE:
         return done
     done = _kernels.fused_linear(input, weight, bias)  # one node on executors with a linear kernel (MLX)

@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 import warnings
 
+import numpy as np
+
 import tdx
 from ..._errors import ShapeError, TdxNotImplementedError, TdxRuntimeError, TdxValueError, UnsupportedOpError
 from . import _kernels
@@ -28,9 +30,12 @@ _LINEAR = {"linear": 1, "bilinear": 2, "trilinear": 3, "bicubic": 2}
 _MODES = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area")
 
 
-def _f32(v: float) -> float:
-    """``v`` rounded to float32 (torch computes nearest's scale in float)."""
-    return tdx.tensor(v, dtype=tdx.float32).item()
+def _check_size(shape, x, op: str) -> None:
+    """Refuse, before any work, a result of ``shape`` in ``x``'s dtype that cannot exist: a size calculation
+    that overflows, or more bytes than can be allocated (``tdx.empty`` checks both on every executor, with
+    torch's words, and makes nothing on a lazy one)."""
+    del op  # the executor's check names the allocation
+    tdx.empty(tuple(shape), dtype=x.dtype, device=x.device)
 
 
 def _sizes(x, nd, size, scale_factor, recompute_scale_factor):
@@ -64,13 +69,13 @@ def _sizes(x, nd, size, scale_factor, recompute_scale_factor):
 
 
 def _linear_source(n_in, n_out, scale, align_corners, cubic=False):
-    """torch's ``area_pixel_compute_source_index`` for each output position (Python floats)."""
+    """torch's ``area_pixel_compute_source_index`` for each output position (float64)."""
+    i = np.arange(n_out, dtype=np.float64)
     if align_corners:
-        ratio = (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
-        return [ratio * i for i in range(n_out)]
+        return ((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0) * i
     ratio = 1.0 / scale if scale is not None and scale > 0 else n_in / n_out
-    src = [ratio * (i + 0.5) - 0.5 for i in range(n_out)]
-    return src if cubic else [max(v, 0.0) for v in src]
+    src = ratio * (i + 0.5) - 0.5
+    return src if cubic else np.maximum(src, 0.0)
 
 
 def _along(x, d, idx):
@@ -88,34 +93,36 @@ def _resize_dim(x, d, n_out, mode, scale, align_corners):
     if mode in ("nearest", "nearest-exact"):
         if n_out == n_in:
             return x
-        ratio = _f32(1.0 / scale) if scale is not None and scale > 0 else _f32(n_in) / _f32(n_out)
-        ratio = _f32(ratio)
+        # torch computes in float32: the ratio, the (shifted) output position and their product
+        ratio = np.float32(1.0 / scale) if scale is not None and scale > 0 else np.float32(np.float32(n_in) /
+                                                                                        np.float32(n_out))
         off = 0.5 if mode == "nearest-exact" else 0.0
-        idx = [min(int(math.floor(_f32(_f32(i + off) * ratio))), n_in - 1) for i in range(n_out)]
-        return _along(x, d, idx)
+        pos = (np.arange(n_out, dtype=np.float64) + off).astype(np.float32)
+        return _along(x, d, np.minimum(np.floor(pos * ratio).astype(np.int64), n_in - 1))
     if mode == "bicubic":
         src = _linear_source(n_in, n_out, scale, align_corners, cubic=True)
         a = -0.75
-        base = [math.floor(s) for s in src]
-        ts = [s - b for s, b in zip(src, base)]
+        base = np.floor(src)
+        t = src - base
+        base = base.astype(np.int64)
 
         def cc1(t):
             return ((a + 2) * t - (a + 3)) * t * t + 1
 
         def cc2(t):
             return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a
-        coeffs = [[cc2(t + 1), cc1(t), cc1(1 - t), cc2(2 - t)] for t in ts]
+        coeffs = (cc2(t + 1), cc1(t), cc1(1 - t), cc2(2 - t))
         out = None
         for j in range(4):
-            taps = _along(x, d, [min(max(b - 1 + j, 0), n_in - 1) for b in base])
-            term = taps * _weights([c[j] for c in coeffs], x, d)
+            taps = _along(x, d, np.clip(base - 1 + j, 0, n_in - 1))
+            term = taps * _weights(coeffs[j], x, d)
             out = term if out is None else out + term
         return out
     src = _linear_source(n_in, n_out, scale, align_corners)
-    i0 = [min(int(s), n_in - 1) for s in src]
-    i1 = [min(i + 1, n_in - 1) for i in i0]
-    l1 = [s - i for s, i in zip(src, i0)]
-    return _along(x, d, i0) * _weights([1 - v for v in l1], x, d) + _along(x, d, i1) * _weights(l1, x, d)
+    i0 = np.minimum(src.astype(np.int64), n_in - 1)
+    i1 = np.minimum(i0 + 1, n_in - 1)
+    l1 = src - i0
+    return _along(x, d, i0) * _weights(1 - l1, x, d) + _along(x, d, i1) * _weights(l1, x, d)
 
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,  # noqa: A002
@@ -169,6 +176,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if any(o <= 0 for o in outs):
         raise TdxRuntimeError(f"Input and output sizes should be greater than 0, but got input {list(x.shape[2:])} "
                               f"output {list(outs)}")
+    _check_size((*x.shape[:2], *outs), x, "interpolate")  # a scale of 1e12 is refused before any index is made
     if mode == "area":
         return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[nd - 1](x, outs)
     work = x
@@ -213,8 +221,12 @@ def _blocks(sizes, k, d, p, s, op):
         raise TdxRuntimeError(f"{op}: Given input with spatial size {list(sizes)}, kernel_size={list(k)}, "
                               f"dilation={list(d)}, padding={list(p)}, calculated shape of the array of sliding "
                               f"blocks as {outs}, but its components must be at least one.")
-    tables = [[[o * ss + j * dd for j in range(kk)] for o in range(n_o)] for kk, ss, dd, n_o in zip(k, s, d, outs)]
-    return outs, tables
+    return outs
+
+
+def _tables(outs, k, d, s):
+    """Per spatial dim, the input positions of each block's taps (``out_i`` lists of ``k_i``)."""
+    return [[[o * ss + j * dd for j in range(kk)] for o in range(n_o)] for kk, ss, dd, n_o in zip(k, s, d, outs)]
 
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002 - torch's name
@@ -232,10 +244,13 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002 -
         raise TdxNotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported (got {x.ndim}D)")
     k, d, p, s = _fold_args("unfold", kernel_size, dilation, padding, stride)
     xb = x.unsqueeze(0) if x.ndim == 3 else x
-    _, tables = _blocks(tuple(xb.shape[2:]), k, d, p, s, "unfold")
+    outs = _blocks(tuple(xb.shape[2:]), k, d, p, s, "unfold")
+    n, c = xb.shape[:2]
+    _check_size((n, c, *(size + 2 * pp for size, pp in zip(xb.shape[2:], p))), x, "unfold")  # the padded input
+    _check_size((n, c * k[0] * k[1], outs[0] * outs[1]), x, "unfold")  # and the columns, before any table
+    tables = _tables(outs, k, d, s)
     padded = pad(xb, [p[1], p[1], p[0], p[0]]) if any(p) else xb
     win = gather_windows(padded, tables)  # (N, C, oh, ow, K)
-    n, c = xb.shape[:2]
     out = win.permute(0, 1, 4, 2, 3).reshape(n, c * k[0] * k[1], win.shape[2] * win.shape[3])
     return out.squeeze(0) if x.ndim == 3 else out
 
@@ -262,7 +277,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):  # n
     if ck % (k[0] * k[1]):
         raise TdxRuntimeError(f"Expected size of input's dimension 1 to be divisible by the product of kernel_size, "
                               f"but got input.size(1)={ck} and kernel_size={tuple(k)}")
-    outs, tables = _blocks(size, k, d, p, s, "fold")
+    outs = _blocks(size, k, d, p, s, "fold")
     if outs[0] * outs[1] != length:
         raise TdxRuntimeError(f"Given output_size={tuple(size)}, kernel_size={tuple(k)}, dilation={tuple(d)}, "
                               f"padding={tuple(p)}, stride={tuple(s)}, expected size of input's dimension 2 to match "
@@ -270,6 +285,8 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):  # n
                               f"but got input.size(2)={length}.")
     c = ck // (k[0] * k[1])
     hp, wp = size[0] + 2 * p[0], size[1] + 2 * p[1]
+    _check_size((n, c, hp, wp), x, "fold")
+    tables = _tables(outs, k, d, s)
     pos = [[r * wp + q for r in rows_h for q in rows_w] for rows_h in tables[0] for rows_w in tables[1]]
     # pos[(oh, ow)] lists the K = kH * kW padded positions of one block, in (i, j) order
     flat = tdx.tensor(pos, dtype=tdx.int64, device=x.device).t().reshape(-1)  # (K * L,) matching the columns

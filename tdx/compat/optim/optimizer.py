@@ -106,6 +106,10 @@ def _hooked_step(func: Callable) -> Callable:
     @functools.wraps(func)
     def step(*args, **kwargs):
         self = args[0]
+        if "_optimizer_step_pre_hooks" not in getattr(self, "__dict__", ()):
+            # a subclass that never ran Optimizer.__init__ (accelerate's AcceleratedOptimizer wraps another
+            # optimizer): torch hooks a step from __init__, so such a step runs unhooked, as torch's does
+            return func(*args, **kwargs)
         for pre in itertools.chain(_global_pre_hooks.values(), self._optimizer_step_pre_hooks.values()):
             result = pre(self, args, kwargs)
             if result is not None:

@@ -16,6 +16,7 @@ import json
 import os
 import pickle
 import struct
+import typing as _typing
 
 import numpy as np
 
@@ -33,6 +34,9 @@ __all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_g
            "WeightsOnlyError", "CheckpointError", "CheckpointUnpicklingError", "DEFAULT_PROTOCOL"]
 
 DEFAULT_PROTOCOL = 2  # torch's
+# torch's type aliases of load's map_location and of a file argument (libraries annotate with them)
+MAP_LOCATION = _typing.Optional[_typing.Union[_typing.Callable, str, dict, "tdx.device"]]
+FILE_LIKE = _typing.Union[str, os.PathLike, _typing.IO[bytes]]
 _TDX_LOCATIONS = ".data/tdx_locations"
 
 

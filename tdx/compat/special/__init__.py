@@ -8,7 +8,7 @@ differentiable through tdx's tape) in :mod:`tdx.backends.mlx._special` and its s
 from __future__ import annotations
 
 from ..._tensor.tensor import Tensor
-from ..._tensor.dispatch import call as _call
+from ..._tensor.dispatch import accept_out as _accept_out, call as _call
 
 _UNARY = ("airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "digamma", "entr", "erf", "erfc", "erfcx",
           "erfinv", "exp2", "expit", "expm1", "gammaln", "i0", "i0e", "i1", "i1e", "log1p", "log_ndtr",
@@ -80,3 +80,6 @@ def log_softmax(input, dim, *, dtype=None):  # noqa: A002
 def logsumexp(input, dim, keepdim=False):  # noqa: A002
     """``log(sum(exp(x)))`` over ``dim``, computed stably."""
     return _call("special", "logsumexp", input, dim, keepdim)
+
+
+_accept_out(globals(), __all__)  # torch's out= on every function

@@ -19,7 +19,8 @@ from ..._errors import TdxValueError
 from ...autograd.recompute import CheckpointError
 
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "noop_context_fn", "detach_variable",
-           "check_backward_validity", "set_checkpoint_early_stop", "set_checkpoint_debug_enabled"]
+           "check_backward_validity", "set_checkpoint_early_stop", "set_checkpoint_debug_enabled", "get_device_states",
+           "set_device_states"]
 
 _UNPASSED = ("torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. Starting in PyTorch "
              "2.9, calling checkpoint without use_reentrant will raise an exception. use_reentrant=False is "
@@ -82,6 +83,28 @@ def detach_variable(inputs):
         else:
             out.append(x)
     return tuple(out)
+
+
+def get_device_states(*args) -> tuple:
+    """``(device indices, their random states)`` of the CUDA devices the tensors among ARGS live on, in the
+    order first met, as torch's (which saves only accelerators' states: CPU and MLX tensors add nothing)."""
+    import tdx
+
+    ids = []
+    for arg in args:
+        if isinstance(arg, tdx.Tensor) and arg.device.type == "cuda":
+            index = arg.device.index or 0
+            if index not in ids:
+                ids.append(index)
+    return ids, [tdx.cuda.get_rng_state(i) for i in ids]
+
+
+def set_device_states(devices, states, *, device_type=None) -> None:
+    """Restore the random states :func:`get_device_states` saved, device by device."""
+    import tdx
+
+    for device, state in zip(devices, states):
+        tdx.cuda.set_rng_state(state, device)
 
 
 def check_backward_validity(inputs) -> None:

@@ -12,6 +12,7 @@ import math
 
 import tdx
 from .. import functional as F
+from .._kernels import NOT_NATIVE as _NOT_NATIVE, linear_kernel as _linear_kernel
 from ...._errors import TdxRuntimeError
 from ..parameter import Parameter, UninitializedParameter
 from . import _default_init as init
@@ -68,7 +69,9 @@ class Linear(Module):
 
     def forward(self, input):  # noqa: A002 - torch's name
         """``F.linear(input, weight, bias)``."""
-        return F.linear(input, self.weight, self.bias)
+        weight, bias = self.weight, self.bias
+        done = _linear_kernel(input, weight, bias)  # torch's kernel at once on torch executors
+        return F.linear(input, weight, bias) if done is _NOT_NATIVE else done
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"

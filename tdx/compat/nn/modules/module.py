@@ -310,7 +310,9 @@ class Module(StateDictMixin):
             grad = param.grad
             with tdx.no_grad():
                 applied = fn(param)
-            if overwrite:
+            # torch keeps the parameter object (set_data) unless the conversion changes the kind of tensor it
+            # holds: a meta tensor's data cannot become real data in place (to_empty after building on meta)
+            if overwrite or (param.device.type == "meta") != (applied.device.type == "meta"):
                 out = Parameter(applied, param.requires_grad)
                 self._parameters[key] = out
             else:

@@ -185,11 +185,11 @@ class DataLoader:
     def __iter__(self):
         if self.persistent_workers and self.num_workers > 0:
             if self._iterator is None:
-                self._iterator = _MultiProcessIter(self)
+                self._iterator = _MultiProcessingDataLoaderIter(self)
             else:
                 self._iterator.reset()
             return self._iterator
-        return _MultiProcessIter(self) if self.num_workers > 0 else _SingleProcessIter(self)
+        return _MultiProcessingDataLoaderIter(self) if self.num_workers > 0 else _SingleProcessDataLoaderIter(self)
 
     def __len__(self) -> int:
         if self._iterable:
@@ -200,7 +200,7 @@ class DataLoader:
         return len(self._index_sampler)
 
 
-class _BaseIter:
+class _BaseDataLoaderIter:
     def __init__(self, loader):
         self._loader = loader
         self._dataset = loader.dataset
@@ -218,7 +218,7 @@ class _BaseIter:
         return len(self._loader)
 
 
-class _SingleProcessIter(_BaseIter):
+class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
     def __init__(self, loader):
         super().__init__(loader)
         self._data_iter = iter(self._dataset) if self._iterable else None
@@ -229,7 +229,7 @@ class _SingleProcessIter(_BaseIter):
                              self._collate_fn, self._drop_last, index)
 
 
-class _MultiProcessIter(_BaseIter):
+class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
     def __init__(self, loader):
         super().__init__(loader)
         self._num_workers = loader.num_workers

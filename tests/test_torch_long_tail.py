@@ -1,0 +1,216 @@
+"""torch's long tail that libraries rely on, each held to real torch (on CPU) as the oracle on every device.
+
+Tensors take attributes; ``torch.Size`` slices and sums are Sizes; the alias answers torch's name and version;
+namespaces' ``__dict__`` hold their lazy names; an optimizer subclass that never ran ``Optimizer.__init__`` steps
+(accelerate's); the ``torch._check`` family; ``out=`` and NumPy's ``axis=``/``keepdims=``; ``value in tensor``;
+``squeeze(0, 1)``; ``where(condition)``; ``to_empty`` after ``meta``; ATen ops that are no torch function; the
+private names libraries import (``torch._C``, ``_jit_internal``, ``_tensor_str``...).
+"""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import tdx
+from tdx.testing import assert_close
+from test_run import ROOT, _env
+
+
+def _pair(device, make):
+    """(tdx result, torch result) of ``make(lib, device)`` on tdx's ``device`` and torch's CPU."""
+    return make(tdx, device), make(torch, "cpu")
+
+
+def test_tensors_take_attributes_and_keep_them_in_deepcopy(device):
+    x = tdx.ones(2, device=device)
+    assert x.__dict__ == {}
+    x._pyro_custom_init = False
+    x.tag = ["a"]
+    y = copy.deepcopy(x)
+    assert y.__dict__ == {"_pyro_custom_init": False, "tag": ["a"]} and y.tag is not x.tag
+    p = tdx.nn.Parameter(tdx.ones(2, device=device))
+    p._is_sharded = True
+    assert p._is_sharded and isinstance(p, tdx.nn.Parameter)
+    assert tdx.ones(1, device=device).__dict__ == {}  # a new tensor has none of another's
+
+
+@pytest.mark.parametrize("expr", ["s[1:]", "s[-1:]", "s[::2]", "s + (5,)", "(5,) + s", "s + s", "s * 2", "2 * s",
+                                  "s[0]", "s[-1:].numel()"])
+def test_size_slices_sums_and_repeats_are_sizes(expr, device):
+    got = eval(expr, {"s": tdx.ones(2, 3, 4, device=device).shape})
+    want = eval(expr, {"s": torch.ones(2, 3, 4).shape})
+    assert got == want and (type(got) is tdx.Size) == (type(want) is torch.Size)
+    with pytest.raises(TypeError, match="can only concatenate tuple"):
+        tdx.Size([1]) + [2]
+
+
+def test_alias_answers_torchs_name_and_version(tmp_path):
+    prog = tmp_path / "p.py"
+    prog.write_text("import torch, sys\nprint(torch.__name__, torch.__version__, torch.version.__version__, "
+                    "sorted(k for k in ('Adam', 'SGD', 'AdamW') if k in torch.optim.__dict__), torch.torch is torch)\n"
+                    "import tdx.compat.version as v; print(sys.modules['tdx'].__dict__['__version__'] != v.__version__)\n")
+    done = subprocess.run([sys.executable, "-m", "tdx", "run", str(prog)], cwd=tmp_path, env=_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    version = torch.__version__.split("+")[0]
+    assert done.stdout.split("\n")[:2] == [f"torch {version} {version} ['Adam', 'AdamW', 'SGD'] True", "True"]
+    assert tdx.__name__ == "tdx" and tdx.__version__ != version  # without the alias: tdx's own
+
+
+def test_optimizer_subclass_without_init_steps_unhooked():
+    class Wrapper(tdx.optim.Optimizer):  # accelerate's AcceleratedOptimizer: wraps, never calls Optimizer.__init__
+        def __init__(self, inner):
+            self.inner = inner
+
+        def step(self, closure=None):
+            return self.inner.step(closure)
+
+    w = tdx.nn.Parameter(tdx.ones(2))
+    inner = tdx.optim.SGD([w], lr=0.5)
+    seen = []
+    inner.register_step_pre_hook(lambda *a: seen.append("inner"))
+    w.grad = tdx.ones(2)
+    Wrapper(inner).step()
+    assert seen == ["inner"] and w.tolist() == [0.5, 0.5]
+
+
+@pytest.mark.parametrize("name", ["_check", "_check_index", "_check_value", "_check_type", "_check_not_implemented"])
+def test_check_family_raises_torchs_error(name):
+    getattr(tdx, name)(True)
+    for message in (None, lambda: "bad value"):
+        with pytest.raises(Exception) as want:
+            getattr(torch, name)(False, message)
+        with pytest.raises(type(want.value)) as got:
+            getattr(tdx, name)(False, message)
+        assert str(got.value) == str(want.value) and isinstance(got.value, tdx.TdxError)
+    with pytest.raises(ValueError, match="^nope$"):
+        tdx._check_with(ValueError, False, lambda: "nope")
+    with pytest.raises(TypeError, match="cond must be a bool"):
+        tdx._check(1)
+
+
+def test_numpy_keywords_out_and_where_alone(device):
+    rng = np.random.default_rng(0)
+    data = rng.standard_normal((3, 4)).astype(np.float32)
+    for make in (lambda L, d: L.tensor(data, device=d).mean(axis=1, keepdims=True),
+                 lambda L, d: L.tensor(data, device=d).all(axis=0),
+                 lambda L, d: L.tensor(data, device=d).sum(axis=1),
+                 lambda L, d: L.amax(L.tensor(data, device=d), axis=0),
+                 lambda L, d: L.cat([L.tensor(data, device=d)] * 2, axis=1),
+                 lambda L, d: L.where(L.tensor(data, device=d) > 0),
+                 lambda L, d: L.tensor(data, device=d).reshape(1, 3, 1, 4).squeeze(0, 2)):
+        got, want = _pair(device, make)
+        assert_close(got, want)
+    out = tdx.empty(0, device=device)
+    assert tdx.cumsum(tdx.tensor(data, device=device), 1, out=out) is out
+    assert_close(out, torch.cumsum(torch.tensor(data), 1))
+    L = tdx.empty(0, device=device)
+    res = tdx.linalg.cholesky_ex(tdx.tensor([[4.0, 1.0], [1.0, 3.0]], device=device), out=(L, tdx.empty(0)))
+    assert res[0] is L
+    assert_close(L, torch.linalg.cholesky(torch.tensor([[4.0, 1.0], [1.0, 3.0]])))
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type Long"):
+        tdx.add(tdx.ones(2, device=device), 1, out=tdx.empty(2, dtype=tdx.int64, device=device))
+
+
+def test_value_in_tensor(device):
+    for value in (1, 5, 2.0):
+        got, want = _pair(device, lambda L, d: value in L.tensor([[1, 2], [3, 4]], device=d))
+        assert got == want
+    with pytest.raises(RuntimeError, match="only supports Tensor or scalar"):
+        "a" in tdx.ones(2, device=device)  # noqa: B015
+
+
+def test_version_counts_in_place_writes_on_torch_executors():
+    x, y = tdx.ones(2), torch.ones(2)
+    x.add_(1), y.add_(1)
+    assert x._version == y._version == 1
+
+
+def test_to_empty_after_meta(device):
+    m = tdx.nn.Linear(3, 2, device="meta")
+    m.to_empty(device=device)
+    assert m.weight.device == tdx.device(device) and isinstance(m.weight, tdx.nn.Parameter)
+    assert m(tdx.ones(4, 3, device=device)).shape == (4, 2)
+
+
+def test_private_names_libraries_import(device):
+    assert tdx.nn.modules.utils._pair(3) == torch.nn.modules.utils._pair(3) == (3, 3)
+    assert tdx._C._nn._parse_to("cpu", tdx.float64)[1:] == (tdx.float64, False, None)
+    assert tdx.distributed.ReduceOp.SUM == tdx.distributed.ReduceOp.RedOpType.SUM
+    assert tdx.autograd.forward_ad.unpack_dual(tdx.ones(1, device=device)).tangent is None
+    x = tdx.tensor([[1.5, 2.0], [3.0, 4.0]], device=device)
+    from tdx.compat._tensor_str import _tensor_str
+
+    assert _tensor_str(x, 4) == torch._tensor_str._tensor_str(torch.tensor([[1.5, 2.0], [3.0, 4.0]]), 4)
+    model = tdx.nn.Linear(2, 2)
+    assert isinstance(tdx.compile(model), tdx._dynamo.eval_frame.OptimizedModule)
+    assert not isinstance(model, tdx._dynamo.eval_frame.OptimizedModule)
+    assert tdx.randn(2, layout=tdx.strided, device=device).shape == (2,)
+    with pytest.raises(tdx.UnsupportedOpError):
+        tdx.zeros(2, layout=tdx.sparse_coo)
+    assert tdx.promote_types(tdx.complex32, tdx.float32) is tdx.complex64
+    assert repr(torch.promote_types(torch.complex32, torch.float32)) == "torch.complex64"
+
+
+def test_aten_ops_that_are_no_torch_function(device):
+    x = tdx.arange(10.0, device=device).view(2, 5)
+    want = torch.ops.aten.slice(torch.arange(10.0).view(2, 5), 1, 1, 4, 2)
+    assert_close(tdx.ops.aten.slice.Tensor(x, 1, 1, 4, 2), want)
+    assert tdx.ops.aten._to_copy.default(x, dtype=tdx.int64).dtype is tdx.int64
+    with pytest.raises(RuntimeError, match="Tensor sizes mismatch! Expected: \\[2, 4\\], Got: \\[2, 5\\]"):
+        tdx.ops.aten._assert_tensor_metadata(x, (2, 4))
+    with pytest.raises(RuntimeError, match="^boom$"):
+        tdx.ops.aten._assert_scalar(False, "boom")
+
+
+def test_make_subclass_and_default_torch_function(device):
+    class Tagged(tdx.Tensor):
+        pass
+
+    base = tdx.ones(2, device=device, requires_grad=True) * 2
+    t = tdx.Tensor._make_subclass(Tagged, base, True)
+    assert type(t) is Tagged and t.requires_grad and t.is_leaf
+    assert tdx.overrides.is_tensor_like(t)
+    assert tdx.Tensor.__torch_function__(tdx.add, (tdx.Tensor,), (base, 1)).tolist() == [3.0, 3.0]
+
+
+def test_compiler_stance_and_logs():
+    calls = []
+
+    def step(x):
+        calls.append(tdx.compiler.is_compiling())
+        return x + 1
+
+    pytest.importorskip("mlx")
+    compiled = tdx.compile(step)
+    compiled(tdx.ones(2, device="mlx:cpu"))
+    with tdx.compiler.set_stance("force_eager"):
+        assert compiled(tdx.ones(2, device="mlx:cpu")).tolist() == [2.0, 2.0]
+    assert calls == [True, False]  # traced by MLX's compile, then run eagerly
+    tdx._logging.set_logs(dynamo=20, modules={"tdx.test_logger": True})
+    import logging
+
+    assert logging.getLogger("tdx.test_logger").level == logging.DEBUG
+
+
+def test_refusal_never_claims_torch_lacks_a_name():
+    with pytest.raises(tdx.NotProvidedAttributeError) as err:
+        tdx.utils.data.no_such_name_here
+    assert "torch has no such name" not in str(err.value) and "not among the public names" in str(err.value)
+
+
+def test_basic_datapipes_batch_as_torchs():
+    from torch.utils.data.datapipes.iter import Batcher as TorchBatcher, IterableWrapper as TorchWrapper
+
+    from tdx.utils.data.datapipes.iter import Batcher, IterableWrapper
+
+    for drop_last in (False, True):
+        got = Batcher(IterableWrapper(range(7)), 3, drop_last=drop_last)
+        want = TorchBatcher(TorchWrapper(range(7)), 3, drop_last=drop_last)
+        assert [list(b) for b in got] == [list(b) for b in want] and len(got) == len(want)
