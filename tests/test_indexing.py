@@ -51,6 +51,9 @@ INDEX_CASES = [
     ("slices past the end", lambda m: (slice(3, None), slice(None), slice(7, 9))),
     ("too many slices", lambda m: (slice(None),) * 4), ("slice step none", lambda m: slice(1, None, None)),
     ("empty tuple", lambda m: ()),
+    # a range reads as the list of its values (transformers indexes with one)
+    ("range", lambda m: range(2)), ("range step", lambda m: (slice(None), range(1, 4, 2))),
+    ("range with int", lambda m: (range(1, 3), 0)), ("empty range", lambda m: range(0)),
 ]
 
 

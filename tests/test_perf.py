@@ -212,3 +212,40 @@ def test_compile_across_executors_runs_eagerly_with_one_warning():
     fn = tdx.compile(lambda x: x + w.cpu(), options={"state": [w]})
     with pytest.warns(UserWarning, match="several executors"):
         assert fn(tdx.ones(2)).tolist() == [2.0, 2.0]
+
+
+def _structured(lib):
+    import collections
+
+    pair = collections.namedtuple("Pair", "first second")
+
+    class Net(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = lib.nn.Linear(8, 5)
+
+        def forward(self, x):
+            h = self.lin(x)
+            return {"logits": h, "extra": [h.sum(), 3, None], "pair": pair(h * 2, "tag"),
+                    "od": collections.OrderedDict(mean=h.mean())}
+
+    return Net
+
+
+@pytest.mark.parametrize("step", [0, 1])
+def test_compiled_module_returning_a_dict_matches_torch(device, step):
+    net = _structured(tdx)().to(device)
+    ref = _structured(torch)()
+    ref.load_state_dict({k: torch.from_numpy(v.detach().cpu().numpy()) for k, v in net.state_dict().items()})
+    fn = tdx.compile(net)
+    for i in range(step + 1):
+        x = X + i
+        got, want = fn(tdx.tensor(x, device=device)), ref(torch.from_numpy(x))
+    assert type(got) is dict and list(got) == list(want)
+    assert got["extra"][1:] == [3, None] and got["pair"].second == "tag" and type(got["pair"]).__name__ == "Pair"
+    assert type(got["od"]).__name__ == "OrderedDict" and list(got["od"]) == ["mean"]
+    for a, b in [(got["logits"], want["logits"]), (got["extra"][0], want["extra"][0]),
+                 (got["pair"].first, want["pair"].first), (got["od"]["mean"], want["od"]["mean"])]:
+        assert a.device == tdx.device(device)
+        torch.testing.assert_close(torch.from_numpy(np.asarray(a.detach().cpu().numpy())), b.detach(),
+                                   rtol=1e-5, atol=1e-5)

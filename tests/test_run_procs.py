@@ -6,6 +6,8 @@ on ``cpu`` they print what they print under torch, on every other device they co
   workers inherit the alias and the pin (before, they got real torch and default_collate refused the batch).
 - ``ddp_spawn``: DDP over gloo in two processes started by ``torch.multiprocessing.spawn`` (the ranks'
   lines may come in either order: compared sorted).
+- pytest-xdist's workers (``python -m tdx run -m pytest -n 2``) run the tests under the alias and the
+  pin, conftest included (before, every worker silently ran real torch).
 - ``char_tensorboard``: a makemore-style model logging to SummaryWriter; its event file read back with
   tensorboard's EventAccumulator holds the losses the program computed.
 """
@@ -81,3 +83,66 @@ def test_only_gloo_shutdown_abort_is_run_again(message, fails, runs, rc, tmp_pat
     prog.write_text(f"FAILS = {fails}\nMESSAGE = {message!r}\n" + _FLAKY)
     done = _py([str(prog)], tmp_path)
     assert done.returncode == rc and len((tmp_path / "runs.txt").read_text()) == runs
+
+
+_XDIST_CONFTEST = """
+import torch
+MADE_IN_CONFTEST = torch.zeros(1)
+"""
+_XDIST_TEST = """
+import os, pathlib, torch
+from conftest import MADE_IN_CONFTEST
+
+def _record(name):
+    t = torch.ones(2) + 1
+    line = f"{type(t).__module__.split('.')[0]} {t.device} {type(MADE_IN_CONFTEST).__module__.split('.')[0]}"
+    pathlib.Path(os.environ["PYTEST_XDIST_WORKER"] + "-" + name).write_text(line)
+    assert t.tolist() == [2.0, 2.0]
+
+def test_one():
+    _record("one")
+
+def test_two():
+    _record("two")
+"""
+
+
+def test_xdist_workers_run_under_the_alias(device, tmp_path):
+    (tmp_path / "conftest.py").write_text(_XDIST_CONFTEST)
+    (tmp_path / "test_probe.py").write_text(_XDIST_TEST)
+    args = ["-m", "pytest", "-q", "-n", "2", "-p", "no:cacheprovider", "-p", "no:randomly", "test_probe.py"]
+    torch_dir = tmp_path / "torch"
+    torch_dir.mkdir()
+    for name in ("conftest.py", "test_probe.py"):
+        (torch_dir / name).write_text((tmp_path / name).read_text())
+    done = _py(args, torch_dir)  # the oracle: plain pytest's workers import torch
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert {p.read_text() for p in torch_dir.glob("gw*-*")} == {"torch cpu torch"}
+    done = _py(["-m", "tdx", "run", "--device", device, *args], tmp_path)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    lines = {p.name.split("-")[1]: p.read_text() for p in tmp_path.glob("gw*-*")}
+    assert lines == {"one": f"tdx {device} tdx", "two": f"tdx {device} tdx"}
+
+
+_SUBMODULE_TEST = """
+import torch
+import torch.nn.functional as F
+from torch.distributions import Normal
+
+def test_submodules():
+    x = torch.tensor([-1.0, 2.0])
+    assert F.relu(x).tolist() == [0.0, 2.0]
+    assert round(float(Normal(0.0, 1.0).log_prob(torch.tensor(0.0))), 4) == -0.9189
+    print("KIND", type(x).__module__.split(".")[0])
+"""
+
+
+def test_pytest_test_modules_import_torch_submodules_under_run(device, tmp_path):
+    # pytest's assertion rewriting claims the tdx package (tdx ships a pytest plugin): without tdx's finders
+    # put back ahead of it, `import torch.nn.functional` in a test module failed with a relative-import error
+    (tmp_path / "test_sub.py").write_text(_SUBMODULE_TEST)
+    args = ["-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "test_sub.py"]
+    done = _py(args, tmp_path)  # the oracle: plain pytest under torch
+    assert done.returncode == 0 and "KIND torch" in done.stdout, done.stdout[-3000:]
+    done = _py(["-m", "tdx", "run", "--device", device, *args], tmp_path)
+    assert done.returncode == 0 and "KIND tdx" in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]

@@ -327,8 +327,39 @@ def test_legacy_format_and_bad_arguments(device, tmp_path):
     assert not (tmp_path / "pwned").exists()
     with pytest.raises(pickle.UnpicklingError):
         tdx.load(io.BytesIO(b"not a checkpoint at all"))
-    with pytest.raises(NotImplementedError):
-        tdx.save(tdx.ones(1, device=device), io.BytesIO(), _use_new_zipfile_serialization=False)
+
+
+@pytest.mark.parametrize("to", ["path", "file"])
+def test_legacy_format_is_written_as_torch_writes_it(device, tmp_path, to):
+    base = tdx.arange(12, dtype=tdx.int16, device=device)
+    obj = collections.OrderedDict(a=base, v=base[2:10].view(2, 4).t(),
+                                  h=tdx.ones(3, dtype=tdx.bfloat16, device=device),
+                                  p=tdx.nn.Parameter(tdx.zeros(2, device=device)), meta={"n": 3})
+    target = tmp_path / "legacy.pt"
+    if to == "path":
+        tdx.save(obj, target, _use_new_zipfile_serialization=False)
+    else:
+        with open(target, "wb") as fh:
+            tdx.save(obj, fh, _use_new_zipfile_serialization=False)
+    assert not zipfile.is_zipfile(target)
+    mine = torch.load(target)  # torch reads tdx's legacy file as its own
+    theirs_path = tmp_path / "torch_legacy.pt"
+    tbase = torch.arange(12, dtype=torch.int16)
+    torch.save(collections.OrderedDict(a=tbase, v=tbase[2:10].view(2, 4).t(), h=torch.ones(3, dtype=torch.bfloat16),
+                                       p=torch.nn.Parameter(torch.zeros(2)), meta={"n": 3}),
+               theirs_path, _use_new_zipfile_serialization=False)
+    theirs = torch.load(theirs_path)
+    assert list(mine) == list(theirs) and mine["meta"] == theirs["meta"]
+    assert type(mine["p"]) is torch.nn.Parameter and mine["p"].requires_grad
+    for key in ("a", "v", "h", "p"):
+        assert torch.equal(mine[key], theirs[key]) and mine[key].dtype == theirs[key].dtype
+        assert mine[key].stride() == theirs[key].stride()
+        assert mine[key].storage_offset() == theirs[key].storage_offset()
+    mine["a"].add_(1)
+    assert torch.equal(mine["v"], theirs["v"] + 1)  # one storage, shared again
+    back = tdx.load(target, map_location=device)
+    assert_close(back["v"], theirs["v"], rtol=0, atol=0)
+    assert back["v"].device == tdx.device(device)
 
 
 class _OldStorage:

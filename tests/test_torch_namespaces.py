@@ -298,6 +298,37 @@ def test_library_custom_op_kernels_and_autograd(device):
     lib._destroy()
 
 
+ASSERT_CASES = [
+    ("_assert_scalar", lambda m, d: ((True, "fine"), {})), ("_assert_scalar", lambda m, d: ((0, "boom"), {})),
+    ("_assert_async", lambda m, d: ((m.tensor(2, device=d),), {})),
+    ("_assert_async", lambda m, d: ((m.tensor(0.0, device=d),), {})),
+    ("_assert_async", lambda m, d: ((m.tensor(0, device=d), "my message"), {})),
+    ("_assert_async", lambda m, d: ((m.zeros(2, device=d),), {})),
+    ("_assert_tensor_metadata", lambda m, d: ((m.zeros(2, 3, device=d), [2, 3], [3, 1], m.float32), {})),
+    ("_assert_tensor_metadata", lambda m, d: ((m.zeros(2, device=d),), {"size": [3]})),
+    ("_assert_tensor_metadata", lambda m, d: ((m.zeros(2, 3, device=d).t(),), {"stride": [3, 1]})),
+    ("_assert_tensor_metadata", lambda m, d: ((m.zeros(2, device=d),), {"dtype": m.int64})),
+    ("_assert_tensor_metadata", lambda m, d: ((m.zeros(2, device=d),), {"device": m.device("meta")})),
+]
+
+
+@pytest.mark.parametrize("case", ASSERT_CASES, ids=lambda c: c[0])
+def test_aten_runtime_assertion_ops_answer_as_torchs(device, case):
+    name, make = case
+
+    def outcome(mod, dev):
+        packet = getattr(mod.ops.aten, name)
+        op = packet.msg if name == "_assert_async" and len(make(mod, dev)[0]) == 2 else packet.default
+        args, kwargs = make(mod, dev)
+        try:
+            return op(*args, **kwargs)
+        except RuntimeError as err:
+            return f"RuntimeError: {err}"
+
+    want = outcome(torch, "cpu")
+    assert outcome(tdx, device) == (want.replace("Got: cpu", f"Got: {device}") if want else want)
+
+
 # torch.hub ----------------------------------------------------------------------------------------------------
 HUBCONF = '''
 """A local hub repository."""

@@ -5,7 +5,9 @@ Runs an unmodified PyTorch program as ``__main__`` (through :mod:`runpy`) with i
 (:mod:`tdx.aliasing.torch_alias`: every ``torch.*`` import of the program is tdx's) and, when a
 device is given, every tensor pinned to it (:func:`tdx.backends.pin`). The device comes from
 ``--device``, else the ``TDX_RUN_DEVICE`` environment variable, else ``[run] device`` in the
-config; with none, devices resolve as the config says. A program's uncaught exception prints
+config; with none, devices resolve as the config says. Children started with multiprocessing's
+``spawn``/``forkserver`` and pytest-xdist's workers (``-m pytest -n N``) run under the alias and the
+pin too (:mod:`tdx.aliasing.inherit`). A program's uncaught exception prints
 the traceback Python would print for ``python script.py`` (the runner's own frames left out)
 and exits 1.
 
@@ -159,7 +161,7 @@ def run(target: str, is_module: bool, args: list, device=None) -> int:
         device: the ``--device`` value, or None to take the environment's or config's.
     """
     from .. import backends
-    from ..aliasing import torch_alias
+    from ..aliasing import inherit, torch_alias
 
     dev, source = pin_source(device)
     if is_module:
@@ -183,6 +185,7 @@ def run(target: str, is_module: bool, args: list, device=None) -> int:
     if dev is not None:
         backends.pin(dev, source)
     torch_alias.activate()
+    exported = inherit.export()  # pytest-xdist's workers, started with ``python -c``, adopt it
     try:
         if is_module:
             runpy.run_module(target, run_name="__main__", alter_sys=True)
@@ -200,6 +203,7 @@ def run(target: str, is_module: bool, args: list, device=None) -> int:
             sys.stderr.write(f"\ntdx: the underlying cause: {type(cause).__name__}: {cause}\n")
         return 130 if isinstance(err, KeyboardInterrupt) else 1
     finally:
+        inherit.restore(exported)
         torch_alias.deactivate()
         if dev is not None:
             backends.unpin()

@@ -87,6 +87,23 @@ def install(finder: AliasFinder) -> AliasFinder:
     return finder
 
 
+def put_first() -> None:
+    """Move tdx's own finders (the aliases and :mod:`.torch_paths`' shaping finder), in their order, back
+    ahead of finders inserted first on ``sys.meta_path`` after them.
+
+    pytest's assertion-rewriting hook goes first and claims the ``tdx`` package (tdx ships a pytest
+    plugin): ahead of the alias finder, it would execute ``tdx/compat/nn/functional.py`` a second time
+    as ``tdx.nn.functional``, where its relative imports fail.
+    """
+    from .torch_paths import SHAPING
+
+    ours = [f for f in sys.meta_path if isinstance(f, AliasFinder) or f is SHAPING]
+    if sys.meta_path[:len(ours)] != ours:
+        for finder in ours:
+            sys.meta_path.remove(finder)
+        sys.meta_path[:0] = ours
+
+
 def uninstall(finder: AliasFinder) -> None:
     """Take ``finder`` off ``sys.meta_path`` (a no-op when it is not there)."""
     if finder in sys.meta_path:

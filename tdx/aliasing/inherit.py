@@ -15,17 +15,26 @@ unpickled before the child re-imports the script), the parent's pin as it is at 
 so a forkserver server started earlier, under another pin, still gives each child its parent's.
 Other programs started through ``spawnv_passfds`` (the resource tracker) are left as they are.
 
-Limits: a forkserver server started before the alias was turned on imported the script without it.
+pytest-xdist's workers are other fresh interpreters (execnet starts them with ``python -c``, outside
+multiprocessing): ``python -m tdx run`` writes its pin into the environment variable ``TDX_RUN_ALIAS``
+(with its own process id) for the program's lifetime (:func:`export`), and tdx's pytest plugin, loaded
+in each worker before any conftest, calls :func:`adopt_from_environment`: a worker whose parent is that
+process adopts the alias and the pin. Any other process that sees the variable (a grandchild, a program
+the test suite starts) is left as it is.
+
+Limits: a forkserver server started before the alias was turned on imported the script without it;
+``-p no:tdx`` leaves xdist's workers on real torch.
 This module must never import a framework, and never changes a child that is not one of
-multiprocessing's ``spawn``/``forkserver`` Python children.
+multiprocessing's ``spawn``/``forkserver`` Python children or a direct pytest-xdist worker of a run.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 
-__all__ = ["install", "uninstall", "child_command", "INHERITED"]
+__all__ = ["install", "uninstall", "child_command", "INHERITED", "ENVIRONMENT", "export", "adopt_from_environment"]
 
 # the -c programs multiprocessing runs in a spawned child / a forkserver server
 _CHILD_PROGRAMS = ("from multiprocessing.spawn import spawn_main", "from multiprocessing.forkserver import main")
@@ -33,6 +42,7 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 _state = {"original": None, "preparation": None, "adopt": None}  # adopt: torch_alias.adopt, handed down
 _lock = threading.Lock()
 INHERITED = " (inherited from the parent process)"  # added to a child's pin source
+ENVIRONMENT = "TDX_RUN_ALIAS"  # ``{"pid", "device", "source"}`` of a ``python -m tdx run`` process, as JSON
 
 
 def _current() -> tuple:
@@ -110,3 +120,46 @@ def uninstall() -> None:
             _state["original"] = _state["preparation"] = None
 
 
+
+
+def export() -> str | None:
+    """Write the current pin and this process's id into ``TDX_RUN_ALIAS``; the value it replaced.
+
+    The caller restores that value (:func:`restore`) when its program ends.
+    """
+    device, source, _ = _current()
+    previous = os.environ.get(ENVIRONMENT)
+    os.environ[ENVIRONMENT] = json.dumps({"pid": os.getpid(), "device": device, "source": source})
+    return previous
+
+
+def restore(previous: str | None) -> None:
+    """Put back the ``TDX_RUN_ALIAS`` that :func:`export` replaced (remove it when there was none)."""
+    if previous is None:
+        os.environ.pop(ENVIRONMENT, None)
+    else:
+        os.environ[ENVIRONMENT] = previous
+
+
+def adopt_from_environment(adopt) -> bool:
+    """In a process started directly by a ``python -m tdx run`` program: adopt its alias and pin.
+
+    Args:
+        adopt: ``torch_alias.adopt(device, source, warned)``.
+
+    Returns:
+        True when this process adopted them; False when ``TDX_RUN_ALIAS`` is unset, unreadable, or
+        names a process other than this one's parent.
+    """
+    value = os.environ.get(ENVIRONMENT)
+    if not value:
+        return False
+    try:
+        state = json.loads(value)
+        pid, device, source = int(state["pid"]), state["device"], state["source"]
+    except (ValueError, TypeError, KeyError):
+        return False
+    if pid != os.getppid():
+        return False
+    adopt(device, source, False)
+    return True

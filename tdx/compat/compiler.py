@@ -10,7 +10,9 @@ the executor of the tensors the call sees:
   rebound to the same ``tdx.Tensor`` objects. A Module's parameters and buffers are state
   by default; anything else is declared with ``options={"state": [...]}`` (tensors,
   modules, optimizers). The state is gathered again at every call, and a change in its
-  structure (an optimizer creating its state on the first step) traces again.
+  structure (an optimizer creating its state on the first step) traces again. The step may
+  return tensors in tuples, lists, named tuples and dicts (transformers' ``ModelOutput``
+  included), nested, beside values that are not tensors (kept as the trace saw them).
 - torch executors: ``torch.compile`` with the caller's switches (``fullgraph``, ``dynamic``,
   ``backend``, ``mode``): TorchDynamo traces tdx's facade like any Python code down to the
   torch calls it makes. Where torch.compile fails (no C++ toolchain for inductor, a construct
@@ -26,6 +28,7 @@ module level.
 
 from __future__ import annotations
 
+import copy
 import functools
 import threading
 import warnings
@@ -258,15 +261,14 @@ class _Compiled:
             t._dt = None  # the traced step may have given it another dtype
         for t, has, g in zip(state, layout["grads"], grads_out):
             t.grad = wrap(g, ex) if has else None
-        results = [wrap(o, ex) for o in outs]
-        return results[0] if layout["single"] else tuple(results) if layout["kind"] is tuple else results
+        return _rebuild(layout["out"], [wrap(o, ex) for o in outs])
 
     def _trace(self, ex, state, args, kwargs, arg_pos, kw_keys):
         import mlx.core as mx
 
         from .._tensor.wrapping import wrap
 
-        layout = {"grads": [], "single": True, "kind": tuple}
+        layout = {"grads": [], "out": None}
         fn = self.fn
 
         def pure(state_in, grads_in, arg_natives, kw_natives):
@@ -283,10 +285,8 @@ class _Compiled:
                 call_kw = dict(kwargs)
                 for k, n in zip(kw_keys, kw_natives):
                     call_kw[k] = wrap(n, ex)
-                out = fn(*call_args, **call_kw)
-                outs = list(out) if isinstance(out, (tuple, list)) else [out]
-                layout["single"] = not isinstance(out, (tuple, list))
-                layout["kind"] = type(out) if isinstance(out, (tuple, list)) else tuple
+                outs = []
+                layout["out"] = _flatten(fn(*call_args, **call_kw), outs)
                 grads = [t.grad for t in state]
                 layout["grads"] = [g is not None for g in grads]
                 return ([o._n for o in outs], [t._n for t in state],
@@ -299,3 +299,35 @@ class _Compiled:
                     t.grad = g
 
         return mx.compile(pure), layout
+
+
+def _flatten(out, leaves: list):
+    """``out``'s structure, with each tdx tensor in it appended to ``leaves`` (rebuilt by :func:`_rebuild`)."""
+    import tdx
+
+    if isinstance(out, tdx.Tensor):
+        leaves.append(out)
+        return ("leaf", len(leaves) - 1)
+    if isinstance(out, dict):  # dict, OrderedDict, transformers' ModelOutput: a copy gets the new values
+        return ("map", out, [(k, _flatten(v, leaves)) for k, v in out.items()])
+    if isinstance(out, (tuple, list)):
+        return ("seq", out, [_flatten(v, leaves) for v in out])
+    return ("const", out)
+
+
+def _rebuild(spec, values: list):
+    """The output :func:`_flatten` described, with ``values`` (the compiled step's tensors) in its leaves."""
+    kind, obj = spec[0], spec[1]
+    if kind == "leaf":
+        return values[obj]
+    if kind == "const":
+        return obj
+    if kind == "map":
+        new = copy.copy(obj)
+        for k, sub in spec[2]:
+            new[k] = _rebuild(sub, values)
+        return new
+    items = [_rebuild(sub, values) for sub in spec[2]]
+    if hasattr(obj, "_fields"):  # a named tuple
+        return type(obj)(*items)
+    return type(obj)(items)

@@ -11,6 +11,11 @@ argument parametrized calls :func:`parametrize_devices` from its own ``pytest_ge
 (tdx's suite does, in ``tests/conftest.py``). ``--tdx-devices=cpu,mlx:cpu`` narrows the devices;
 ``-p no:tdx`` turns the plugin off. Frameworks are imported only when devices are listed.
 
+Under ``python -m tdx run -m pytest -n N`` each xdist worker loads this plugin before any conftest
+and adopts the run's torch alias and device pin (:func:`tdx.aliasing.inherit.adopt_from_environment`),
+so the tests run on tdx in the workers as they do without ``-n``. It also keeps tdx's import finders
+ahead of pytest's assertion-rewriting hook, which claims the ``tdx`` package because of this plugin.
+
 On a device whose executor checks values inside its kernels (``caps.device_side_checks``: torch on
 CUDA, where an index out of range is a device-side assert that leaves the process unable to use the
 device), each test is followed by a synchronization: a fault found there fails that test by name,
@@ -40,6 +45,21 @@ _devices_seen: list = []
 _lost: dict = {}  # device -> node id of the test after which the device faulted, in this process
 _ending: list = []  # set when this xdist worker must end after the current test's reports
 _worker: list = []  # [True] in an xdist worker process (not in one it started, which inherits its environment)
+
+
+def _adopt_run_alias() -> None:
+    """In a pytest-xdist worker of a ``python -m tdx run -m pytest -n N`` run: the run's alias and pin.
+    And, when tdx was imported before pytest (``python -m tdx run -m pytest``), tdx's import finders
+    back ahead of pytest's assertion-rewriting hook (:func:`tdx.aliasing.alias.put_first`)."""
+    if "tdx.aliasing.alias" in sys.modules:
+        sys.modules["tdx.aliasing.alias"].put_first()
+    if "PYTEST_XDIST_WORKER" in os.environ and "TDX_RUN_ALIAS" in os.environ:
+        from ..aliasing import inherit, torch_alias
+
+        inherit.adopt_from_environment(torch_alias.adopt)
+
+
+_adopt_run_alias()  # at import: xdist's worker loads the plugins before the conftests import torch
 
 
 def pytest_addoption(parser):

@@ -45,7 +45,7 @@ class MLXGatherOps:
                 out.append(it)
                 dim += x.ndim - consumed
                 continue
-            if isinstance(it, list):
+            if isinstance(it, (list, range)):  # torch reads a range as the list of its values
                 it = mx.array(np.asarray(it)) if it else mx.array([], dtype=mx.int64)
             if isinstance(it, np.ndarray):
                 it = mx.array(it)

@@ -40,6 +40,20 @@ def _assert_scalar(self, assert_msg: str) -> None:
         raise TdxRuntimeError(assert_msg)
 
 
+# the C++ type name torch prints for a tensor's dtype on the "Got" side of that message
+_TYPE_META_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+                    "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+                    "uint8": "unsigned char", "bool": "bool"}
+
+
+def _assert_async(self, assert_msg: str | None = None) -> None:
+    """Raise unless the one-element ``self`` is nonzero (``aten::_assert_async``, ``.msg`` with ``assert_msg``)."""
+    if self.numel() != 1:
+        raise TdxRuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+    if not bool(self.item()):
+        raise TdxRuntimeError(assert_msg or "Expected Tensor with single nonzero value, but got zero")
+
+
 def _assert_tensor_metadata(a, size=None, stride=None, dtype=None, *, device=None, layout=None) -> None:
     """Raise ``RuntimeError`` when ``a``'s size, stride, dtype or device differs from those given, with torch's
     words (``aten::_assert_tensor_metadata``)."""
@@ -51,7 +65,7 @@ def _assert_tensor_metadata(a, size=None, stride=None, dtype=None, *, device=Non
         raise TdxRuntimeError(f"Tensor strides mismatch! Expected: {list(stride)}, Got: {list(a.stride())}")
     if dtype is not None and a.dtype is not dtype:
         raise TdxRuntimeError(f"Tensor dtype mismatch! Expected: {_TORCH_SCALAR_NAMES[dtype.name]}, Got: "
-                              f"{repr(a.dtype).split('.')[-1]}")
+                              f"{_TYPE_META_NAMES.get(a.dtype.name, a.dtype.name)}")
     if device is not None and a.device != device:
         raise TdxRuntimeError(f"Tensor device mismatch! Expected: {device}, Got: {a.device}")
 
@@ -70,5 +84,5 @@ def _sparse_product(name: str):
 
 # ATen's name -> the function
 OPS = {"_to_copy": _to_copy, "_pin_memory": _pin_memory, "alias": alias, "slice": slice_along,
-       "_assert_scalar": _assert_scalar, "_assert_tensor_metadata": _assert_tensor_metadata,
+       "_assert_scalar": _assert_scalar, "_assert_async": _assert_async, "_assert_tensor_metadata": _assert_tensor_metadata,
        **{name: _sparse_product(name) for name in ("_sparse_mm_reduce_impl", "_sparse_addmm", "_sparse_mm")}}

@@ -4,7 +4,7 @@ What ``tdx.save`` writes ``torch.load`` reads (weights_only included), and ``tdx
 reads what ``torch.save`` writes, without importing torch. Each storage is saved once and
 every tensor is rebuilt as a view of it (offset, sizes, strides), so views saved together
 share memory again after loading. Legacy (pre-zip, ``_use_new_zipfile_serialization=False``)
-files are read too, never written. MLX tensors are saved with torch's ``cpu`` location (so
+files are read and written too (:mod:`.legacy`; they keep no tdx device). MLX tensors are saved with torch's ``cpu`` location (so
 torch loads them) and their tdx device in an extra record, ``.data/tdx_locations``, which
 torch ignores and ``tdx.load`` uses. Must never import torch or MLX.
 """
@@ -63,23 +63,28 @@ def save(obj, f, pickle_module=None, pickle_protocol=DEFAULT_PROTOCOL, _use_new_
         f: a path (str / PathLike) or a binary file object.
         pickle_module: only the standard ``pickle`` (or None): tdx writes with its own pickler.
         pickle_protocol: the pickle protocol of ``data.pkl`` (torch's default 2).
-        _use_new_zipfile_serialization: must be True: tdx writes only the zip format.
+        _use_new_zipfile_serialization: False writes torch's legacy (non-zip) format, as torch does;
+            it keeps no tdx device (MLX tensors load on ``cpu``).
         _disable_byteorder_record: leave out the ``byteorder`` record, as torch's flag.
 
     Raises:
         TdxValueError: another pickle module.
-        UnsupportedOpError: the legacy (non-zip) format was asked for.
     """
     if pickle_module not in (None, pickle):
         raise tdx.TdxValueError(f"tdx.save pickles with its own pickler; pickle_module must be None or the "
                                 f"standard pickle module, got {pickle_module!r}")
-    if not _use_new_zipfile_serialization:
-        raise tdx.UnsupportedOpError("tdx.save writes only torch's zip format; "
-                                     "_use_new_zipfile_serialization=False (the legacy format) is not supported")
     extra = {}
 
     def location_of(st):
         return _torch_location(st.device)[0]
+
+    if not _use_new_zipfile_serialization:
+        if isinstance(f, (str, os.PathLike)):
+            with _archive.replacing(os.fspath(f)) as fh:
+                _legacy.write(fh, obj, pickle_protocol, _storage.storage_of, location_of)
+        else:
+            _legacy.write(f, obj, pickle_protocol, _storage.storage_of, location_of)
+        return
 
     buffer = io.BytesIO()
     pickler = CheckpointPickler(buffer, pickle_protocol, _storage.storage_of, location_of)

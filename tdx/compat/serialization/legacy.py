@@ -1,12 +1,13 @@
-"""Reading torch's legacy checkpoint format (``_use_new_zipfile_serialization=False``).
+"""Reading and writing torch's legacy checkpoint format (``_use_new_zipfile_serialization=False``).
 
 Layout: four small pickles (magic number, protocol version, system info), the main pickle
 (storages as persistent ids ``('storage', type, key, location, numel, view)``), the list of
 storage keys, then for each key an int64 element count and the raw little-endian bytes. The
 bytes come after the pickle that needs them, so the main pickle is first scanned (opcodes
 only, nothing executed) and then once more with every storage's element type known, with
-nothing but harmless stand-ins, to learn the element size of each key. Must never import
-torch or MLX.
+nothing but harmless stand-ins, to learn the element size of each key. :func:`write` lays out the
+same records as ``torch.save(..., _use_new_zipfile_serialization=False)``; the format has no place
+for a tdx device, so MLX tensors come back on ``cpu``. Must never import torch or MLX.
 """
 
 from __future__ import annotations
@@ -15,16 +16,18 @@ import io
 import pickle
 import struct
 
-from .pickling import STORAGE_TYPES, StorageType
+from .pickling import STORAGE_TYPES, CheckpointPickler, StorageType
 from .records import CheckpointError, CheckpointUnpicklingError, check_pickle
 from . import storage as _storage
 
 import tdx
 
-__all__ = ["read", "MAGIC_NUMBER"]
+__all__ = ["read", "write", "MAGIC_NUMBER"]
 
 MAGIC_NUMBER = 0x1950A86A20F9469CFC6C
 _PROTOCOL_VERSION = 1001
+_SYS_INFO = {"protocol_version": _PROTOCOL_VERSION, "little_endian": True,
+             "type_sizes": {"short": 2, "int": 4, "long": 4}}  # what torch records on x86-64 and arm64
 
 
 class _Inert:
@@ -156,3 +159,31 @@ def _read(fh):
         return _storage.from_bytes(data, dtype)
 
     return pickled, host_values
+
+
+class _LegacyPickler(CheckpointPickler):
+    """The zip format's pickler with the legacy persistent id: a sixth field, the view (always None)."""
+
+    dispatch = CheckpointPickler.dispatch
+
+    def persistent_id(self, obj):
+        pid = super().persistent_id(obj)
+        return None if pid is None else (*pid, None)
+
+
+def write(fh, obj, protocol: int, storage_of, location_of) -> None:
+    """Write ``obj`` to the binary file ``fh`` in the legacy layout (header, main pickle, keys, storages).
+
+    Args:
+        protocol: the pickle protocol of every pickle in the file (torch's default 2).
+        storage_of: a tensor's ``(storage, offset, strides)``.
+        location_of: a storage's torch location tag (``"cpu"``...).
+    """
+    for header in (MAGIC_NUMBER, _PROTOCOL_VERSION, _SYS_INFO):
+        pickle.dump(header, fh, protocol=protocol)
+    pickler = _LegacyPickler(fh, protocol, storage_of, location_of)
+    pickler.dump(obj)
+    pickle.dump([ref.key for ref in pickler.storages], fh, protocol=protocol)
+    for ref in pickler.storages:
+        fh.write(struct.pack("<q", ref.storage.numel))
+        fh.write(ref.storage.read())
