@@ -13,6 +13,7 @@ from ..._errors import TdxIndexError, TdxRuntimeError, TdxValueError
 from ._indexing import fit_scalar, scalar_name
 from ._rules import gathered
 from ._streams import THREAD as _THREAD
+from ._value_bounds import KNOWN, bounds as value_bounds, carry as carry_bounds, start_pending
 
 
 _INDEX_INTS = frozenset((mx.int64, mx.int32, mx.uint8))  # torch's index dtypes besides bool (byte: a mask)
@@ -75,7 +76,11 @@ class MLXGatherOps:
                     if it.dtype not in _INDEX_INTS:  # torch refuses int8/int16 indices
                         raise TdxIndexError("tensors used as indices must be long, int, byte or bool tensors")
                     size = x.shape[dim] if dim < x.ndim else 0
-                    if it.size:
+                    known = value_bounds(it) if it.size else None
+                    if known is not None and -size <= known[0] and known[1] < size:  # nothing to read
+                        if known[2]:
+                            start_pending(it)
+                    elif it.size:
                         lo, hi = int(mx.min(it).item()), int(mx.max(it).item())
                         if lo < -size or hi >= size:
                             bad = hi if hi >= size else lo
@@ -123,7 +128,7 @@ class MLXGatherOps:
         shape = x.shape
         if (len(index) if index.__class__ is tuple else 1) > len(shape) or 0 in shape:
             return self.getitem(x, index)
-        return x[index]
+        return carry_bounds(x, x[index]) if KNOWN else x[index]
 
     def getitem(self, x, index):
         if self._stream is None or not _THREAD.ready:
@@ -131,7 +136,7 @@ class MLXGatherOps:
         if index.__class__ is int:
             shape = x.shape
             if shape and -shape[0] <= index < shape[0]:
-                return x[index]  # the common case, checked here in full
+                return carry_bounds(x, x[index]) if KNOWN else x[index]  # the common case, checked here in full
         elif index.__class__ is tuple:  # ints and slices only, one per leading dim: checked here in full
             shape = x.shape
             if len(index) <= len(shape):
@@ -143,13 +148,14 @@ class MLXGatherOps:
                     elif it.__class__ is not int or not -n <= it < n:
                         break
                 else:
-                    return gathered(x, x[index]) if 0 in shape else x[index]
+                    out = gathered(x, x[index]) if 0 in shape else x[index]
+                    return carry_bounds(x, out) if KNOWN else out
         if index.__class__ is slice and not x.ndim:
             raise TdxIndexError("slice() cannot be applied to a 0-dim tensor.")
         split = self._scalar_bools(x, index)
         if split is not None:
             return self.getitem(*split)
-        return gathered(x, x[self._index(x, index)])
+        return carry_bounds(x, gathered(x, x[self._index(x, index)]))  # the values are x's
 
     def setitem(self, x, index, value):
         """``x`` with ``x[index] = value`` applied, as a new array (``x`` itself is never mutated)."""
