@@ -137,19 +137,34 @@ class MLXGatherOps:
             shape = x.shape
             if shape and -shape[0] <= index < shape[0]:
                 return carry_bounds(x, x[index]) if KNOWN else x[index]  # the common case, checked here in full
-        elif index.__class__ is tuple:  # ints and slices only, one per leading dim: checked here in full
+        elif index.__class__ is tuple:  # ints, slices, None and one Ellipsis: checked here in full
             shape = x.shape
-            if len(index) <= len(shape):
-                for it, n in zip(index, shape):
-                    if it.__class__ is slice:
-                        step = it.step
-                        if step is not None and (step.__class__ is not int or step <= 0):
-                            break
-                    elif it.__class__ is not int or not -n <= it < n:
+            ndim = len(shape)
+            d = 0
+            rest = -1  # the dims an Ellipsis spans, once one is seen
+            for it in index:
+                c = it.__class__
+                if c is slice:
+                    step = it.step
+                    if step is not None and (step.__class__ is not int or step <= 0) or d >= ndim:
                         break
-                else:
-                    out = gathered(x, x[index]) if 0 in shape else x[index]
-                    return carry_bounds(x, out) if KNOWN else out
+                    d += 1
+                elif c is int:
+                    if d >= ndim or not -shape[d] <= it < shape[d]:
+                        break
+                    d += 1
+                elif it is Ellipsis:
+                    if rest >= 0:
+                        break
+                    rest = ndim - sum(1 for i in index if i.__class__ is slice or i.__class__ is int)
+                    if rest < 0:
+                        break
+                    d += rest
+                elif it is not None:
+                    break
+            else:
+                out = gathered(x, x[index]) if 0 in shape else x[index]
+                return carry_bounds(x, out) if KNOWN else out
         if index.__class__ is slice and not x.ndim:
             raise TdxIndexError("slice() cannot be applied to a 0-dim tensor.")
         split = self._scalar_bools(x, index)
