@@ -55,7 +55,7 @@ class MLXShapeOps:
         # the common case, checked in full: no dim is inferred, and with 0 < size <= INT32_MAX none can be larger
         if -1 not in shape and math.prod(shape) == size and 0 < size <= _INT32_MAX:
             out = mx.reshape(x, shape, stream=self._stream or self.s)
-            return carry_bounds(x, out) if KNOWN else out
+            return carry_bounds(x, out) if id(x) in KNOWN else out
         if shape and max(shape) > _INT32_MAX:
             check_dims(shape, "reshape")
         if -1 not in shape and math.prod(shape) == size:
@@ -73,13 +73,13 @@ class MLXShapeOps:
 
     def permute(self, x, dims):
         out = mx.transpose(x, _permutation(tuple(dims), x.ndim), stream=self._stream or self.s)
-        return carry_bounds(x, out) if KNOWN else out
+        return carry_bounds(x, out) if id(x) in KNOWN else out
 
     def transpose(self, x, dim0, dim1):
         n = x.ndim
         if n >= 2 and -n <= dim0 < n and -n <= dim1 < n:  # norm_dim's checks, inlined for the per-op path
             out = mx.swapaxes(x, dim0 % n, dim1 % n, stream=self._stream or self.s)
-            return carry_bounds(x, out) if KNOWN else out
+            return carry_bounds(x, out) if id(x) in KNOWN else out
         if x.ndim < 2:
             norm_dim(dim0, x.ndim), norm_dim(dim1, x.ndim)
             return x
@@ -90,7 +90,7 @@ class MLXShapeOps:
         if dim.__class__ is not int or not -n <= dim < n:  # norm_dim's checks, inlined for the per-op path
             dim = norm_dim(dim, n)
         out = mx.expand_dims(x, dim % n, stream=self._stream or self.s)
-        return carry_bounds(x, out) if KNOWN else out
+        return carry_bounds(x, out) if id(x) in KNOWN else out
 
     def squeeze(self, x, dim=None):
         if dim is None:
