@@ -156,7 +156,7 @@ class MLXGatherOps:
                 elif it is Ellipsis:
                     if rest >= 0:
                         break
-                    rest = ndim - sum(1 for i in index if i.__class__ is slice or i.__class__ is int)
+                    rest = ndim - len(index) + 1 + sum(1 for i in index if i is None)  # what the others leave
                     if rest < 0:
                         break
                     d += rest

@@ -52,12 +52,18 @@ class MLXShapeOps:
         if shape.__class__ is not tuple:
             shape = tuple(shape)
         size = x.size
-        # the common case, checked in full: no dim is inferred, and with 0 < size <= INT32_MAX none can be larger
-        if -1 not in shape and math.prod(shape) == size and 0 < size <= _INT32_MAX:
-            out = mx.reshape(x, shape, stream=self._stream or self.s)
-            return carry_bounds(x, out) if id(x) in KNOWN else out
+        # the common cases, checked in full: positive dims of the size, or one -1 beside positive dims that divide
+        # it; with 0 < size <= INT32_MAX none can be larger
+        if 0 < size <= _INT32_MAX:
+            p, lo = math.prod(shape), min(shape, default=1)
+            if lo > 0 and p == size or lo == -1 and p < 0 and size % -p == 0 and shape.count(-1) == 1:
+                out = mx.reshape(x, shape, stream=self._stream or self.s)
+                return carry_bounds(x, out) if id(x) in KNOWN else out
         if shape and max(shape) > _INT32_MAX:
             check_dims(shape, "reshape")
+        if shape and min(shape) < -1:
+            at = next(i for i, s in enumerate(shape) if s < -1)
+            raise ShapeError(f"invalid shape dimension {shape[at]} at index {at} of shape {list(shape)}")
         if -1 not in shape and math.prod(shape) == size:
             return carry_bounds(x, mx.reshape(x, shape, stream=self.s))
         known = math.prod(s for s in shape if s != -1)
@@ -141,8 +147,11 @@ class MLXShapeOps:
         xs = [x for x in xs if not (x.ndim == 1 and x.size == 0)] or xs[:1]
         ref = xs[0]
         d = norm_dim(dim, ref.ndim)
+        rs = ref.shape
+        head, tail = rs[:d], rs[d + 1:]
         for i, x in enumerate(xs):
-            if x.ndim != ref.ndim or any(a != b for j, (a, b) in enumerate(zip(x.shape, ref.shape)) if j != d):
+            s = x.shape
+            if len(s) != len(rs) or s[:d] != head or s[d + 1:] != tail:
                 raise ShapeError(f"Sizes of tensors must match except in dimension {d}. Expected "
                                  f"{list(ref.shape)} but got {list(x.shape)} for tensor number {i} in the list.")
         return carry_all_bounds(xs, mx.concatenate(xs, axis=d, stream=self.s))
