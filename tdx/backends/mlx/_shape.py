@@ -143,7 +143,9 @@ class MLXShapeOps:
         return [self._cast(x, rt) for x in xs]
 
     def cat(self, xs, dim=0):
-        xs = self._same_dtype(xs)  # before dropping empty 1-D inputs: they still promote
+        first = xs[0].dtype
+        if any(x.dtype != first for x in xs):
+            xs = self._same_dtype(xs)  # before dropping empty 1-D inputs: they still promote
         xs = [x for x in xs if not (x.ndim == 1 and x.size == 0)] or xs[:1]
         ref = xs[0]
         d = norm_dim(dim, ref.ndim)
