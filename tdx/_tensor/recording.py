@@ -19,10 +19,12 @@ from __future__ import annotations
 
 from .. import _dtypes
 from .._errors import NATIVE_ERRORS, CastError, TdxRuntimeError, UnsupportedOpError
-from ..autograd.grad_mode import MODE, is_grad_enabled  # noqa: F401 - the facade reads them through this module
+# the facade's op families reach the tape through this one module: its state is re-exported here
+from ..autograd.grad_mode import MODE, is_grad_enabled  # noqa: F401
 from ..autograd.tape import (_FREED, ACTIVE, Invalid, Meta, _differentiable, _local, _recording,  # noqa: F401
                              _run_suspended, _suspended, add_grad_hook, add_post_accumulate_hook, current_pass,
                              differentiating, meta, set_requires_grad)
+
 
 class Node:
     """One recorded op: ``fn(*args, **kwargs)`` whose tensor inputs are ``inputs``.
