@@ -128,7 +128,7 @@ class MLXGatherOps:
         shape = x.shape
         if (len(index) if index.__class__ is tuple else 1) > len(shape) or 0 in shape:
             return self.getitem(x, index)
-        return carry_bounds(x, x[index]) if id(x) in KNOWN else x[index]
+        return carry_bounds(x, x[index]) if KNOWN and id(x) in KNOWN else x[index]
 
     def getitem(self, x, index):
         if self._stream is None or not _THREAD.ready:
@@ -136,7 +136,7 @@ class MLXGatherOps:
         if index.__class__ is int:
             shape = x.shape
             if shape and -shape[0] <= index < shape[0]:
-                return carry_bounds(x, x[index]) if id(x) in KNOWN else x[index]  # the common case, checked here in full
+                return carry_bounds(x, x[index]) if KNOWN and id(x) in KNOWN else x[index]  # the common case, checked here in full
         elif index.__class__ is tuple:  # ints, slices, None and one Ellipsis: checked here in full
             shape = x.shape
             ndim = len(shape)
@@ -164,7 +164,7 @@ class MLXGatherOps:
                     break
             else:
                 out = gathered(x, x[index]) if 0 in shape else x[index]
-                return carry_bounds(x, out) if id(x) in KNOWN else out
+                return carry_bounds(x, out) if KNOWN and id(x) in KNOWN else out
         if index.__class__ is slice and not x.ndim:
             raise TdxIndexError("slice() cannot be applied to a 0-dim tensor.")
         split = self._scalar_bools(x, index)

@@ -52,13 +52,16 @@ class MLXShapeOps:
         if shape.__class__ is not tuple:
             shape = tuple(shape)
         size = x.size
-        # the common cases, checked in full: positive dims of the size, or one -1 beside positive dims that divide
-        # it; with 0 < size <= INT32_MAX none can be larger
+        # the common cases: no dim inferred and the product is the size, or one -1 beside positive dims whose
+        # product divides it; with 0 < size <= INT32_MAX none can be larger
         if 0 < size <= _INT32_MAX:
-            p, lo = math.prod(shape), min(shape, default=1)
-            if lo > 0 and p == size or lo == -1 and p < 0 and size % -p == 0 and shape.count(-1) == 1:
+            if -1 not in shape:
+                fits = math.prod(shape) == size
+            else:  # one -1 beside positive dims whose product divides the size
+                fits = shape.count(-1) == 1 and min(shape) == -1 and (p := -math.prod(shape)) > 0 and size % p == 0
+            if fits:
                 out = mx.reshape(x, shape, stream=self._stream or self.s)
-                return carry_bounds(x, out) if id(x) in KNOWN else out
+                return carry_bounds(x, out) if KNOWN and id(x) in KNOWN else out
         if shape and max(shape) > _INT32_MAX:
             check_dims(shape, "reshape")
         if shape and min(shape) < -1:
@@ -79,13 +82,13 @@ class MLXShapeOps:
 
     def permute(self, x, dims):
         out = mx.transpose(x, _permutation(tuple(dims), x.ndim), stream=self._stream or self.s)
-        return carry_bounds(x, out) if id(x) in KNOWN else out
+        return carry_bounds(x, out) if KNOWN and id(x) in KNOWN else out
 
     def transpose(self, x, dim0, dim1):
         n = x.ndim
         if n >= 2 and -n <= dim0 < n and -n <= dim1 < n:  # norm_dim's checks, inlined for the per-op path
             out = mx.swapaxes(x, dim0 % n, dim1 % n, stream=self._stream or self.s)
-            return carry_bounds(x, out) if id(x) in KNOWN else out
+            return carry_bounds(x, out) if KNOWN and id(x) in KNOWN else out
         if x.ndim < 2:
             norm_dim(dim0, x.ndim), norm_dim(dim1, x.ndim)
             return x
@@ -96,7 +99,7 @@ class MLXShapeOps:
         if dim.__class__ is not int or not -n <= dim < n:  # norm_dim's checks, inlined for the per-op path
             dim = norm_dim(dim, n)
         out = mx.expand_dims(x, dim % n, stream=self._stream or self.s)
-        return carry_bounds(x, out) if id(x) in KNOWN else out
+        return carry_bounds(x, out) if KNOWN and id(x) in KNOWN else out
 
     def squeeze(self, x, dim=None):
         if dim is None:
