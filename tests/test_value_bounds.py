@@ -104,3 +104,14 @@ def test_bounds_die_with_their_array():
     del a
     gc.collect()
     assert key not in vb.KNOWN
+
+
+def test_lookup_of_argmax_under_vmap(device):
+    """Under ``vmap`` (MLX's transform: its arrays cannot be evaluated) the known bounds still serve."""
+    def run(m, dev):
+        kw = {} if dev is None else {"device": dev}
+        table = m.arange(15, dtype=m.float32, **kw).reshape(5, 3)
+        logits = m.tensor(np.eye(4, 5, k=1, dtype=np.float32), **kw)
+        return m.func.vmap(lambda row: m.nn.functional.embedding(m.argmax(row, -1, keepdim=True), table))(logits)
+
+    check(lambda: run(tdx, device), lambda: run(torch, None))
