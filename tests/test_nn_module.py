@@ -17,7 +17,7 @@ import torch
 
 import tdx
 import tdx.nn as nn
-from tdx.testing import assert_close
+from tdx.testing.parity import assert_close
 
 def arr(shape, seed=0):
     return np.random.default_rng(seed).uniform(-1, 1, size=shape).astype(np.float32)

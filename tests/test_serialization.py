@@ -21,7 +21,7 @@ import torch
 
 import tdx
 from conftest import torch_twin
-from tdx.testing import assert_close
+from tdx.testing.parity import assert_close
 
 DTYPES = ["float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool",
           "complex64", "complex128"]

@@ -87,7 +87,7 @@ _TORCH_GROUPS = {
             "quantized_rnn_relu_cell quantized_rnn_tanh_cell fbgemm_linear_fp16_weight "
             "fbgemm_linear_fp16_weight_fp32_activation fbgemm_linear_int8_weight "
             "fbgemm_linear_int8_weight_fp32_activation fbgemm_linear_quantize_weight fbgemm_pack_gemm_matrix_fp16 "
-            "fbgemm_pack_quantized_matrix",
+            "fbgemm_pack_quantized_matrix quint8 qint8 qint32 quint4x2 quint2x4",
     _SPARSE: "sparse_bsc_tensor sparse_bsr_tensor sparse_compressed_tensor sparse_coo_tensor sparse_csc_tensor "
              "sparse_csr_tensor dsmm hsmm hspmm saddmm smm spmm sspaddmm resize_as_sparse_ ccol_indices_copy "
              "col_indices_copy crow_indices_copy row_indices_copy indices_copy values_copy segment_reduce",
