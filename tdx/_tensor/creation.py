@@ -477,8 +477,12 @@ class CreationMethods:
 
     __slots__ = ()
 
-    def __reduce_ex__(self, protocol):  # pickling: the array, its dtype and device (module-level _rebuild below)
-        return (_rebuild, (self._ex.host_numpy(self._n), self.dtype.name, str(self._ex.device), self.requires_grad))
+    def __reduce_ex__(self, protocol):
+        """Pickling: the array, its dtype, device and requires_grad (module-level ``_rebuild``), and the
+        attributes set on the tensor as the pickle's state, as torch's ``__reduce_ex__`` carries its ``__dict__``."""
+        args = (self._ex.host_numpy(self._n), self.dtype.name, str(self._ex.device), self.requires_grad)
+        state = self.__dict__
+        return (_rebuild, args, dict(state)) if state else (_rebuild, args)
 
     # new tensors like this one --------------------------------------------------------------
     def _like(self, dtype, device):

@@ -89,12 +89,8 @@ class Parameter(_Tensor):
     def __deepcopy__(self, memo):
         if id(self) in memo:
             return memo[id(self)]
+        # torch's Parameter.__deepcopy__: the data and requires_grad; attributes set on it are not copied
         result = type(self)(self.data.clone(), self.requires_grad)
-        state = {k: v for k, v in self.__dict__.items()}
-        if state:
-            import copy
-
-            result.__dict__.update(copy.deepcopy(state, memo))
         memo[id(self)] = result
         return result
 
