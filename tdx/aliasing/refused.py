@@ -51,7 +51,7 @@ _ABSENT_DEVICE = ("an absent accelerator", "tdx has no executor for this acceler
 _MODULE_GROUPS = {
     _JIT: "torch.jit torch.jit.frontend torch.jit.mobile torch.jit.quantized torch.jit.supported_ops "
           "torch.jit.annotations "
-          "torch.jit.unsupported_tensor_ops torch.jit.generate_bytecode torch.jit.backend_config",
+          "torch.jit.unsupported_tensor_ops torch.jit.generate_bytecode",
     _QUANT: "torch.ao torch.quantization torch.nn.quantized torch.nn.quantizable torch.nn.qat torch.nn.intrinsic "
             "torch.backends.quantized",
     _SPARSE: "torch.sparse",
@@ -128,7 +128,7 @@ _NAMESPACE_GROUPS = {
                                                                                  "get_global_rank get_group_rank"},
     "torch.distributed.tensor": {_DTENSOR: "DTensor DeviceMesh distribute_tensor distribute_module "
                                            "init_device_mesh zeros ones empty full rand randn"},
-    "torch.distributed.tensor.placement_types": {_DTENSOR: "DTensorSpec TensorMeta"},
+    "torch.distributed.tensor._dtensor_spec": {_DTENSOR: "DTensorSpec TensorMeta"},
     "torch.distributed.tensor._utils": {_DTENSOR: "compute_local_shape_and_global_offset compute_global_tensor_info"},
     "torch.distributed.device_mesh": {_DTENSOR: "DeviceMesh init_device_mesh"},
     "torch.distributed.fsdp": {_DTENSOR: "FullyShardedDataParallel FSDPModule fully_shard CPUOffloadPolicy "
