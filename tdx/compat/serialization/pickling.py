@@ -137,9 +137,11 @@ class CheckpointPickler(pickle._Pickler):
                     return (REBUILD_PARAMETER_WITH_STATE, (PlainTensor(obj), obj.requires_grad,
                                                            collections.OrderedDict(), state))
                 return (REBUILD_PARAMETER, (PlainTensor(obj), obj.requires_grad, collections.OrderedDict()))
+            reduced = self._tensor_reduce(obj)
             if cls is tdx.Tensor:
-                reduced = self._tensor_reduce(obj)
                 return (REBUILD_FROM_TYPE, (reduced[0], TORCH_TENSOR, reduced[1], state)) if state else reduced
+            if cls.__reduce_ex__ is tdx.Tensor.__reduce_ex__:  # a subclass: torch's record names its class
+                return (REBUILD_FROM_TYPE, (reduced[0], cls, reduced[1], state or {}))
             return NotImplemented
         if cls is tdx.device:
             return (TORCH_DEVICE, (str(obj),))
@@ -284,7 +286,10 @@ def _rebuild_from_type_v2(func, new_type, args, state):
     new_type = tdx.Tensor if new_type is TENSOR_TYPE else new_type
     out = func(*args)
     if new_type is not tdx.Tensor and isinstance(new_type, type) and not isinstance(out, new_type):
-        raise tdx.UnsupportedOpError(f"tdx.load cannot rebuild tensor subclass {new_type!r}")
+        if not issubclass(new_type, tdx.Tensor):
+            raise tdx.UnsupportedOpError(f"tdx.load cannot rebuild tensor subclass {new_type!r}: it subclasses "
+                                         f"real torch's Tensor, not tdx's")
+        out = out.as_subclass(new_type)
     return _set_state(out, state)
 
 
