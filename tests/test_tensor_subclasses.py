@@ -226,3 +226,49 @@ def test_torch_dispatch_refused_by_name(device):
         with pytest.raises(UnsupportedOpError, match="__torch_dispatch__") as info:
             make()
         assert isinstance(info.value, NotImplementedError)
+
+
+def _module_subclass():
+    """A tdx Tensor subclass importable by name (pickle finds classes by module and name), made on first use."""
+    cls = globals().get("Saved")
+    if cls is None:
+        cls = type("Saved", (tdx.Tensor,), {"__module__": __name__})
+        globals()["Saved"] = cls
+    return cls
+
+
+class TorchSaved(torch.Tensor):
+    pass
+
+
+def test_subclass_pickles_and_saves_as_torchs(device, tmp_path):
+    """A subclass instance comes back as its class, with its attributes, through pickle, deepcopy and
+    tdx.save/tdx.load; weights_only refuses the unlisted class, as torch's does, and safe_globals admits it."""
+    import copy
+    import pickle
+
+    cls = _module_subclass()
+    t = tdx.arange(3.0, device=device).as_subclass(cls)
+    t.tag = 5
+    ref = torch.arange(3.0).as_subclass(TorchSaved)
+    ref.tag = 5
+    got, want = pickle.loads(pickle.dumps(t)), pickle.loads(pickle.dumps(ref))
+    assert (type(got).__name__, got.tag) == ("Saved", 5) and (type(want).__name__, want.tag) == ("TorchSaved", 5)
+    assert got.device == t.device
+    np.testing.assert_array_equal(_values(got), _values(want))
+    # torch's deepcopy of a subclass without its own new_empty raises; tdx's copies it as its class
+    with pytest.raises(RuntimeError, match="new_empty"):
+        copy.deepcopy(ref)
+    got = copy.deepcopy(t)
+    assert type(got) is cls and got.tag == 5 and got.device == t.device and got.is_leaf
+    np.testing.assert_array_equal(_values(got), _values(ref))
+    tdx.save(t, tmp_path / "t.pt")
+    torch.save(ref, tmp_path / "r.pt")
+    got = tdx.load(tmp_path / "t.pt", weights_only=False, map_location=device)
+    assert type(got) is cls and got.tag == 5 and got.device == tdx.device(device)
+    for load, path in ((tdx.load, "t.pt"), (torch.load, "r.pt")):
+        with pytest.raises(Exception, match="Saved") as info:
+            load(tmp_path / path, weights_only=True)
+        assert isinstance(info.value, __import__("pickle").UnpicklingError)
+    with tdx.serialization.safe_globals([cls]):
+        assert type(tdx.load(tmp_path / "t.pt", weights_only=True, map_location=device)) is cls
