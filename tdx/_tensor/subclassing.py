@@ -289,6 +289,15 @@ def _dispatched_names():
     return sorted(set(names))
 
 
+def _deepcopy(self, memo):
+    """``copy.deepcopy`` of a subclass instance: Tensor's copy, of the instance's class (where torch asks the
+    subclass's ``new_empty`` for it and raises when that gives a plain tensor)."""
+    new = Tensor.__deepcopy__(self, memo)
+    if type(new) is not type(self):
+        _set_class(new, type(self))
+    return new
+
+
 def _reported_class(self):
     return Tensor
 
@@ -316,6 +325,8 @@ def __init_subclass__(cls, **kwargs):
     own = set()
     for klass in cls.__mro__[:cls.__mro__.index(Tensor)]:
         own.update(klass.__dict__)
+    if "__deepcopy__" not in own:
+        cls.__deepcopy__ = _deepcopy
     for name in _dispatched_names():
         if name not in own:
             setattr(cls, name, _method(name, getattr(Tensor, name)))

@@ -683,8 +683,6 @@ class Tensor:
         import copy
 
         new = wrap(self._ex.clone(self._n.detach() if self._ex.caps.native_autograd else self._n), self._ex)
-        if type(self) is not Tensor:  # a subclass's copy is of its class (torch asks new_empty for it)
-            _SET_CLASS(new, type(self))
         memo[id(self)] = new
         if self.requires_grad:
             new.requires_grad_(True)
@@ -694,9 +692,6 @@ class Tensor:
         if self.__dict__:  # the attributes set on the tensor, deep-copied as torch's deepcopy does
             new.__dict__.update(copy.deepcopy(self.__dict__, memo))
         return new
-
-
-_SET_CLASS = object.__dict__["__class__"].__set__
 
 
 def _astype(t, dtype):
