@@ -272,3 +272,34 @@ def test_subclass_pickles_and_saves_as_torchs(device, tmp_path):
         assert isinstance(info.value, __import__("pickle").UnpicklingError)
     with tdx.serialization.safe_globals([cls]):
         assert type(tdx.load(tmp_path / "t.pt", weights_only=True, map_location=device)) is cls
+
+
+OVERRIDES = '''
+LOG = []
+class Logged(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        LOG.append(func.__name__)
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+def scaled(x, k=2.0):
+    """A library function that dispatches itself, as torch's documentation shows."""
+    if torch.overrides.has_torch_function_unary(x):
+        return torch.overrides.handle_torch_function(scaled, (x,), x, k=k)
+    return x * k
+
+x = torch.tensor([1.0, 2.0], device=DEV)
+OUT = {"plain": scaled(x), "sub": scaled(x.as_subclass(Logged)),
+       "has": (torch.overrides.has_torch_function((x,)), torch.overrides.has_torch_function((x.as_subclass(Logged),)),
+               torch.overrides.has_torch_function_variadic(x, x.as_subclass(Logged)))}
+with torch._C.DisableTorchFunctionSubclass():
+    OUT["disabled"] = torch.overrides.has_torch_function_unary(x.as_subclass(Logged))
+OUT["log"] = list(LOG)
+'''
+
+
+def test_library_functions_dispatch_through_torch_overrides(device):
+    """torch.overrides.has_torch_function*/handle_torch_function answer and dispatch as torch's."""
+    mine, theirs = _run(OVERRIDES, tdx, device), _run(OVERRIDES, torch, "cpu")
+    for name, want in theirs["OUT"].items():
+        _same(mine["OUT"][name], want, name)

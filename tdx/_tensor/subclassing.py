@@ -38,7 +38,7 @@ from .._errors import TdxTypeError, UnsupportedOpError
 from .tensor import Tensor
 
 __all__ = ["DisableTorchFunctionSubclass", "DisableTorchFunction", "disabled_torch_function_impl",
-           "torch_function_dispatch"]
+           "overloaded_arguments", "torch_function_dispatch"]
 
 _STATE = threading.local()  # .level: 0 protocol on, 1 off for Tensor subclasses, 2 off for everything
 _set_class = object.__dict__["__class__"].__set__
@@ -80,7 +80,7 @@ def _opted_out(cls) -> bool:
     return getattr(cls.__torch_function__, "__func__", cls.__torch_function__) is disabled_torch_function_impl
 
 
-def _overloaded(args, kwargs):
+def overloaded_arguments(args, kwargs):
     """The arguments whose type overrides ``__torch_function__``, subclasses before their bases, else in order."""
     level = _level()
     found, kinds = [], []
@@ -115,7 +115,7 @@ def torch_function_dispatch(public, impl, args, kwargs, name=None):
     Raises:
         TdxTypeError: every override returned ``NotImplemented`` (torch's message, naming ``name``).
     """
-    found, kinds = _overloaded(args, kwargs)
+    found, kinds = overloaded_arguments(args, kwargs)
     if not found:
         return impl(*args, **kwargs)
     for a in found:
@@ -241,10 +241,10 @@ _FORWARD = {"__radd__": "add", "__rmul__": "mul", "__rsub__": "sub", "__rtruediv
             "__rfloordiv__": "__floordiv__", "__rmod__": "remainder", "__rpow__": "pow", "__rmatmul__": "matmul",
             "__rand__": "__and__", "__ror__": "__or__", "__rxor__": "__xor__", "__rlshift__": "__lshift__",
             "__rrshift__": "__rshift__"}
-_REFLECTED_NAME = {"__rtruediv__": "__rdiv__"}
+_REFLECTED_NAME = {"__rtruediv__": "__rdiv__"}  # torch's name of ``number / tensor``
 _BINARY = frozenset("__add__ __sub__ __mul__ __truediv__ __floordiv__ __mod__ __pow__ __matmul__ __and__ __or__ "
                     "__xor__ __lshift__ __rshift__ __radd__ __rsub__ __rmul__ __rtruediv__ __rfloordiv__ __rmod__ "
-                    "__rpow__ __rmatmul__ __rand__ __ror__ __rxor__ __rlshift__ __rrshift__".split())  # torch's name of ``number / tensor``
+                    "__rpow__ __rmatmul__ __rand__ __ror__ __rxor__ __rlshift__ __rrshift__".split())
 # methods that are no op on the data, or that the protocol itself uses
 _NOT_DISPATCHED = frozenset("as_subclass _make_subclass _make_wrapper_subclass __torch_function__ "
                             "__init_subclass__ __reduce_ex__ __deepcopy__ __repr__ __format__ __hash__ __dir__ "

@@ -62,7 +62,8 @@ def _difference_text(identifier, extra, abs_diff, abs_idx, atol, rel_diff, rel_i
     if extra:
         lines.append(extra.strip())
     for kind, diff, idx, tol in (("absolute", abs_diff, abs_idx, atol), ("relative", rel_diff, rel_idx, rtol)):
-        line = f"{kind.title()} difference: {diff}" if idx is None else f"Greatest {kind} difference: {diff} at index {idx}"
+        line = (f"{kind.title()} difference: {diff}" if idx is None
+                else f"Greatest {kind} difference: {diff} at index {idx}")
         lines.append(line if exact else f"{line} (up to {tol} allowed)")
     return "\n".join(lines).strip()
 
