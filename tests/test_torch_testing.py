@@ -15,6 +15,7 @@ import torch
 
 import tdx
 import tdx.testing
+from conftest import torch_twin
 from tdx import _dtypes as D
 from tdx.testing import standalone
 from tdx.testing.parity import assert_close as parity_close
@@ -203,12 +204,13 @@ def test_make_tensor_draws_torchs_values(device, impl, i, request):
                                                                   "write through it is lost (a views bug)"))
     tdx.manual_seed(5)  # on cpu tdx's generator is torch's: draw tdx's first, then reseed for torch's
     mine = impl.make_tensor(*shape, **{**kw, "dtype": getattr(tdx, kw["dtype"])}, device=device)
-    torch.manual_seed(5)
-    theirs = torch.testing.make_tensor(*shape, **{**kw, "dtype": getattr(torch, kw["dtype"])}, device="cpu")
+    torch.manual_seed(5)  # torch's draws on the device whose generator tdx's follows there
+    theirs = torch.testing.make_tensor(*shape, **{**kw, "dtype": getattr(torch, kw["dtype"])},
+                                       device=torch_twin(device))
     assert mine.device == tdx.device(device)
     assert mine.is_contiguous() == theirs.is_contiguous()
     assert mine.requires_grad == theirs.requires_grad
-    parity_close(mine.detach(), theirs.detach(), rtol=0, atol=0)
+    parity_close(mine.detach().cpu(), theirs.detach().cpu(), rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("kw", [{"low": 2, "high": 1}, {"low": math.nan}, {"dtype": "int64", "requires_grad": True},
