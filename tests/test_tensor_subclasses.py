@@ -123,6 +123,8 @@ OUT = {
     "plain": p.exp() + p,
     "plain_fn": torch.exp(p),
     "opt_out": o.exp() + o,
+    "opt_out_cat": torch.cat([o, x, o]),
+    "opt_out_arg": x.add(o) * o.sum(),
     "meta_add": m + n,
     "meta_fn": torch.nn.functional.relu(m),
     "meta_method": m.sum(),

@@ -318,10 +318,10 @@ def __init_subclass__(cls, **kwargs):
     """Make ``cls``'s methods and operators ask ``__torch_function__`` (unless it opts out), and turn the
     dispatch of the namespaces' functions on with the first such class."""
     super(Tensor, cls).__init_subclass__(**kwargs)
+    if Tensor in cls.__bases__ and "__class__" not in cls.__dict__:
+        cls.__bases__ = tuple(_SubclassBase if b is Tensor else b for b in cls.__bases__)
     if _opted_out(cls):
         return
-    if Tensor in cls.__bases__:
-        cls.__bases__ = tuple(_SubclassBase if b is Tensor else b for b in cls.__bases__)
     own = set()
     for klass in cls.__mro__[:cls.__mro__.index(Tensor)]:
         own.update(klass.__dict__)
