@@ -8,7 +8,7 @@ import torch
 from hypothesis import strategies as st
 
 import tdx
-from tdx.testing import assert_close
+from tdx.testing.parity import assert_close
 from tdx.testing.plugin import parametrize_devices
 
 BUILTINS = (IndexError, TypeError, ValueError, RuntimeError)

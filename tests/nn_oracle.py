@@ -12,7 +12,7 @@ import torch
 
 import tdx
 from conftest import BUILTINS
-from tdx.testing import TOLERANCE_TABLE, assert_close
+from tdx.testing.parity import TOLERANCE_TABLE, assert_close
 
 TOL = {d: dict(zip(("rtol", "atol"), tol)) for d, tol in TOLERANCE_TABLE["module"].items()}
 

@@ -26,7 +26,7 @@ import torch
 
 import tdx
 from tdx.aliasing.refused import is_refused
-from tdx.testing import assert_close
+from tdx.testing.parity import assert_close
 
 from conftest import torch_twin
 

@@ -18,7 +18,7 @@ import torch
 
 import tdx
 from tdx.compat.amp import autocast_state
-from tdx.testing import assert_close, tolerance
+from tdx.testing.parity import assert_close, tolerance
 
 LOW = ["bfloat16", "float16"]
 

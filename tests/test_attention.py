@@ -28,7 +28,7 @@ import tdx
 import tdx.attention as A
 from tdx.attention import SDPBackend, sdpa_kernel
 from tdx.attention import _chunked, _kernels
-from tdx.testing import TOLERANCE_TABLE
+from tdx.testing.parity import TOLERANCE_TABLE
 
 F = tdx.nn.functional
 TOL = {d: rtol for d, (rtol, _) in TOLERANCE_TABLE["matmul"].items()}  # relative to the output's largest value

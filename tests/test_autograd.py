@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import tdx
-from tdx.testing import assert_close, tolerance
+from tdx.testing.parity import assert_close, tolerance
 
 
 def leaves(arrays, device):

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import tdx
-from tdx.testing import assert_close
+from tdx.testing.parity import assert_close
 
 RNG = np.random.default_rng(5)
 A = RNG.uniform(0.5, 1.5, (3, 4)).astype(np.float32)

@@ -218,7 +218,7 @@ WORKS = {
 def test_torch_computes_so_does_tdx(device, name):
     import warnings
 
-    from tdx.testing import assert_close
+    from tdx.testing.parity import assert_close
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # uint8 indices: torch's deprecation warning

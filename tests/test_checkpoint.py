@@ -15,7 +15,7 @@ import torch
 import torch.utils.checkpoint as tck
 
 import tdx
-from tdx.testing import assert_close, tolerance
+from tdx.testing.parity import assert_close, tolerance
 from tdx.utils.checkpoint import checkpoint, checkpoint_sequential
 
 from conftest import check

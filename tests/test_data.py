@@ -14,7 +14,7 @@ import torch.utils.data as T
 
 import tdx
 import tdx.utils.data as D
-from tdx.testing import assert_close
+from tdx.testing.parity import assert_close
 
 Point = collections.namedtuple("Point", "x y")
 

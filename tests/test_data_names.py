@@ -13,7 +13,7 @@ import tdx
 import tdx.optim as toptim
 import tdx.utils.data as xdata
 from conftest import torch_twin
-from tdx.testing import assert_close
+from tdx.testing.parity import assert_close
 
 
 @pytest.mark.parametrize("pair", [(torch.optim, toptim), (tdata, xdata)], ids=lambda p: p[0].__name__)

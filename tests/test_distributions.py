@@ -11,7 +11,7 @@ import torch
 
 import tdx
 import tdx.distributions as D
-from tdx.testing import assert_close, tolerance
+from tdx.testing.parity import assert_close, tolerance
 from conftest import torch_twin
 
 RNG = np.random.default_rng(7)

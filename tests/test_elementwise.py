@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import tdx
-from tdx.testing import tolerance
+from tdx.testing.parity import tolerance
 from conftest import check, pair, sample, torch_order, torch_twin
 
 SHAPES = [((3, 4), (3, 4)), ((3, 1), (1, 4)), ((2, 3, 4), (4,)), ((), (3,)), ((5,), ()),

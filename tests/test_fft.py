@@ -13,7 +13,7 @@ import torch
 
 import tdx
 import tdx.fft as F
-from tdx.testing import assert_close
+from tdx.testing.parity import assert_close
 
 TOL = dict(rtol=1e-5, atol=1e-5)
 

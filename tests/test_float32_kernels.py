@@ -15,7 +15,7 @@ import torch
 
 import tdx
 from tdx._tensor import wrapping
-from tdx.testing import assert_close
+from tdx.testing.parity import assert_close
 
 _SPECIAL = np.array([[0.0, -0.0, 1.5, -2.25], [np.inf, -np.inf, np.nan, 1e-45],
                      [3e38, -3e38, 7.0, 0.1], [1.0, -1.0, 2.0, 0.5]], dtype=np.float32)

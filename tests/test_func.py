@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import tdx
-from tdx.testing import assert_close, tolerance
+from tdx.testing.parity import assert_close, tolerance
 
 from conftest import check
 

@@ -11,7 +11,7 @@ import torch
 
 import tdx
 import tdx.fx as fx
-from tdx.testing import assert_close, tolerance
+from tdx.testing.parity import assert_close, tolerance
 
 
 def _net(lib):

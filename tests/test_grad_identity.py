@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import tdx
-from tdx.testing import assert_close
+from tdx.testing.parity import assert_close
 from conftest import torch_order
 
 RNG = np.random.default_rng(11)

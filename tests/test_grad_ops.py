@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 import tdx
 from conftest import BUILTINS, broadcast_pair, dim_of, nonempty, seeds, shapes, torch_twin
-from tdx.testing import TOLERANCE_TABLE, assert_close
+from tdx.testing.parity import TOLERANCE_TABLE, assert_close
 
 _EXAMPLES = int(os.environ.get("TDX_HYPOTHESIS_EXAMPLES", "0"))
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import tdx
-from tdx.testing import assert_close
+from tdx.testing.parity import assert_close
 from test_amp import pinned
 
 INF_AT = {2: math.inf, 5: math.nan}

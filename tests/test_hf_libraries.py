@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import tdx
-from tdx.testing import assert_close
+from tdx.testing.parity import assert_close
 from test_run import PROGRAM_TIMEOUT, PROGRAMS, _py, reference_args
 
 einops = pytest.importorskip("einops")

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import tdx
-from tdx.testing import assert_close
+from tdx.testing.parity import assert_close
 
 EXTRA = ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn_x2",
          "uint16", "uint32", "uint64")

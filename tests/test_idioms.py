@@ -20,7 +20,7 @@ import torch
 
 import tdx
 from conftest import torch_twin
-from tdx.testing import assert_close, tolerance
+from tdx.testing.parity import assert_close, tolerance
 
 RTOL, ATOL = tolerance("float32", "module")  # a few steps of a small MLP: float32 round-off compounds
 

@@ -8,7 +8,7 @@ import torch
 
 import tdx
 from conftest import check, pair, sample, skip_value_checked
-from tdx.testing import assert_close
+from tdx.testing.parity import assert_close
 
 INDEX_CASES = [
     ("int", lambda m: 1), ("neg int", lambda m: -1), ("slice", lambda m: slice(1, 3)),

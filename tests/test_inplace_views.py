@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import tdx
-from tdx.testing import assert_close
+from tdx.testing.parity import assert_close
 
 OPS = {
     "squeeze_": lambda x: x.unsqueeze_(1).squeeze_(1), "squeeze_ all": lambda x: x.unsqueeze_(0).unsqueeze_(2).squeeze_(),

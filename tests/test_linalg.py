@@ -17,7 +17,7 @@ import torch
 
 import tdx
 import tdx.linalg as LA
-from tdx.testing import assert_close
+from tdx.testing.parity import assert_close
 from conftest import torch_twin
 
 TOL = {"float32": dict(rtol=2e-5, atol=2e-5), "float64": dict(rtol=1e-10, atol=1e-10)}

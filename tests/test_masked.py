@@ -12,7 +12,7 @@ import torch
 
 import tdx
 import tdx.masked as M
-from tdx.testing import assert_close
+from tdx.testing.parity import assert_close
 
 TOL = {"float32": dict(rtol=2e-6, atol=2e-6), "float64": dict(rtol=1e-12, atol=1e-12)}
 RNG = np.random.default_rng(3)

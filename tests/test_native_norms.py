@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import tdx
-from tdx.testing import assert_close
+from tdx.testing.parity import assert_close
 
 TOL = {"float32": dict(rtol=1e-5, atol=1e-5), "float64": dict(rtol=1e-10, atol=1e-10)}
 

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import tdx
+import tdx.testing.parity
 from conftest import torch_twin
 from nn_oracle import TOL, compare, module_check, raises_like, torch_repr
 
@@ -143,7 +144,7 @@ def test_conv_transpose_output_size(device):
     x = u(1, 2, 4, 4)
     got = mod(tdx.tensor(x, dtype=tdx.float32, device=device), output_size=[10, 9])
     want = ref_out(torch.tensor(x, dtype=torch.float32, device=torch_twin(device)), output_size=[10, 9])
-    tdx.testing.assert_close(got, want, **tol(device, "float32"))
+    tdx.testing.parity.assert_close(got, want, **tol(device, "float32"))
     raises_like(lambda: mod(tdx.tensor(x, dtype=tdx.float32, device=device), output_size=[12, 9]),
                 lambda: ref(torch.tensor(x, dtype=torch.float32), output_size=[12, 9]))
 
@@ -249,7 +250,7 @@ def test_max_pool_indices_and_unpool(device, name, shape, args):
                                                      return_indices=True)
     want_v, want_i = getattr(torch.nn.functional, name)(torch.tensor(x, dtype=torch.float32), *args,
                                                          return_indices=True)
-    tdx.testing.assert_close(got_v, want_v, rtol=0, atol=0)
+    tdx.testing.parity.assert_close(got_v, want_v, rtol=0, atol=0)
     np.testing.assert_array_equal(got_i.cpu().numpy(), want_i.numpy())
     if name.startswith("max_pool"):
         nd = int(name[-2])
@@ -257,7 +258,7 @@ def test_max_pool_indices_and_unpool(device, name, shape, args):
         k, s, p = (list(args) + [None, 0])[:3]
         got = getattr(tdx.nn.functional, unpool)(got_v, got_i, k, s, p, output_size=shape[-nd:])
         want = getattr(torch.nn.functional, unpool)(want_v, want_i, k, s, p, output_size=shape[-nd:])
-        tdx.testing.assert_close(got, want, rtol=0, atol=0)
+        tdx.testing.parity.assert_close(got, want, rtol=0, atol=0)
 
 
 def test_pool_errors(device):
@@ -293,7 +294,7 @@ def test_max_unpool_modules(device):
     assert repr(unpool) == repr(unpool_t) and repr(pool) == repr(pool_t)
     want = unpool_t(*pool_t(torch.tensor(x, dtype=torch.float32)))
     got = unpool(*pool(tdx.tensor(x, dtype=tdx.float32, device=device)))
-    tdx.testing.assert_close(got, want, rtol=0, atol=0)
+    tdx.testing.parity.assert_close(got, want, rtol=0, atol=0)
 
 
 def test_fractional_max_pool_cpu():
@@ -302,7 +303,7 @@ def test_fractional_max_pool_cpu():
     want = torch.nn.functional.fractional_max_pool2d(torch.tensor(x), 3, output_size=4, _random_samples=samples.double())
     got = tdx.nn.functional.fractional_max_pool2d(tdx.tensor(x), 3, output_size=4,
                                                   _random_samples=tdx.tensor(samples.double().numpy()))
-    tdx.testing.assert_close(got, want, rtol=0, atol=0)
+    tdx.testing.parity.assert_close(got, want, rtol=0, atol=0)
 
 
 # resampling ------------------------------------------------------------------------------------------
@@ -330,7 +331,7 @@ def test_interpolate_antialias_cpu():
     x = u(1, 2, 9, 9)
     want = torch.nn.functional.interpolate(torch.tensor(x), size=4, mode="bilinear", antialias=True)
     got = tdx.nn.functional.interpolate(tdx.tensor(x), size=4, mode="bilinear", antialias=True)
-    tdx.testing.assert_close(got, want, rtol=0, atol=0)
+    tdx.testing.parity.assert_close(got, want, rtol=0, atol=0)
 
 
 def test_interpolate_errors(device):
@@ -387,7 +388,7 @@ def test_batch_norm(device, dtype, training, shape):
 
     compare(device, dtype, run, [u(*shape), u(3, seed=1), u(3, seed=2)])
     for got, want in zip(out["tdx"], out["torch"]):
-        tdx.testing.assert_close(got, want, **TOL[dtype])
+        tdx.testing.parity.assert_close(got, want, **TOL[dtype])
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -406,7 +407,7 @@ def test_instance_norm(device, dtype, use_input_stats):
 
     compare(device, dtype, run, [u(2, 3, 7), u(3, seed=1), u(3, seed=2)])
     for got, want in zip(out["tdx"], out["torch"]):
-        tdx.testing.assert_close(got, want, **TOL[dtype])
+        tdx.testing.parity.assert_close(got, want, **TOL[dtype])
 
 
 NORM_MODULES = [("BatchNorm1d", (3,), {}, (5, 3)), ("BatchNorm1d", (3,), dict(momentum=None, affine=False), (4, 3, 6)),
@@ -426,10 +427,10 @@ def test_norm_modules(device, train, name, args, kw, shape):
     mod, ref = module_check(device, "float32", build, [u(*shape)], train=train, oracle=twin)
     for _ in range(2):  # further steps: running statistics and num_batches_tracked as torch's
         x = u(*shape, seed=9)
-        tdx.testing.assert_close(mod(tdx.tensor(x, dtype=tdx.float32, device=device)),
+        tdx.testing.parity.assert_close(mod(tdx.tensor(x, dtype=tdx.float32, device=device)),
                                  ref(torch.tensor(x, dtype=torch.float32, device=twin)), **TOL["float32"])
     for k, v in ref.state_dict().items():
-        tdx.testing.assert_close(mod.state_dict()[k], v, msg=k, **TOL["float32"])
+        tdx.testing.parity.assert_close(mod.state_dict()[k], v, msg=k, **TOL["float32"])
 
 
 def test_lazy_batch_norm(device):
@@ -438,8 +439,8 @@ def test_lazy_batch_norm(device):
     x = u(2, 4, 3, 3)
     got, want = mod(tdx.tensor(x, dtype=tdx.float32, device=device)), ref(torch.tensor(x, dtype=torch.float32))
     assert type(mod) is tdx.nn.BatchNorm2d and torch_repr(mod) == repr(ref)
-    tdx.testing.assert_close(got, want, **TOL["float32"])
-    tdx.testing.assert_close(mod.running_var, ref.running_var, **TOL["float32"])
+    tdx.testing.parity.assert_close(got, want, **TOL["float32"])
+    tdx.testing.parity.assert_close(mod.running_var, ref.running_var, **TOL["float32"])
 
 
 def test_batch_norm_errors(device):
@@ -486,7 +487,7 @@ def test_data_parallel_single_device(device):
     inner = tdx.nn.Linear(3, 2).to(device)
     dp = tdx.nn.DataParallel(inner)
     x = tdx.randn(4, 3, device=device)
-    tdx.testing.assert_close(dp(x), inner(x), rtol=0, atol=0)
+    tdx.testing.parity.assert_close(dp(x), inner(x), rtol=0, atol=0)
     assert list(dp.state_dict()) == ["module.weight", "module.bias"]
     assert tdx.nn.parallel.DataParallel is tdx.nn.DataParallel
     with pytest.raises(ValueError):

@@ -9,7 +9,7 @@ import torch
 
 import tdx
 from conftest import torch_twin
-from tdx.testing import assert_close, tolerance
+from tdx.testing.parity import assert_close, tolerance
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 SEEDS = [0, 1, 2]

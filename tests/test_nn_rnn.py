@@ -20,7 +20,7 @@ import tdx
 import tdx.nn as xnn
 import tdx.nn.utils.rnn as XR
 from conftest import torch_twin
-from tdx.testing import TOLERANCE_TABLE, assert_close
+from tdx.testing.parity import TOLERANCE_TABLE, assert_close
 
 # float32 recurrences over a few steps: accumulated rounding differs between BLAS kernels (MLX's
 # reference BLAS, torch's oneDNN LSTM), so float32 uses 1e-5 relative / 1e-5 absolute

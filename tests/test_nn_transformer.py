@@ -16,7 +16,7 @@ import torch
 import tdx
 import tdx.nn as xnn
 from nn_oracle import torch_repr
-from tdx.testing import TOLERANCE_TABLE, assert_close
+from tdx.testing.parity import TOLERANCE_TABLE, assert_close
 
 # float32: attention sums over keys in kernel-specific order (tdx's SDPA kernels, MLX's BLAS), so
 # 1e-5 relative with 1e-5 absolute for values of order one

@@ -14,7 +14,7 @@ import torch
 import tdx
 import tdx.nn as nn
 from tdx.nn.utils import parametrizations, parametrize
-from tdx.testing import assert_close
+from tdx.testing.parity import assert_close
 
 TU = torch.nn.utils
 

@@ -17,7 +17,7 @@ import torch
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 import tdx
-from tdx.testing import TOLERANCE_TABLE
+from tdx.testing.parity import TOLERANCE_TABLE
 from conftest import broadcast_pair, check, dim_of, nonempty, seeds, shapes, torch_twin
 
 # TDX_HYPOTHESIS_EXAMPLES=200 explores further (random seeds); the default keeps the suite fast and repeatable

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tdx
-from tdx.testing import assert_close, tolerance
+from tdx.testing.parity import assert_close, tolerance
 
 from conftest import BUILTINS, torch_twin
 

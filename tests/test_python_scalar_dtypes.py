@@ -17,7 +17,7 @@ import pytest
 import torch
 
 import tdx
-from tdx.testing import assert_close
+from tdx.testing.parity import assert_close
 
 PY_TYPES = (float, int, bool, complex)
 X = [[0.5, 1.5, 2.0], [1.0, 3.0, 0.25]]

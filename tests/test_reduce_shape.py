@@ -10,7 +10,7 @@ import torch
 
 import tdx
 from conftest import check, pair, sample
-from tdx.testing import assert_close, tolerance
+from tdx.testing.parity import assert_close, tolerance
 
 RED_SHAPES = [(3, 4), (2, 3, 4), (), (0, 3), (5,)]
 DIMS = [None, 0, -1, (0, 1), 1]

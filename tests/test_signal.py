@@ -12,7 +12,7 @@ import torch
 
 import tdx
 import tdx.signal.windows as W
-from tdx.testing import assert_close
+from tdx.testing.parity import assert_close
 
 TOL = {"float32": dict(rtol=1e-6, atol=1e-6), "float64": dict(rtol=1e-13, atol=1e-13)}
 PLAIN = ["bartlett", "blackman", "cosine", "hamming", "hann", "nuttall"]

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import tdx
-from tdx.testing import assert_close, tolerance
+from tdx.testing.parity import assert_close, tolerance
 
 from conftest import check, skip_value_checked, torch_order, torch_twin
 

@@ -14,7 +14,7 @@ import torch
 
 import tdx
 import tdx.special as S
-from tdx.testing import assert_close
+from tdx.testing.parity import assert_close
 
 TOL = {"float32": dict(rtol=1e-5, atol=1e-5), "float64": dict(rtol=1e-10, atol=1e-10)}
 RNG = np.random.default_rng(0)

@@ -15,7 +15,7 @@ import torch
 
 import tdx
 from conftest import torch_twin
-from tdx.testing import assert_close
+from tdx.testing.parity import assert_close
 
 X = np.array([[0.5, -1.25, 2.0], [3.0, 0.75, -2.5]], dtype=np.float32)
 

@@ -14,7 +14,7 @@ import torch
 
 import tdx
 from conftest import torch_twin
-from tdx.testing import assert_close
+from tdx.testing.parity import assert_close
 
 RTOL = 1e-5
 ATOL = 1e-6

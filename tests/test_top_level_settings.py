@@ -15,7 +15,7 @@ import torch
 import tdx
 from conftest import torch_twin
 from tdx.aliasing import refused
-from tdx.testing import assert_close
+from tdx.testing.parity import assert_close
 
 
 def _both(device, arr):

@@ -18,7 +18,7 @@ import pytest
 import torch
 
 import tdx
-from tdx.testing import assert_close
+from tdx.testing.parity import assert_close
 from test_run import ROOT, _env
 
 

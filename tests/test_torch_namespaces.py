@@ -14,7 +14,7 @@ import tdx
 import tdx.nn.attention as na
 import tdx.nn.attention.bias as xbias
 import tdx.nn.attention.flex_attention as xflex
-from tdx.testing import assert_close
+from tdx.testing.parity import assert_close
 from torch.nn.attention import bias as tbias
 from torch.nn.attention import flex_attention as tflex
 

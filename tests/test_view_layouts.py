@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import tdx
-from tdx.testing import assert_close
+from tdx.testing.parity import assert_close
 
 VIEWS = {
     "x[:, 1:]": lambda x: x[:, 1:], "x[1:3, ::2]": lambda x: x[1:3, ::2], "x[2, 1:]": lambda x: x[2, 1:],

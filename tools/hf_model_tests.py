@@ -12,7 +12,7 @@ at run time only, and the installed transformers package provides the library an
 
 Usage::
 
-    python tools/hf_model_tests.py --checkout /path/to/transformers [--rev HEAD] [--root-rev REV] [--deps DIR] \\
+    python tools/hf_model_tests.py --checkout /path/to/transformers [--rev HEAD] [--root-rev REV] [--own-source] [--deps DIR] \\
         [--files gpt2,llama,bert,t5,vit,generation] [--devices cpu,mlx:cpu] [--work /tmp/hf_model_tests] \\
         [-n 2] [-k EXPR] [--timeout 3600]
 
@@ -46,8 +46,8 @@ FILES = {
     "vit": "tests/models/vit/test_modeling_vit.py",
     "generation": "tests/generation/test_utils.py",
 }
-SHARED = ["conftest.py", "pyproject.toml", "tests/__init__.py", "tests/utils", "tests/generation",
-          "tests/fixtures", "tests/models/__init__.py", "utils/test_module"]
+SHARED = ["conftest.py", "pyproject.toml", "tests/__init__.py", "tests/utils", "tests/generation", "tests/exporters", "tests/pipelines",
+          "tests/fixtures", "tests/models/__init__.py", "utils"]
 ROOT_FILES = ["conftest.py", "pyproject.toml"]  # taken from --root-rev: an older conftest may not import beside torch
 
 
@@ -69,16 +69,19 @@ def checkout_version(checkout: Path, rev: str) -> str:
     return found.group(1) if found else "unknown"
 
 
-def assemble(checkout: Path, rev: str, names: list, tree: Path, root_rev: str | None = None) -> None:
+def assemble(checkout: Path, rev: str, names: list, tree: Path, root_rev: str | None = None,
+             own_source: bool = False) -> None:
     """Copy the tests tree for ``names`` (keys of :data:`FILES`) from the checkout into ``tree`` (emptied first).
 
     Args:
         root_rev: the revision the root ``conftest.py``/``pyproject.toml`` come from (default ``rev``).
+        own_source: also copy the checkout's ``src/transformers``, which the runs then import instead of the
+            installed package (for a checkout of another release than the installed one).
     """
     if tree.exists():
         shutil.rmtree(tree)
     tree.mkdir(parents=True)
-    folders = {str(Path(FILES[n]).parent) for n in names}
+    folders = {str(Path(FILES[n]).parent) for n in names} | ({"src/transformers"} if own_source else set())
     if _is_git(checkout):
         listed = _git(checkout, "ls-tree", "--name-only", rev, "tests/").decode().split()
         top = [p for p in listed if p.endswith(".py")]
@@ -98,10 +101,10 @@ def assemble(checkout: Path, rev: str, names: list, tree: Path, root_rev: str | 
             shutil.copy2(src, dst)
 
 
-def _environment(deps=None) -> dict:
+def _environment(deps=None, source=None) -> dict:
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONHASHSEED="0",
                TOKENIZERS_PARALLELISM="false")
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [deps, os.environ.get("PYTHONPATH")])])
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [source, deps, os.environ.get("PYTHONPATH")])])
     return env
 
 
@@ -122,7 +125,7 @@ def run_file(tree: Path, rel: str, runner: str, report: Path, args) -> dict:
     log = report.with_suffix(".log")
     with open(log, "w") as out:
         try:
-            subprocess.run(command, cwd=tree, env=_environment(args.deps), stdout=out, stderr=subprocess.STDOUT,
+            subprocess.run(command, cwd=tree, env=_environment(args.deps, str(tree / "src") if args.own_source else None), stdout=out, stderr=subprocess.STDOUT,
                            timeout=args.timeout)
         except subprocess.TimeoutExpired:
             out.write(f"\n[hf_model_tests] timed out after {args.timeout}s\n")
@@ -155,6 +158,8 @@ def main(argv=None) -> int:
     parser.add_argument("--root-rev", default=None, help="revision of the root conftest.py (default --rev)")
     parser.add_argument("--deps", default=None, help="a folder of extra test dependencies (pip install --target "
                         "DIR parameterized httpx) put on PYTHONPATH")
+    parser.add_argument("--own-source", action="store_true", help="run against the checkout's own "
+                        "src/transformers instead of the installed package (its dependencies may go in --deps)")
     parser.add_argument("--files", default=",".join(FILES), help=f"comma-separated, of: {', '.join(FILES)}")
     parser.add_argument("--devices", default="cpu,mlx:cpu", help="tdx devices to compare with torch")
     parser.add_argument("--work", default="/tmp/hf_model_tests", type=Path, help="scratch folder")
@@ -172,11 +177,12 @@ def main(argv=None) -> int:
     installed = importlib.metadata.version("transformers")
     version = checkout_version(args.checkout, args.rev)
     print(f"transformers installed {installed}, checkout {args.rev} is {version}"
-          + ("" if version == installed else "  (differs: tests that fail under torch are not counted)"))
+          + (", its own source is used" if args.own_source else "" if version == installed
+             else "  (differs: tests that fail under torch are not counted)"))
     tree = args.work / "tree"
     reports = args.work / "reports"
     reports.mkdir(parents=True, exist_ok=True)
-    assemble(args.checkout, args.rev, names, tree, args.root_rev)
+    assemble(args.checkout, args.rev, names, tree, args.root_rev, args.own_source)
 
     rows, missing = [], collections.Counter()
     for name in names:

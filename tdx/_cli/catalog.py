@@ -149,7 +149,7 @@ def _flatten(out):
 def _compare(fn, tdx_mod, torch_mod, device: str, dtype: str):
     """None when ``fn`` agrees on ``device`` with torch on CPU for ``dtype``, else the reason."""
     import tdx
-    from ..testing import assert_close
+    from ..testing.parity import assert_close
 
     try:
         expected = fn(Kit(torch_mod, "cpu", dtype))

@@ -466,10 +466,12 @@ def from_numpy(ndarray) -> Tensor:
     return as_tensor(ndarray, device="cpu")
 
 
-def _rebuild(array, dtype_name, device_name, requires_grad=False):
-    """Unpickle a tensor (NumPy payload) onto its device, translated if absent, with its requires_grad."""
+def _rebuild(array, dtype_name, device_name, requires_grad=False, cls=None):
+    """Unpickle a tensor (NumPy payload) onto its device, translated if absent, with its requires_grad and,
+    for a subclass, its class."""
     out = tensor(array, device=device_name).to(D.by_name(dtype_name))
-    return out.requires_grad_() if requires_grad else out
+    out = out.requires_grad_() if requires_grad else out
+    return out if cls is None else out.as_subclass(cls)
 
 
 class CreationMethods:
@@ -477,8 +479,14 @@ class CreationMethods:
 
     __slots__ = ()
 
-    def __reduce_ex__(self, protocol):  # pickling: the array, its dtype and device (module-level _rebuild below)
-        return (_rebuild, (self._ex.host_numpy(self._n), self.dtype.name, str(self._ex.device), self.requires_grad))
+    def __reduce_ex__(self, protocol):
+        """Pickling: the array, its dtype, device and requires_grad (module-level ``_rebuild``), and the
+        attributes set on the tensor as the pickle's state, as torch's ``__reduce_ex__`` carries its ``__dict__``."""
+        args = (self._ex.host_numpy(self._n), self.dtype.name, str(self._ex.device), self.requires_grad)
+        if type(self) is not Tensor:  # a subclass comes back as itself, as torch's _rebuild_from_type_v2 does
+            args += (type(self),)
+        state = self.__dict__
+        return (_rebuild, args, dict(state)) if state else (_rebuild, args)
 
     # new tensors like this one --------------------------------------------------------------
     def _like(self, dtype, device):

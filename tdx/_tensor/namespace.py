@@ -19,6 +19,7 @@ from . import creation, decompositions, elementwise, indexing, inplace, linalg, 
 from . import complex_views, convolution, copies, index_updates, products, search, special_functions, statistics  # noqa: F401 - attach methods
 from . import float_bits, inplace_views, native_norms  # noqa: F401 - attach methods
 from . import fake_quant, fills, identity, legacy, sequences, storage, view_copies  # noqa: F401 - attach methods
+from . import subclassing  # noqa: F401 - attach methods (__torch_function__, as_subclass)
 from .elementwise import ALIASES, BINARY, UNARY
 from .tensor import Tensor
 from .wrapping import LARGE_RESULT, NO_KERNEL, exporter, float32_entry, mixed_operands, need_tensor, operand, wrap

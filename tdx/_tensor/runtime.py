@@ -350,21 +350,7 @@ def cudnn_is_acceptable(tensor) -> bool:
     return cudnn.is_acceptable(tensor)
 
 
-class DisableTorchFunctionSubclass:
-    """``torch.DisableTorchFunctionSubclass``: inside the block, tensor subclasses' ``__torch_function__``
-    overrides are not called. tdx has no ``__torch_function__`` protocol (it never calls one), so the
-    block runs exactly as outside it; the context manager exists for code that enters it."""
-
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc) -> None:
-        return None
-
-
-class DisableTorchFunction(DisableTorchFunctionSubclass):
-    """``torch.DisableTorchFunction``: no ``__torch_function__`` override is called inside the block
-    (tdx calls none anywhere: see :class:`DisableTorchFunctionSubclass`)."""
+from .subclassing import DisableTorchFunction, DisableTorchFunctionSubclass  # noqa: E402 - torch's names here
 
 
 def thread_safe_generator():

@@ -51,7 +51,7 @@ _ABSENT_DEVICE = ("an absent accelerator", "tdx has no executor for this acceler
 _MODULE_GROUPS = {
     _JIT: "torch.jit torch.jit.frontend torch.jit.mobile torch.jit.quantized torch.jit.supported_ops "
           "torch.jit.annotations "
-          "torch.jit.unsupported_tensor_ops torch.jit.generate_bytecode torch.jit.backend_config",
+          "torch.jit.unsupported_tensor_ops torch.jit.generate_bytecode",
     _QUANT: "torch.ao torch.quantization torch.nn.quantized torch.nn.quantizable torch.nn.qat torch.nn.intrinsic "
             "torch.backends.quantized",
     _SPARSE: "torch.sparse",
@@ -87,7 +87,7 @@ _TORCH_GROUPS = {
             "quantized_rnn_relu_cell quantized_rnn_tanh_cell fbgemm_linear_fp16_weight "
             "fbgemm_linear_fp16_weight_fp32_activation fbgemm_linear_int8_weight "
             "fbgemm_linear_int8_weight_fp32_activation fbgemm_linear_quantize_weight fbgemm_pack_gemm_matrix_fp16 "
-            "fbgemm_pack_quantized_matrix",
+            "fbgemm_pack_quantized_matrix quint8 qint8 qint32 quint4x2 quint2x4",
     _SPARSE: "sparse_bsc_tensor sparse_bsr_tensor sparse_compressed_tensor sparse_coo_tensor sparse_csc_tensor "
              "sparse_csr_tensor dsmm hsmm hspmm saddmm smm spmm sspaddmm resize_as_sparse_ ccol_indices_copy "
              "col_indices_copy crow_indices_copy row_indices_copy indices_copy values_copy segment_reduce",
@@ -128,7 +128,7 @@ _NAMESPACE_GROUPS = {
                                                                                  "get_global_rank get_group_rank"},
     "torch.distributed.tensor": {_DTENSOR: "DTensor DeviceMesh distribute_tensor distribute_module "
                                            "init_device_mesh zeros ones empty full rand randn"},
-    "torch.distributed.tensor.placement_types": {_DTENSOR: "DTensorSpec TensorMeta"},
+    "torch.distributed.tensor._dtensor_spec": {_DTENSOR: "DTensorSpec TensorMeta"},
     "torch.distributed.tensor._utils": {_DTENSOR: "compute_local_shape_and_global_offset compute_global_tensor_info"},
     "torch.distributed.device_mesh": {_DTENSOR: "DeviceMesh init_device_mesh"},
     "torch.distributed.fsdp": {_DTENSOR: "FullyShardedDataParallel FSDPModule fully_shard CPUOffloadPolicy "

@@ -33,7 +33,7 @@ import sys
 
 from .._errors import NotProvidedError, TdxTypeError, TdxValueError
 
-__all__ = ["torch_package_dir", "run_package", "TorchSourceFinder"]
+__all__ = ["torch_package_dir", "run_package", "run_module", "TorchSourceFinder"]
 
 
 def torch_package_dir(what: str) -> str:
@@ -148,3 +148,36 @@ def run_package(namespace: dict, torch_package: str) -> None:
     namespace["__path__"] = []
     namespace["__file__"] = init
     _execute(init, namespace)
+
+
+def run_module(name: str, torch_module: str):
+    """Execute one torch file, ``torch.<torch_module>``, as the tdx module ``name`` and return it.
+
+    For a tdx package of its own files that needs a few of torch's (``tdx.testing`` runs torch's
+    ``testing/_comparison.py`` and ``testing/_creation.py``), where :func:`run_package` would hand the
+    whole package to torch's directory.
+
+    Args:
+        name: the tdx module's dotted name, e.g. ``"tdx.testing._comparison"``.
+        torch_module: the dotted name under torch, e.g. ``"testing._comparison"``.
+
+    Raises:
+        NotProvidedError: torch is not installed, or lacks that file.
+    """
+    module = sys.modules.get(name)
+    if module is not None:
+        return module
+    what = "torch." + torch_module
+    path = os.path.join(torch_package_dir(what), *torch_module.split(".")) + ".py"
+    if not os.path.isfile(path):
+        raise NotProvidedError(f"{what} runs the installed torch's {path}, which does not exist: install torch 2.13")
+    spec = importlib.util.spec_from_loader(name, _SourceLoader(path), origin=path)
+    spec.has_location = True
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module

@@ -4,8 +4,8 @@
 shape of two shapes, ``_TensorMeta`` is the metaclass of ``Tensor`` (``type``), ``_log_api_usage_once`` (the
 usage logging torchmetrics and Lightning call) records nothing, ``_are_functorch_transforms_active()`` is False
 (tdx's transforms run no functorch interpreter stack), ``_disabled_torch_function_impl`` is what a tensor
-subclass sets as ``__torch_function__`` to opt out of the protocol (tdx calls no ``__torch_function__``: it runs
-the function), and ``_nn._parse_to`` parses ``Tensor.to``'s/``Module.to``'s arguments as torch's does, ``device`` is ``tdx.device``
+subclass sets as ``__torch_function__`` to opt out of the protocol (``DisableTorchFunctionSubclass`` and
+``DisableTorchFunction`` are torch's, from ``tdx._tensor.subclassing``), and ``_nn._parse_to`` parses ``Tensor.to``'s/``Module.to``'s arguments as torch's does, ``device`` is ``tdx.device``
 and ``_distributed_rpc._is_current_rpc_agent_set()`` is False (tdx has no RPC agent). A name
 not here is a ``NotProvidedAttributeError`` naming it. This module must never import a framework.
 """
@@ -43,9 +43,8 @@ def _are_functorch_transforms_active() -> bool:
     return False
 
 
-def _disabled_torch_function_impl(func, types, args=(), kwargs=None):
-    """``func(*args, **kwargs)``: the ``__torch_function__`` of a subclass that opts out of the protocol."""
-    return func(*args, **(kwargs or {}))
+from .._tensor.subclassing import (  # noqa: E402 - torch._C's names of the protocol
+    DisableTorchFunction, DisableTorchFunctionSubclass, disabled_torch_function_impl as _disabled_torch_function_impl)
 
 
 def _parse_to(*args, **kwargs):

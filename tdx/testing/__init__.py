@@ -1,167 +1,57 @@
-"""Testing helpers: compare tdx tensors with a torch-on-CPU oracle, per-dtype tolerances.
+"""``torch.testing`` as torch has it: ``assert_close``, ``make_tensor``, ``assert_allclose``.
 
-``assert_close(actual, expected)`` accepts tdx tensors, torch tensors, NumPy arrays or
-scalars and checks shape, dtype and values with tolerances chosen per dtype. The pytest
-plugin in :mod:`tdx.testing.plugin` adds the ``device`` fixture. Importing this module
-imports no framework.
+Where torch is installed these are torch's own: its ``testing/_comparison.py`` and ``testing/_creation.py``
+executed with tdx as ``torch`` (:func:`tdx.aliasing.torch_source.run_module`), as the modules
+``tdx.testing._comparison`` and ``tdx.testing._creation``. So on tdx tensors of any device they keep
+torch's default tolerances per dtype (float32: rtol 1.3e-6, atol 1e-5), its messages, its order of checks
+(device and dtype included), its ``AssertionError`` and its handling of numbers, sequences and mappings,
+and ``make_tensor`` draws what torch's draws from the same generator. Without torch,
+:mod:`tdx.testing.standalone` stands in with torch's tolerances and messages.
+
+tdx's own suite compares against a torch oracle with tighter tolerances: that is
+:mod:`tdx.testing.parity`. The opt-in pytest plugin is :mod:`tdx.testing.plugin`. Importing this package
+imports no framework and loads torch's files only when a name is first used; it must never hold a copy of
+torch's code.
 """
 
 from __future__ import annotations
 
-import numpy as np
+import importlib
 
-from .. import _dtypes as D
+__all__ = ["assert_close", "assert_allclose", "make_tensor", "FileCheck"]
 
-# (rtol, atol) per kind of computation and dtype: the one table every parity test reads. Each kind is
-# as tight as its arithmetic allows against torch on CPU:
-# - "elementwise": one correctly rounded (or 1-2 ulp) operation: float32 1e-6 relative.
-# - "reduction": sums, norms, logsumexp, transcendental chains: summation order differs between
-#   frameworks, so a few ulps times log2(n).
-# - "matmul": dot products of length k, blocked differently by each BLAS (and attention).
-# - "gradient": a backward pass chains several roundings (forward, cotangent, product rule).
-# - "module": nn layers: a forward of matmuls, reductions and activations, and its backward.
-# - "recurrence": RNN/transformer stacks and iterated schemes (CTC's recursion, spectral norm's
-#   power iteration, optimizers over many steps): errors compound over the steps.
-# Integers and bools are always exact. float16/bfloat16 carry their own rounding (about 2**-11, 2**-8).
-TOLERANCE_TABLE = {
-    "elementwise": {"float16": (1e-3, 1e-5), "bfloat16": (8e-3, 1e-5), "float32": (1e-6, 1e-6),
-                    "float64": (1e-12, 1e-12), "complex64": (1e-6, 1e-6), "complex128": (1e-12, 1e-12)},
-    "reduction": {"float16": (4e-3, 2e-3), "bfloat16": (3e-2, 2e-2), "float32": (2e-5, 2e-5),
-                  "float64": (1e-10, 1e-10), "complex64": (2e-5, 2e-5), "complex128": (1e-10, 1e-10)},
-    "matmul": {"float16": (1e-2, 1e-2), "bfloat16": (1e-2, 1e-2), "float32": (1e-5, 1e-5),
-               "float64": (1e-10, 1e-10)},
-    "gradient": {"float16": (2e-2, 2e-2), "bfloat16": (8e-2, 8e-2), "float32": (1e-4, 1e-4),
-                 "float64": (1e-9, 1e-9)},
-    "module": {"float32": (1e-5, 1e-6), "float64": (1e-10, 1e-12)},
-    "recurrence": {"float32": (1e-5, 1e-5), "float64": (1e-10, 1e-10)},
-}
-# the default of :func:`assert_close`: one operation
-TOLERANCES = TOLERANCE_TABLE["elementwise"]
+_TORCH_FILES = {"assert_close": "_comparison", "assert_allclose": "_comparison", "make_tensor": "_creation"}
 
 
-def _as_numpy(x):
-    """(float64-or-exact NumPy array, tdx dtype name or None) for any supported value."""
-    from .._tensor.tensor import Tensor
+def _torch_file(stem: str):
+    """torch's ``testing/<stem>.py`` run as ``tdx.testing.<stem>``, or None where torch is not installed."""
+    from .._errors import NotProvidedError
+    from ..aliasing.torch_source import run_module
 
-    if isinstance(x, Tensor):
-        return np.asarray(x._ex.host_numpy(x._n)), x.dtype.name
-    mod = type(x).__module__
-    if mod.startswith("torch"):
-        name = str(x.dtype).rsplit(".", 1)[-1]
-        t = x.detach().cpu()
-        if t._is_zerotensor():  # torch's gradient of a constant-output op (sign, floor...)
-            t = t.new_zeros(t.shape)
-        if name == "bfloat16":
-            t = t.float()
-        return t.resolve_conj().numpy(), name
-    if mod.startswith("mlx"):
-        name = str(x.dtype).rsplit(".", 1)[-1]
-        if name == "bfloat16":
-            import mlx.core as mx
-
-            x = x.astype(mx.float32)
-        return np.array(x), name
-    arr = np.asarray(x)
-    return arr, None
+    try:
+        return run_module(f"{__name__}.{stem}", f"testing.{stem}")
+    except NotProvidedError:
+        return None
 
 
-def assert_close(actual, expected, *, rtol=None, atol=None, check_dtype=True, equal_nan=True, msg=""):
-    """Assert ``actual`` matches ``expected`` in shape, dtype and values.
+def __getattr__(name: str):
+    stem = _TORCH_FILES.get(name)
+    if stem is not None:
+        module = _torch_file(stem) or importlib.import_module(f"{__name__}.standalone")
+        value = getattr(module, name)
+    elif name == "FileCheck":  # torch's is TorchScript IR's checker (torch._C.FileCheck)
+        from ..aliasing import refused
 
-    Args:
-        actual: a tdx tensor (or anything :func:`numpy.asarray` takes).
-        expected: the oracle: usually a torch tensor on CPU.
-        rtol: overrides the per-dtype default of :data:`TOLERANCES` (exact for ints/bool).
-        atol: likewise for the absolute tolerance.
-        check_dtype: compare tdx dtype names too.
-        equal_nan: NaNs in the same places compare equal.
-        msg: prefix for the failure message.
-
-    Raises:
-        AssertionError: naming what differs.
-    """
-    a, adt = _as_numpy(actual)
-    e, edt = _as_numpy(expected)
-    where = f"{msg}: " if msg else ""
-    if check_dtype and adt and edt and adt != edt:
-        raise AssertionError(f"{where}dtype differs: got {adt}, expected {edt}")
-    if a.shape != e.shape:
-        raise AssertionError(f"{where}shape differs: got {a.shape}, expected {e.shape}")
-    name = edt or adt or ""
-    default = TOLERANCES.get(name, (0.0, 0.0))
-    rtol = default[0] if rtol is None else rtol
-    atol = default[1] if atol is None else atol
-    if a.dtype.kind in "biu" and e.dtype.kind in "biu" and rtol == atol == 0:
-        bad = a != e
+        value = refused.torch_name("FileCheck")
+    elif name in ("_comparison", "_creation"):
+        value = _torch_file(name)
+        if value is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r} (torch is not installed)")
     else:
-        ok = np.isclose(a.astype(np.complex128 if "c" in (a.dtype.kind + e.dtype.kind) else np.float64),
-                        e.astype(np.complex128 if "c" in (a.dtype.kind + e.dtype.kind) else np.float64),
-                        rtol=rtol, atol=atol, equal_nan=equal_nan)
-        bad = ~ok
-    if np.any(bad):
-        idx = tuple(int(i[0]) for i in np.nonzero(bad)) if a.ndim else ()
-        raise AssertionError(f"{where}{int(np.sum(bad))} of {a.size} elements differ (rtol={rtol}, atol={atol}); "
-                             f"first at {idx}: got {a[idx]!r}, expected {e[idx]!r}")
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
 
 
-def tolerance(dtype, kind: str = "elementwise") -> tuple:
-    """(rtol, atol) for ``dtype`` (a tdx dtype or name) in computations of ``kind``.
-
-    Args:
-        dtype: the result's dtype (a tdx dtype or its name).
-        kind: a key of :data:`TOLERANCE_TABLE` ("elementwise", "reduction", "matmul", "gradient",
-            "module", "recurrence").
-
-    Returns:
-        ``(rtol, atol)``; ``(0.0, 0.0)`` (exact) for integers and bools.
-
-    Raises:
-        KeyError: for an unknown ``kind``, naming the accepted ones.
-    """
-    if kind not in TOLERANCE_TABLE:
-        raise KeyError(f"unknown tolerance kind {kind!r}; accepted: {', '.join(TOLERANCE_TABLE)}")
-    name = dtype if isinstance(dtype, str) else D.as_dtype(dtype).name
-    return TOLERANCE_TABLE[kind].get(name, (0.0, 0.0))
-
-
-__all__ = ["assert_close", "assert_allclose", "make_tensor", "tolerance", "TOLERANCES", "TOLERANCE_TABLE"]
-
-
-def assert_allclose(actual, expected, rtol=None, atol=None, equal_nan=True, msg=""):
-    """torch's deprecated ``assert_allclose``: :func:`assert_close` without the dtype check."""
-    assert_close(actual, expected, rtol=rtol, atol=atol, check_dtype=False, equal_nan=equal_nan, msg=msg)
-
-
-def make_tensor(*shape, dtype, device, low=None, high=None, requires_grad=False, noncontiguous=False,
-                exclude_zero=False, memory_format=None):
-    """A tensor of ``shape`` with values drawn uniformly from ``[low, high)`` (torch.testing's defaults: -9 and 9
-    for floating dtypes, -9 and 10 for signed integers, 0 and 10 for unsigned; bool: True or False).
-
-    Raises:
-        ValueError: ``low`` is not below ``high``.
-    """
-    import tdx
-
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list, tdx.Size)):
-        shape = tuple(shape[0])
-    if dtype == tdx.bool:
-        out = tdx.randint(0, 2, shape, device=device).to(tdx.bool)
-    else:
-        floating = dtype.is_floating_point or dtype.is_complex
-        lo = (-9 if floating or dtype != tdx.uint8 else 0) if low is None else low
-        hi = (9 if floating else 10) if high is None else high
-        if not lo < hi:
-            from .._errors import TdxValueError
-
-            raise TdxValueError(f"make_tensor: low ({lo}) must be below high ({hi})")
-        if floating:
-            out = (tdx.rand(shape, device=device, dtype=tdx.float32) * (hi - lo) + lo).to(dtype)
-        else:
-            out = tdx.randint(int(lo), int(hi), shape, device=device).to(dtype)
-        if exclude_zero:
-            out = tdx.where(out == 0, tdx.ones_like(out), out)
-    if noncontiguous and out.numel() > 1:
-        out = tdx.repeat_interleave(out.flatten(), 2)[::2].reshape(out.shape)
-    if requires_grad:
-        out.requires_grad_(True)
-    return out
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -1,9 +1,9 @@
 """torch.nn.functional's dispatch and argument helpers, as tdx has them.
 
-tdx has no ``__torch_function__`` protocol: ``has_torch_function*`` answer False and
-``handle_torch_function`` refuses; ``boolean_dispatch`` and ``assert_int_or_pair`` behave as
-torch's. ``Callable``, ``Optional``, ``Tensor`` and ``DType`` are the names torch's module
-re-exports. This module must never import torch or mlx.
+``has_torch_function*`` and ``handle_torch_function`` are the ``__torch_function__`` protocol of
+:mod:`tdx._tensor.subclassing`, for library functions that dispatch themselves; ``boolean_dispatch`` and
+``assert_int_or_pair`` behave as torch's. ``Callable``, ``Optional``, ``Tensor`` and ``DType`` are the names
+torch's module re-exports. This module must never import torch or mlx.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 import tdx
-from ..._errors import TdxNotImplementedError
+from ..._errors import TdxTypeError
+from ..._tensor.subclassing import overloaded_arguments
 
 # the functions; Callable, Optional, Tensor and DType are importable names, not part of __all__ (as torch's)
 __all__ = ["has_torch_function", "has_torch_function_unary", "has_torch_function_variadic", "handle_torch_function",
@@ -22,28 +23,36 @@ DType = tdx.dtype
 
 
 def has_torch_function(relevant_args) -> bool:
-    """False: tdx tensors carry no ``__torch_function__`` overrides."""
-    return False
+    """Whether any of ``relevant_args`` overrides ``__torch_function__`` (a tensor subclass that does not opt
+    out, or another type defining it), while the protocol is on in this thread."""
+    return bool(overloaded_arguments(tuple(relevant_args), {})[0])
 
 
 def has_torch_function_unary(arg) -> bool:
-    """False: tdx tensors carry no ``__torch_function__`` overrides."""
-    return False
+    """:func:`has_torch_function` of one argument."""
+    return bool(overloaded_arguments((arg,), {})[0])
 
 
 def has_torch_function_variadic(*args) -> bool:
-    """False: tdx tensors carry no ``__torch_function__`` overrides."""
-    return False
+    """:func:`has_torch_function` of the arguments."""
+    return bool(overloaded_arguments(args, {})[0])
 
 
 def handle_torch_function(public_api, relevant_args, *args, **kwargs):
-    """Never reached in tdx (no overrides exist).
+    """Hand ``public_api(*args, **kwargs)`` to the ``__torch_function__`` of ``relevant_args``' overriding types,
+    subclasses first, as torch's; the first answer other than ``NotImplemented`` is returned.
 
     Raises:
-        TdxNotImplementedError: always, naming the API.
+        TdxTypeError: every override returned ``NotImplemented`` (torch's message).
     """
-    raise TdxNotImplementedError(f"handle_torch_function: tdx has no __torch_function__ overrides (called for "
-                                 f"{getattr(public_api, '__name__', public_api)!r})")
+    found, kinds = overloaded_arguments(tuple(relevant_args), {})
+    for a in found:
+        out = type(a).__torch_function__(public_api, tuple(kinds), args, kwargs)
+        if out is not NotImplemented:
+            return out
+    name = f"{getattr(public_api, '__module__', 'torch')}.{getattr(public_api, '__name__', public_api)}"
+    raise TdxTypeError(f"no implementation found for '{name}' on types that implement __torch_function__: "
+                       f"{list(kinds)}")
 
 
 def boolean_dispatch(arg_name, arg_index, default, if_true, if_false, module_name=None, func_name=None):

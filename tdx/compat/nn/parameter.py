@@ -22,6 +22,7 @@ from collections import OrderedDict
 import tdx
 
 from ..._errors import TdxRuntimeError
+from ..._tensor.subclassing import disabled_torch_function_impl as _disabled_torch_function_impl
 
 __all__ = ["Parameter", "UninitializedParameter", "is_lazy", "Buffer", "UninitializedBuffer",
            "UninitializedTensorMixin"]
@@ -68,6 +69,7 @@ class Parameter(_Tensor):
     """
 
     __class__ = _as_tensor
+    __torch_function__ = _disabled_torch_function_impl  # torch's Parameter: results of ops are plain tensors
 
     def __new__(cls, data=None, requires_grad=True):
         if data is None:
@@ -89,12 +91,8 @@ class Parameter(_Tensor):
     def __deepcopy__(self, memo):
         if id(self) in memo:
             return memo[id(self)]
+        # torch's Parameter.__deepcopy__: the data and requires_grad; attributes set on it are not copied
         result = type(self)(self.data.clone(), self.requires_grad)
-        state = {k: v for k, v in self.__dict__.items()}
-        if state:
-            import copy
-
-            result.__dict__.update(copy.deepcopy(state, memo))
         memo[id(self)] = result
         return result
 
@@ -125,6 +123,7 @@ class Buffer(_Tensor):
     """
 
     __class__ = _as_tensor
+    __torch_function__ = _disabled_torch_function_impl
 
     def __new__(cls, data=None, *, persistent=True):
         if data is None:
@@ -250,6 +249,8 @@ class UninitializedBuffer(UninitializedTensorMixin, _Tensor):
         device (optional): device of the materialized buffer.
         dtype (optional): dtype of the materialized buffer.
     """
+
+    __torch_function__ = _disabled_torch_function_impl
 
     __slots__ = ()  # the same layout as tdx.Tensor, so materialize can turn it into one
     __class__ = _as_tensor

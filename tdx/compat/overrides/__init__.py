@@ -1,8 +1,8 @@
 """``tdx.overrides`` (torch's ``torch.overrides``): the ``__torch_function__`` helpers as tdx has them.
 
-tdx has no ``__torch_function__`` protocol (a tdx op never asks its arguments to handle it), so
-``has_torch_function*`` answer False, ``handle_torch_function`` refuses, and a :class:`TorchFunctionMode`
-can be entered but intercepts nothing. The query functions answer from tdx's namespace:
+``has_torch_function*`` and ``handle_torch_function`` are the ``__torch_function__`` protocol tdx runs for
+tensor subclasses (:mod:`tdx._tensor.subclassing`); a :class:`TorchFunctionMode` can be entered but
+intercepts nothing (tdx has no function modes). The query functions answer from tdx's namespace:
 ``get_overridable_functions`` lists tdx's public callables per namespace, ``is_tensor_like`` is True for tdx
 tensors and objects whose type defines ``__torch_function__``. Must never import a framework.
 """

@@ -55,6 +55,9 @@ class TorchGlobal:
 
 REBUILD_TENSOR = TorchGlobal("torch._utils", "_rebuild_tensor_v2")
 REBUILD_PARAMETER = TorchGlobal("torch._utils", "_rebuild_parameter")
+REBUILD_PARAMETER_WITH_STATE = TorchGlobal("torch._utils", "_rebuild_parameter_with_state")
+REBUILD_FROM_TYPE = TorchGlobal("torch._tensor", "_rebuild_from_type_v2")
+TORCH_TENSOR = TorchGlobal("torch", "Tensor")
 TORCH_DEVICE = TorchGlobal("torch", "device")
 TORCH_SIZE = TorchGlobal("torch", "Size")
 
@@ -127,10 +130,18 @@ class CheckpointPickler(pickle._Pickler):
         if cls is PlainTensor:
             return self._tensor_reduce(obj.tensor)
         if isinstance(obj, tdx.Tensor):
+            # the attributes set on a tensor travel as torch's state (its __dict__), as torch.save writes them
+            state = dict(obj.__dict__) if obj.__dict__ else None
             if _is_parameter(obj):
+                if state:
+                    return (REBUILD_PARAMETER_WITH_STATE, (PlainTensor(obj), obj.requires_grad,
+                                                           collections.OrderedDict(), state))
                 return (REBUILD_PARAMETER, (PlainTensor(obj), obj.requires_grad, collections.OrderedDict()))
+            reduced = self._tensor_reduce(obj)
             if cls is tdx.Tensor:
-                return self._tensor_reduce(obj)
+                return (REBUILD_FROM_TYPE, (reduced[0], TORCH_TENSOR, reduced[1], state)) if state else reduced
+            if cls.__reduce_ex__ is tdx.Tensor.__reduce_ex__:  # a subclass: torch's record names its class
+                return (REBUILD_FROM_TYPE, (reduced[0], cls, reduced[1], state or {}))
             return NotImplemented
         if cls is tdx.device:
             return (TORCH_DEVICE, (str(obj),))
@@ -217,8 +228,8 @@ def _torch_names(rebuild, rebuild_parameter):
         ("torch._utils", "_rebuild_tensor"): lambda storage, offset, size, stride: rebuild(
             storage, offset, size, stride, False, None),
         ("torch._utils", "_rebuild_parameter"): rebuild_parameter,
-        ("torch._utils", "_rebuild_parameter_with_state"): lambda data, rg, hooks, state: rebuild_parameter(
-            data, rg, hooks),
+        ("torch._utils", "_rebuild_parameter_with_state"): lambda data, rg, hooks, state: _set_state(
+            rebuild_parameter(data, rg, hooks), state),
         ("torch._tensor", "_rebuild_from_type_v2"): _rebuild_from_type_v2,
         ("torch", "device"): _device,
         ("torch", "Size"): tdx.Size,
@@ -275,13 +286,39 @@ def _rebuild_from_type_v2(func, new_type, args, state):
     new_type = tdx.Tensor if new_type is TENSOR_TYPE else new_type
     out = func(*args)
     if new_type is not tdx.Tensor and isinstance(new_type, type) and not isinstance(out, new_type):
-        raise tdx.UnsupportedOpError(f"tdx.load cannot rebuild tensor subclass {new_type!r}")
-    if state:  # torch's (__dict__) or (__dict__, slots) of a tensor with Python attributes
-        parts = state if isinstance(state, tuple) else (state,)
-        names = sorted(k for part in parts if isinstance(part, dict) for k in part)
-        raise tdx.UnsupportedOpError(f"tdx.load: a saved tensor carries the Python attributes {names}; tdx tensors "
-                                     f"hold no attributes (load it with torch, or save it without them)")
-    return out
+        if not issubclass(new_type, tdx.Tensor):
+            raise tdx.UnsupportedOpError(f"tdx.load cannot rebuild tensor subclass {new_type!r}: it subclasses "
+                                         f"real torch's Tensor, not tdx's")
+        out = out.as_subclass(new_type)
+    return _set_state(out, state)
+
+
+# what a checkpoint's state may not set: the tensor's own slots (its array, executor, autograd and view records)
+_INTERNAL = frozenset(name for klass in tdx.Tensor.__mro__ for name in getattr(klass, "__slots__", ()))
+
+
+def _set_state(tensor, state):
+    """Set torch's saved state, ``__dict__`` or ``(__dict__, slots)``, on ``tensor`` as torch does (attribute by
+    attribute); a name of the tensor's own slots is refused, since a file is untrusted input."""
+    if not state:
+        return tensor
+    if isinstance(state, tuple):
+        if len(state) != 2:
+            raise pickle.UnpicklingError(f"Invalid serialized state: {state!r}")
+        parts = state
+    else:
+        parts = (state,)
+    for part in parts:
+        if not part:
+            continue
+        if not isinstance(part, dict):
+            raise pickle.UnpicklingError(f"a saved tensor's state is {type(part).__name__}, not a dict of attributes")
+        for name, value in part.items():
+            if not isinstance(name, str) or name in _INTERNAL:
+                raise pickle.UnpicklingError(f"a saved tensor's state sets {name!r}, which is no attribute a "
+                                             f"checkpoint may set")
+            setattr(tensor, name, value)
+    return tensor
 
 
 class CheckpointUnpickler(pickle.Unpickler):

@@ -9,7 +9,6 @@ must never import a framework.
 
 from __future__ import annotations
 
-from ....aliasing.refused import namespace_names
 
 __all__ = ["Placement", "Shard", "Replicate", "Partial"]
 
@@ -105,4 +104,3 @@ class Partial(Placement):
         return f"Partial({self.reduce_op})"
 
 
-globals().update(namespace_names("torch.distributed.tensor.placement_types"))

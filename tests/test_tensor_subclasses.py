@@ -1,0 +1,307 @@
+"""Tensor subclasses as libraries write them, run as the same source under real torch (on CPU) and under tdx on
+every device: ``__torch_function__`` overrides (logging, metadata, opting out), ``super().__torch_function__``,
+``DisableTorchFunctionSubclass``, ``as_subclass``, ``_make_subclass``, result types, values and gradients; and
+``__torch_dispatch__`` refused by name."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import tdx
+from tdx._errors import UnsupportedOpError
+
+LOGGED = '''
+LOG = []
+class Logged(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        LOG.append((func.__name__, [type(a).__name__ for a in args]))
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+x = torch.tensor([[1.0, -2.0], [3.0, 0.5]], device=DEV)
+a = x.as_subclass(Logged)
+CASES = {}
+for name, make in [
+        ("a+1", lambda: a + 1), ("1+a", lambda: 1 + a), ("x+a", lambda: x + a), ("a-1", lambda: a - 1),
+        ("1-a", lambda: 1 - a), ("x-a", lambda: x - a), ("a*2", lambda: a * 2), ("2*a", lambda: 2 * a),
+        ("a/2", lambda: a / 2), ("2/a", lambda: 2 / a), ("x/a", lambda: x / a), ("a**2", lambda: a ** 2),
+        ("2**a", lambda: 2 ** a), ("a%2", lambda: a % 2), ("-a", lambda: -a), ("abs", lambda: abs(a)),
+        ("a<x", lambda: a < x), ("x<a", lambda: x < a), ("a@a", lambda: a @ a), ("x@a", lambda: x @ a),
+        ("a[0]", lambda: a[0]), ("a.sum(0)", lambda: a.sum(0)), ("a.relu()", lambda: a.relu()),
+        ("torch.relu", lambda: torch.relu(a)), ("torch.cat", lambda: torch.cat([x, a])),
+        ("torch.stack", lambda: torch.stack([a, x])), ("F.linear", lambda: torch.nn.functional.linear(a, x)),
+        ("F.softmax", lambda: torch.nn.functional.softmax(a, dim=-1)), ("a.max(0)", lambda: a.max(0)),
+        ("a.split", lambda: a.split(1)), ("a.t()", lambda: a.t()), ("a.float()", lambda: a.float()),
+        ("a.clone", lambda: a.clone()), ("torch.where", lambda: torch.where(a > 0, a, x))]:
+    LOG.clear()
+    out = make()
+    CASES[name] = (out, list(LOG))
+'''
+
+
+def _run(src: str, lib, device: str) -> dict:
+    ns = {"torch": lib, "DEV": device}
+    exec(compile(src, "<subclass program>", "exec"), ns)  # noqa: S102 - the test's own program, twice
+    return ns
+
+
+def _leaves(out):
+    if isinstance(out, (tuple, list)):
+        return [leaf for o in out for leaf in _leaves(o)]
+    return [out]
+
+
+def _values(t):
+    t = t.detach()
+    return t.cpu().numpy() if isinstance(t, torch.Tensor) else np.asarray(t.cpu().numpy())
+
+
+def _same(mine, theirs, what):
+    m, t = _leaves(mine), _leaves(theirs)
+    assert [type(v).__name__ for v in m] == [type(v).__name__ for v in t], what
+    assert type(mine).__name__ == type(theirs).__name__ or (
+        isinstance(mine, tuple) and isinstance(theirs, tuple)), what
+    for u, v in zip(m, t):
+        if hasattr(v, "dtype"):
+            np.testing.assert_allclose(_values(u), _values(v), rtol=1e-6, atol=1e-6, err_msg=what)
+        else:
+            assert u == v, what
+
+
+def test_torch_function_calls_and_results_as_torchs(device):
+    """A logging subclass: each op reaches __torch_function__ with torch's func and operand order, and every
+    result keeps the subclass through torch's default __torch_function__."""
+    mine, theirs = _run(LOGGED, tdx, device), _run(LOGGED, torch, "cpu")
+    assert mine["CASES"].keys() == theirs["CASES"].keys()
+    for name, (out, log) in theirs["CASES"].items():
+        got, got_log = mine["CASES"][name]
+        assert got_log == log, name
+        _same(got, out, name)
+
+
+PATTERNS = '''
+class Plain(torch.Tensor):
+    pass
+
+class OptOut(torch.Tensor):
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+class Meta(torch.Tensor):
+    """Carries metadata through ops, calling func itself with the protocol off (a common library form)."""
+    @staticmethod
+    def __new__(cls, data, meta):
+        t = torch.Tensor._make_subclass(cls, data, data.requires_grad)
+        t.meta = meta
+        return t
+
+    def __init__(self, data, meta):
+        pass
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        metas = [a.meta for a in args if isinstance(a, Meta)]
+        with torch._C.DisableTorchFunctionSubclass():
+            out = func(*args, **(kwargs or {}))
+        if isinstance(out, torch.Tensor) and not isinstance(out, Meta):
+            out = out.as_subclass(Meta)
+            out.meta = metas[0] if metas else None
+        return out
+
+class Refuses(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        return NotImplemented
+
+x = torch.tensor([1.0, -2.0, 3.0], device=DEV)
+p = x.as_subclass(Plain)
+o = x.as_subclass(OptOut)
+m = Meta(x, {"unit": "m"})
+n = Meta(torch.ones(3, device=DEV), {"unit": "s"})
+OUT = {
+    "plain": p.exp() + p,
+    "plain_fn": torch.exp(p),
+    "opt_out": o.exp() + o,
+    "opt_out_cat": torch.cat([o, x, o]),
+    "opt_out_arg": x.add(o) * o.sum(),
+    "meta_add": m + n,
+    "meta_fn": torch.nn.functional.relu(m),
+    "meta_method": m.sum(),
+    "meta_meta": (m * 2).meta,
+    "meta_right": (x * m).meta,
+}
+with torch._C.DisableTorchFunctionSubclass():
+    OUT["disabled"] = p * 3
+    OUT["disabled_meta"] = m + n
+try:
+    x.as_subclass(Refuses) + 1
+except TypeError as err:
+    OUT["not_implemented"] = str(err)
+try:
+    x.as_subclass(Refuses).add(1)
+except TypeError as err:
+    OUT["method_not_implemented"] = str(err).replace(__name__ + ".", "")
+try:
+    torch.relu(x.as_subclass(Refuses))
+except TypeError as err:
+    OUT["function_not_implemented"] = str(err).replace(__name__ + ".", "")
+'''
+
+
+def test_library_patterns_as_torchs(device):
+    """A plain subclass keeps its type, an opted-out one gives plain tensors, a metadata subclass calling func
+    itself under DisableTorchFunctionSubclass works, and all-NotImplemented is torch's TypeError."""
+    mine, theirs = _run(PATTERNS, tdx, device), _run(PATTERNS, torch, "cpu")
+    assert mine["OUT"].keys() == theirs["OUT"].keys()
+    for name, want in theirs["OUT"].items():
+        _same(mine["OUT"][name], want, name)
+    assert mine["OUT"]["meta_meta"] == {"unit": "m"} and mine["OUT"]["meta_right"] == {"unit": "m"}
+
+
+SHARING = '''
+class S(torch.Tensor):
+    pass
+
+x = torch.tensor([1.0, 2.0, 3.0], device=DEV, requires_grad=True)
+y = x.as_subclass(S)
+(y * y).sum().backward()
+GRAD = x.grad.clone()
+FLAGS = (y.requires_grad, y.is_leaf, isinstance(y, S), isinstance(y, torch.Tensor))
+base = torch.zeros(3, device=DEV)
+alias = base.as_subclass(S)
+base.add_(1)
+SEEN = alias.clone()
+made = torch.Tensor._make_subclass(S, base, True)
+MADE = (type(made).__name__, made.requires_grad, made.is_leaf)
+with torch.no_grad():
+    base.mul_(5)
+SEEN_MADE = made.detach().clone()
+(made * 2).sum().backward()
+MADE_GRAD = made.grad.clone()
+'''
+
+
+def test_as_subclass_and_make_subclass_share_data_and_graph(device):
+    """as_subclass shares data and the graph (gradients reach the original); _make_subclass shares data,
+    detached, with requires_grad as asked: values, flags and gradients as torch's."""
+    mine, theirs = _run(SHARING, tdx, device), _run(SHARING, torch, "cpu")
+    for key in ("GRAD", "SEEN", "SEEN_MADE", "MADE_GRAD"):
+        _same(mine[key], theirs[key], key)
+    assert mine["FLAGS"] == theirs["FLAGS"]
+    assert mine["MADE"] == theirs["MADE"]
+
+
+def test_plain_tensors_are_untouched():
+    """Tensor's own class is never rebased or given wrappers: its methods are the facade's."""
+    assert type(tdx.ones(1)) is tdx.Tensor and tdx.ones(1).__class__ is tdx.Tensor
+    assert not getattr(tdx.Tensor.add, "__tdx_dispatch__", False)
+
+    class Sub(tdx.Tensor):
+        pass
+
+    assert getattr(Sub.add, "__tdx_dispatch__", False) and isinstance(tdx.ones(1).as_subclass(Sub), Sub)
+    assert tdx.nn.Parameter(tdx.ones(1)).exp().__class__ is tdx.Tensor  # opted out, as torch's Parameter
+
+
+def test_bad_arguments(device):
+    """as_subclass/_make_subclass of a non-Tensor class: torch's TypeError."""
+    x = tdx.ones(2, device=device)
+    with pytest.raises(TypeError, match="as_subclass"):
+        x.as_subclass(int)
+    with pytest.raises(TypeError, match="_make_subclass"):
+        tdx.Tensor._make_subclass(dict, x)
+
+
+def test_torch_dispatch_refused_by_name(device):
+    """A __torch_dispatch__ subclass needs torch's dispatcher: making an instance raises a typed error naming
+    __torch_dispatch__; defining the class (an import) works."""
+
+    class Dispatching(tdx.Tensor):
+        @classmethod
+        def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    x = tdx.ones(2, device=device)
+    for make in (lambda: x.as_subclass(Dispatching), lambda: tdx.Tensor._make_subclass(Dispatching, x),
+                 lambda: tdx.Tensor._make_wrapper_subclass(Dispatching, (2,), dtype=tdx.float32)):
+        with pytest.raises(UnsupportedOpError, match="__torch_dispatch__") as info:
+            make()
+        assert isinstance(info.value, NotImplementedError)
+
+
+def _module_subclass():
+    """A tdx Tensor subclass importable by name (pickle finds classes by module and name), made on first use."""
+    cls = globals().get("Saved")
+    if cls is None:
+        cls = type("Saved", (tdx.Tensor,), {"__module__": __name__})
+        globals()["Saved"] = cls
+    return cls
+
+
+class TorchSaved(torch.Tensor):
+    pass
+
+
+def test_subclass_pickles_and_saves_as_torchs(device, tmp_path):
+    """A subclass instance comes back as its class, with its attributes, through pickle, deepcopy and
+    tdx.save/tdx.load; weights_only refuses the unlisted class, as torch's does, and safe_globals admits it."""
+    import copy
+    import pickle
+
+    cls = _module_subclass()
+    t = tdx.arange(3.0, device=device).as_subclass(cls)
+    t.tag = 5
+    ref = torch.arange(3.0).as_subclass(TorchSaved)
+    ref.tag = 5
+    got, want = pickle.loads(pickle.dumps(t)), pickle.loads(pickle.dumps(ref))
+    assert (type(got).__name__, got.tag) == ("Saved", 5) and (type(want).__name__, want.tag) == ("TorchSaved", 5)
+    assert got.device == t.device
+    np.testing.assert_array_equal(_values(got), _values(want))
+    # torch's deepcopy of a subclass without its own new_empty raises; tdx's copies it as its class
+    with pytest.raises(RuntimeError, match="new_empty"):
+        copy.deepcopy(ref)
+    got = copy.deepcopy(t)
+    assert type(got) is cls and got.tag == 5 and got.device == t.device and got.is_leaf
+    np.testing.assert_array_equal(_values(got), _values(ref))
+    tdx.save(t, tmp_path / "t.pt")
+    torch.save(ref, tmp_path / "r.pt")
+    got = tdx.load(tmp_path / "t.pt", weights_only=False, map_location=device)
+    assert type(got) is cls and got.tag == 5 and got.device == tdx.device(device)
+    for load, path in ((tdx.load, "t.pt"), (torch.load, "r.pt")):
+        with pytest.raises(Exception, match="Saved") as info:
+            load(tmp_path / path, weights_only=True)
+        assert isinstance(info.value, __import__("pickle").UnpicklingError)
+    with tdx.serialization.safe_globals([cls]):
+        assert type(tdx.load(tmp_path / "t.pt", weights_only=True, map_location=device)) is cls
+
+
+OVERRIDES = '''
+LOG = []
+class Logged(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        LOG.append(func.__name__)
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+def scaled(x, k=2.0):
+    """A library function that dispatches itself, as torch's documentation shows."""
+    if torch.overrides.has_torch_function_unary(x):
+        return torch.overrides.handle_torch_function(scaled, (x,), x, k=k)
+    return x * k
+
+x = torch.tensor([1.0, 2.0], device=DEV)
+OUT = {"plain": scaled(x), "sub": scaled(x.as_subclass(Logged)),
+       "has": (torch.overrides.has_torch_function((x,)), torch.overrides.has_torch_function((x.as_subclass(Logged),)),
+               torch.overrides.has_torch_function_variadic(x, x.as_subclass(Logged)))}
+with torch._C.DisableTorchFunctionSubclass():
+    OUT["disabled"] = torch.overrides.has_torch_function_unary(x.as_subclass(Logged))
+OUT["log"] = list(LOG)
+'''
+
+
+def test_library_functions_dispatch_through_torch_overrides(device):
+    """torch.overrides.has_torch_function*/handle_torch_function answer and dispatch as torch's."""
+    mine, theirs = _run(OVERRIDES, tdx, device), _run(OVERRIDES, torch, "cpu")
+    for name, want in theirs["OUT"].items():
+        _same(mine["OUT"][name], want, name)
