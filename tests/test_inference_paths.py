@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import tdx
-from tdx.testing import assert_close
+from tdx.testing.parity import assert_close
 
 CASES = [((3, 8), True), ((2, 5, 8), True), ((3, 8), False), ((1, 1, 8), True)]
 
