@@ -251,3 +251,15 @@ def test_logging_lazy_string_and_warning_once_answer_as_torchs(caplog):
             ours.warning_once(log, "said %s", "once")
         ours.warning_once(log, "said %s", "twice")
     assert [r.getMessage() for r in caplog.records] == ["said once", "said twice"]
+
+
+def test_torchscript_ir_types_can_be_named_but_not_made():
+    """Libraries name ``torch._C.Graph``/``Value`` in annotations evaluated at import (transformers' SEW-D):
+    the names exist as torch's do; isinstance answers False; making one is refused by name."""
+    def symbolic(g: tdx._C.Graph, value: tdx._C.Value) -> tdx._C.Value:
+        return value
+
+    assert symbolic.__annotations__["g"].__name__ == torch._C.Graph.__name__ == "Graph"
+    assert not isinstance(tdx.ones(1), tdx._C.Value)
+    with pytest.raises(tdx.UnsupportedOpError, match=r"torch\._C\.Graph .*TorchScript"):
+        tdx._C.Graph()

@@ -124,6 +124,8 @@ _ALL_TO_ALL = ("all-to-all collectives", "tdx.distributed's engines offer all_re
 
 # torch namespaces other than torch.* itself: module path -> {reason: names}
 _NAMESPACE_GROUPS = {
+    "torch._C": {_JIT: "Graph Value Node Block ScriptModule ScriptFunction ScriptObject ScriptMethod "
+                       "CompilationUnit FunctionSchema"},  # TorchScript's IR types: libraries name them in annotations
     "torch.distributed": {_ALL_TO_ALL: "all_to_all all_to_all_single", _DTENSOR: "get_process_group_ranks "
                                                                                  "get_global_rank get_group_rank"},
     "torch.distributed.tensor": {_DTENSOR: "DTensor DeviceMesh distribute_tensor distribute_module "

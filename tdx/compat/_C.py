@@ -6,7 +6,8 @@ usage logging torchmetrics and Lightning call) records nothing, ``_are_functorch
 (tdx's transforms run no functorch interpreter stack), ``_disabled_torch_function_impl`` is what a tensor
 subclass sets as ``__torch_function__`` to opt out of the protocol (``DisableTorchFunctionSubclass`` and
 ``DisableTorchFunction`` are torch's, from ``tdx._tensor.subclassing``), and ``_nn._parse_to`` parses ``Tensor.to``'s/``Module.to``'s arguments as torch's does, ``device`` is ``tdx.device``
-and ``_distributed_rpc._is_current_rpc_agent_set()`` is False (tdx has no RPC agent). A name
+and ``_distributed_rpc._is_current_rpc_agent_set()`` is False (tdx has no RPC agent). TorchScript's IR
+types (``Graph``, ``Value``...), which libraries name in annotations, are classes that refuse to be made. A name
 not here is a ``NotProvidedAttributeError`` naming it. This module must never import a framework.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 import types as _types
 
 from .._device import device  # noqa: F401 - torch._C.device is torch.device
+from ..aliasing import refused as _refused
 
 __all__: list = []
 
@@ -68,3 +70,5 @@ _nn = _types.ModuleType("torch._C._nn", "torch._C._nn: the argument parser of to
 _nn._parse_to = _parse_to
 _distributed_rpc = _types.ModuleType("torch._C._distributed_rpc", "torch._C._distributed_rpc: no RPC agent in tdx.")
 _distributed_rpc._is_current_rpc_agent_set = lambda: False  # tdx never sets an RPC agent
+
+globals().update(_refused.namespace_names("torch._C"))  # TorchScript's IR types: isinstance is False, making one raises
