@@ -259,7 +259,10 @@ def test_torchscript_ir_types_can_be_named_but_not_made():
     def symbolic(g: tdx._C.Graph, value: tdx._C.Value) -> tdx._C.Value:
         return value
 
-    assert symbolic.__annotations__["g"].__name__ == torch._C.Graph.__name__ == "Graph"
+    import inspect
+
+    hints = inspect.get_annotations(symbolic, eval_str=True)  # this file's annotations are strings
+    assert hints["g"].__name__ == torch._C.Graph.__name__ == "Graph" and hints["return"] is tdx._C.Value
     assert not isinstance(tdx.ones(1), tdx._C.Value)
     with pytest.raises(tdx.UnsupportedOpError, match=r"torch\._C\.Graph .*TorchScript"):
         tdx._C.Graph()
