@@ -579,3 +579,21 @@ def test_reinterpreting_views_under_autograd_match_torch(device):
     got, want = run(tdx, device=device), run(torch)
     assert_close(got[0], want[0])
     assert_close(got[1], want[1])
+
+
+def test_view_dtype_writes_are_not_recorded_as_torchs(device):
+    """``view(dtype)`` carries no gradient in torch: writing through it into a tensor that requires grad (a
+    leaf or not) is allowed and untracked; the base's own later writes are tracked."""
+    def run(mod, **kw):
+        x = mod.ones(2, 2, requires_grad=True, **kw)
+        x.view(mod.int32).add_(1)  # a leaf's bits change; no error, no history
+        y = x * 2
+        y.view(mod.uint8)[:, :2].zero_()
+        y.mul_(3)
+        (y * y).sum().backward()
+        return x.detach(), y.detach(), x.grad, x.view(mod.float32).requires_grad
+
+    got, want = run(tdx, device=device), run(torch)
+    for g, w in zip(got[:3], want[:3]):
+        assert_close(g, w, rtol=0, atol=0)
+    assert got[3] is want[3] is False

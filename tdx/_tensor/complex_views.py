@@ -4,8 +4,10 @@ properties and the complex casts (``cfloat``, ``cdouble``, ``chalf``); ``view(dt
 :mod:`.shape`'s ``view``.
 
 Executors with a kernel of torch's signature run it; elsewhere the composites here build each from
-tdx ops (``real``/``imag`` of a complex tensor come from the executor's ``real``/``imag``; a complex
-tensor is assembled as ``re + 1j * im``). This module must never import a framework.
+tdx ops. On an immutable executor ``view_as_real``/``view_as_complex`` (complex64/float32) and
+``real``/``imag`` of a complex tensor are views of it (:func:`.views.link_bits`), so writes through
+either side reach the other, as torch's; ``angle``/``isreal`` read the executor's ``real``/``imag``.
+This module must never import a framework.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import math
 from .. import _dtypes as D
 from .._errors import TdxRuntimeError, TdxTypeError
 from . import recording as _tape
-from . import views as _views
+from . import view_bits as _view_bits, views as _views
 from ..autograd.tape import ACTIVE as _TAPE, MODE as _MODE
 from .kernels import install
 from .tensor import Tensor
@@ -75,7 +77,7 @@ def _reinterpreted(input, dtype, form: str, shape):
     ex = input._ex
     nd = ex.native_dtype(dtype)
     lay = _views.layout_of(input)
-    _views.reinterpreted(lay, dtype.itemsize, form, "")  # torch's checks of the layout, before the array's
+    _view_bits.reinterpreted(lay, dtype.itemsize, form, "")  # torch's checks of the layout, before the array's
     flat = ex.view_dtype(ex.reshape(input._n, (-1,)), nd)
     return _views.link_bits(wrap(ex.reshape(flat, shape), ex), input, nd, form)
 

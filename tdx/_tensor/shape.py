@@ -27,7 +27,7 @@ from .._errors import (
 from . import recording as _tape
 from ..autograd.tape import ACTIVE as _TAPE, MODE as _MODE
 from ..backends.base import norm_dim
-from . import views as _views
+from . import view_bits as _view_bits, views as _views
 from .formats import check_memory_format
 from .operands import _tensor, cat_promoted
 from .tensor import Tensor
@@ -77,7 +77,7 @@ def _view_as_dtype(src, dtype):
     names = D._TORCH_SCALAR_NAMES  # c10's names, which torch's messages print
     what = f"{names.get(src.dtype.name, src.dtype.name)} as {names.get(d.name, d.name)}"
     if not ex.mutable:  # torch's checks of the layout (strides, offset), before the array's
-        _views.reinterpreted(_views.layout_of(src), d.itemsize, "dtype", what)
+        _view_bits.reinterpreted(_views.layout_of(src), d.itemsize, "dtype", what)
     try:
         out = wrap(ex.view_dtype(src._n, ex.native_dtype(d)), ex)
     except NATIVE_ERRORS as err:

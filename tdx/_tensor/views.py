@@ -13,6 +13,10 @@ rules: one index map serves every view.
 
 Executors that write in place natively (torch) never come here. This module must never
 import a framework at module level.
+
+A view that reads the memory as another dtype (``view(dtype)``, ``view_as_real``/``view_as_complex``,
+``real``/``imag``) counts its layout in elements of that dtype (its ``cast``; :mod:`.view_bits`): reads
+take the root's flat buffer as such elements, writes put their bits back.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import weakref
 import numpy as np
 
 from .._errors import TdxRuntimeError, UnsupportedOpError
+from .view_bits import reinterpreted, unit
 
 
 class Layout:
@@ -198,68 +203,21 @@ def link(out, src, shape, strides, offset, root=None, multi=None, detached=False
     return out
 
 
-def unit(lay) -> int:
-    """The bytes of one element in ``lay``'s coordinates: its ``cast``'s, else its root's dtype's."""
-    return (lay.cast if lay.cast is not None else lay.root._n.dtype).size
-
-
-def _bits_error(what: str, rule: str, got: int):
-    return TdxRuntimeError(f"{rule} to view {what} (different element sizes), but got {got}")
-
-
-def reinterpreted(lay: Layout, new: int, form: str, what: str) -> tuple:
-    """``(shape, strides, offset)`` of ``lay``'s memory read as elements of ``new`` bytes, in their units.
-
-    Args:
-        lay: the layout of the tensor read (in units of :func:`unit` bytes).
-        new: the new element size in bytes.
-        form: ``"dtype"`` (``view(dtype)``: the last dim grows or shrinks), ``"as_real"`` (a trailing dim
-            of 2 appears) or ``"as_complex"`` (the trailing dim of 2 goes).
-        what: ``"Float as Half"``, for torch's messages.
-
-    Raises:
-        TdxRuntimeError: the layout cannot be read so, with torch's message.
-    """
-    shape, strides, offset, old = lay.shape, lay.strides, lay.offset, unit(lay)
-    if form == "as_real":
-        return shape + (2,), tuple(s * 2 for s in strides) + (1,), offset * 2
-    if form == "as_complex":
-        if strides[-1] != 1:
-            raise TdxRuntimeError("Tensor must have a last dimension with stride 1")
-        if any(s % 2 for s in strides[:-1]):
-            raise TdxRuntimeError("Tensor must have a stride divisible by 2 for all but last dimension")
-        if offset % 2:
-            raise TdxRuntimeError("Tensor must have a storage_offset divisible by 2")
-        return shape[:-1], tuple(s // 2 for s in strides[:-1]), offset // 2
-    if new == old:
-        return shape, strides, offset
-    if strides[-1] != 1:
-        raise _bits_error(what, "self.stride(-1) must be 1", strides[-1])
-    if new < old:
-        r = old // new
-        return shape[:-1] + (shape[-1] * r,), tuple(s * r for s in strides[:-1]) + (1,), offset * r
-    r = new // old
-    if shape[-1] % r:
-        raise _bits_error(what, f"self.size(-1) must be divisible by {r}", shape[-1])
-    if offset % r:
-        raise _bits_error(what, f"self.storage_offset() must be divisible by {r}", offset)
-    for d, s in enumerate(strides[:-1]):
-        if s % r:
-            raise _bits_error(what, f"self.stride({d}) must be divisible by {r}", s)
-    return shape[:-1] + (shape[-1] // r,), tuple(s // r for s in strides[:-1]) + (1,), offset // r
-
-
 def link_bits(out, src, native_dtype, form: str = "dtype", what: str = ""):
     """Make ``out``, ``src``'s memory read as ``native_dtype`` (``view(dtype)``, ``view_as_real``,
     ``view_as_complex``: ``form`` as :func:`reinterpreted`'s), a view of ``src``'s root: writes through
-    either reach the other, as torch's. Its layout counts in elements of ``native_dtype``.
+    either reach the other, as torch's. Its layout counts in elements of ``native_dtype``. ``view(dtype)``
+    carries no gradient, as torch's: like ``detach()``'s, its writes are not recorded.
 
     Raises:
         TdxRuntimeError: ``src``'s layout cannot be read so, with torch's message.
     """
+    detached = form == "dtype"
+    if detached:
+        bare_root(src)  # the view must not keep src's history alive (see detach)
     lay = layout_of(src)
     shape, strides, offset = reinterpreted(lay, native_dtype.size, form, what)
-    link(out, src, shape, strides, offset, root=lay.root)
+    link(out, src, shape, strides, offset, root=lay.root, detached=detached)
     out._view.cast = None if native_dtype == lay.root._n.dtype else native_dtype
     return out
 
