@@ -45,8 +45,8 @@ class dtype:
     def __reduce__(self):
         return "bool_" if self.name == "bool" else self.name  # the module attribute holding it
 
-    def __hash__(self) -> int:
-        return hash(self.name)
+    # hashed by identity (object's own C-level hash: a dict keyed by dtypes is on every op's path); a dtype is
+    # one object per name, unpickled to the module attribute that holds it
 
 
 bool_ = dtype("bool", 1, _BOOL, False, 0)

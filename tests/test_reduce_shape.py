@@ -79,6 +79,10 @@ def test_reduction_dtype_argument(device):
 SHAPE_CASES = [
     ("reshape", lambda a: a.reshape(4, 6)), ("reshape -1", lambda a: a.reshape(-1, 3)),
     ("reshape tuple", lambda a: a.reshape((2, 12))), ("reshape bad", lambda a: a.reshape(5, 5)),
+    ("reshape -1 mid", lambda a: a.reshape(2, -1, 4)), ("reshape -1 last", lambda a: a.reshape(1, 2, 3, -1)),
+    ("reshape -1 bad", lambda a: a.reshape(5, -1)), ("reshape two -1", lambda a: a.reshape(-1, -1)),
+    ("reshape -1 beside 0", lambda a: a.reshape(0, -1)), ("reshape -1 beside negative", lambda a: a.reshape(-3, -1)),
+    ("reshape negative dim", lambda a: a.reshape(2, -1, -6)), ("reshape -1 to 1", lambda a: a.reshape(24, -1)),
     ("view", lambda a: a.view(6, 4)), ("view list", lambda a: a.view([24])),
     ("transpose", lambda a: a.transpose(0, 2)), ("transpose neg", lambda a: a.transpose(-1, 0)),
     ("transpose bad", lambda a: a.transpose(0, 5)), ("permute", lambda a: a.permute(2, 0, 1)),

@@ -214,3 +214,18 @@ def test_basic_datapipes_batch_as_torchs():
         got = Batcher(IterableWrapper(range(7)), 3, drop_last=drop_last)
         want = TorchBatcher(TorchWrapper(range(7)), 3, drop_last=drop_last)
         assert [list(b) for b in got] == [list(b) for b in want] and len(got) == len(want)
+
+
+def test_sympy_helpers_are_torchs_own_on_tdx_sizes(device):
+    """``torch.utils._sympy`` (transformers' exporters import ``numbers.IntInfinity``) is torch's code, its
+    ``FloorDiv`` evaluating a tdx tensor's sizes as torch's does on torch's."""
+    from torch.utils._sympy.functions import FloorDiv as TorchFloorDiv
+    from torch.utils._sympy.numbers import int_oo as torch_int_oo
+
+    from tdx.utils._sympy.functions import FloorDiv
+    from tdx.utils._sympy.numbers import IntInfinity, int_oo
+
+    assert isinstance(int_oo, IntInfinity) and type(int_oo).__module__ == "tdx.compat.utils._sympy.numbers"
+    assert (str(int_oo), int_oo > 2**100, -int_oo < -2**100) == (str(torch_int_oo), True, True)
+    x, ref = _pair(device, lambda lib, d: lib.ones(7, 3, device=d))
+    assert int(FloorDiv(x.shape[0] * x.shape[1], 2)) == int(TorchFloorDiv(ref.shape[0] * ref.shape[1], 2)) == 10

@@ -39,6 +39,7 @@ from ._inverse_functions import MLXInverseFunctionOps
 from ._complex import MLXComplexOps
 from ._convolution import MLXConvolutionOps
 from ._shape import MLXShapeOps
+from ._value_bounds import carry as carry_bounds, note as note_bounds, note_host as note_host_bounds
 from ._streams import THREAD as _THREAD, enter_thread as _enter_thread, shared_stream as _shared_stream
 
 _TABLE = {
@@ -46,6 +47,7 @@ _TABLE = {
     D.int64: mx.int64, D.float16: mx.float16, D.bfloat16: mx.bfloat16, D.float32: mx.float32,
     D.float64: mx.float64, D.complex64: mx.complex64,
 }
+_INDEX_TYPES = frozenset((mx.uint8, mx.int8, mx.int16, mx.int32, mx.int64))
 _NP_NAME = {d: d.name if d is not D.bool_ else "bool" for d in _TABLE}
 
 
@@ -164,7 +166,10 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
             src = src.astype(np.complex64)
         src = src if src.flags.c_contiguous else src.copy(order="C")
         out = mx.array(src, dtype=mx.float64) if src.dtype == np.float64 else mx.array(src)
-        return out if out.dtype == nd else out.astype(nd, stream=self.s)
+        out = out if out.dtype == nd else out.astype(nd, stream=self.s)
+        if src.dtype.kind in "iu" and nd in _INDEX_TYPES:
+            note_host_bounds(out)  # an index checker reads it without waiting on anything
+        return out
 
     def _no_grad(self, requires_grad):
         """Creation ignores ``requires_grad``: the facade marks the new tensor on tdx's tape."""
@@ -205,7 +210,11 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
             out = mx.arange(n, dtype=mx.float64 if self.caps.float64 else mx.float32, stream=self.s)
             out = out * step + start
             return out.astype(self._nd(dtype), stream=self.s)
-        return mx.arange(start, end, step, dtype=self._nd(dtype), stream=self.s)
+        out = mx.arange(start, end, step, dtype=self._nd(dtype), stream=self.s)
+        if n and dtype is not D.bool_:
+            last = start + (n - 1) * step
+            note_bounds(out, min(start, last), max(start, last), False)
+        return out
 
     def linspace(self, start, end, steps, dtype, requires_grad=False):
         self._no_grad(requires_grad)
@@ -270,7 +279,8 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
         if x.dtype == nd:
             return x
         check_alloc(x.shape, nd.size, "to")
-        return x.astype(nd, stream=self.s)
+        out = x.astype(nd, stream=self.s)
+        return carry_bounds(x, out) if nd == mx.int64 else out  # every integer value fits int64
 
     def numpy(self, x):
         if x.dtype == mx.bfloat16:
@@ -330,7 +340,7 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
         out = mx.array(x)  # a new array object; MLX arrays are values
         if _SHARED and id(x) in _SHARED:
             mx.eval(out)
-        return out
+        return carry_bounds(x, out)
 
     def share(self, x):
         """``x``'s values in an evaluated buffer that nothing else reads, registered as shared

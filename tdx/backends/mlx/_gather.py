@@ -13,6 +13,7 @@ from ..._errors import TdxIndexError, TdxRuntimeError, TdxValueError
 from ._indexing import fit_scalar, scalar_name
 from ._rules import gathered
 from ._streams import THREAD as _THREAD
+from ._value_bounds import KNOWN, bounds as value_bounds, carry as carry_bounds, start_pending
 
 
 _INDEX_INTS = frozenset((mx.int64, mx.int32, mx.uint8))  # torch's index dtypes besides bool (byte: a mask)
@@ -75,7 +76,11 @@ class MLXGatherOps:
                     if it.dtype not in _INDEX_INTS:  # torch refuses int8/int16 indices
                         raise TdxIndexError("tensors used as indices must be long, int, byte or bool tensors")
                     size = x.shape[dim] if dim < x.ndim else 0
-                    if it.size:
+                    known = value_bounds(it) if it.size else None
+                    if known is not None and -size <= known[0] and known[1] < size:  # nothing to read
+                        if known[2]:
+                            start_pending(it)
+                    elif it.size:
                         lo, hi = int(mx.min(it).item()), int(mx.max(it).item())
                         if lo < -size or hi >= size:
                             bad = hi if hi >= size else lo
@@ -123,7 +128,7 @@ class MLXGatherOps:
         shape = x.shape
         if (len(index) if index.__class__ is tuple else 1) > len(shape) or 0 in shape:
             return self.getitem(x, index)
-        return x[index]
+        return carry_bounds(x, x[index]) if KNOWN and id(x) in KNOWN else x[index]
 
     def getitem(self, x, index):
         if self._stream is None or not _THREAD.ready:
@@ -131,25 +136,41 @@ class MLXGatherOps:
         if index.__class__ is int:
             shape = x.shape
             if shape and -shape[0] <= index < shape[0]:
-                return x[index]  # the common case, checked here in full
-        elif index.__class__ is tuple:  # ints and slices only, one per leading dim: checked here in full
+                return carry_bounds(x, x[index]) if KNOWN and id(x) in KNOWN else x[index]  # the common case, checked here in full
+        elif index.__class__ is tuple:  # ints, slices, None and one Ellipsis: checked here in full
             shape = x.shape
-            if len(index) <= len(shape):
-                for it, n in zip(index, shape):
-                    if it.__class__ is slice:
-                        step = it.step
-                        if step is not None and (step.__class__ is not int or step <= 0):
-                            break
-                    elif it.__class__ is not int or not -n <= it < n:
+            ndim = len(shape)
+            d = 0
+            rest = -1  # the dims an Ellipsis spans, once one is seen
+            for it in index:
+                c = it.__class__
+                if c is slice:
+                    step = it.step
+                    if step is not None and (step.__class__ is not int or step <= 0) or d >= ndim:
                         break
-                else:
-                    return gathered(x, x[index]) if 0 in shape else x[index]
+                    d += 1
+                elif c is int:
+                    if d >= ndim or not -shape[d] <= it < shape[d]:
+                        break
+                    d += 1
+                elif it is Ellipsis:
+                    if rest >= 0:
+                        break
+                    rest = ndim - len(index) + 1 + sum(1 for i in index if i is None)  # what the others leave
+                    if rest < 0:
+                        break
+                    d += rest
+                elif it is not None:
+                    break
+            else:
+                out = gathered(x, x[index]) if 0 in shape else x[index]
+                return carry_bounds(x, out) if KNOWN and id(x) in KNOWN else out
         if index.__class__ is slice and not x.ndim:
             raise TdxIndexError("slice() cannot be applied to a 0-dim tensor.")
         split = self._scalar_bools(x, index)
         if split is not None:
             return self.getitem(*split)
-        return gathered(x, x[self._index(x, index)])
+        return carry_bounds(x, gathered(x, x[self._index(x, index)]))  # the values are x's
 
     def setitem(self, x, index, value):
         """``x`` with ``x[index] = value`` applied, as a new array (``x`` itself is never mutated)."""

@@ -21,6 +21,7 @@ from ...autograd.tape import differentiating
 from ..base import norm_dim
 from ._memory import check_alloc
 from ._rules import gathered
+from ._value_bounds import bounds as value_bounds, start_pending
 
 _INTS = frozenset((mx.bool_, mx.uint8, mx.int8, mx.int16, mx.int32, mx.int64))
 _INDEX = frozenset((mx.int32, mx.int64))
@@ -154,7 +155,7 @@ class MLXIndexOps:
             raise TdxRuntimeError(f"{op}(): Expected dtype {names} for index")
 
     def _in_bounds(self, index, size: int, d: int):
-        bounds = self._bounds(index) if index.size else None
+        bounds = self._bounds(index, size) if index.size else None
         if bounds is None:
             return
         lo, hi = bounds
@@ -245,16 +246,25 @@ class MLXIndexOps:
             raise TdxTypeError(f"scatter_add(): argument 'src' must be Tensor, not {type(src).__name__}")
         return self.scatter(x, dim, index, src, "add")
 
-    def _bounds(self, index):
-        """``(min, max)`` of ``index``, or None under ``mx.compile``/``mx.vmap``, which cannot read values
-        (the bounds check is then skipped, as in torch's compiled kernels without device asserts), and in
-        a backward pass's replay of an op (the forward pass checked the same indices).
+    def _bounds(self, index, size: int, low: int = 0):
+        """``(min, max)`` of ``index``, or bounds of its values known to lie in ``[low, size)``
+        (``_value_bounds``: then nothing is read), or None under ``mx.compile``/``mx.vmap``, which cannot
+        read values (the bounds check is then skipped, as in torch's compiled kernels without device
+        asserts), and in a backward pass's replay of an op (the forward pass checked the same indices).
 
-        On the CPU the values are read in place (NumPy, no op queued on the stream); elsewhere both
-        bounds come from one evaluation.
+        Where the known bounds fit but the values are still pending (an ``argmax`` not yet run), their
+        evaluation is started (``mx.async_eval``: the op that reads the index waits on it anyway) and the
+        caller goes on building the graph meanwhile. Where nothing is known, or the known bounds do not
+        fit (the values may still), the values are read: on the CPU in place (NumPy, no op queued on the
+        stream); elsewhere both bounds come from one evaluation.
         """
         if differentiating():
             return None
+        known = value_bounds(index)
+        if known is not None and low <= known[0] and known[1] < size:
+            if known[2]:
+                start_pending(index)
+            return known[0], known[1]
         try:
             if self._mx_device == mx.cpu:
                 values = np.array(index, copy=False)
@@ -275,7 +285,7 @@ class MLXIndexOps:
         size = x.shape[d] if x.ndim else 1
         if x.ndim == 0 and index.size != 1:
             raise TdxRuntimeError(f"index_select(): Index to scalar can have only 1 value, got {index.size} value(s)")
-        bounds = self._bounds(index) if index.size else None
+        bounds = self._bounds(index, size) if index.size else None
         if bounds is not None:
             lo, hi = bounds
             if lo < 0 or hi >= size:

@@ -21,8 +21,9 @@ class MLXNNOps:
     def linear_last(self, x, w, b):
         """``x @ w.T + b`` (``b`` may be None) of float32 arrays: the product and the sum rounded as
         the composed ``matmul`` and ``add`` round them, in one call (one tape node)."""
-        y = mx.matmul(x, w.T, stream=self.s)
-        return y if b is None else mx.add(y, b, stream=self.s)
+        s = self._stream or self.s  # both calls name it: the per-op path
+        y = mx.matmul(x, w.T, stream=s)
+        return y if b is None else mx.add(y, b, stream=s)
 
     def layer_norm_last(self, x, weight, bias, eps: float):
         """Layer norm of float32 ``x`` over its last axis, scaled by ``weight`` and shifted by ``bias``

@@ -21,6 +21,7 @@ from . import _summation_order as summation
 from . import _torch_order as torch_order
 from ._indexing import on_stream, scalar_name
 from ._memory import check_alloc
+from ._value_bounds import note as note_bounds
 from ._rules import _HALF, _INTS, _axes, _dims, _kw, _out_shape, _reduced_shape
 
 
@@ -369,12 +370,17 @@ class MLXReductionOps(MLXReductionOpsStreamed):
         if x.size == 0:  # an empty result (MLX's arg-reductions refuse empty input)
             return mx.zeros(_reduced_shape(x.shape, [norm_dim(dim, x.ndim)], keepdim), mx.int64)
         if dim is None:
+            n = x.size
             out = fn(mx.reshape(x, (-1,), stream=self.s), stream=self.s)
             if keepdim:
                 out = mx.reshape(out, (1,) * x.ndim, stream=self.s)
         else:
-            out = fn(x, axis=norm_dim(dim, x.ndim), keepdims=keepdim, stream=self.s)
-        return out.astype(mx.int64, stream=self.s)
+            d = norm_dim(dim, x.ndim)
+            n = x.shape[d]
+            out = fn(x, axis=d, keepdims=keepdim, stream=self.s)
+        out = out.astype(mx.int64, stream=self.s)
+        note_bounds(out, 0, n - 1)  # an index checker needs no read of the pending result
+        return out
 
     def argmax(self, x, dim=None, keepdim=False):
         return self._arg(mx.argmax, "argmax", x, dim, keepdim)

@@ -16,6 +16,7 @@ from ... import _dtypes as D
 from ..._errors import ShapeError
 from ..base import norm_dim
 from ._memory import _INT32_MAX, check_dims
+from ._value_bounds import KNOWN, carry as carry_bounds, carry_all as carry_all_bounds
 
 
 @functools.lru_cache(maxsize=1024)
@@ -51,13 +52,23 @@ class MLXShapeOps:
         if shape.__class__ is not tuple:
             shape = tuple(shape)
         size = x.size
-        # the common case, checked in full: no dim is inferred, and with 0 < size <= INT32_MAX none can be larger
-        if -1 not in shape and math.prod(shape) == size and 0 < size <= _INT32_MAX:
-            return mx.reshape(x, shape, stream=self._stream or self.s)
+        # the common cases: no dim inferred and the product is the size, or one -1 beside positive dims whose
+        # product divides it; with 0 < size <= INT32_MAX none can be larger
+        if 0 < size <= _INT32_MAX:
+            if -1 not in shape:
+                fits = math.prod(shape) == size
+            else:  # one -1 beside positive dims whose product divides the size
+                fits = shape.count(-1) == 1 and min(shape) == -1 and (p := -math.prod(shape)) > 0 and size % p == 0
+            if fits:
+                out = mx.reshape(x, shape, stream=self._stream or self.s)
+                return carry_bounds(x, out) if KNOWN and id(x) in KNOWN else out
         if shape and max(shape) > _INT32_MAX:
             check_dims(shape, "reshape")
+        if shape and min(shape) < -1:
+            at = next(i for i, s in enumerate(shape) if s < -1)
+            raise ShapeError(f"invalid shape dimension {shape[at]} at index {at} of shape {list(shape)}")
         if -1 not in shape and math.prod(shape) == size:
-            return mx.reshape(x, shape, stream=self.s)
+            return carry_bounds(x, mx.reshape(x, shape, stream=self.s))
         known = math.prod(s for s in shape if s != -1)
         if shape.count(-1) > 1:
             raise ShapeError("only one dimension can be inferred")
@@ -65,27 +76,30 @@ class MLXShapeOps:
             raise ShapeError(f"shape '{list(shape)}' is invalid for input of size {x.size}")
         if -1 in shape:
             shape = tuple(x.size // known if s == -1 else s for s in shape)
-        return mx.reshape(x, shape, stream=self.s)
+        return carry_bounds(x, mx.reshape(x, shape, stream=self.s))
 
     view = reshape
 
     def permute(self, x, dims):
-        return mx.transpose(x, _permutation(tuple(dims), x.ndim), stream=self._stream or self.s)
+        out = mx.transpose(x, _permutation(tuple(dims), x.ndim), stream=self._stream or self.s)
+        return carry_bounds(x, out) if KNOWN and id(x) in KNOWN else out
 
     def transpose(self, x, dim0, dim1):
         n = x.ndim
         if n >= 2 and -n <= dim0 < n and -n <= dim1 < n:  # norm_dim's checks, inlined for the per-op path
-            return mx.swapaxes(x, dim0 % n, dim1 % n, stream=self._stream or self.s)
+            out = mx.swapaxes(x, dim0 % n, dim1 % n, stream=self._stream or self.s)
+            return carry_bounds(x, out) if KNOWN and id(x) in KNOWN else out
         if x.ndim < 2:
             norm_dim(dim0, x.ndim), norm_dim(dim1, x.ndim)
             return x
-        return mx.swapaxes(x, norm_dim(dim0, x.ndim), norm_dim(dim1, x.ndim), stream=self.s)
+        return carry_bounds(x, mx.swapaxes(x, norm_dim(dim0, x.ndim), norm_dim(dim1, x.ndim), stream=self.s))
 
     def unsqueeze(self, x, dim):
         n = x.ndim + 1
         if dim.__class__ is not int or not -n <= dim < n:  # norm_dim's checks, inlined for the per-op path
             dim = norm_dim(dim, n)
-        return mx.expand_dims(x, dim % n, stream=self._stream or self.s)
+        out = mx.expand_dims(x, dim % n, stream=self._stream or self.s)
+        return carry_bounds(x, out) if KNOWN and id(x) in KNOWN else out
 
     def squeeze(self, x, dim=None):
         if dim is None:
@@ -93,16 +107,16 @@ class MLXShapeOps:
         else:
             dims = [dim] if isinstance(dim, int) else list(dim)
             axes = [d for d in (norm_dim(d, x.ndim) for d in dims) if x.ndim and x.shape[d] == 1]
-        return mx.squeeze(x, axes, stream=self.s) if axes else x
+        return carry_bounds(x, mx.squeeze(x, axes, stream=self.s)) if axes else x
 
     def flatten(self, x, start_dim=0, end_dim=-1):
         if x.ndim == 0:
-            return mx.reshape(x, (1,), stream=self.s)
+            return carry_bounds(x, mx.reshape(x, (1,), stream=self.s))
         a, b = norm_dim(start_dim, x.ndim), norm_dim(end_dim, x.ndim)
         if a > b:
             raise ShapeError("flatten() has invalid args: start_dim cannot come after end_dim")
         shape = [*x.shape[:a], math.prod(x.shape[a:b + 1]), *x.shape[b + 1:]]
-        return mx.reshape(x, shape, stream=self.s)
+        return carry_bounds(x, mx.reshape(x, shape, stream=self.s))
 
     def expand(self, x, shape):
         shape = list(shape)
@@ -122,7 +136,7 @@ class MLXShapeOps:
                                  f"{list(shape)}.  Tensor sizes: {list(x.shape)}")
         if any(s < 0 for s in shape):
             raise ShapeError(f"expand: -1 is not allowed in a leading, non-existing dimension: {shape}")
-        return mx.broadcast_to(x, shape, stream=self.s)
+        return carry_bounds(x, mx.broadcast_to(x, shape, stream=self.s))
 
     def contiguous(self, x):
         return x
@@ -132,15 +146,20 @@ class MLXShapeOps:
         return [self._cast(x, rt) for x in xs]
 
     def cat(self, xs, dim=0):
-        xs = self._same_dtype(xs)  # before dropping empty 1-D inputs: they still promote
+        first = xs[0].dtype
+        if any(x.dtype != first for x in xs):
+            xs = self._same_dtype(xs)  # before dropping empty 1-D inputs: they still promote
         xs = [x for x in xs if not (x.ndim == 1 and x.size == 0)] or xs[:1]
         ref = xs[0]
         d = norm_dim(dim, ref.ndim)
+        rs = ref.shape
+        head, tail = rs[:d], rs[d + 1:]
         for i, x in enumerate(xs):
-            if x.ndim != ref.ndim or any(a != b for j, (a, b) in enumerate(zip(x.shape, ref.shape)) if j != d):
+            s = x.shape
+            if len(s) != len(rs) or s[:d] != head or s[d + 1:] != tail:
                 raise ShapeError(f"Sizes of tensors must match except in dimension {d}. Expected "
                                  f"{list(ref.shape)} but got {list(x.shape)} for tensor number {i} in the list.")
-        return mx.concatenate(xs, axis=d, stream=self.s)
+        return carry_all_bounds(xs, mx.concatenate(xs, axis=d, stream=self.s))
 
     def stack(self, xs, dim=0):
         ref = xs[0]
@@ -148,7 +167,8 @@ class MLXShapeOps:
             if x.shape != ref.shape:
                 raise ShapeError(f"stack expects each tensor to be equal size, but got {list(ref.shape)} "
                                  f"at entry 0 and {list(x.shape)} at entry {i}")
-        return mx.stack(self._same_dtype(xs), axis=norm_dim(dim, ref.ndim + 1), stream=self.s)
+        xs = self._same_dtype(xs)
+        return carry_all_bounds(xs, mx.stack(xs, axis=norm_dim(dim, ref.ndim + 1), stream=self.s))
 
     def split(self, x, sizes, dim=0):
         d = norm_dim(dim, x.ndim)

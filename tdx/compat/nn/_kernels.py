@@ -19,6 +19,7 @@ import inspect
 import tdx
 from ..._errors import NATIVE_ERRORS, mismatch
 from ..._tensor.wrapping import typed_function, wrap
+from ...autograd.tape import ACTIVE as _TAPE, MODE as _MODE
 from ..amp.autocast_state import ON as _AUTOCAST
 
 __all__ = ["native", "fast", "linear_kernel", "torch_kernel", "NOT_NATIVE", "fused_linear", "conv_nd", "has_conv", "rows_cross_entropy", "has_rows_cross_entropy"]
@@ -27,6 +28,7 @@ NOT_NATIVE = object()
 """What :func:`native` returns when the tensors' executor has no ``nn_functional`` kernel."""
 
 _Tensor = tdx.Tensor
+_F32 = tdx.float32
 
 
 _MIXED = object()  # an argument list holding tensors of two executors
@@ -115,17 +117,26 @@ def fast(name: str, *args, **kwargs):
 
 
 def linear_kernel(x, weight, bias):
-    """``linear`` by the executor's ``linear_kernel`` (torch's own), or :data:`NOT_NATIVE`.
+    """``linear`` by the executor's ``linear_kernel`` (torch's own), or its ``linear_last``, or :data:`NOT_NATIVE`.
 
-    The per-call path of ``nn.Linear`` and ``F.linear`` on torch executors: tensors of one executor go to
-    the kernel as they are, nothing repacked. Anything else (another executor, a tensor on another
+    The per-call path of ``nn.Linear`` and ``F.linear``: on torch executors tensors of one executor go to
+    the kernel as they are, nothing repacked; on a taped executor (MLX), where the tape records nothing
+    (grad mode off, or no tensor ever required grad), the float32 cases :func:`fused_linear` takes go to
+    ``linear_last`` at once, the same kernel without the tape's wrapper. Anything else (another executor, a tensor on another
     device, an autocast region in force, an input the kernel refuses) is :data:`NOT_NATIVE`: the caller's
     full path then casts, raises torch's mixed-device error or tdx's typed error.
     """
     if isinstance(x, _Tensor) and isinstance(weight, _Tensor):
         ex = x._ex
         k = ex.linear_kernel
-        if k is not None and weight._ex is ex and not _AUTOCAST[0]:
+        if k is None:  # a taped executor: its fused kernel where the tape records nothing (no_grad, inference)
+            if _AUTOCAST[0] or (_TAPE[0] and _MODE.enabled) or not _fusable(x, weight, bias, ex):
+                return NOT_NATIVE
+            try:
+                return _linear(x, weight, bias)
+            except NATIVE_ERRORS:
+                return NOT_NATIVE
+        if weight._ex is ex and not _AUTOCAST[0]:
             if bias is None:
                 try:
                     return wrap(k(x._n, weight._n), ex)
@@ -182,16 +193,21 @@ def fused_linear(x, weight, bias):
         x, weight, bias: ``linear``'s arguments, unchecked.
     """
     ex = getattr(x, "_ex", None)
-    if (ex is None or not hasattr(ex, "linear_last") or x.__class__ is not tdx.Tensor
-            or weight.__class__ is not tdx.Tensor or weight._ex is not ex):
-        return NOT_NATIVE
-    if (x.dtype is not tdx.float32 or weight.dtype is not tdx.float32 or x.ndim < 2 or weight.ndim != 2
-            or x.shape[-1] != weight.shape[1] or not x.numel() or not weight.numel()):
-        return NOT_NATIVE
-    if bias is not None and (bias.__class__ is not tdx.Tensor or bias._ex is not ex or bias.dtype is not tdx.float32
-                             or bias.ndim != 1 or bias.shape[0] != weight.shape[0]):
-        return NOT_NATIVE
-    return linear_last(x, weight, bias)
+    return linear_last(x, weight, bias) if _fusable(x, weight, bias, ex) else NOT_NATIVE
+
+
+def _fusable(x, weight, bias, ex) -> bool:
+    """Whether ``linear(x, weight, bias)`` fits ``linear_last``: float32 tensors on ``ex`` (which has it)
+    with a 2-D weight, a 1-D bias of its output size and a non-empty input of at least 2 dims."""
+    if (ex is None or not hasattr(ex, "linear_last") or x.__class__ is not _Tensor
+            or weight.__class__ is not _Tensor or weight._ex is not ex):
+        return False
+    xs, ws = x._n.shape, weight._n.shape
+    if (len(xs) < 2 or len(ws) != 2 or xs[-1] != ws[1] or x.dtype is not _F32 or weight.dtype is not _F32
+            or 0 in xs or 0 in ws):
+        return False
+    return bias is None or (bias.__class__ is _Tensor and bias._ex is ex and bias.dtype is _F32
+                            and bias._n.ndim == 1 and bias._n.shape[0] == ws[0])
 
 
 def native_layer_norm(x, weight, bias, eps):  # named as the node torch records (NativeLayerNormBackward)

@@ -1,0 +1,108 @@
+"""Value bounds of MLX integer arrays known without reading their values.
+
+A bounds check (``index_select``, ``gather``, ``scatter``, an embedding lookup) must know the smallest and
+largest index; reading them evaluates the array, and when the index is the result of pending work (the
+``argmax`` of the previous step's logits, as in greedy generation) that evaluation blocks the Python thread
+every step. MLX arrays carry no such facts, so this module keeps them beside the arrays:
+
+- producers note what they know: ``argmax``/``argmin`` give ``[0, n - 1]`` over their dim, integer
+  ``arange`` its first and last values, host data (``from_host``) is marked *read on demand* (its values
+  are on the host already: reading them waits for nothing);
+- ops that only move or copy values (basic indexing, reshape, squeeze/unsqueeze, transpose, ``cat``,
+  ``clone``, widening integer casts) carry their input's bounds to their output: the output's values are a
+  sub-multiset of the inputs' (``cat``: the union of its inputs' bounds, known only when every input's is);
+- a checker asks :func:`bounds` and reads the values only where nothing is known.
+
+Bounds are a superset of the values, never narrower: a checker may skip a check only when the known bounds
+fit, and where they do not fit it must read the values (an index that could be out of range may still be in
+range). Entries are keyed by ``id`` and validated by a weak reference, so an array freed and an address
+reused never inherits another array's facts, and an entry dies with its array. Must never import torch or
+the facade, and never evaluate an array except where :func:`bounds` reads host data on demand.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import mlx.core as mx
+import numpy as np
+
+KNOWN: dict = {}  # id(array) -> [weak reference, lo, hi, pending]; lo None: host data, read on first use
+
+
+def _forget(key):
+    def gone(_ref):
+        KNOWN.pop(key, None)
+    return gone
+
+
+def note(arr, lo, hi, pending: bool = True) -> None:
+    """Record that every value of MLX array ``arr`` lies in ``[lo, hi]`` (ints; ``lo is None``: the
+    values are host data, read on demand). ``pending``: the values come from work that may not have run."""
+    key = id(arr)
+    KNOWN[key] = [weakref.ref(arr, _forget(key)), lo, hi, pending]
+
+
+def note_host(arr) -> None:
+    """Record that integer array ``arr`` holds host data: its bounds cost a read, but no wait."""
+    note(arr, None, None, False)
+
+
+def _entry(arr):
+    e = KNOWN.get(id(arr))
+    if e is None or e[0]() is not arr:
+        return None
+    if e[1] is None:  # host data: read once, in place
+        values = np.array(arr, copy=False)
+        e[1], e[2] = (int(values.min()), int(values.max())) if values.size else (0, -1)
+    return e
+
+
+def bounds(arr):
+    """``(lo, hi, pending)`` known for ``arr`` without waiting on pending work, or None."""
+    if not KNOWN:
+        return None
+    e = _entry(arr)
+    return None if e is None else (e[1], e[2], e[3])
+
+
+def carry(src, out):
+    """``out`` (values all taken from ``src``) inherits ``src``'s bounds; returns ``out``. The per-op path
+    of views: callers skip the call where ``id(src) not in KNOWN``."""
+    if id(src) in KNOWN:
+        e = _entry(src)
+        if e is not None:
+            note(out, e[1], e[2], e[3])
+    return out
+
+
+def carry_all(srcs, out):
+    """``out`` (values all taken from ``srcs``) gets the union of their bounds where every one is known."""
+    if KNOWN:
+        lo = hi = None
+        pending = False
+        for s in srcs:
+            e = _entry(s)
+            if e is None:
+                return out
+            if e[1] <= e[2]:  # an empty input adds nothing
+                lo = e[1] if lo is None else min(lo, e[1])
+                hi = e[2] if hi is None else max(hi, e[2])
+            pending = pending or e[3]
+        if lo is not None:
+            note(out, lo, hi, pending)
+    return out
+
+
+def start_pending(arr) -> None:
+    """Start evaluating ``arr``, whose values are pending, without waiting for it (``mx.async_eval``): an op
+    reading it as an index waits on it anyway, and the caller keeps building the graph meanwhile. Under
+    ``mx.compile``/``mx.vmap`` (a traced array cannot be evaluated) nothing starts."""
+    e = KNOWN.get(id(arr))
+    if e is not None:
+        e[3] = False  # started once is enough
+    try:
+        mx.async_eval(arr)
+    except (ValueError, RuntimeError) as err:  # "Not allowed inside a graph transformation", and kin
+        if "transformation" not in str(err) and "without a primitive" not in str(err):
+            raise

@@ -1,0 +1,117 @@
+"""Index bounds checks that use value bounds known without reading the index (MLX's ``_value_bounds``),
+against torch on CPU: a lookup whose index comes from ``argmax``, ``arange`` or host data, moved through views,
+``cat`` and copies, gives torch's rows where every value is in range and torch's IndexError where one is not,
+whatever the known bounds say; on MLX the check reads nothing where the known bounds fit."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import numpy as np
+import pytest
+import torch
+
+import tdx
+from conftest import check
+
+VOCAB = 12
+
+
+def _logits(m, device, peak: int, width: int):
+    """(1, 3, width) logits whose last row peaks at ``peak``."""
+    arr = np.zeros((1, 3, width), np.float32)
+    arr[0, :, 1] = 0.5
+    arr[0, -1, peak] = 1.0
+    return m.tensor(arr) if device is None else m.tensor(arr, device=device)
+
+
+def _generation_step(m, device, peak: int, width: int, prompt=(5, 1, 7)):
+    """transformers' greedy step: argmax of the last logits, appended to the ids, the last id sliced and
+    copied, looked up in a (VOCAB, 4) table."""
+    kw = {} if device is None else {"device": device}
+    ids = m.tensor([list(prompt)], **kw)
+    table = m.arange(VOCAB * 4, dtype=m.float32, **kw).reshape(VOCAB, 4)
+    logits = _logits(m, device, peak, width)
+    nxt = m.argmax(logits[:, -1].to(copy=True, dtype=m.float32), dim=-1)
+    ids = m.cat([ids, nxt[:, None]], dim=-1)
+    last = ids[:, -1:].clone(memory_format=m.contiguous_format)
+    return m.nn.functional.embedding(last, table), m.nn.functional.embedding(ids, table)
+
+
+@pytest.mark.parametrize("peak,width", [(3, VOCAB), (3, 40), (VOCAB - 1, VOCAB + 1), (VOCAB, VOCAB + 1), (30, 40)],
+                         ids=["bounds fit", "bounds wider, value in range", "last row", "one past the end",
+                              "value out of range"])
+def test_embedding_of_argmax_chain(device, peak, width):
+    check(lambda: _generation_step(tdx, device, peak, width), lambda: _generation_step(torch, None, peak, width))
+
+
+def test_cat_takes_every_input_bounds(device):
+    """A host id out of range beside an argmax in range: the union of the inputs' bounds does not fit."""
+    check(lambda: _generation_step(tdx, device, 3, VOCAB, prompt=(5, VOCAB + 4, 7)),
+          lambda: _generation_step(torch, None, 3, VOCAB, prompt=(5, VOCAB + 4, 7)))
+
+
+@pytest.mark.parametrize("op", ["index_select", "gather", "getitem", "scatter_add"])
+@pytest.mark.parametrize("n", [5, 6], ids=["in range", "one past the end"])
+def test_lookups_of_arange_and_argmax(device, op, n):
+    def run(m, dev):
+        kw = {} if dev is None else {"device": dev}
+        x = m.arange(30, dtype=m.float32, **kw).reshape(6, 5)[:, :5]
+        idx = m.arange(n, **kw).flip(0)[:5] if op != "getitem" else m.arange(n, **kw)[-5:]
+        hot = m.argmax(m.eye(n, **kw), dim=1)[-5:]  # [n-5 .. n-1]: known as [0, n-1]
+        if op == "index_select":
+            return x[:5].index_select(0, idx), x.index_select(0, hot)  # along dim 1 torch raises RuntimeError
+        if op == "gather":
+            return x.gather(1, idx.reshape(1, 5).expand(6, 5)), x.gather(1, hot.unsqueeze(0).expand(6, 5))
+        if op == "getitem":
+            return x[:, idx], x[hot]
+        return (m.zeros(6, 5, **kw).scatter_add(1, idx.reshape(1, 5).expand(6, 5), x),
+                m.zeros(6, 5, **kw).scatter_add(1, hot.unsqueeze(0).expand(6, 5), x))
+
+    check(lambda: run(tdx, device), lambda: run(torch, None))
+
+
+def test_known_bounds_read_nothing(device, monkeypatch):
+    """On MLX a lookup whose known bounds fit neither reads the index nor waits on it."""
+    if tdx.backends.get(device).name != "mlx":
+        pytest.skip("torch checks indices inside its kernels: there is nothing to read")
+    from tdx.backends.mlx import _indexing
+
+    class NoRead:
+        def __getattr__(self, name):
+            raise AssertionError(f"the index was read (np.{name})")
+
+    out_ref = _generation_step(torch, None, 3, VOCAB)[0]
+    monkeypatch.setattr(_indexing, "np", NoRead())
+    out = _generation_step(tdx, device, 3, VOCAB)[0]
+    monkeypatch.undo()
+    torch.testing.assert_close(torch.from_numpy(np.array(out.cpu().numpy())), out_ref)
+
+
+def test_bounds_die_with_their_array():
+    """An entry is dropped when its array is freed, and is never another array's (checked by identity)."""
+    mx = pytest.importorskip("mlx.core")
+    from tdx.backends.mlx import _value_bounds as vb
+
+    a, b = mx.array([1, 2]), mx.array([3, 4])
+    vb.note(a, 0, 9)
+    assert vb.bounds(a) == (0, 9, True)
+    key = id(a)
+    vb.KNOWN[id(b)] = [weakref.ref(a), 0, 1, False]  # a stale entry: an address reused by another array
+    assert vb.bounds(b) is None
+    del vb.KNOWN[id(b)]
+    del a
+    gc.collect()
+    assert key not in vb.KNOWN
+
+
+def test_lookup_of_argmax_under_vmap(device):
+    """Under ``vmap`` (MLX's transform: its arrays cannot be evaluated) the known bounds still serve."""
+    def run(m, dev):
+        kw = {} if dev is None else {"device": dev}
+        table = m.arange(15, dtype=m.float32, **kw).reshape(5, 3)
+        logits = m.tensor(np.eye(4, 5, k=1, dtype=np.float32), **kw)
+        return m.func.vmap(lambda row: m.nn.functional.embedding(m.argmax(row, -1, keepdim=True), table))(logits)
+
+    check(lambda: run(tdx, device), lambda: run(torch, None))
