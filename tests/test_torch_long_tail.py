@@ -229,3 +229,25 @@ def test_sympy_helpers_are_torchs_own_on_tdx_sizes(device):
     assert (str(int_oo), int_oo > 2**100, -int_oo < -2**100) == (str(torch_int_oo), True, True)
     x, ref = _pair(device, lambda lib, d: lib.ones(7, 3, device=d))
     assert int(FloorDiv(x.shape[0] * x.shape[1], 2)) == int(TorchFloorDiv(ref.shape[0] * ref.shape[1], 2)) == 10
+
+
+def test_logging_lazy_string_and_warning_once_answer_as_torchs(caplog):
+    """``torch._logging.LazyString`` formats when printed; ``warning_once`` warns once per message (torch's
+    ``utils._sympy.value_ranges`` imports the first)."""
+    import logging
+
+    import torch._logging as theirs
+
+    import tdx._logging as ours
+
+    calls = []
+    for lib in (theirs, ours):
+        lazy = lib.LazyString(lambda a, b=0: calls.append(a) or f"{a}+{b}", 1, b=2)
+        assert calls == [] and str(lazy) == "1+2" and calls == [1]
+        calls.clear()
+    log = logging.getLogger("tdx_test_warning_once")
+    with caplog.at_level(logging.WARNING, logger=log.name):
+        for _ in range(3):
+            ours.warning_once(log, "said %s", "once")
+        ours.warning_once(log, "said %s", "twice")
+    assert [r.getMessage() for r in caplog.records] == ["said once", "said twice"]

@@ -3,14 +3,33 @@
 ``set_logs(...)`` takes torch's keywords; the ones naming components tdx does not have (Dynamo, Inductor,
 AOTAutograd, their graphs and guards) have nothing to log in tdx, so they change nothing, and ``modules=`` sets
 the levels of the named Python loggers as torch's does. ``getArtifactLogger`` returns the Python logger torch
-would. Never imports a framework.
+would; ``LazyString`` formats its message only when printed, and ``warning_once`` warns once per message, as
+torch's. Never imports a framework.
 """
 
 from __future__ import annotations
 
 import logging
 
-__all__ = ["set_logs", "getArtifactLogger"]
+import functools
+
+__all__ = ["set_logs", "getArtifactLogger", "LazyString", "warning_once"]
+
+
+class LazyString:
+    """A message made by ``func(*args, **kwargs)`` only when it is turned into a string (torch's)."""
+
+    def __init__(self, func, *args, **kwargs) -> None:
+        self.func, self.args, self.kwargs = func, args, kwargs
+
+    def __str__(self) -> str:
+        return self.func(*self.args, **self.kwargs)
+
+
+@functools.cache
+def warning_once(logger_obj, *args, **kwargs) -> None:
+    """``logger_obj.warning(*args, **kwargs)`` the first time these arguments are seen (torch's)."""
+    logger_obj.warning(*args, **kwargs)
 
 
 def set_logs(*, modules: dict | None = None, **settings) -> None:
