@@ -196,12 +196,9 @@ MAKE = [
 
 
 @pytest.mark.parametrize("i", range(len(MAKE)))
-def test_make_tensor_draws_torchs_values(device, impl, i, request):
+def test_make_tensor_draws_torchs_values(device, impl, i):
     """From one seed, make_tensor on any device gives torch's values, dtype, layout and requires_grad."""
     shape, kw = MAKE[i]
-    if kw["dtype"].startswith("complex") and tdx.backends.get(device).name == "mlx":
-        request.applymarker(pytest.mark.xfail(strict=True, reason="on MLX view_as_real is a copy, so make_tensor's "
-                                                                  "write through it is lost (a views bug)"))
     tdx.manual_seed(5)  # on cpu tdx's generator is torch's: draw tdx's first, then reseed for torch's
     mine = impl.make_tensor(*shape, **{**kw, "dtype": getattr(tdx, kw["dtype"])}, device=device)
     torch.manual_seed(5)  # torch's draws on the device whose generator tdx's follows there

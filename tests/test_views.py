@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import tdx
-from conftest import check
+from conftest import assert_close, check
 
 VIEWS = {
     "row": lambda x: x[1], "col": lambda x: x[:, 2], "slice step": lambda x: x[::2, 1:],
@@ -455,3 +455,145 @@ def test_inplace_between_touching_slices(device, case, grad, request):
         return x
 
     check(lambda: run(tdx, device=device), lambda: run(torch), msg=case)
+
+
+# views that read the same memory as another dtype: writes through either side reach the other ---------------
+def _complex_base(mod, **kw):
+    return mod.view_as_complex(mod.arange(24, dtype=mod.float32, **kw).reshape(3, 4, 2) - 7)
+
+
+def _float_base(mod, **kw):
+    return mod.arange(12, dtype=mod.float32, **kw).reshape(3, 4) - 5
+
+
+def _bytes_base(mod, **kw):
+    return mod.arange(24, dtype=mod.uint8, **kw).reshape(3, 8)
+
+
+def _bf16_base(mod, **kw):
+    return (mod.arange(12, dtype=mod.float32, **kw).reshape(3, 4) - 5).bfloat16()
+
+
+REINTERPRET = {  # name: (base, the view of it)
+    "view_as_real": (_complex_base, lambda z, m: m.view_as_real(z)),
+    "view_as_real of t, sliced": (_complex_base, lambda z, m: m.view_as_real(z.t())[1:, :, 0]),
+    "real": (_complex_base, lambda z, m: z.real), "imag": (_complex_base, lambda z, m: z.imag),
+    "imag of row": (_complex_base, lambda z, m: z[1].imag), "real of t": (_complex_base, lambda z, m: z.t().real),
+    "complex as float32": (_complex_base, lambda z, m: z.view(m.float32)),
+    "view_as_complex": (_float_base, lambda x, m: m.view_as_complex(x.view(3, 2, 2))),
+    "view_as_complex of cols": (_float_base, lambda x, m: m.view_as_complex(x[:, 2:].unflatten(1, (1, 2)))),
+    "float32 as int32": (_float_base, lambda x, m: x.view(m.int32)),
+    "float32 as uint8": (_float_base, lambda x, m: x.view(m.uint8)),
+    "float32 cols as int16": (_float_base, lambda x, m: x[:, 2:].view(m.int16)),
+    "float32 as complex": (_float_base, lambda x, m: x.view(m.complex64)),
+    "uint8 as int32": (_bytes_base, lambda x, m: x.view(m.int32)),
+    "uint8 cols as float32": (_bytes_base, lambda x, m: x[:, 4:].view(m.float32)),
+    "uint8 as int16 as int32 of t": (_bytes_base, lambda x, m: x.view(m.int16).view(m.int32).t()),
+    "bfloat16 as int16": (_bf16_base, lambda x, m: x.view(m.int16)),
+    "int16 of bfloat16 row": (_bf16_base, lambda x, m: x[2].view(m.int16)),
+}
+REINTERPRET_WRITES = {
+    "iadd": lambda v: operator.iadd(v, 3), "fill_": lambda v: v.fill_(2), "zero_": lambda v: v.zero_(),
+    "setitem first": lambda v: v.__setitem__(0, 1), "setitem last col": lambda v: v.__setitem__((..., -1), 4),
+    "imul": lambda v: operator.imul(v, 2),
+}
+
+
+def _comparable(t, mod):
+    """``t`` as real numbers of its own bits (complex as pairs, bfloat16 as int16): compared exactly."""
+    if t.dtype.is_complex:
+        return mod.view_as_real(t)
+    return t.view(mod.int16) if t.dtype == mod.bfloat16 else t
+
+
+@pytest.mark.parametrize("view", list(REINTERPRET))
+@pytest.mark.parametrize("write", list(REINTERPRET_WRITES))
+@pytest.mark.parametrize("through", ["view", "base"])
+def test_reinterpreting_view_shares_memory(device, view, write, through):
+    """view_as_real/view_as_complex/real/imag/view(dtype) are views: a write through either side is seen."""
+    def run(mod, **kw):
+        make, see = REINTERPRET[view]
+        base = make(mod, **kw)
+        v = see(base, mod)
+        other = see(base, mod)  # a second live view of the same kind
+        REINTERPRET_WRITES[write](v if through == "view" else base)
+        return (*(_comparable(t, mod) for t in (base, v, other)), v.stride(), v.storage_offset())
+
+    got, want = run(tdx, device=device), run(torch)
+    for g, w in zip(got[:3], want[:3]):
+        assert_close(g, w, rtol=0, atol=0, msg=f"{write} through {through} of {view}")
+    assert got[3:] == want[3:], view
+
+
+def test_random_fills_through_view_as_real_reach_the_complex_tensor(device):
+    """``view_as_real(z).uniform_()`` and ``z.imag.normal_()`` fill z (torch.testing.make_tensor's idiom)."""
+    z = tdx.zeros(4, 3, dtype=tdx.complex64, device=device)
+    r = tdx.view_as_real(z)
+    r.uniform_(1, 2)
+    assert bool((tdx.view_as_real(z) >= 1).all()) and bool((tdx.view_as_real(z) == r).all())
+    z.imag.normal_()
+    assert bool((z.real >= 1).all()) and bool((r[..., 1] == z.imag).all()) and bool((z.imag < 1).any())
+    assert_close(z, torch.complex(torch.tensor(r[..., 0].tolist()), torch.tensor(r[..., 1].tolist())))
+
+
+REINTERPRET_ERRORS = {
+    "stride -1 not 1": lambda m: m.ones(4, 3).t().view(m.float16),
+    "offset not divisible": lambda m: m.ones(6, dtype=m.uint8)[1:5].view(m.int16),
+    "size not divisible": lambda m: m.ones(3, dtype=m.uint8).view(m.int16),
+    "stride not divisible": lambda m: m.ones(3, 6, dtype=m.uint8)[:, :4].view(m.int32),
+    "as_complex last stride": lambda m: m.view_as_complex(m.ones(2, 3).t()),
+    "as_complex odd stride": lambda m: m.view_as_complex(m.ones(3, 3)[:, :2]),
+    "as_complex odd offset": lambda m: m.view_as_complex(m.ones(7)[1:3]),
+    "as_complex even offset": lambda m: m.view_as_complex(m.ones(4, 2)[1:]),
+}
+
+
+@pytest.mark.parametrize("case", list(REINTERPRET_ERRORS))
+def test_reinterpreting_view_layout_rules_match_torch(device, case):
+    """torch's refusals (typed, same message) and layouts for reading a strided tensor as another dtype."""
+    try:
+        want = REINTERPRET_ERRORS[case](torch)
+    except RuntimeError as err:
+        with pytest.raises(tdx.TdxError) as info:
+            REINTERPRET_ERRORS[case](tdx)
+        assert isinstance(info.value, RuntimeError) and str(info.value) == str(err)
+        return
+    got = REINTERPRET_ERRORS[case](tdx)
+    assert (tuple(got.shape), got.stride(), got.storage_offset()) == (tuple(want.shape), want.stride(),
+                                                                      want.storage_offset())
+
+
+def test_reinterpreting_views_under_autograd_match_torch(device):
+    """Gradients through view_as_real/view_as_complex/real/imag, and through a write into view_as_real of a
+    tensor that requires grad, are torch's."""
+    def run(mod, **kw):
+        zr = mod.tensor([[1.0, -2.0], [0.5, 3.0], [2.0, 1.0]], requires_grad=True, **kw)
+        z = mod.view_as_complex(zr * 1)
+        y = z * (1 - 2j)
+        r = mod.view_as_real(y)
+        r[1:, 1].mul_(3)  # a write through the view: y changes
+        loss = (y.real * 2 + y.imag ** 2).sum() + (mod.view_as_real(z) ** 3).sum()
+        loss.backward()
+        return y.detach(), zr.grad
+
+    got, want = run(tdx, device=device), run(torch)
+    assert_close(got[0], want[0])
+    assert_close(got[1], want[1])
+
+
+def test_view_dtype_writes_are_not_recorded_as_torchs(device):
+    """``view(dtype)`` carries no gradient in torch: writing through it into a tensor that requires grad (a
+    leaf or not) is allowed and untracked; the base's own later writes are tracked."""
+    def run(mod, **kw):
+        x = mod.ones(2, 2, requires_grad=True, **kw)
+        x.view(mod.int32).add_(1)  # a leaf's bits change; no error, no history
+        y = x * 2
+        y.view(mod.uint8)[:, :2].zero_()
+        y.mul_(3)
+        (y * y).sum().backward()
+        return x.detach(), y.detach(), x.grad, x.view(mod.float32).requires_grad
+
+    got, want = run(tdx, device=device), run(torch)
+    for g, w in zip(got[:3], want[:3]):
+        assert_close(g, w, rtol=0, atol=0)
+    assert got[3] is want[3] is False

@@ -4,8 +4,10 @@ properties and the complex casts (``cfloat``, ``cdouble``, ``chalf``); ``view(dt
 :mod:`.shape`'s ``view``.
 
 Executors with a kernel of torch's signature run it; elsewhere the composites here build each from
-tdx ops (``real``/``imag`` of a complex tensor come from the executor's ``real``/``imag``; a complex
-tensor is assembled as ``re + 1j * im``). This module must never import a framework.
+tdx ops. On an immutable executor ``view_as_real``/``view_as_complex`` (complex64/float32) and
+``real``/``imag`` of a complex tensor are views of it (:func:`.views.link_bits`), so writes through
+either side reach the other, as torch's; ``angle``/``isreal`` read the executor's ``real``/``imag``.
+This module must never import a framework.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import math
 from .. import _dtypes as D
 from .._errors import TdxRuntimeError, TdxTypeError
 from . import recording as _tape
+from . import view_bits as _view_bits, views as _views
 from ..autograd.tape import ACTIVE as _TAPE, MODE as _MODE
 from .kernels import install
 from .tensor import Tensor
@@ -66,23 +69,51 @@ def polar(abs, angle):  # noqa: A002 - torch's names
     return complex(abs * angle.cos(), abs * angle.sin())
 
 
+def _reinterpreted(input, dtype, form: str, shape):
+    """``input``'s memory read as ``dtype`` shaped ``shape`` on an immutable executor: a view of ``input``
+    (:func:`.views.link_bits`), one tape node where autograd records."""
+    if _TAPE[0] and _MODE.enabled and _tape.wants(input):
+        return _tape.call(_reinterpreted, input, dtype, form, shape)
+    ex = input._ex
+    nd = ex.native_dtype(dtype)
+    lay = _views.layout_of(input)
+    _view_bits.reinterpreted(lay, dtype.itemsize, form, "")  # torch's checks of the layout, before the array's
+    flat = ex.view_dtype(ex.reshape(input._n, (-1,)), nd)
+    return _views.link_bits(wrap(ex.reshape(flat, shape), ex), input, nd, form)
+
+
 def view_as_real(input):  # noqa: A002
-    """A complex tensor as a real one with a trailing dim of 2 (real, imag)."""
+    """A complex tensor as a real one with a trailing dim of 2 (real, imag): a view, as torch's."""
     if not input.dtype.is_complex:
         raise TdxRuntimeError("view_as_real is only supported for complex tensors")
+    if not input._ex.mutable and input.dtype is D.complex64:
+        return _reinterpreted(input, D.float32, "as_real", (*input.shape, 2))
     from .shape import stack
 
     return stack([_part("real")(input), _part("imag")(input)], -1)
 
 
 def view_as_complex(input):  # noqa: A002
-    """A real tensor with a trailing dim of 2 as a complex one."""
+    """A real tensor with a trailing dim of 2 as a complex one: a view, as torch's."""
     if input.dtype not in (D.float32, D.float64, D.float16):
         raise TdxRuntimeError(f"view_as_complex is only supported for float, double and half tensors, but got a "
                               f"tensor of scalar type: {input.dtype.name}")
     if input.ndim == 0 or input.shape[-1] != 2:
         raise TdxRuntimeError("Tensor must have a last dimension of size 2")
+    if not input._ex.mutable and input.dtype is D.float32:
+        return _reinterpreted(input, D.complex64, "as_complex", tuple(input.shape[:-1]))
     return complex(input[..., 0], input[..., 1])
+
+
+def _view_part(which: str, i: int):
+    def fn(input):  # noqa: A002
+        if input.dtype is D.complex64 and not input._ex.mutable:  # torch's: a view of the complex tensor
+            return view_as_real(input).select(-1, i)
+        return _part(which)(input)
+
+    fn.__name__ = which
+    fn.__doc__ = f"The {which} part of a complex tensor, a view of it (a real tensor is its own real part)."
+    return fn
 
 
 def conj_physical(input):  # noqa: A002
@@ -103,7 +134,7 @@ def isreal(input):  # noqa: A002
 
 
 _TABLE = {
-    "real": (_part("real"), "The real part."), "imag": (_part("imag"), "The imaginary part."),
+    "real": (_view_part("real", 0), "The real part."), "imag": (_view_part("imag", 1), "The imaginary part."),
     "angle": (angle, angle.__doc__), "complex": (complex, complex.__doc__), "polar": (polar, polar.__doc__),
     "view_as_real": (view_as_real, view_as_real.__doc__), "view_as_complex": (view_as_complex,
                                                                              view_as_complex.__doc__),

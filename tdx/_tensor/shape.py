@@ -27,7 +27,7 @@ from .._errors import (
 from . import recording as _tape
 from ..autograd.tape import ACTIVE as _TAPE, MODE as _MODE
 from ..backends.base import norm_dim
-from . import views as _views
+from . import view_bits as _view_bits, views as _views
 from .formats import check_memory_format
 from .operands import _tensor, cat_promoted
 from .tensor import Tensor
@@ -67,19 +67,23 @@ def _as_reshaped(src, ex, n, must_view: bool):
 
 
 def _view_as_dtype(src, dtype):
-    """``src``'s bytes read as ``dtype`` (``view(dtype)``): on an immutable executor a view of ``src`` when
-    the element size is the same (writes through either reach the other), as torch's."""
+    """``src``'s bytes read as ``dtype`` (``view(dtype)``): on an immutable executor a view of ``src``
+    (writes through either reach the other), as torch's, whatever the element sizes."""
     ex = src._ex
     d = D.as_dtype(dtype)
     if src.ndim == 0 and d.itemsize != src.dtype.itemsize:
         raise TdxRuntimeError("self.dim() cannot be 0 to view " + f"{src.dtype.name} as {d.name} (different "
                               "element sizes)")
+    names = D._TORCH_SCALAR_NAMES  # c10's names, which torch's messages print
+    what = f"{names.get(src.dtype.name, src.dtype.name)} as {names.get(d.name, d.name)}"
+    if not ex.mutable:  # torch's checks of the layout (strides, offset), before the array's
+        _view_bits.reinterpreted(_views.layout_of(src), d.itemsize, "dtype", what)
     try:
         out = wrap(ex.view_dtype(src._n, ex.native_dtype(d)), ex)
     except NATIVE_ERRORS as err:
         raise ex.native_error(err) from None
-    if not ex.mutable and d.itemsize == src.dtype.itemsize:  # the same memory, read as d
-        _views.link_bits(out, src, ex.native_dtype(d))
+    if not ex.mutable:  # the same memory, read as d
+        _views.link_bits(out, src, ex.native_dtype(d), "dtype", what)
     return out
 
 

@@ -13,6 +13,10 @@ rules: one index map serves every view.
 
 Executors that write in place natively (torch) never come here. This module must never
 import a framework at module level.
+
+A view that reads the memory as another dtype (``view(dtype)``, ``view_as_real``/``view_as_complex``,
+``real``/``imag``) counts its layout in elements of that dtype (its ``cast``; :mod:`.view_bits`): reads
+take the root's flat buffer as such elements, writes put their bits back.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import weakref
 import numpy as np
 
 from .._errors import TdxRuntimeError, UnsupportedOpError
+from .view_bits import reinterpreted, unit
 
 
 class Layout:
@@ -198,11 +203,21 @@ def link(out, src, shape, strides, offset, root=None, multi=None, detached=False
     return out
 
 
-def link_bits(out, src, native_dtype):
-    """Make ``out``, ``src``'s bits read as ``native_dtype`` (``view(dtype)`` of the same element size),
-    a view of ``src``'s root: writes through either reach the other, as torch's."""
+def link_bits(out, src, native_dtype, form: str = "dtype", what: str = ""):
+    """Make ``out``, ``src``'s memory read as ``native_dtype`` (``view(dtype)``, ``view_as_real``,
+    ``view_as_complex``: ``form`` as :func:`reinterpreted`'s), a view of ``src``'s root: writes through
+    either reach the other, as torch's. Its layout counts in elements of ``native_dtype``. ``view(dtype)``
+    carries no gradient, as torch's: like ``detach()``'s, its writes are not recorded.
+
+    Raises:
+        TdxRuntimeError: ``src``'s layout cannot be read so, with torch's message.
+    """
+    detached = form == "dtype"
+    if detached:
+        bare_root(src)  # the view must not keep src's history alive (see detach)
     lay = layout_of(src)
-    link(out, src, lay.shape, lay.strides, lay.offset, root=lay.root)
+    shape, strides, offset = reinterpreted(lay, native_dtype.size, form, what)
+    link(out, src, shape, strides, offset, root=lay.root, detached=detached)
     out._view.cast = None if native_dtype == lay.root._n.dtype else native_dtype
     return out
 
@@ -509,7 +524,7 @@ def check_overlap(t, operands) -> None:
                 return
             a_end = a.offset + math.prod(a.shape)
         b = layout_of(o)
-        if not math.prod(b.shape) or not _dense(b):
+        if not math.prod(b.shape) or not _dense(b) or unit(b) != unit(a):  # other units: not compared
             continue
         b_end = b.offset + math.prod(b.shape)
         same = a.offset == b.offset and a_end == b_end
@@ -601,12 +616,12 @@ def assign(t, native, overlap_ok: bool = False) -> None:
         root = lay.root
         if not lay.detached:  # writes through detach()/.data are untracked by design, as torch's
             _check_tape(root)
-        if lay.cast is not None:  # a view(dtype): its bits go back into the root's dtype
-            native = _bits(native, root._n.dtype, ex)
-        if lay.is_whole(tuple(ex.shape(root._n))):
+        if lay.cast is not None and lay.cast.size == root._n.dtype.size and lay.is_whole(tuple(ex.shape(root._n))):
+            new_root = _bits(native, root._n.dtype, ex)  # all of the root's bits, read as another dtype
+        elif lay.cast is None and lay.is_whole(tuple(ex.shape(root._n))):
             new_root = native
         else:
-            new_root = _scatter(root._n, native, write_index(lay, overlap_ok), ex)
+            new_root = _scatter(root._n, native, write_index(lay, overlap_ok), ex, lay.cast)
     count_write(root, new_root)
     views = family(root)
     if not views:
@@ -634,21 +649,39 @@ def publish(updates) -> None:
     del replaced
 
 
-def _scatter(root_native, value_native, idx, ex):
-    """``root_native`` with the flat positions ``idx`` replaced by ``value_native`` (a new array)."""
+def _flat_units(root_native, cast, ex):
+    """``root_native`` as one flat array of ``cast`` elements (its own dtype's when ``cast`` is None): the
+    buffer a layout counting in ``cast`` elements indexes; zero bits pad its end to whole elements."""
+    import mlx.core as mx  # only immutable executors reach here
+
+    flat = mx.reshape(root_native, (-1,), stream=ex.s)
+    if cast is None or cast == flat.dtype:
+        return flat
+    ratio = cast.size // flat.dtype.size
+    if ratio > 1 and flat.shape[0] % ratio:
+        flat = mx.concatenate([flat, mx.zeros((ratio - flat.shape[0] % ratio,), flat.dtype)], stream=ex.s)
+    return _bits(flat, cast, ex)
+
+
+def _scatter(root_native, value_native, idx, ex, cast=None):
+    """``root_native`` with the flat positions ``idx`` replaced by ``value_native`` (a new array); with
+    ``cast``, ``idx`` counts in ``cast`` elements and ``value_native`` holds them."""
     import mlx.core as mx  # only immutable executors reach here
 
     if not idx.size:
         return root_native
     shape = ex.shape(root_native)
-    flat = mx.reshape(root_native, (-1,), stream=ex.s)
+    flat = _flat_units(root_native, cast, ex)
     mask = np.zeros(flat.shape[0], dtype=bool)
     mask[idx] = True
     source = np.zeros(flat.shape[0], dtype=np.int64)  # which written value lands at each position
     source[idx] = np.arange(idx.size)
     # a gather, not a scatter-add into zeros: that would turn a written -0.0 into +0.0
     placed = mx.take(mx.reshape(value_native, (-1,), stream=ex.s), mx.array(source), stream=ex.s)
-    return mx.reshape(mx.where(mx.array(mask), placed, flat, stream=ex.s), shape, stream=ex.s)
+    new = mx.where(mx.array(mask), placed, flat, stream=ex.s)
+    if new.dtype != root_native.dtype:  # back to the root's dtype, without the padding
+        new = _bits(new, root_native.dtype, ex)[:math.prod(shape)]
+    return mx.reshape(new, shape, stream=ex.s)
 
 
 def copy_slices(root, value, lay):
@@ -659,7 +692,7 @@ def copy_slices(root, value, lay):
     """
     from .wrapping import wrap
 
-    return wrap(_scatter(root._n, value._n, write_index(lay), root._ex), root._ex)
+    return wrap(_scatter(root._n, value._n, write_index(lay), root._ex, lay.cast), root._ex)
 
 
 def as_strided(root, lay):
@@ -678,20 +711,16 @@ def _bits(native, native_dtype, ex):
 
 
 def _gather(root_native, lay):
-    if lay.cast is not None:
-        return _bits(_gather_values(root_native, lay), lay.cast, lay.root._ex)
-    return _gather_values(root_native, lay)
-
-
-def _gather_values(root_native, lay):
+    """The elements of ``root_native`` under ``lay``, read as its ``cast`` where it has one."""
     import mlx.core as mx
 
     ex = lay.root._ex
-    if lay.is_whole(tuple(root_native.shape)):  # the whole root in its order: no index map
-        return root_native
+    cast = lay.cast
+    if lay.is_whole(tuple(root_native.shape)) and (cast is None or cast.size == root_native.dtype.size):
+        return root_native if cast is None else _bits(root_native, cast, ex)  # all of the root: no index map
     if not math.prod(lay.shape):  # nothing to gather (MLX's gradient of a gather from empty input fails)
-        return mx.zeros(lay.shape, root_native.dtype)
-    flat = mx.reshape(root_native, (-1,), stream=ex.s)
+        return mx.zeros(lay.shape, root_native.dtype if cast is None else cast)
+    flat = _flat_units(root_native, cast, ex)
     return mx.take(flat, mx.array(lay.index_map()) if lay.shape else mx.array(lay.offset), stream=ex.s)
 
 
