@@ -266,3 +266,13 @@ def test_torchscript_ir_types_can_be_named_but_not_made():
     assert not isinstance(tdx.ones(1), tdx._C.Value)
     with pytest.raises(tdx.UnsupportedOpError, match=r"torch\._C\.Graph .*TorchScript"):
         tdx._C.Graph()
+
+
+def test_get_accelerator_answers_as_torchs():
+    """``torch._C._get_accelerator()`` (transformers' tests ask its ``.type``): the current accelerator, else cpu."""
+    got = tdx._C._get_accelerator()
+    assert isinstance(got, tdx.device)
+    expected = tdx.accelerator.current_accelerator()
+    assert got == (tdx.device("cpu") if expected is None else expected)
+    if expected is None:
+        assert str(got) == str(torch._C._get_accelerator()) == "cpu"

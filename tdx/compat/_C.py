@@ -1,6 +1,7 @@
 """``torch._C`` (minimal): the private names torch's Python code and real libraries call.
 
-``_get_tracing_state()`` is None (tdx never runs a TorchScript trace), ``_infer_size(a, b)`` is the broadcast
+``_get_tracing_state()`` is None (tdx never runs a TorchScript trace), ``_get_accelerator()`` is the current
+accelerator or ``cpu``, ``_infer_size(a, b)`` is the broadcast
 shape of two shapes, ``_TensorMeta`` is the metaclass of ``Tensor`` (``type``), ``_log_api_usage_once`` (the
 usage logging torchmetrics and Lightning call) records nothing, ``_are_functorch_transforms_active()`` is False
 (tdx's transforms run no functorch interpreter stack), ``_disabled_torch_function_impl`` is what a tensor
@@ -34,6 +35,15 @@ def _infer_size(a, b):
 
 
 _TensorMeta = type  # the metaclass of tdx.Tensor (torch's Tensor has its own; isinstance checks hold alike)
+
+
+def _get_accelerator():
+    """The current accelerator as a ``tdx.device`` (``torch.accelerator.current_accelerator()``), ``cpu`` where
+    there is none, as torch's."""
+    from .accelerator import current_accelerator
+
+    found = current_accelerator()
+    return device("cpu") if found is None else found
 
 
 def _log_api_usage_once(event: str) -> None:
