@@ -261,6 +261,35 @@ def _adaptive_tables(sizes, outs):
     return tables
 
 
+_SHORT_WINDOW = 8
+
+
+def _adaptive_mean(x, d, o):
+    """The means of ``x`` over torch's ``o`` adaptive windows along ``d``, in a fixed number of ops: equal
+    windows (``o`` divides the length) by a reshape, or a sum of strided slices where they are short (a
+    short reduction is slow on some executors); others by one gather of the windows, padded to the
+    widest with a position holding zero, summed and divided by each window's length."""
+    n = x.shape[d]
+    lead, tail = tuple(x.shape[:d]), tuple(x.shape[d + 1:])
+    if o and n % o == 0:
+        k = n // o
+        if k > _SHORT_WINDOW:
+            return x.reshape(*lead, o, k, *tail).mean(d + 1)
+        head = (slice(None),) * d
+        total = x[head + (slice(0, n, k),)]
+        for i in range(1, k):
+            total = total + x[head + (slice(i, n, k),)]
+        return total / k
+    rows = [range((j * n) // o, -((-(j + 1) * n) // o)) for j in range(o)]
+    width = max((len(r) for r in rows), default=1)
+    table = [list(r) + [n] * (width - len(r)) for r in rows]  # n: the zero appended below
+    padded = tdx.cat([x, x.new_zeros((*lead, 1, *tail))], d)
+    idx = tdx.tensor([p for row in table for p in row], dtype=tdx.int64, device=x.device)
+    sums = padded.index_select(d, idx).reshape(*lead, o, width, *tail).sum(d + 1)
+    lengths = tdx.tensor([len(r) for r in rows], dtype=x.dtype, device=x.device).reshape(o, *(1,) * len(tail))
+    return sums / lengths
+
+
 def _adaptive_out(x, nd, op, output_size):
     if isinstance(output_size, int) or output_size is None:
         output_size = (output_size,) * nd
@@ -287,10 +316,7 @@ def _adaptive(nd, kind, input, output_size, return_indices=False):  # noqa: A002
     if kind == "avg":  # separable: the mean over a box is the mean of means along each dim
         out = xb
         for i, (n, o) in enumerate(zip(sizes, outs)):
-            d = xb.ndim - nd + i
-            parts = [out.narrow(d, (j * n) // o, -((-(j + 1) * n) // o) - (j * n) // o).mean(d, keepdim=True)
-                     for j in range(o)]
-            out = tdx.cat(parts, d)
+            out = _adaptive_mean(out, xb.ndim - nd + i, o)
         return _unbatch(out, unbatched)
     tables = _adaptive_tables(sizes, outs)
     win = gather_windows(xb, tables)
