@@ -328,7 +328,8 @@ INTERP += [((1, 2, 12, 9), dict(scale_factor=2, mode="bilinear")),
            ((1, 2, 40), dict(scale_factor=0.25, mode="linear")), ((1, 2, 13), dict(size=29, mode="linear")),
            ((1, 2, 7, 13, 6), dict(scale_factor=(2, 1.5, 3), mode="trilinear")),
            ((2, 3, 40, 36), dict(size=(20, 12), mode="area")), ((1, 2, 36), dict(size=2, mode="area")),
-           ((1, 2, 30, 17), dict(size=(7, 5), mode="area")), ((1, 2, 5, 6), dict(size=(13, 12), mode="area"))]
+           ((1, 2, 30, 17), dict(size=(7, 5), mode="area")), ((1, 2, 5, 6), dict(size=(13, 12), mode="area")),
+           ((1, 2, 15, 12), dict(size=(10, 9), mode="area"))]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
