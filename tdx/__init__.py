@@ -54,8 +54,7 @@ for _m in (_autocast_state, _checks, _control_flow, _nn_forms, _runtime, _symbol
 for _n, _f in _refused.tensor_methods().items():
     if not hasattr(Tensor, _n):  # a built method always wins over a refusal
         setattr(Tensor, _n, _f)
-from .compat.amp import autocast_policy as _autocast_policy
-_autocast_policy.install(_sys.modules[__name__], Tensor)  # autocast's per-op policy (one check while it is off)
+_autocast_state.install(_sys.modules[__name__], Tensor)  # autocast's per-op policy (one check while it is off)
 from ._tensor.legacy import LEGACY_TENSORS as _LEGACY_TENSORS, set_default_tensor_type
 from ._tensor.storage import LEGACY_STORAGES as _LEGACY_STORAGES, Storage, StorageBase, TypedStorage, UntypedStorage
 from ._tensor.storage import is_storage

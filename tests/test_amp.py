@@ -17,7 +17,7 @@ import pytest
 import torch
 
 import tdx
-from tdx.compat.amp import autocast_policy
+from tdx.compat.amp import autocast_state
 from tdx.testing import assert_close, tolerance
 
 LOW = ["bfloat16", "float16"]
@@ -224,7 +224,7 @@ def test_cache_enabled(device, cache):
             y1 = tdx.nn.functional.linear(t["a"], w)
             y2 = tdx.nn.functional.linear(t["a"], w)
         assert np.array_equal(np.asarray(y1.detach().float()), np.asarray(y2.detach().float()))  # a GPU tensor has no .numpy()
-        assert autocast_policy._cache() == {}  # the outermost exit drops the cached casts
+        assert autocast_state._cache() == {}  # the outermost exit drops the cached casts
     assert tdx.is_autocast_cache_enabled()
 
 
@@ -249,7 +249,7 @@ def test_gpu_regions_use_the_gpu_table(device):
     assert got == {"matmul": tdx.float16, "mv": tdx.float16, "exp": tdx.float32, "softmax": tdx.float32,
                    "sum": tdx.float32, "layer_norm": tdx.float32, "addcmul": tdx.float32, "relu": tdx.float16}
     for name in ("matmul", "mv", "exp", "softmax", "sum", "layer_norm", "addcmul"):
-        assert autocast_policy.policy_of("cuda", name) is not None
+        assert autocast_state.policy_of("cuda", name) is not None
 
 
 def test_custom_fwd_and_custom_bwd(device):

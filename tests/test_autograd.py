@@ -455,7 +455,7 @@ def test_new_tensors_of_a_tensor_with_history_have_none(device):
 def test_tape_refuses_a_recorded_op_whose_result_changes_executor(device):
     """The tape's guard for what it cannot differentiate: a recorded op whose result lands on another
     executor (a move is differentiable only as ``to()``/``cpu()``) is refused, naming where from."""
-    from tdx.autograd import tape
+    from tdx._tensor import recording as tape
 
     x = tdx.tensor(A, device=device, requires_grad=True)
     if x._ex.caps.native_autograd:

@@ -113,7 +113,7 @@ def test_grad_off_ops_skip_the_tape_and_other_threads_still_record(device, form,
     results are torch's, and a thread started meanwhile (grad on by default) still records."""
     import threading
 
-    from tdx.autograd import tape
+    from tdx._tensor import recording as tape
 
     asked = []
     real = tape.wants

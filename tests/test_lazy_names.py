@@ -18,7 +18,7 @@ import pytest
 
 import tdx
 from tdx.aliasing import lazy_names, refused, torch_paths
-from tdx.compat.amp import autocast_policy
+from tdx.compat.amp import autocast_state
 from tdx.compat.nn import functional as F, modules
 
 
@@ -35,11 +35,11 @@ def test_functional_table_matches_the_submodules():
 
 def test_amp_holds_all_of_autocast_and_offers_its_names_lazily():
     from tdx.compat import amp
-    from tdx.compat.amp import autocast_mode, autocast_state, grad_scaler
+    from tdx.compat.amp import autocast_mode, grad_scaler
 
     assert lazy_names.check("tdx.compat.amp", amp._HOMES) == []
     assert tdx.amp.autocast is autocast_mode.autocast is autocast_state.autocast is tdx.autocast
-    assert tdx.amp.GradScaler is grad_scaler.GradScaler and tdx.amp.autocast_policy is autocast_policy
+    assert tdx.amp.GradScaler is grad_scaler.GradScaler and tdx.amp.autocast_state is autocast_state
     assert tdx.is_autocast_enabled is autocast_state.is_autocast_enabled
     assert {"GradScaler", "autocast", "grad_scaler"} <= set(dir(tdx.amp))
 
@@ -68,7 +68,7 @@ def test_a_lazily_resolved_functional_gets_its_autocast_wrapper():
     conv = importlib.import_module("tdx.compat.nn._conv")
     assert getattr(F.conv2d, "_autocast_policy", False) and F.conv2d.__wrapped__ is conv.conv2d
     assert F.pixel_shuffle is importlib.import_module("tdx.compat.nn._resample").pixel_shuffle  # not listed: as is
-    assert autocast_policy.wrapped(F.__name__, "conv2d", F.conv2d) is F.conv2d  # never wrapped twice
+    assert autocast_state.wrapped(F.__name__, "conv2d", F.conv2d) is F.conv2d  # never wrapped twice
 
 
 def test_return_types_are_made_once_and_pickle():

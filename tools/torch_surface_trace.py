@@ -48,33 +48,46 @@ def _reader(depth: int):
     return name if _REAL_FILES[file] else None
 
 
+def _record(attr: str, path) -> None:
+    """Record ``path()`` (a dotted name, or None to skip) as read by the frame that read ``attr``, unless the
+    read is a dunder, comes from torch or the standard library, or happens while recording."""
+    if _IN_TRACE[0] or (attr.startswith("__") and attr.endswith("__")):
+        return
+    _IN_TRACE[0] = True
+    try:
+        reader = _reader(2)  # _record's caller is a __getattribute__; its caller did the read
+        if reader is not None:
+            name = path()
+            if name is not None:
+                _SEEN.setdefault(name, reader)
+    finally:
+        _IN_TRACE[0] = False
+
+
 class _RecordingModule(types.ModuleType):
     """A torch module whose attribute reads from outside torch are recorded under its dotted path."""
 
     def __getattribute__(self, attr):
         value = super().__getattribute__(attr)
-        if not _IN_TRACE[0] and not (attr.startswith("__") and attr.endswith("__")):
-            _IN_TRACE[0] = True
-            try:
-                reader = _reader(1)
-                if reader is not None:
-                    _SEEN.setdefault(f"{types.ModuleType.__getattribute__(self, '__name__')}.{attr}", reader)
-            finally:
-                _IN_TRACE[0] = False
+        _record(attr, lambda: f"{types.ModuleType.__getattribute__(self, '__name__')}.{attr}")
         return value
+
+
+def _swap_class(module) -> bool:
+    """Make a plain torch module record its reads; False for a module of its own class (left alone)."""
+    if type(module) is not types.ModuleType:
+        return False
+    try:
+        module.__class__ = _RecordingModule
+    except TypeError:
+        return False
+    return True
 
 
 def _instrument_modules() -> int:
     """Swap the class of every loaded torch module; returns how many were swapped."""
-    count = 0
-    for name, module in list(sys.modules.items()):
-        if (name == "torch" or name.startswith("torch.")) and type(module) is types.ModuleType:
-            try:
-                module.__class__ = _RecordingModule
-                count += 1
-            except TypeError:
-                continue
-    return count
+    return sum(_swap_class(module) for name, module in list(sys.modules.items())
+               if name == "torch" or name.startswith("torch."))
 
 
 def _instrument_ops(torch) -> None:
@@ -88,14 +101,7 @@ def _instrument_ops(torch) -> None:
             value = base(self, attr)
         except AttributeError:  # an op not loaded yet: the namespace's __getattr__ loads it (or raises)
             value = namespace_class.__getattr__(self, attr)
-        if not _IN_TRACE[0] and not (attr.startswith("__") and attr.endswith("__")):
-            _IN_TRACE[0] = True
-            try:
-                reader = _reader(1)
-                if reader is not None:
-                    _SEEN.setdefault(f"torch.ops.{base(self, 'name')}.{attr}", reader)
-            finally:
-                _IN_TRACE[0] = False
+        _record(attr, lambda: f"torch.ops.{base(self, 'name')}.{attr}")
         return value
 
     namespace_class.__getattribute__ = __getattribute__
@@ -106,14 +112,7 @@ def _instrument_tensor(torch) -> None:
     base = torch._C.TensorBase.__getattribute__
 
     def __getattribute__(self, attr):
-        if not _IN_TRACE[0] and not (attr.startswith("__") and attr.endswith("__")):
-            _IN_TRACE[0] = True
-            try:
-                reader = _reader(1)
-                if reader is not None and hasattr(torch.Tensor, attr):
-                    _SEEN.setdefault(f"Tensor.{attr}", reader)
-            finally:
-                _IN_TRACE[0] = False
+        _record(attr, lambda: f"Tensor.{attr}" if hasattr(torch.Tensor, attr) else None)
         return base(self, attr)
 
     torch.Tensor.__getattribute__ = __getattribute__
@@ -133,13 +132,7 @@ _PENDING: list = []
 
 def _sweep_pending() -> None:
     while _PENDING:
-        name = _PENDING.pop()
-        module = sys.modules.get(name)
-        if module is not None and type(module) is types.ModuleType:
-            try:
-                module.__class__ = _RecordingModule
-            except TypeError:
-                continue
+        _swap_class(sys.modules.get(_PENDING.pop()))
 
 
 def trace(program: str, argv: list) -> dict:

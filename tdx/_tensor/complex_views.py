@@ -14,7 +14,7 @@ import math
 
 from .. import _dtypes as D
 from .._errors import TdxRuntimeError, TdxTypeError
-from ..autograd import tape as _tape
+from . import recording as _tape
 from ..autograd.tape import ACTIVE as _TAPE, MODE as _MODE
 from .kernels import install
 from .tensor import Tensor

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from .._errors import NATIVE_ERRORS, TdxTypeError, translate
 from .._tensor import wrapping as _w
-from ..autograd import tape as _tape
+from . import recording as _tape
 from ..autograd.tape import ACTIVE as _TAPE, MODE as _MODE
 
 __all__ = ["call", "executor_of", "accept_out"]

@@ -15,7 +15,7 @@ import math
 
 from .. import _dtypes as D
 from .._errors import NATIVE_ERRORS, CastError, DtypeMismatchError, TdxRuntimeError, UnsupportedOpError
-from ..autograd import tape as _tape
+from . import recording as _tape
 from ..autograd.tape import ACTIVE as _TAPE, MODE as _MODE
 from . import wrapping as TM
 from .operands import (

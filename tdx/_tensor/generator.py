@@ -59,7 +59,8 @@ class Generator:
         return self
 
     def seed(self) -> int:
-        """Reseed from the operating system's entropy and return the new seed."""
+        """Reseed from the operating system's entropy and return the new seed (for the default
+        generator, as ``tdx.seed``: its :meth:`manual_seed` seeds every executor)."""
         value = entropy_seed()
         self.manual_seed(value)
         return value
@@ -134,12 +135,6 @@ class DefaultGenerator(Generator):
 
         manual_seed(seed)
         return self
-
-    def seed(self) -> int:
-        """Reseed from the operating system's entropy (as ``tdx.seed``) and return the seed."""
-        value = entropy_seed()
-        self.manual_seed(value)
-        return value
 
     def initial_seed(self) -> int:
         """``tdx.initial_seed()``."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 from .._errors import NATIVE_ERRORS, TdxRuntimeError
-from ..autograd import tape as _tape
+from . import recording as _tape
 from ..autograd.grad_mode import MODE as _MODE
 from . import views as _views
 from .wrapping import attach, reroot as _reroot, typed_errors, wrap

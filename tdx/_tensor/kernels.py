@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from .. import _dtypes as D, return_types
 from .._errors import NATIVE_ERRORS, UnsupportedOpError
-from ..autograd import tape as _tape
+from . import recording as _tape
 from ..autograd.tape import ACTIVE as _TAPE, MODE as _MODE
 from .tensor import Tensor
 from .wrapping import first_tensor, foreign, need_tensor, typed_function, wrap

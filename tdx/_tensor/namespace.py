@@ -13,7 +13,7 @@ import inspect
 
 from .. import _dtypes as D
 from .._errors import NATIVE_ERRORS, TdxValueError
-from ..autograd import tape as _tape
+from . import recording as _tape
 from ..autograd.tape import ACTIVE as _TAPE, MODE as _MODE
 from . import creation, decompositions, elementwise, indexing, inplace, linalg, random, reduction, shape  # noqa: F401 - attach methods
 from . import complex_views, convolution, copies, index_updates, products, search, special_functions, statistics  # noqa: F401 - attach methods

@@ -14,7 +14,7 @@ from . import wrapping as TM
 from .. import return_types
 from .._errors import CastError, DtypeMismatchError, ShapeError, TdxNotImplementedError, TdxRuntimeError, TdxTypeError
 from .wrapping import wrap
-from ..autograd import tape as _tape
+from . import recording as _tape
 from ..autograd.grad_mode import is_grad_enabled
 from ..backends.base import norm_dim
 

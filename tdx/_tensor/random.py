@@ -255,7 +255,7 @@ def _sampler_operand(x, op: str, arg: str = "input"):
 
 
 def _tape_wants(x) -> bool:
-    from ..autograd import tape
+    from . import recording as tape
 
     return tape.wants(x)
 

@@ -15,7 +15,7 @@ import math
 from .. import _dtypes as D
 from .. import return_types
 from .._errors import NATIVE_ERRORS, TdxRuntimeError, TdxTypeError, UnsupportedOpError
-from ..autograd import tape as _tape
+from . import recording as _tape
 from ..autograd.tape import ACTIVE as _TAPE, MODE as _MODE
 from ..backends.base import norm_dim
 from .operands import _full, _is_float, _no_complex, _not_implemented, _scan_extreme, _shifted, _work

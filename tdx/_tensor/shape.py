@@ -24,7 +24,7 @@ from .._errors import (
     TdxTypeError,
     TdxValueError,
 )
-from ..autograd import tape as _tape
+from . import recording as _tape
 from ..autograd.tape import ACTIVE as _TAPE, MODE as _MODE
 from ..backends.base import norm_dim
 from . import views as _views

@@ -34,20 +34,28 @@ def _synchronize(device) -> None:
         backends.get(device).synchronize()
 
 
-class Stream:
+class _OnDevice:
+    """What streams and events answer about their device, as torch's do."""
+
+    device = None  # the tdx.device, set by the subclass's constructor
+
+    @property
+    def device_type(self) -> str:
+        """The device's type (``"cpu"``, ``"cuda"``, ``"mlx"``...)."""
+        return self.device.type
+
+    @property
+    def device_index(self) -> int:
+        """The device's index, -1 where it has none (as torch's)."""
+        return -1 if self.device.index is None else self.device.index
+
+
+class Stream(_OnDevice):
     """A device's queue of work (``torch.Stream(device=None, *, priority=0)``)."""
 
     def __init__(self, device=None, *, priority: int = 0):
         self.device = _device(device)
         self.priority = priority
-
-    @property
-    def device_type(self) -> str:
-        return self.device.type
-
-    @property
-    def device_index(self) -> int:
-        return -1 if self.device.index is None else self.device.index
 
     @property
     def stream_id(self) -> int:
@@ -90,7 +98,7 @@ class Stream:
                 f"device_index={self.device_index}, stream_id={self.stream_id}")
 
 
-class Event:
+class Event(_OnDevice):
     """A recorded point in a stream (``torch.Event(device=None, *, enable_timing=False, blocking=False,
     interprocess=False)``)."""
 
@@ -99,14 +107,6 @@ class Event:
         self.device = _device(device)
         self.enable_timing, self.blocking, self.interprocess = enable_timing, blocking, interprocess
         self._time = None
-
-    @property
-    def device_type(self) -> str:
-        return self.device.type
-
-    @property
-    def device_index(self) -> int:
-        return -1 if self.device.index is None else self.device.index
 
     def record(self, stream: Stream | None = None) -> None:
         """Mark the point reached by ``stream`` (the device's) now."""

@@ -20,7 +20,7 @@ import math
 from .. import _dtypes as D, backends as _backends, interop as _interop
 from .._device import device as _Device
 from .._errors import NATIVE_ERRORS, TdxRuntimeError, TdxTypeError, TdxValueError, UnsupportedOpError
-from ..autograd import tape as _tape
+from . import recording as _tape
 from ..autograd.tape import ACTIVE as _TAPE, MODE as _MODE
 from . import views as _views, wrapping
 from .hooks import HookHandle

@@ -22,7 +22,7 @@ from .. import _dtypes as D
 from . import views as _views
 from .._errors import (NATIVE_ERRORS, TdxRuntimeError, TdxTypeError, UnsupportedOpError, mismatch,
                       translate)
-from ..autograd import tape as _tape
+from . import recording as _tape
 from ..autograd.tape import ACTIVE as _TAPE, MODE as _MODE
 
 SCALARS = frozenset((int, float, bool, complex))

@@ -18,7 +18,7 @@ from __future__ import annotations
 import warnings
 
 from .._tensor.wrapping import wrap as _wrap
-from ..autograd import tape as _tape
+from .._tensor import recording as _tape
 from ..autograd.grad_mode import MODE as _MODE
 from . import _kernels, _plan, _state
 from ._errors import (AttentionDtypeError, AttentionShapeError, AttentionValueError, NoKernelError,

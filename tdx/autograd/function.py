@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 
 from .._errors import TdxRuntimeError
+from .._tensor import recording as _recording
 from . import tape as _tape
 from .grad_mode import is_grad_enabled, no_grad
 
@@ -22,7 +23,7 @@ __all__ = ["Function", "FunctionCtx", "NestedIOFunction", "once_differentiable"]
 
 
 def _is_tensor(x) -> bool:
-    return x.__class__ is _tape._tensor_class() or isinstance(x, _tape._tensor_class())
+    return x.__class__ is _recording._tensor_class() or isinstance(x, _recording._tensor_class())
 
 
 class FunctionCtx:
@@ -372,7 +373,7 @@ def _apply_tape(cls, args, kwargs):
     # the inputs as they were before forward (a dirty one's new value belongs to its output)
     olds = []
     for t in inputs:
-        old = _tape._wrap(before[id(t)], t._ex)
+        old = _recording._wrap(before[id(t)], t._ex)
         old._ag = t._ag
         olds.append(old)
     outs = list(out) if isinstance(out, tuple) else [out]
@@ -384,7 +385,7 @@ def _apply_tape(cls, args, kwargs):
         if not _is_tensor(o) or id(o) in non_diff or not _tape._differentiable(o):
             continue
         if id(o) in arg_ids and id(o) not in dirty:  # an input returned as is: a new tensor sharing its value
-            o = outs[i] = _tape._wrap(o._n, o._ex)
+            o = outs[i] = _recording._wrap(o._n, o._ex)
         o._ag = _tape.Meta(True, node, i)
     return tuple(outs) if isinstance(out, tuple) else outs[0]
 

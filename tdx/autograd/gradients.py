@@ -1,10 +1,10 @@
 """``tdx.autograd.grad`` and ``tdx.autograd.backward``: the gradients of outputs with respect to inputs.
 
 On a torch executor the call is torch's own ``torch.autograd`` over the native tensors; on an executor without a
-native tape (MLX) it walks tdx's (:mod:`.tape`). Both take torch's arguments (``grad_outputs``, ``retain_graph``,
-``create_graph``, ``allow_unused``, ``is_grads_batched``...) and raise torch's errors. A module of its own, below the
-package, so that what differentiates through ``grad`` (``gradcheck``) never reaches back up into the package. Must
-never import a framework at module level.
+native tape (MLX) it walks tdx's (:mod:`tdx._tensor.recording`). Both take torch's arguments (``grad_outputs``,
+``retain_graph``, ``create_graph``, ``allow_unused``, ``is_grads_batched``...) and raise torch's errors. A module
+of its own, below the package, so that what differentiates through ``grad`` (``gradcheck``) never reaches back up
+into the package. Must never import a framework at module level.
 """
 
 from __future__ import annotations
@@ -107,15 +107,15 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         return tuple(None if r is None else wrap(r, ex) for r in res)
     if is_grads_batched:
         return _batched(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, materialize_grads)
-    from . import tape
+    from .._tensor import recording
 
     for i, t in enumerate(inputs):
         if not t.requires_grad:
             raise TdxRuntimeError(f"One of the differentiated Tensors (input {i}) does not require grad")
     roots = _roots(outputs, grad_outputs, ex, create_graph, "autograd.grad")
     retain = create_graph if retain_graph is None else bool(retain_graph)
-    res = tape.run_backward(outputs, roots, retain_graph=retain, inputs=inputs, create_graph=create_graph,
-                            accumulate=False)
+    res = recording.run_backward(outputs, roots, retain_graph=retain, inputs=inputs, create_graph=create_graph,
+                                 accumulate=False)
     if not allow_unused and any(r is None for r in res):
         raise TdxRuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
                               "Set allow_unused=True if this is the desired behavior.")
@@ -185,8 +185,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
         return
-    from . import tape
+    from .._tensor import recording
 
     roots = _roots(tensors, grad_tensors, ex, create_graph, "autograd.backward")
     retain = create_graph if retain_graph is None else bool(retain_graph)
-    tape.run_backward(tensors, roots, retain_graph=retain, inputs=inputs, create_graph=create_graph)
+    recording.run_backward(tensors, roots, retain_graph=retain, inputs=inputs, create_graph=create_graph)

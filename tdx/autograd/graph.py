@@ -20,11 +20,12 @@ __all__ = ["Node", "GradientEdge", "get_gradient_edge", "save_on_cpu"]
 
 class _NodeMeta(type):
     def __instancecheck__(cls, obj) -> bool:
+        from .._tensor import recording
         from . import tape
         from .function import FunctionNode
         from .transfer import CrossNode
 
-        if isinstance(obj, (tape.Node, tape.Invalid, FunctionNode, CrossNode)):
+        if isinstance(obj, (recording.Node, tape.Invalid, FunctionNode, CrossNode)):
             return True
         torch = sys.modules.get("torch")
         return torch is not None and isinstance(obj, torch.autograd.graph.Node)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import warnings
 
 from .._errors import NATIVE_ERRORS, TdxRuntimeError
+from .._tensor import recording as _recording
 from . import tape as _tape
 
 __all__ = ["checkpoint", "CheckpointError", "closure_leaves"]
@@ -30,7 +31,7 @@ _REENTRANT_GRAD = ("When use_reentrant=True, torch.utils.checkpoint is incompati
 
 
 def _is_tensor(x) -> bool:
-    return isinstance(x, _tape._tensor_class())
+    return isinstance(x, _recording._tensor_class())
 
 
 def _fresh(x):

@@ -13,6 +13,7 @@ cannot differentiate (``create_graph`` across executors) raises.
 from __future__ import annotations
 
 from .._errors import UnsupportedOpError
+from .._tensor import recording as _recording
 from . import tape as _tape
 
 
@@ -89,7 +90,7 @@ def _bridge():
                 cot = transfer(g.detach().contiguous(), ctx.ex, src._ex)
                 if cot.dtype != src._n.dtype:
                     cot = cot.astype(src._n.dtype)
-                _tape.run_backward([src], [cot], retain_graph=True)
+                _recording.run_backward([src], [cot], retain_graph=True)
                 return None, None, None, None
 
         _BRIDGE[0] = ToCopy

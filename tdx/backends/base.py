@@ -128,7 +128,7 @@ class Executor:
     caps = Capabilities(dtypes=frozenset())
     mutable = True  # same as caps.mutable; a plain attribute for the hot path
     taped = True  # same as not caps.native_autograd (tdx's tape records its ops); a plain attribute
-    native_autocast = False  # casts ops per torch's autocast policy itself (torch); else tdx.compat.amp.autocast_policy does
+    native_autocast = False  # casts ops per torch's autocast policy itself (torch); else tdx.compat.amp.autocast_state does
     update_kernels = False  # has addcmul/addcdiv/lerp on natives (torch: backends/_torch/nn.py, mlx: _elementwise.py)
     # ``linear(x, weight, bias)`` on natives with torch's checks, errors and autograd (torch's own kernel), which
     # ``nn.Linear`` and ``F.linear`` call first; None: they take ``nn_functional`` or tdx's composed path

@@ -16,7 +16,7 @@ from ... import _dtypes as D
 from ..._errors import UnsupportedOpError
 
 _NAMESPACES = {"linalg": torch.linalg, "fft": torch.fft, "special": torch.special,
-               # the homes of the ops autocast's policy lists (tdx.compat.amp.autocast_policy runs torch's own there)
+               # the homes of the ops autocast's policy lists (tdx.compat.amp.autocast_state runs torch's own there)
                "torch": torch, "Tensor": torch.Tensor, "nn.functional": torch.nn.functional}
 
 

@@ -1,9 +1,8 @@
 """``torch.amp.autocast_mode``: the ``autocast`` region class, ``custom_fwd``/``custom_bwd`` for custom autograd
 Functions, and ``is_autocast_available``, with torch's semantics on every executor.
 
-``autocast`` is the one class ``tdx.autocast`` names (:mod:`tdx.compat.amp.autocast_state` keeps its state;
-:mod:`tdx.compat.amp.autocast_policy` applies torch's per-op policy where the executor has no autocast of
-its own). This module must never import a framework.
+``autocast`` is the one class ``tdx.autocast`` names (:mod:`tdx.compat.amp.autocast_state` keeps its state and
+applies torch's per-op policy where the executor has no autocast of its own). This module must never import a framework.
 """
 
 from __future__ import annotations

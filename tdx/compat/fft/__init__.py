@@ -94,12 +94,12 @@ def ifftshift(input, dim=None):  # noqa: A002
     return _shift(input, dim, -1)
 
 
-def _autocast_policy():  # the autocast policy wraps this module's listed functions (compat/amp/autocast_policy.py)
+def _autocast_policy():  # the autocast policy wraps this module's listed functions (compat/amp/autocast_state.py)
     import sys
 
-    from ..amp import autocast_policy
+    from ..amp import autocast_state
 
-    autocast_policy.install_module(sys.modules[__name__])
+    autocast_state.install_module(sys.modules[__name__])
 
 
 _accept_out(globals(), __all__)  # torch's out= on every function

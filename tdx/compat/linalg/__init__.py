@@ -237,12 +237,12 @@ def vander(x, *, N=None):  # noqa: N803
     return _f("vander", x, N=N)
 
 
-def _autocast_policy():  # the autocast policy wraps this module's listed functions (compat/amp/autocast_policy.py)
+def _autocast_policy():  # the autocast policy wraps this module's listed functions (compat/amp/autocast_state.py)
     import sys
 
-    from ..amp import autocast_policy
+    from ..amp import autocast_state
 
-    autocast_policy.install_module(sys.modules[__name__])
+    autocast_state.install_module(sys.modules[__name__])
 
 
 _accept_out(globals(), __all__)  # torch's out= on every function

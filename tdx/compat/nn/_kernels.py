@@ -19,7 +19,7 @@ import inspect
 import tdx
 from ..._errors import NATIVE_ERRORS, mismatch
 from ..._tensor.wrapping import typed_function, wrap
-from ..amp.autocast_policy import ON as _AUTOCAST
+from ..amp.autocast_state import ON as _AUTOCAST
 
 __all__ = ["native", "fast", "linear_kernel", "torch_kernel", "NOT_NATIVE", "fused_linear", "conv_nd", "has_conv", "rows_cross_entropy", "has_rows_cross_entropy"]
 

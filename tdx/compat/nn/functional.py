@@ -57,10 +57,10 @@ _HOMES = {
 _TYPING = ("Callable", "DType", "Optional", "Tensor")  # torch.nn.functional's typing names (not in __all__)
 
 
-def _adapt(name, value):  # a function resolved on first use gets its autocast wrapper (compat/amp/autocast_policy.py)
-    from ..amp import autocast_policy
+def _adapt(name, value):  # a function resolved on first use gets its autocast wrapper (compat/amp/autocast_state.py)
+    from ..amp import autocast_state
 
-    return autocast_policy.wrapped(__name__, name, value)
+    return autocast_state.wrapped(__name__, name, value)
 
 
 __getattr__, __dir__ = _attach(globals(), {**_HOMES, "._torch_function": _HOMES["._torch_function"] + _TYPING}, _adapt)
@@ -72,12 +72,12 @@ __all__ += [*_HOMES["._dropouts"], "embedding_bag", *_HOMES["._likelihood_losses
             *_HOMES["._resample"], *_HOMES["._torch_function"]]
 
 
-def _autocast_policy():  # the autocast policy wraps this module's listed functions (compat/amp/autocast_policy.py)
+def _autocast_policy():  # the autocast policy wraps this module's listed functions (compat/amp/autocast_state.py)
     import sys
 
-    from ..amp import autocast_policy
+    from ..amp import autocast_state
 
-    autocast_policy.install_module(sys.modules[__name__])
+    autocast_state.install_module(sys.modules[__name__])
 
 
 _autocast_policy()
