@@ -155,6 +155,79 @@ def test_crashers_end_in_torchs_result_or_error(device):
             assert got == want, code
 
 
+# sizes a caller asks for outright (issue 39): padding, folding, convolution padding, repeats. Each is written
+# once for both libraries (L: tdx or torch, D: the device); torch refuses each at once with a RuntimeError (its
+# allocator's "can't allocate memory", a size-calculation overflow, or a padding check). F.fold with padding=2**40
+# is not here: torch's own kernel runs for minutes before its error
+_TOO_LARGE = [
+    "F.pad(L.ones(1, 1, 4, device=D), (2**40, 0))",
+    "F.pad(L.ones(1, 1, 4, device=D), (0, 2**42))",
+    "F.pad(L.ones(1, 1, 4, 4, device=D), (0, 2**31, 0, 2**31))",
+    "F.pad(L.ones(4, device=D), (2**62, 2**62))",
+    *[f"F.pad(L.ones(1, 1, 4, device=D), {amounts}, mode={mode!r})"
+      for mode in ("reflect", "replicate", "circular") for amounts in ("(2**40, 0)", "(0, 2**42)")],
+    *[f"F.pad(L.ones(1, 1, 4, 4, device=D), (0, 2**31, 0, 2**31), mode={mode!r})"
+      for mode in ("reflect", "replicate", "circular")],
+    "F.pad(L.ones(1, 1, 2, 2, 2, device=D), (2**30, 2**30, 2**30, 2**30, 0, 0), mode='replicate')",
+    "F.fold(L.ones(1, 1, 1, device=D), (2**40, 2**40), 1)",
+    "F.conv1d(L.ones(1, 1, 4, device=D), L.ones(1, 1, 1, device=D), padding=2**40)",
+    "F.conv2d(L.ones(1, 1, 4, 4, device=D), L.ones(1, 1, 1, 1, device=D), padding=2**20)",
+    "F.conv2d(L.ones(1, 1, 4, 4, dtype=L.float64, device=D), L.ones(1, 1, 1, 1, dtype=L.float64, device=D), "
+    "padding=2**20)",
+    "L.ones(4, device=D).repeat(2**40)",
+    "L.ones(4, device=D).repeat(2**31, 2**31)",
+    "L.ones(4, device=D).tile(2**40)",
+    "L.ones(2, 2, device=D).tile(2**20, 2**20)",
+    "L.ones(4, device=D).repeat_interleave(2**40)",
+    "L.ones(2, device=D).repeat_interleave(L.tensor([2**40, 1], device=D))",
+    "L.ones(2, 3, device=D).repeat_interleave(2**40, dim=1)",
+    "L.ones(1, device=D).expand(2**40, 2**40).contiguous()",
+]
+
+
+def test_absurd_sizes_are_refused_at_once_as_torch_refuses_them(device):
+    """Each case raises torch's class (RuntimeError, as a TdxError) in a child process that neither dies, hangs
+    nor grows by gigabytes: before the size checks a replicate pad of 2**40 built its index list for minutes, a
+    convolution padded by 2**20 returned a 17 TB lazy result on MLX and repeat_interleave ran out of memory in
+    NumPy."""
+    script = f"""
+import resource, signal, sys, time, torch, tdx
+import tdx.nn.functional
+
+def hung(*_):
+    raise SystemExit("hung")
+
+signal.signal(signal.SIGALRM, hung)
+for code in {_TOO_LARGE!r}:
+    print("START", code, flush=True)
+    outcome = []
+    for L, D in ((torch, {torch_twin(device)!r}), (tdx, {device!r})):
+        F = L.nn.functional
+        before, start = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, time.perf_counter()
+        signal.alarm(30)
+        try:
+            eval(code)
+            kind = None
+        except Exception as err:
+            kind = [c.__name__ for c in type(err).__mro__ if c.__module__ == "builtins"][0], isinstance(err, tdx.TdxError)
+        signal.alarm(0)
+        grew = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) >> 10
+        outcome.append((kind, round(time.perf_counter() - start, 1), grew))
+    print("RESULT", repr((code, outcome)), flush=True)
+"""
+    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, env=env)
+    lines = proc.stdout.splitlines()
+    started = [ln[6:] for ln in lines if ln.startswith("START ")]
+    assert proc.returncode == 0, f"process died ({proc.returncode}) in {started[-1:]}: {proc.stderr[-2000:]}"
+    results = [eval(ln[7:]) for ln in lines if ln.startswith("RESULT ")]
+    assert [r[0] for r in results] == _TOO_LARGE
+    for code, ((want, _, _), (got, seconds, grew_mb)) in results:
+        assert want is not None and want[0] == "RuntimeError", (code, want)
+        assert got == ("RuntimeError", True), (code, got)  # torch's class, as a TdxError
+        assert seconds < 10 and grew_mb < 500, (code, seconds, grew_mb)  # refused before any work
+
+
 @pytest.mark.parametrize("a,b", [([5, -5], 0), ([5], [0]), ([0, 3], [1, 0])])
 @pytest.mark.parametrize("op", ["floor_divide", "remainder", "fmod"])
 def test_integer_division_by_zero_raises_as_torch(device, op, a, b):

@@ -319,6 +319,18 @@ INTERP += [((2, 3, 5, 7), dict(scale_factor=(2.3, 0.6), mode="bilinear", align_c
            ((1, 2, 3, 5, 4), dict(size=(2, 7, 3), mode="trilinear", align_corners=True)),
            ((1, 2, 3, 5, 4), dict(scale_factor=0.5, mode="nearest")), ((1, 2, 13), dict(scale_factor=0.3)),
            ((1, 2, 6, 6, 6), dict(size=4, mode="area"))]
+# longer dims: the periodic source positions of whole and rational ratios (strided slices, a count that does not
+# divide the period, unclamped positions past both edges), aperiodic ones (gathers), area's equal short and long
+# windows and unequal ones
+INTERP += [((1, 2, 12, 9), dict(scale_factor=2, mode="bilinear")),
+           ((1, 2, 12, 9), dict(scale_factor=(1.5, 3), mode="bicubic")),
+           ((1, 2, 11, 9), dict(size=(20, 40), mode="bilinear", align_corners=True)),
+           ((1, 2, 11, 9), dict(size=(33, 27), mode="bicubic", align_corners=True)),
+           ((1, 2, 40), dict(scale_factor=0.25, mode="linear")), ((1, 2, 13), dict(size=29, mode="linear")),
+           ((1, 2, 7, 13, 6), dict(scale_factor=(2, 1.5, 3), mode="trilinear")),
+           ((2, 3, 40, 36), dict(size=(20, 12), mode="area")), ((1, 2, 36), dict(size=2, mode="area")),
+           ((1, 2, 30, 17), dict(size=(7, 5), mode="area")), ((1, 2, 5, 6), dict(size=(13, 12), mode="area")),
+           ((1, 2, 15, 12), dict(size=(10, 9), mode="area"))]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -469,6 +469,9 @@ class MLXIndexOps:
             raise TdxRuntimeError("repeats can not be negative")
         if output_size is not None and int(reps.sum()) != output_size:
             raise TdxRuntimeError(f"allocated size does not match required size: {output_size} vs {int(reps.sum())}")
+        total = int(reps.sum(dtype=np.float64))  # exact below 2**53, and no int64 wrap-around above
+        check_alloc((*x.shape[:d], total, *x.shape[d + 1:]), x.itemsize, "repeat_interleave")
+        check_alloc((total,), 8, "repeat_interleave")  # and the int64 index
         idx = np.repeat(np.arange(n, dtype=np.int64), reps)
         if idx.size == 0:
             shape = list(x.shape)

@@ -110,6 +110,8 @@ def _conv(nd, input, weight, bias, stride, padding, dilation, groups):  # noqa: 
         raise TdxRuntimeError(f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). Kernel "
                               f"size: ({' x '.join(map(str, span))}). Kernel size can't be greater than actual input "
                               "size")
+    outs = [(p - s) // st + 1 for p, s, st in zip(padded, span, stride)]
+    tdx.empty((x.shape[0], w.shape[0], *outs), dtype=x.dtype, device=x.device)  # too large: refused before any work
     if _kernels.has_conv(x) and x.dtype.is_floating_point:
         out = _kernels.conv_nd(x, w, stride, lo, hi, dilation, (1,) * nd, groups, False)
     else:

@@ -8,6 +8,8 @@ This module must never import torch or mlx.
 
 from __future__ import annotations
 
+import numpy as np
+
 import tdx
 from ..._errors import TdxNotImplementedError, TdxRuntimeError
 from . import _kernels
@@ -17,11 +19,13 @@ __all__ = ["pad_mode"]
 _MODES = ("reflect", "replicate", "circular")
 
 
-def _source(mode: str, p: int, n: int) -> int:
+def _source(mode: str, left: int, n: int, right: int):
+    """The source index of every output position ``-left .. n + right - 1`` of one padded dim (int64)."""
+    p = np.arange(-left, n + right, dtype=np.int64)
     if mode == "reflect":
-        return -p if p < 0 else (2 * (n - 1) - p if p >= n else p)
+        return np.where(p < 0, -p, np.where(p >= n, 2 * (n - 1) - p, p))
     if mode == "replicate":
-        return min(max(p, 0), n - 1)
+        return np.clip(p, 0, n - 1)
     return p % n
 
 
@@ -45,9 +49,11 @@ def pad_mode(x, amounts: list, mode: str, value):
     done = _kernels.native("pad", x, tuple(amounts), mode)
     if done is not _kernels.NOT_NATIVE:
         return done
+    out = list(x.shape)
     for i in range(k):
         d, left, right = x.ndim - 1 - i, amounts[2 * i], amounts[2 * i + 1]
         n = x.shape[d]
+        out[d] = n + left + right
         if mode == "reflect" and (left >= n or right >= n):
             raise TdxRuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, "
                                   f"but got: padding ({left}, {right}) at dimension {d} of input {list(x.shape)}")
@@ -57,9 +63,12 @@ def pad_mode(x, amounts: list, mode: str, value):
         if n == 0 or n + left + right < 0:
             raise TdxRuntimeError(f"{mode} padding of dimension {d}: input size {n} with padding ({left}, {right}) "
                                   "gives no valid output")
+    tdx.empty(tuple(out), dtype=x.dtype, device=x.device)  # a result too large is refused before any index is made
+    for i in range(k):
+        d, left, right = x.ndim - 1 - i, amounts[2 * i], amounts[2 * i + 1]
+        n = x.shape[d]
         if mode == "circular" and (left < 0 or right < 0):  # torch crops first, then wraps within what is left
             x = x.narrow(d, max(-left, 0), n + min(left, 0) + min(right, 0))
             n, left, right = x.shape[d], max(left, 0), max(right, 0)
-        idx = [_source(mode, p, n) for p in range(-left, n + right)]
-        x = x.index_select(d, tdx.tensor(idx, dtype=tdx.int64, device=x.device))
+        x = x.index_select(d, tdx.tensor(_source(mode, left, n, right), dtype=tdx.int64, device=x.device))
     return x

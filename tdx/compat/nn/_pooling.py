@@ -261,6 +261,44 @@ def _adaptive_tables(sizes, outs):
     return tables
 
 
+_SHORT_WINDOW = 8  # windows up to this long are summed as slices (a short reduction is slow on some executors)
+_MAX_PHASES = 8  # output windows repeating with a period up to this are computed by phase, as slices
+
+
+def _adaptive_mean(x, d, o):
+    """The means of ``x`` over torch's ``o`` adaptive windows along ``d``, in a number of ops that does not grow
+    with ``o``. Windows repeat with period ``p = o / gcd(n, o)``, shifted by ``q = n / gcd(n, o)``: when ``p`` and
+    the windows are short, each phase (windows ``r, r + p, ...``) is a sum of strided slices, the phases
+    interleaved; equal long windows (``p == 1``) are a reshape and a mean; the rest one gather of the windows,
+    padded to the widest with a position holding zero, summed and divided by each window's length."""
+    n = x.shape[d]
+    lead, tail = tuple(x.shape[:d]), tuple(x.shape[d + 1:])
+    g = math.gcd(n, o)
+    p, q = (o // g, n // g) if o else (0, 0)
+    rows = [range((j * n) // o, -((-(j + 1) * n) // o)) for j in range(min(o, p) if o else 0)]
+    width = max((len(r) for r in rows), default=1)
+    if p == 1 and width > _SHORT_WINDOW:
+        return x.reshape(*lead, o, q, *tail).mean(d + 1)
+    if o and p <= _MAX_PHASES and width <= _SHORT_WINDOW:
+        head = (slice(None),) * d
+        phases = []
+        for r in rows:
+            total = None
+            for k in r:
+                tap = x[head + (slice(k, k + q * (g - 1) + 1, q),)]
+                total = tap if total is None else total + tap
+            phases.append(total / len(r))
+        return phases[0] if p == 1 else tdx.stack(phases, d + 1).reshape(*lead, o, *tail)
+    rows = [range((j * n) // o, -((-(j + 1) * n) // o)) for j in range(o)]
+    width = max((len(r) for r in rows), default=1)
+    table = [list(r) + [n] * (width - len(r)) for r in rows]  # n: the zero appended below
+    padded = tdx.cat([x, x.new_zeros((*lead, 1, *tail))], d)
+    idx = tdx.tensor([p for row in table for p in row], dtype=tdx.int64, device=x.device)
+    sums = padded.index_select(d, idx).reshape(*lead, o, width, *tail).sum(d + 1)
+    lengths = tdx.tensor([len(r) for r in rows], dtype=x.dtype, device=x.device).reshape(o, *(1,) * len(tail))
+    return sums / lengths
+
+
 def _adaptive_out(x, nd, op, output_size):
     if isinstance(output_size, int) or output_size is None:
         output_size = (output_size,) * nd
@@ -287,10 +325,7 @@ def _adaptive(nd, kind, input, output_size, return_indices=False):  # noqa: A002
     if kind == "avg":  # separable: the mean over a box is the mean of means along each dim
         out = xb
         for i, (n, o) in enumerate(zip(sizes, outs)):
-            d = xb.ndim - nd + i
-            parts = [out.narrow(d, (j * n) // o, -((-(j + 1) * n) // o) - (j * n) // o).mean(d, keepdim=True)
-                     for j in range(o)]
-            out = tdx.cat(parts, d)
+            out = _adaptive_mean(out, xb.ndim - nd + i, o)
         return _unbatch(out, unbatched)
     tables = _adaptive_tables(sizes, outs)
     win = gather_windows(xb, tables)

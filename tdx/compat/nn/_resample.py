@@ -88,6 +88,84 @@ def _weights(vals, x, d):
     return tdx.tensor(vals, dtype=x.dtype, device=x.device).reshape(shape)
 
 
+_CUBIC_A = -0.75
+_MAX_PHASES = 8  # past this many phases, a gather of the source rows costs less than the phases' slices
+
+
+def _cubic_weights(t):
+    """The four cubic-convolution tap weights (A = -0.75) at fractional offset ``t``."""
+    a = _CUBIC_A
+
+    def near(s):
+        return ((a + 2) * s - (a + 3)) * s * s + 1
+
+    def far(s):
+        return ((a * s - 5 * a) * s + 8 * a) * s - 4 * a
+    return far(t + 1), near(t), near(1 - t), far(2 - t)
+
+
+def _taps(src, cubic):
+    """``(first tap, weights)`` per source position: the source rows ``first + k`` (before clamping to the
+    input) weigh ``weights[k]``. Clamping a row to the input is the input extended by its edge values."""
+    base = np.floor(src)
+    t = src - base
+    base = base.astype(np.int64)
+    if cubic:
+        return base - 1, np.stack(_cubic_weights(t), axis=-1)
+    return base, np.stack((1 - t, t), axis=-1)
+
+
+def _period(src):
+    """``(p, q)``: the smallest ``p <= _MAX_PHASES`` with ``src[o + p] == src[o] + q`` for a whole ``q >= 1``,
+    or None. Output positions ``r, r + p, r + 2p, ...`` then read the input at a stride of ``q`` with one
+    set of weights (a source-to-output ratio of q/p, as an integer scale factor gives)."""
+    n_out = len(src)
+    if n_out <= _MAX_PHASES:
+        return n_out, 1  # one output per phase
+    for p in range(1, _MAX_PHASES + 1):
+        step = src[p:] - src[:-p]
+        q = round(float(step[0]))
+        if q >= 1 and np.all(np.abs(step - q) < 1e-9):
+            return p, q
+    return None
+
+
+def _edge_pad(x, d, left, right):
+    """``x`` extended along ``d`` by ``left``/``right`` copies of its first/last entries."""
+    n = x.shape[d]
+    parts = [x.narrow(d, 0, 1).expand(*x.shape[:d], left, *x.shape[d + 1:])] if left else []
+    parts.append(x)
+    if right:
+        parts.append(x.narrow(d, n - 1, 1).expand(*x.shape[:d], right, *x.shape[d + 1:]))
+    return tdx.cat(parts, d) if len(parts) > 1 else x
+
+
+def _resize_by_phases(x, d, n_out, src, p, q, cubic):
+    """Each phase ``r`` (outputs ``r, r + p, ...``, at source positions ``src[r] + q * j``) as a weighted sum of
+    strided slices of the edge-extended input, the phases interleaved: slices and elementwise ops only, no
+    gather (nor a scatter in backward)."""
+    n_in = x.shape[d]
+    count = -(-n_out // p)  # every phase makes ``count`` outputs; the surplus is cut off at the end
+    first, weights = _taps(src[:p], cubic)
+    taps = weights.shape[1]
+    lo, hi = int(first.min()), int(first.max()) + taps - 1 + q * (count - 1)
+    left, right = max(0, -lo), max(0, hi - (n_in - 1))
+    xp = _edge_pad(x, d, left, right)
+    head = (slice(None),) * d
+    phases = []
+    for r in range(p):
+        acc = None
+        for k in range(taps):
+            begin = int(first[r]) + k + left
+            term = xp[head + (slice(begin, begin + q * (count - 1) + 1, q),)] * float(weights[r, k])
+            acc = term if acc is None else acc + term
+        phases.append(acc)
+    if p == 1:
+        return phases[0]
+    out = tdx.stack(phases, d + 1).reshape(*x.shape[:d], count * p, *x.shape[d + 1:])
+    return out.narrow(d, 0, n_out) if count * p != n_out else out
+
+
 def _resize_dim(x, d, n_out, mode, scale, align_corners):
     n_in = x.shape[d]
     if mode in ("nearest", "nearest-exact"):
@@ -99,30 +177,21 @@ def _resize_dim(x, d, n_out, mode, scale, align_corners):
         off = 0.5 if mode == "nearest-exact" else 0.0
         pos = (np.arange(n_out, dtype=np.float64) + off).astype(np.float32)
         return _along(x, d, np.minimum(np.floor(pos * ratio).astype(np.int64), n_in - 1))
-    if mode == "bicubic":
-        src = _linear_source(n_in, n_out, scale, align_corners, cubic=True)
-        a = -0.75
-        base = np.floor(src)
-        t = src - base
-        base = base.astype(np.int64)
-
-        def cc1(t):
-            return ((a + 2) * t - (a + 3)) * t * t + 1
-
-        def cc2(t):
-            return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a
-        coeffs = (cc2(t + 1), cc1(t), cc1(1 - t), cc2(2 - t))
-        out = None
-        for j in range(4):
-            taps = _along(x, d, np.clip(base - 1 + j, 0, n_in - 1))
-            term = taps * _weights(coeffs[j], x, d)
-            out = term if out is None else out + term
-        return out
-    src = _linear_source(n_in, n_out, scale, align_corners)
-    i0 = np.minimum(src.astype(np.int64), n_in - 1)
-    i1 = np.minimum(i0 + 1, n_in - 1)
-    l1 = src - i0
-    return _along(x, d, i0) * _weights(1 - l1, x, d) + _along(x, d, i1) * _weights(l1, x, d)
+    cubic = mode == "bicubic"
+    # unclamped positions: linear's clamp of a negative position to 0 reads the edge value, as the edge
+    # extension does, so the positions stay periodic
+    src = _linear_source(n_in, n_out, scale, align_corners, cubic=True)
+    period = _period(src)
+    if period is not None:
+        return _resize_by_phases(x, d, n_out, src, *period, cubic)
+    if not cubic:
+        src = np.maximum(src, 0.0)
+    first, weights = _taps(src, cubic)
+    out = None
+    for k in range(weights.shape[1]):
+        term = _along(x, d, np.clip(first + k, 0, n_in - 1)) * _weights(weights[:, k], x, d)
+        out = term if out is None else out + term
+    return out
 
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,  # noqa: A002
