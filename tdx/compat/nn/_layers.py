@@ -435,6 +435,7 @@ def pad(input, pad, mode="constant", value=None):  # noqa: A002 - torch's names
         raise TdxRuntimeError(f"Padding length should be less than or equal to two times the input dimension but "
                               f"got padding length {len(amounts)} and input of dimension {x.ndim}")
     fill = 0 if value is None else value
+    _check_padded_size(x, amounts)
     for i in range(len(amounts) // 2):
         d, left, right = x.ndim - 1 - i, amounts[2 * i], amounts[2 * i + 1]
         size = x.shape[d]
@@ -451,6 +452,18 @@ def pad(input, pad, mode="constant", value=None):  # noqa: A002 - torch's names
         if parts[0] is not None or parts[1] is not None:
             x = tdx.cat([p for p in (parts[0], x, parts[1]) if p is not None], d)
     return x if x is not input else x.clone()
+
+
+def _check_padded_size(x, amounts: list) -> None:
+    """Refuse, before any part is made, a padded size whose byte count overflows 64 bits (torch's message)."""
+    sizes = list(x.shape)
+    for i in range(len(amounts) // 2):
+        sizes[x.ndim - 1 - i] += amounts[2 * i] + amounts[2 * i + 1]
+    count = 1
+    for n in sizes:
+        count *= max(n, 0)
+    if count * x.dtype.itemsize >= 1 << 63:
+        raise TdxRuntimeError(f"Storage size calculation overflowed with sizes={sizes}")
 
 
 # dropout ----------------------------------------------------------------------------------------------
