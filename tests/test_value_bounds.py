@@ -115,3 +115,21 @@ def test_lookup_of_argmax_under_vmap(device):
         return m.func.vmap(lambda row: m.nn.functional.embedding(m.argmax(row, -1, keepdim=True), table))(logits)
 
     check(lambda: run(tdx, device), lambda: run(torch, None))
+
+
+@pytest.mark.parametrize("op", ["gather", "index_select", "embedding"])
+@pytest.mark.parametrize("dtype,end", [("int8", 200), ("int16", 40000), ("uint8", 300), ("int8", 100)])
+def test_arange_that_wraps_in_its_dtype_knows_no_bounds(device, op, dtype, end):
+    """An integer ``arange`` whose values wrap in its dtype (int8 past 127) holds negative indices: the lookup
+    raises torch's error, however the index is widened afterwards."""
+    def run(m, dev):
+        kw = {} if dev is None else {"device": dev}
+        idx = m.arange(0, end, dtype=getattr(m, dtype), **kw).long()
+        table = m.arange(float(end), **kw)
+        if op == "gather":
+            return table.gather(0, idx)
+        if op == "index_select":
+            return table.index_select(0, idx)
+        return m.nn.functional.embedding(idx, table.reshape(end, 1))
+
+    check(lambda: run(tdx, device), lambda: run(torch, None))

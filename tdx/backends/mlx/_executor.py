@@ -213,7 +213,10 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
         out = mx.arange(start, end, step, dtype=self._nd(dtype), stream=self.s)
         if n and dtype is not D.bool_:
             last = start + (n - 1) * step
-            note_bounds(out, min(start, last), max(start, last), False)
+            lo, hi = min(start, last), max(start, last)
+            info = np.iinfo(str(dtype).rsplit(".", 1)[-1])  # tdx's integer dtypes carry NumPy's names
+            if info.min <= lo and hi <= info.max:  # values that wrap in the dtype have no such bounds
+                note_bounds(out, lo, hi, False)
         return out
 
     def linspace(self, start, end, steps, dtype, requires_grad=False):
