@@ -21,10 +21,14 @@ cost for plain tensors:
 Not covered, as far as torch's Python-level protocol goes: property reads (``x.shape``, ``x.grad``) are not
 dispatched, a method of a plain tensor given a subclass argument (``plain.add(sub)``) is not (its operators
 are: ``plain + sub`` reaches the subclass as torch's ``Tensor.__add__``), and a reference to a function taken
-before the first subclass was defined (``from tdx import add``) stays undispatched. ``__torch_dispatch__`` needs
+before the first subclass was defined (``from tdx import add``) stays undispatched, as do the functions a
+namespace module first imported after that binds itself. Since a subclass instance's ``__class__`` reads
+``Tensor``, ``x.__class__`` is not the subclass (``type(x)`` is) and the facade's fused fast paths (``nn.Linear``
+under ``no_grad``) take such instances as plain tensors. ``__torch_dispatch__`` needs
 torch's C++ dispatcher: a subclass defining it is refused by name when an instance would be made.
 
-This module must never import a framework, and must never add work to an op of a plain tensor.
+This module must never import a framework, and must never add more than a type test per argument to an op
+of a plain tensor (none before the first subclass is defined).
 """
 
 from __future__ import annotations
@@ -312,6 +316,8 @@ class _SubclassBase(Tensor):
 
 
 _ACTIVE = [False]
+_ACTIVATING = threading.Lock()
+_PLAIN = frozenset({Tensor, int, float, bool, complex, str, type(None)})  # argument types that never override
 
 
 def __init_subclass__(cls, **kwargs):
@@ -331,8 +337,10 @@ def __init_subclass__(cls, **kwargs):
         if name not in own:
             setattr(cls, name, _method(name, getattr(Tensor, name)))
     if not _ACTIVE[0]:
-        _ACTIVE[0] = True
-        _dispatch_namespaces()
+        with _ACTIVATING:  # one thread wraps the namespaces; the switch shows once they are wrapped
+            if not _ACTIVE[0]:
+                _dispatch_namespaces()
+                _ACTIVE[0] = True
 
 
 _NAMESPACES = ("tdx", "tdx.compat.nn.functional", "tdx.compat.linalg", "tdx.compat.fft", "tdx.compat.special")
@@ -344,11 +352,23 @@ _NOT_OPS = frozenset("manual_seed seed initial_seed set_default_dtype get_defaul
                      "is_tensor is_storage typename".split())
 
 
+def _plain_call(args, kwargs) -> bool:
+    """Whether no argument can override (plain tensors, numbers, strings, None only): the wrapper's fast path,
+    so a subclass defined somewhere in the process adds one type test per argument to a plain call."""
+    for a in args:
+        if type(a) not in _PLAIN:
+            return False
+    for a in kwargs.values():
+        if type(a) not in _PLAIN:
+            return False
+    return True
+
+
 def _namespace_function(public_name: str, impl):
     label = "torch" + public_name[len("tdx"):].replace(".compat", "", 1)
     @functools.wraps(impl)
     def function(*args, **kwargs):
-        if _level() > 1:
+        if _plain_call(args, kwargs) or _level() > 1:
             return impl(*args, **kwargs)
         return torch_function_dispatch(function, impl, args, kwargs, label)
 

@@ -52,9 +52,10 @@ def _entry(arr):
     e = KNOWN.get(id(arr))
     if e is None or e[0]() is not arr:
         return None
-    if e[1] is None:  # host data: read once, in place
+    if e[1] is None:  # host data: read once, published whole so another thread never sees half of it
         values = np.array(arr, copy=False)
-        e[1], e[2] = (int(values.min()), int(values.max())) if values.size else (0, -1)
+        lo, hi = (int(values.min()), int(values.max())) if values.size else (0, -1)
+        e = KNOWN[id(arr)] = [e[0], lo, hi, e[3]]
     return e
 
 
