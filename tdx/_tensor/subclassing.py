@@ -316,7 +316,8 @@ class _SubclassBase(Tensor):
 
 
 _ACTIVE = [False]
-_ACTIVATING = threading.Lock()
+_ACTIVATING = threading.RLock()
+_ACTIVATING_NOW = [False]
 _PLAIN = frozenset({Tensor, int, float, bool, complex, str, type(None)})  # argument types that never override
 
 
@@ -338,8 +339,12 @@ def __init_subclass__(cls, **kwargs):
             setattr(cls, name, _method(name, getattr(Tensor, name)))
     if not _ACTIVE[0]:
         with _ACTIVATING:  # one thread wraps the namespaces; the switch shows once they are wrapped
-            if not _ACTIVE[0]:
-                _dispatch_namespaces()
+            if not _ACTIVE[0] and not _ACTIVATING_NOW[0]:  # (a subclass made while wrapping: nothing more)
+                _ACTIVATING_NOW[0] = True
+                try:
+                    _dispatch_namespaces()
+                finally:
+                    _ACTIVATING_NOW[0] = False
                 _ACTIVE[0] = True
 
 
