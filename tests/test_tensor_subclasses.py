@@ -305,3 +305,19 @@ def test_library_functions_dispatch_through_torch_overrides(device):
     mine, theirs = _run(OVERRIDES, tdx, device), _run(OVERRIDES, torch, "cpu")
     for name, want in theirs["OUT"].items():
         _same(mine["OUT"][name], want, name)
+
+
+def test_torch_tensors_handed_to_tdx_are_data_not_overrides(device):
+    """Once any subclass exists, a real torch tensor given to a tdx function (``as_tensor``, ``tensor``,
+    ``from_dlpack``, an operand) is converted as before: its own ``__torch_function__`` (torch's) would call the
+    tdx function again, without end."""
+    class Sub(tdx.Tensor):
+        pass
+
+    src = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    assert getattr(tdx.as_tensor, "__tdx_dispatch__", False)  # the namespaces are dispatching now
+    for got in (tdx.as_tensor(src, device=device), tdx.tensor(src, device=device),
+                tdx.as_tensor(src.clone()).to(device)):
+        assert type(got) is tdx.Tensor
+        np.testing.assert_array_equal(got.cpu().numpy(), src.numpy())
+    assert isinstance(tdx.ones(1).as_subclass(Sub), Sub)

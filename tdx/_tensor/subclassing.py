@@ -84,6 +84,17 @@ def _opted_out(cls) -> bool:
     return getattr(cls.__torch_function__, "__func__", cls.__torch_function__) is disabled_torch_function_impl
 
 
+def _foreign_or_none(t) -> bool:
+    """Whether type ``t`` takes no part in tdx's protocol: it has no ``__torch_function__``, or has real
+    torch's own (a torch tensor handed to a tdx function is data to convert, not an override: its
+    ``__torch_function__`` would call the tdx function again)."""
+    handler = getattr(t, "__torch_function__", None)
+    if handler is None:
+        return True
+    home = getattr(handler, "__module__", None) or ""
+    return home == "torch" or home.startswith("torch.")
+
+
 def overloaded_arguments(args, kwargs):
     """The arguments whose type overrides ``__torch_function__``, subclasses before their bases, else in order."""
     level = _level()
@@ -96,7 +107,7 @@ def overloaded_arguments(args, kwargs):
         if isinstance(a, Tensor):
             if level or _opted_out(t):
                 return
-        elif level > 1 or getattr(t, "__torch_function__", None) is None:
+        elif level > 1 or _foreign_or_none(t):
             return
         at = next((i for i, u in enumerate(kinds) if issubclass(t, u)), len(kinds))
         kinds.insert(at, t)
