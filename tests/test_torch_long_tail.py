@@ -276,3 +276,20 @@ def test_get_accelerator_answers_as_torchs():
     assert got == (tdx.device("cpu") if expected is None else expected)
     if expected is None:
         assert str(got) == str(torch._C._get_accelerator()) == "cpu"
+
+
+def test_importing_a_submodule_keeps_the_packages_function(tmp_path):
+    """``torch.multiprocessing.spawn`` is a function though a submodule has its name; importing the submodule
+    under the alias (transformers' FSDP tests do, then call ``mp.spawn``) leaves the function bound, as torch."""
+    prog = tmp_path / "prog.py"
+    prog.write_text("import torch.multiprocessing as mp\nimport torch.multiprocessing.spawn\n"
+                    "from torch.multiprocessing.spawn import ProcessRaisedException\n"
+                    "import torch.nn.functional\n"
+                    "print(type(mp.spawn).__name__, type(torch.multiprocessing.spawn).__name__, "
+                    "type(torch.nn.functional).__name__ != 'function')\n")
+    outputs = []
+    for command in ([sys.executable, "-m", "tdx", "run", str(prog)], [sys.executable, str(prog)]):
+        done = subprocess.run(command, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        outputs.append(done.stdout)
+    assert outputs[0] == outputs[1] == "function function True\n"

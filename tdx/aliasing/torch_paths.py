@@ -150,6 +150,17 @@ class ShapedModule(types.ModuleType):
             raise AttributeError(name)
         return resolve(self, name)
 
+    def __setattr__(self, name: str, value) -> None:
+        # Importing a submodule under a second name (torch.multiprocessing.spawn, after the package itself was
+        # loaded as tdx's) makes the import system bind it on the package again; a function or class the
+        # package binds under that name (torch's multiprocessing.spawn is a function) stays, as in torch,
+        # where the package's own binding came after its submodule's first import.
+        if isinstance(value, types.ModuleType) and value.__name__ == f"{_MODULE_DICT(self)['__name__']}.{name}":
+            bound = _MODULE_DICT(self).get(name)
+            if bound is not None and not isinstance(bound, types.ModuleType):
+                return
+        types.ModuleType.__setattr__(self, name, value)
+
     @property
     def __dict__(self):
         """The module's namespace; read from outside tdx, it holds the lazily offered names too (torch's
