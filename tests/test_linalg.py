@@ -344,3 +344,20 @@ def test_torch_linalg_coverage():
     names = [n for n in dir(torch.linalg) if not n.startswith("_") and callable(getattr(torch.linalg, n))]
     missing = [n for n in names if not hasattr(LA, n)]
     assert len(missing) <= 0.05 * len(names), missing
+
+
+def test_cholesky_ex_reports_what_it_cannot_factor_without_raising(device):
+    """``cholesky_ex`` returns ``info`` (the order of the first leading minor that is not positive-definite, 0
+    where all are) instead of raising, as torch's; ``constraints.positive_definite`` and transformers' embedding
+    resize ask it. With ``check_errors=True`` it raises torch's class."""
+    a = [[[4.0, 2.0, 0.0], [2.0, 1.0, 0.0], [0.0, 0.0, 1.0]], [[2.0, 0.0, 0.0], [0.0, 3.0, 0.0], [0.0, 0.0, 4.0]],
+         [[1.0, 2.0, 0.0], [2.0, 1.0, 0.0], [0.0, 0.0, 1.0]]]
+    got = tdx.linalg.cholesky_ex(tdx.tensor(a, device=device))
+    want = torch.linalg.cholesky_ex(torch.tensor(a))
+    assert got.info.tolist() == want.info.tolist() == [2, 0, 2]
+    np.testing.assert_allclose(got.L[1].cpu().numpy(), want.L[1].numpy(), rtol=1e-6)
+    assert tdx.distributions.constraints.positive_definite.check(tdx.tensor(a, device=device)).tolist() == \
+        [False, True, False]
+    with pytest.raises(RuntimeError) as info:
+        tdx.linalg.cholesky_ex(tdx.tensor(a[0], device=device), check_errors=True)
+    assert isinstance(info.value, tdx.TdxError)

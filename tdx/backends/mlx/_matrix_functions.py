@@ -142,7 +142,17 @@ class MLXMatrixFunctions:
         return mT(out) if upper else out
 
     def linalg_cholesky_ex(self, A, *, upper=False, check_errors=False):
-        return self.linalg_cholesky(A, upper=upper), mx.zeros(A.shape[:-2], mx.int32)
+        if check_errors:
+            return self.linalg_cholesky(A, upper=upper), mx.zeros(A.shape[:-2], mx.int32)
+        _real("cholesky", A)
+        _square("cholesky", A)
+        out = L.cholesky(A)
+        if not out.size:
+            return out, mx.zeros(A.shape[:-2], mx.int32)
+        bad = mx.logical_not(mx.diagonal(out, 0, -2, -1) > 0)  # NaN included, as a failed step leaves
+        # torch's info: the order of the first leading minor that is not positive-definite, 0 where all are
+        info = mx.where(mx.any(bad, axis=-1), mx.argmax(bad, axis=-1) + 1, 0).astype(mx.int32)
+        return (mT(out) if upper else out), info
 
     def linalg_qr(self, A, mode="reduced"):
         _real("qr", A)
