@@ -10,6 +10,7 @@ private names libraries import (``torch._C``, ``_jit_internal``, ``_tensor_str``
 from __future__ import annotations
 
 import copy
+import importlib
 import subprocess
 import sys
 
@@ -216,19 +217,28 @@ def test_basic_datapipes_batch_as_torchs():
         assert [list(b) for b in got] == [list(b) for b in want] and len(got) == len(want)
 
 
-def test_sympy_helpers_are_torchs_own_on_tdx_sizes(device):
-    """``torch.utils._sympy`` (transformers' exporters import ``numbers.IntInfinity``) is torch's code, its
-    ``FloorDiv`` evaluating a tdx tensor's sizes as torch's does on torch's."""
-    from torch.utils._sympy.functions import FloorDiv as TorchFloorDiv
+def test_sympy_helpers_are_torchs_own_on_tdx_sizes(tmp_path):
+    """Under the alias, ``torch.utils._sympy`` (transformers' exporters import ``numbers.IntInfinity``) is torch's
+    code run on tdx, its ``FloorDiv`` evaluating a tdx tensor's sizes; beside real torch's own copy (this process)
+    it is refused and real torch's registry stays as it was."""
+    prog = tmp_path / "prog.py"
+    prog.write_text("import torch\nfrom torch.utils._sympy.numbers import IntInfinity, int_oo\n"
+                    "from torch.utils._sympy.functions import FloorDiv\n"
+                    "x = torch.ones(7, 3)\n"
+                    "print(type(int_oo).__module__, str(int_oo), int_oo > 2**100, "
+                    "int(FloorDiv(x.shape[0] * x.shape[1], 2)))\n")
+    done = subprocess.run([sys.executable, "-m", "tdx", "run", str(prog)], cwd=tmp_path, env=_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
     from torch.utils._sympy.numbers import int_oo as torch_int_oo
 
-    from tdx.utils._sympy.functions import FloorDiv
-    from tdx.utils._sympy.numbers import IntInfinity, int_oo
+    assert done.stdout == f"tdx.compat.utils._sympy.numbers {torch_int_oo} True 10\n"
+    import sympy
 
-    assert isinstance(int_oo, IntInfinity) and type(int_oo).__module__ == "tdx.compat.utils._sympy.numbers"
-    assert (str(int_oo), int_oo > 2**100, -int_oo < -2**100) == (str(torch_int_oo), True, True)
-    x, ref = _pair(device, lambda lib, d: lib.ones(7, 3, device=d))
-    assert int(FloorDiv(x.shape[0] * x.shape[1], 2)) == int(TorchFloorDiv(ref.shape[0] * ref.shape[1], 2)) == 10
+    before = sympy.S.IntInfinity
+    with pytest.raises(tdx.NotProvidedError, match="already loaded"):
+        importlib.import_module("tdx.utils._sympy")
+    assert sympy.S.IntInfinity is before and type(before).__module__ == "torch.utils._sympy.numbers"
 
 
 def test_logging_lazy_string_and_warning_once_answer_as_torchs(caplog):
