@@ -127,19 +127,13 @@ class MLXMatrixFunctions:
 
     # factorizations ------------------------------------------------------------------------------
     def linalg_cholesky(self, A, *, upper=False):
-        _real("cholesky", A)
-        _square("cholesky", A)
-        out = L.cholesky(A)
-        if out.size:
-            d = mx.diagonal(out, 0, -2, -1)
-            bad = mx.logical_not(d > 0)
-            if bool(mx.any(bad).item()):
-                flat = mx.reshape(bad, (-1, d.shape[-1]))
-                order = int(mx.argmax(mx.any(flat, axis=0)).item()) + 1
-                raise LinAlgError(f"linalg.cholesky: The factorization could not be completed because the input "
-                                  f"is not positive-definite (the leading minor of order {order} is not "
-                                  "positive-definite).")
-        return mT(out) if upper else out
+        out, info = self.linalg_cholesky_ex(A, upper=upper)
+        if bool(mx.any(info).item()):
+            order = int(mx.min(mx.where(info > 0, info, A.shape[-1] + 1)).item())  # the first, over the batch
+            raise LinAlgError(f"linalg.cholesky: The factorization could not be completed because the input "
+                              f"is not positive-definite (the leading minor of order {order} is not "
+                              "positive-definite).")
+        return out
 
     def linalg_cholesky_ex(self, A, *, upper=False, check_errors=False):
         if check_errors:
