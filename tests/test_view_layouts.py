@@ -69,3 +69,32 @@ def test_bad_basic_index_raises_torch_s_error(device, index):
         t[index]
     with pytest.raises(want.type):
         x[index]
+
+
+CHAINS = {  # a view of a fresh tensor's view, as attention layers make them (on MLX both layouts stay lazy)
+    "view.transpose": lambda x: x.view(2, 5, 2).transpose(0, 1),
+    "view.transpose(-1, 0)": lambda x: x.view(2, 5, 2).transpose(-1, 0),
+    "view.transpose[..., :1]": lambda x: x.view(2, 5, 2).transpose(1, 2)[..., :1],
+    "view.transpose[..., 1:]": lambda x: x.view(2, 5, 2).transpose(1, 2)[..., 1:],
+    "view.transpose[1, None, ::2]": lambda x: x.view(2, 5, 2).transpose(1, 2)[1, None, ::2],
+    "x[1:][..., 2:4]": lambda x: x[1:][..., 2:4],
+    "x[:, 1:].transpose(1, 0)[-1]": lambda x: x[:, 1:].transpose(1, 0)[-1],
+    "transpose.transpose": lambda x: x.transpose(0, 1).transpose(1, 0),
+}
+
+
+@pytest.mark.parametrize("name", CHAINS)
+@pytest.mark.parametrize("when", ["layout first", "write first"])
+def test_view_of_a_view_of_a_fresh_tensor_is_torch_s(device, name, when):
+    x, t = _pair(device)
+    v, w = CHAINS[name](x), CHAINS[name](t)
+    if when == "layout first":
+        assert v.stride() == w.stride() and v.storage_offset() == w.storage_offset()
+    x.add_(100)  # through the base: the view sees it
+    t.add_(100)
+    assert_close(v, w)
+    v.mul_(-1)  # through the view: the base sees it
+    w.mul_(-1)
+    assert_close(x, t)
+    assert v.stride() == w.stride() and v.storage_offset() == w.storage_offset()
+    assert v.is_contiguous() == w.is_contiguous()

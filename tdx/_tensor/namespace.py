@@ -14,7 +14,7 @@ import inspect
 from .. import _dtypes as D
 from .._errors import NATIVE_ERRORS, TdxValueError
 from . import recording as _tape
-from ..autograd.tape import ACTIVE as _TAPE, MODE as _MODE
+from ..autograd.tape import ACTIVE as _TAPE, MODE as _MODE, STATE as _TAPE_STATE
 from . import creation, decompositions, elementwise, indexing, inplace, linalg, random, reduction, shape  # noqa: F401 - attach methods
 from . import complex_views, convolution, copies, index_updates, products, search, special_functions, statistics  # noqa: F401 - attach methods
 from . import float_bits, inplace_views, native_norms  # noqa: F401 - attach methods
@@ -46,7 +46,7 @@ def _unary_fn(name):
             d = input._dt
             if d is None:
                 d = input._dt = ex.dtype(input._n)
-            if d is _F32 and not (_TAPE[0] and _tape.differentiating()):
+            if d is _F32 and not (_TAPE[0] and _TAPE_STATE.differentiating):
                 try:
                     n = k[1](input._n, stream=k[5])
                 except NATIVE_ERRORS:
@@ -93,7 +93,7 @@ def _binary_fn(name):
                 if b is None:
                     b = other._dt = ex.dtype(other._n)
                 if a is _F32 and b is _F32 and (k[4] or input._n.ndim > 1 or other._n.ndim > 1) and not (
-                        _TAPE[0] and _tape.differentiating()):
+                        _TAPE[0] and _TAPE_STATE.differentiating):
                     try:
                         n = k[1](input._n, other._n, stream=k[5])
                     except NATIVE_ERRORS:

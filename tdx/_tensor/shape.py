@@ -58,7 +58,8 @@ def _as_reshaped(src, ex, n, must_view: bool):
     out = _new(Tensor)  # wrap's, inlined: the per-op path
     out._n = n
     out._ex = ex
-    out._ag = out._view = out._dt = None
+    out._ag = out._view = None
+    out._dt = src._dt  # a reshape keeps the dtype: one read already made serves the result too
     if ex.mutable:
         return out
     if src._view is None:
@@ -167,6 +168,7 @@ class ShapeMethods:
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
         out = wrap(n, ex)
+        out._dt = self._dt  # the same dtype: a read already made serves the result too
         return out if ex.mutable else _views.link_swapped(out, self, dim0, dim1)
 
     swapaxes = swapdims = transpose

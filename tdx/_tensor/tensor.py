@@ -21,7 +21,7 @@ from .. import _dtypes as D, backends as _backends, interop as _interop
 from .._device import device as _Device
 from .._errors import NATIVE_ERRORS, TdxRuntimeError, TdxTypeError, TdxValueError, UnsupportedOpError
 from . import recording as _tape
-from ..autograd.tape import ACTIVE as _TAPE, MODE as _MODE
+from ..autograd.tape import ACTIVE as _TAPE, MODE as _MODE, STATE as _TAPE_STATE
 from . import views as _views, wrapping
 from .hooks import HookHandle
 from .formats import check_memory_format, contiguous_format as _CONTIGUOUS
@@ -68,7 +68,7 @@ def _binary(name: str, reverse: bool = False):
                         b = None
                 else:
                     b = other if (other.__class__ is float or other.__class__ is int) and k[3] else None
-                if b is not None and not (_TAPE[0] and _tape.differentiating()):
+                if b is not None and not (_TAPE[0] and _TAPE_STATE.differentiating):
                     try:
                         n = k[1](b, mine, stream=k[5]) if reverse else k[1](mine, b, stream=k[5])
                     except NATIVE_ERRORS:
@@ -167,7 +167,9 @@ class Tensor:
     @property
     def dtype(self):
         d = self._dt
-        return self._ex.dtype(self._n) if d is None else d
+        if d is None:  # kept once read, as the operators keep it (what gives the tensor another dtype resets it)
+            d = self._dt = self._ex.dtype(self._n)
+        return d
 
     @property
     def device(self):
@@ -613,14 +615,13 @@ class Tensor:
         out = _new(Tensor)  # wrap's, inlined: the per-op path
         out._n = n
         out._ex = ex
-        out._ag = out._view = out._dt = None
+        out._ag = out._view = None
+        out._dt = self._dt  # indexing keeps the dtype: a read already made serves the result too
         if not ex.mutable:
             lay = self._view
             if lay is None:
                 return _views.link_root_index(out, self, index, basic)
-            view = _views.basic_index(lay, index)
-            if view is not None:
-                _views.link(out, self, *view, root=lay.root)
+            return _views.link_index(out, self, lay, index)
         return out
 
     @inline_typed

@@ -348,6 +348,8 @@ def link_swapped(out, src, a: int, b: int):
     lay = src._view
     if lay is None:
         return _link_lazy(out, src, (_swapped_root, src._n.shape, a, b))
+    if lay.__class__ is _LazyLayout:  # a view of a fresh tensor's view (``x.view(...).transpose(1, 2)``): lazy too
+        return _link_lazy(out, lay.root, (_swapped_view, lay, a, b))
     n = len(lay.shape)
     if not n:
         return link(out, src, (), (), lay.offset, lay.root)
@@ -359,6 +361,19 @@ def link_swapped(out, src, a: int, b: int):
 
 
 @functools.lru_cache(maxsize=1024)  # mutate: equivalent (cache size: speed only)
+def _swapped_view(lay, a: int, b: int) -> tuple:
+    """``(shape, strides, offset)`` of the view laid out as ``lay`` with dims ``a`` and ``b`` swapped (a lazy
+    layout: its recipe's arguments were taken when it was made, so reading it later gives the same)."""
+    shape, strides, offset = lay.shape, lay.strides, lay.offset
+    if not shape:
+        return (), (), offset
+    a, b = a % len(shape), b % len(shape)
+    shape, strides = list(shape), list(strides)
+    shape[a], shape[b] = shape[b], shape[a]
+    strides[a], strides[b] = strides[b], strides[a]
+    return tuple(shape), tuple(strides), offset
+
+
 def _swapped_root(shape: tuple, a: int, b: int) -> tuple:
     """``(shape, strides, 0)`` of a contiguous tensor of ``shape`` with dims ``a`` and ``b`` swapped."""
     if not shape:
@@ -407,6 +422,29 @@ def multi_view_error(lay: Layout, base_written: bool) -> str:
             "replace the inplace operation by an out-of-place one.")
 
 
+_VIEW_ITEMS = (int, slice, type(None), type(Ellipsis))  # the classes of a view-making index's items
+
+
+def link_index(out, src, lay, index):
+    """``out`` as the view ``src[index]`` of ``src`` (a view laid out as ``lay``) when ``index`` is basic (ints,
+    slices, None, Ellipsis), else ``out`` as it is (a copy). A view of a fresh tensor's view
+    (``q.view(...).transpose(1, 2)[..., :d]``) is linked with its layout left to compute."""
+    if lay.__class__ is _LazyLayout:
+        for it in (index if index.__class__ is tuple else (index,)):
+            if it.__class__ not in _VIEW_ITEMS:
+                break
+        else:
+            return _link_lazy(out, lay.root, (_indexed_view, lay, index))
+    view = basic_index(lay, index)
+    return out if view is None else link(out, src, *view, root=lay.root)
+
+
+def _indexed_view(lay, index) -> tuple:
+    """The layout of ``v[index]`` (a basic index) for a view ``v`` laid out as ``lay``."""
+    shape, strides, offset = basic_index(lay, index)
+    return tuple(shape), tuple(strides), offset
+
+
 def basic_index(lay: Layout, index):
     """The layout ``lay[index]`` has for a basic index (ints, slices, None, Ellipsis), else None."""
     items = index if isinstance(index, tuple) else (index,)
@@ -418,26 +456,27 @@ def basic_index(lay: Layout, index):
         elif i is not None and i is not Ellipsis:
             return None
     shape, strides, offset, d = [], [], lay.offset, 0
+    lshape, lstrides = lay.shape, lay.strides  # read once: a lazy layout's are properties
     for it in items:
         if it is None:  # torch's unsqueeze stride: what the next dim spans, or 1 at the end
             shape.append(1)
-            strides.append(lay.shape[d] * lay.strides[d] if d < len(lay.shape) else 1)
+            strides.append(lshape[d] * lstrides[d] if d < len(lshape) else 1)
         elif it is Ellipsis:
-            for _ in range(len(lay.shape) - consumed):
-                shape.append(lay.shape[d])
-                strides.append(lay.strides[d])
+            for _ in range(len(lshape) - consumed):
+                shape.append(lshape[d])
+                strides.append(lstrides[d])
                 d += 1
         elif isinstance(it, slice):
-            start, stop, step = it.indices(lay.shape[d])
+            start, stop, step = it.indices(lshape[d])
             shape.append(len(range(start, stop, step)))
-            strides.append(lay.strides[d] * step)
-            offset += start * lay.strides[d]  # kept for empty slices too, as torch's storage_offset
+            strides.append(lstrides[d] * step)
+            offset += start * lstrides[d]  # kept for empty slices too, as torch's storage_offset
             d += 1
         else:
-            offset += (it % lay.shape[d]) * lay.strides[d]
+            offset += (it % lshape[d]) * lstrides[d]
             d += 1
-    shape += lay.shape[d:]
-    strides += lay.strides[d:]
+    shape += lshape[d:]
+    strides += lstrides[d:]
     return shape, strides, offset
 
 

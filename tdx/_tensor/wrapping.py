@@ -23,7 +23,7 @@ from . import views as _views
 from .._errors import (NATIVE_ERRORS, TdxRuntimeError, TdxTypeError, UnsupportedOpError, mismatch,
                       translate)
 from . import recording as _tape
-from ..autograd.tape import ACTIVE as _TAPE, MODE as _MODE
+from ..autograd.tape import ACTIVE as _TAPE, MODE as _MODE, STATE as _TAPE_STATE
 
 SCALARS = frozenset((int, float, bool, complex))
 
@@ -145,7 +145,7 @@ def _float32_kernel(seen: list, name: str, t):
     d = t._dt
     if d is None:
         d = t._dt = ex.dtype(t._n)
-    return k if d is _F32 and not (_TAPE[0] and _tape.differentiating()) else None
+    return k if d is _F32 and not (_TAPE[0] and _TAPE_STATE.differentiating) else None
 
 
 def float32_binary(seen: list, name: str, t, other, reverse: bool = False):

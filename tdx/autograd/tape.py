@@ -30,6 +30,7 @@ class _TapeState(threading.local):
 
 
 _local = _TapeState()
+STATE = _local  # the per-op paths read ``STATE.differentiating`` (an attribute read; the call costs a frame)
 
 
 class Meta:

@@ -21,7 +21,7 @@ from ..._errors import (
     TdxRuntimeError,
     TdxTypeError,
 )
-from ...autograd.tape import ACTIVE as _TAPE, differentiating
+from ...autograd.tape import ACTIVE as _TAPE, STATE as _TAPE_STATE, differentiating
 from . import _float64 as mlx_f64
 from . import _cpu_rounding as cpu_rounding
 from . import _summation_order as summation
@@ -335,7 +335,7 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
 
     @float32_kernel(mx.add)
     def add(self, a, b):
-        if type(a) is mx.array and type(b) is mx.array and a.dtype == b.dtype and not (_TAPE[0] and differentiating()):
+        if type(a) is mx.array and type(b) is mx.array and a.dtype == b.dtype and not (_TAPE[0] and _TAPE_STATE.differentiating):
             return mx.add(a, b, stream=self._stream or self.s)  # the per-op path
         a, b, _ = self._pair(a, b)
         if self._bias_grad(a, b):
@@ -344,7 +344,7 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
 
     @float32_kernel(mx.subtract)
     def sub(self, a, b):
-        if type(a) is mx.array and type(b) is mx.array and not (_TAPE[0] and differentiating()):  # the per-op path
+        if type(a) is mx.array and type(b) is mx.array and not (_TAPE[0] and _TAPE_STATE.differentiating):  # the per-op path
             d = a.dtype
             if d == b.dtype and d != _BOOL:
                 return mx.subtract(a, b, stream=self._stream or self.s)
@@ -421,7 +421,7 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
             odd = mx.remainder(b, 2) != 0
             unit = mx.where(a == 1, 1, mx.where(a == -1, mx.where(odd, -1, 1), 0)).astype(a.dtype)
             return mx.where(neg, unit, pos, stream=self.s)
-        if differentiating() and (a.dtype in _FLOATS or a.dtype == mx.complex64):
+        if _TAPE_STATE.differentiating and (a.dtype in _FLOATS or a.dtype == mx.complex64):
             return _torch_pow(a, b)
         return mx.power(a, b, stream=self.s)
 
@@ -517,7 +517,7 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
 
     @float32_kernel(mx.maximum, scalars=False)
     def maximum(self, a, b):
-        if type(a) is mx.array and type(b) is mx.array and not (_TAPE[0] and differentiating()):  # one real dtype
+        if type(a) is mx.array and type(b) is mx.array and not (_TAPE[0] and _TAPE_STATE.differentiating):  # one real dtype
             d = a.dtype
             if d == b.dtype and d != _COMPLEX:
                 return mx.maximum(a, b, stream=self._stream or self.s)

@@ -146,10 +146,16 @@ class MLXShapeOps:
         return [self._cast(x, rt) for x in xs]
 
     def cat(self, xs, dim=0):
+        # plain loops, no generator: the per-token path of a KV cache growing by cat
         first = xs[0].dtype
-        if any(x.dtype != first for x in xs):
-            xs = self._same_dtype(xs)  # before dropping empty 1-D inputs: they still promote
-        xs = [x for x in xs if not (x.ndim == 1 and x.size == 0)] or xs[:1]
+        for x in xs:
+            if x.dtype != first:
+                xs = self._same_dtype(xs)  # before dropping empty 1-D inputs: they still promote
+                break
+        for x in xs:
+            if x.ndim == 1 and x.size == 0:
+                xs = [x for x in xs if not (x.ndim == 1 and x.size == 0)] or xs[:1]
+                break
         ref = xs[0]
         d = norm_dim(dim, ref.ndim)
         rs = ref.shape
@@ -159,7 +165,8 @@ class MLXShapeOps:
             if len(s) != len(rs) or s[:d] != head or s[d + 1:] != tail:
                 raise ShapeError(f"Sizes of tensors must match except in dimension {d}. Expected "
                                  f"{list(ref.shape)} but got {list(x.shape)} for tensor number {i} in the list.")
-        return carry_all_bounds(xs, mx.concatenate(xs, axis=d, stream=self.s))
+        out = mx.concatenate(xs, axis=d, stream=self._stream or self.s)
+        return carry_all_bounds(xs, out) if KNOWN and id(xs[0]) in KNOWN else out  # the union needs every input's
 
     def stack(self, xs, dim=0):
         ref = xs[0]

@@ -21,6 +21,7 @@ from ..._errors import NATIVE_ERRORS, mismatch
 from ..._tensor.wrapping import typed_function, wrap
 from ...autograd.tape import ACTIVE as _TAPE, MODE as _MODE
 from ..amp.autocast_state import ON as _AUTOCAST
+from .parameter import Parameter as _Parameter
 
 __all__ = ["native", "fast", "linear_kernel", "torch_kernel", "NOT_NATIVE", "fused_linear", "conv_nd", "has_conv", "rows_cross_entropy", "has_rows_cross_entropy"]
 
@@ -132,10 +133,12 @@ def linear_kernel(x, weight, bias):
         if k is None:  # a taped executor: its fused kernel where the tape records nothing (no_grad, inference)
             if _AUTOCAST[0] or (_TAPE[0] and _MODE.enabled) or not _fusable(x, weight, bias, ex):
                 return NOT_NATIVE
-            try:
-                return _linear(x, weight, bias)
+            try:  # _linear's, inlined: every nn.Linear of an MLX model in inference
+                out = wrap(ex.linear_last(x._n, weight._n, None if bias is None else bias._n), ex)
             except NATIVE_ERRORS:
                 return NOT_NATIVE
+            out._dt = _F32  # float32 operands (_fusable), a float32 product: the next op reads no dtype
+            return out
         if weight._ex is ex and not _AUTOCAST[0]:
             if bias is None:
                 try:
@@ -199,15 +202,17 @@ def fused_linear(x, weight, bias):
 def _fusable(x, weight, bias, ex) -> bool:
     """Whether ``linear(x, weight, bias)`` fits ``linear_last``: float32 tensors on ``ex`` (which has it)
     with a 2-D weight, a 1-D bias of its output size and a non-empty input of at least 2 dims."""
+    # plain tensors and Parameters (whose ``__class__`` reports Tensor: a property call, so their type is
+    # tested instead); a dtype already read (``_dt``) is taken without the property's call
     if (ex is None or not hasattr(ex, "linear_last") or x.__class__ is not _Tensor
-            or weight.__class__ is not _Tensor or weight._ex is not ex):
+            or not (type(weight) is _Tensor or isinstance(weight, _Parameter)) or weight._ex is not ex):
         return False
     xs, ws = x._n.shape, weight._n.shape
-    if (len(xs) < 2 or len(ws) != 2 or xs[-1] != ws[1] or x.dtype is not _F32 or weight.dtype is not _F32
-            or 0 in xs or 0 in ws):
+    if (len(xs) < 2 or len(ws) != 2 or xs[-1] != ws[1] or (x._dt or x.dtype) is not _F32
+            or (weight._dt or weight.dtype) is not _F32 or 0 in xs or 0 in ws):
         return False
-    return bias is None or (bias.__class__ is _Tensor and bias._ex is ex and bias.dtype is _F32
-                            and bias._n.ndim == 1 and bias._n.shape[0] == ws[0])
+    return bias is None or ((type(bias) is _Tensor or isinstance(bias, _Parameter)) and bias._ex is ex
+                            and (bias._dt or bias.dtype) is _F32 and bias._n.ndim == 1 and bias._n.shape[0] == ws[0])
 
 
 def native_layer_norm(x, weight, bias, eps):  # named as the node torch records (NativeLayerNormBackward)
