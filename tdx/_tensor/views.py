@@ -62,10 +62,13 @@ class Layout:
 
     def is_contiguous(self) -> bool:
         """torch's rule: row-major strides, where dims of size 1 may have any stride."""
-        if math.prod(self.shape) <= 1:
+        shape, strides = self.shape, self.strides  # read once: a lazy layout's are properties
+        if math.prod(shape) <= 1:
             return True
-        want = contiguous_strides(self.shape)
-        return all(n == 1 or s == w for n, s, w in zip(self.shape, self.strides, want))
+        for n, s, w in zip(shape, strides, contiguous_strides(shape)):  # a loop, no generator: per-op path
+            if n != 1 and s != w:
+                return False
+        return True
 
 
 # id(root) -> (weakref(root), {id(view): weakref(view)}); keyed by id because tensors compare
@@ -331,7 +334,11 @@ def link_root_index(out, root, index, basic: bool = False):  # mutate: equivalen
     the caller saw that; the executor checked the bounds) is linked with its layout left to compute
     (:class:`_LazyLayout`)."""
     if not basic and index.__class__ is tuple:
-        basic = all(it.__class__ in _BASIC_ITEMS for it in index)
+        basic = True
+        for it in index:  # a loop, no generator: the per-op path
+            if it.__class__ not in _BASIC_ITEMS:
+                basic = False
+                break
     if basic or index.__class__ in _BASIC_ITEMS:  # mutate: equivalent (swapping the or's operands: speed only)
         lay = _new(_LazyLayout)  # _link_lazy's, inlined: every basic index of a fresh tensor
         lay.root, lay.recipe, lay.resolved = root, (_indexed, root._n.shape, index), None

@@ -42,7 +42,9 @@ def _key(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
         return None
     qn, kn, vn = query._n, key._n, value._n
     if ex.taped:
-        grads = tuple(m is not None and m.requires_grad for m in (query._ag, key._ag, value._ag))
+        mq, mk, mv = query._ag, key._ag, value._ag
+        grads = (mq is not None and mq.requires_grad, mk is not None and mk.requires_grad,
+                 mv is not None and mv.requires_grad)
     else:
         grads = (qn.requires_grad, kn.requires_grad, vn.requires_grad)
     ks, vs = tuple(kn.shape), tuple(vn.shape)

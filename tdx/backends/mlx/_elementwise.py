@@ -402,6 +402,10 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
         return self._division(a, b, "remainder", _int_remainder, _zero, _python_remainder)
 
     def pow(self, a, b):
+        if type(a) is mx.array and (b.__class__ is int or b.__class__ is float) and b != 0.5 and b != -0.5 \
+                and a.dtype == _F32 and not _TAPE_STATE.differentiating:
+            # the per-op path (``x.pow(2)`` of a norm): the scalar becomes a float32 array, as the cast below makes it
+            return mx.power(a, b, stream=self._stream or self.s)
         if isinstance(a, mx.array) and isinstance(b, mx.array) and _is_bool(a) and _is_bool(b):
             raise OpDtypeError("\"pow\" not implemented for 'Bool'")
         negative_scalar = isinstance(b, int) and b < 0  # checked before the cast wraps it (uint8)
@@ -595,7 +599,7 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
             raise OpDtypeError("Negation, the `-` operator, on a bool tensor is not supported. "
                                "If you are trying to invert a mask, use the `~` or `logical_not()` "
                                "operator instead.")
-        return mx.negative(x, stream=self.s)
+        return mx.negative(x, stream=self._stream or self.s)
 
     def _not_bool(self, x, op):
         if x.dtype == mx.bool_:  # torch raises NotImplementedError for these kernels on bool
@@ -618,7 +622,7 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
         x = self._float_in(x)
         if x.dtype == mx.float64:  # MLX's float64 sigmoid is float32-accurate
             return mlx_f64.functions(self.s)["sigmoid"](x)
-        return mx.sigmoid(x, stream=self.s)
+        return mx.sigmoid(x, stream=self._stream or self.s)
 
     def square(self, x):
         return mx.square(x.astype(mx.int64) if x.dtype == mx.bool_ else x, stream=self.s)
@@ -665,7 +669,7 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
         return mx.power(mx.array(2, x.dtype), x, stream=self.s)
 
     def rsqrt(self, x):
-        return mx.rsqrt(self._float_in(x), stream=self.s)
+        return mx.rsqrt(self._float_in(x), stream=self._stream or self.s)
 
     def logical_not(self, x):
         return mx.logical_not(x.astype(mx.bool_) if x.dtype != mx.bool_ else x, stream=self.s)

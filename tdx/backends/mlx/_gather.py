@@ -156,7 +156,10 @@ class MLXGatherOps:
                 elif it is Ellipsis:
                     if rest >= 0:
                         break
-                    rest = ndim - len(index) + 1 + sum(1 for i in index if i is None)  # what the others leave
+                    rest = ndim - len(index) + 1  # what the others leave (None adds no dim of x)
+                    for i in index:
+                        if i is None:
+                            rest += 1
                     if rest < 0:
                         break
                     d += rest

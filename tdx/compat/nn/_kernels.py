@@ -30,6 +30,7 @@ NOT_NATIVE = object()
 
 _Tensor = tdx.Tensor
 _F32 = tdx.float32
+_new = object.__new__
 
 
 _MIXED = object()  # an argument list holding tensors of two executors
@@ -134,9 +135,13 @@ def linear_kernel(x, weight, bias):
             if _AUTOCAST[0] or (_TAPE[0] and _MODE.enabled) or not _fusable(x, weight, bias, ex):
                 return NOT_NATIVE
             try:  # _linear's, inlined: every nn.Linear of an MLX model in inference
-                out = wrap(ex.linear_last(x._n, weight._n, None if bias is None else bias._n), ex)
+                n = ex.linear_last(x._n, weight._n, None if bias is None else bias._n)
             except NATIVE_ERRORS:
                 return NOT_NATIVE
+            out = _new(_Tensor)  # wrap's, inlined
+            out._n = n
+            out._ex = ex
+            out._ag = out._view = None
             out._dt = _F32  # float32 operands (_fusable), a float32 product: the next op reads no dtype
             return out
         if weight._ex is ex and not _AUTOCAST[0]:
