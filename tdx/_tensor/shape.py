@@ -167,7 +167,10 @@ class ShapeMethods:
             n = ex.transpose(self._n, dim0, dim1)
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
-        out = wrap(n, ex)
+        out = _new(Tensor)  # wrap's, inlined: the per-op path
+        out._n = n
+        out._ex = ex
+        out._ag = out._view = None
         out._dt = self._dt  # the same dtype: a read already made serves the result too
         return out if ex.mutable else _views.link_swapped(out, self, dim0, dim1)
 

@@ -310,7 +310,11 @@ def _link_lazy(out, root, recipe):
     lay = _new(_LazyLayout)
     lay.root, lay.recipe, lay.resolved = root, recipe, None
     out._view = lay
-    _register(root, out)
+    entry = _families.get(id(root))  # _register's, inlined: every view op's path
+    views = entry[1] if entry is not None and entry[0]() is root else _new_family(root)
+    views[id(out)] = _ref(out)
+    if not len(views) & 63:  # mutate: equivalent (memory only)
+        _drop_dead(views)
     return out
 
 
@@ -369,9 +373,16 @@ def link_swapped(out, src, a: int, b: int):
 
 @functools.lru_cache(maxsize=1024)  # mutate: equivalent (cache size: speed only)
 def _swapped_view(lay, a: int, b: int) -> tuple:
-    """``(shape, strides, offset)`` of the view laid out as ``lay`` with dims ``a`` and ``b`` swapped (a lazy
-    layout: its recipe's arguments were taken when it was made, so reading it later gives the same)."""
-    shape, strides, offset = lay.shape, lay.strides, lay.offset
+    """``(shape, strides, offset)`` of the view laid out as ``lay`` (a lazy one) with dims ``a`` and ``b`` swapped."""
+    return _swapped(lay.shape, lay.strides, lay.offset, a, b)
+
+
+def _swapped_root(shape: tuple, a: int, b: int) -> tuple:
+    """``(shape, strides, 0)`` of a contiguous tensor of ``shape`` with dims ``a`` and ``b`` swapped."""
+    return _swapped(shape, _contiguous(shape), 0, a, b)
+
+
+def _swapped(shape: tuple, strides: tuple, offset: int, a: int, b: int) -> tuple:
     if not shape:
         return (), (), offset
     a, b = a % len(shape), b % len(shape)
@@ -379,18 +390,6 @@ def _swapped_view(lay, a: int, b: int) -> tuple:
     shape[a], shape[b] = shape[b], shape[a]
     strides[a], strides[b] = strides[b], strides[a]
     return tuple(shape), tuple(strides), offset
-
-
-def _swapped_root(shape: tuple, a: int, b: int) -> tuple:
-    """``(shape, strides, 0)`` of a contiguous tensor of ``shape`` with dims ``a`` and ``b`` swapped."""
-    if not shape:
-        return (), (), 0
-    a, b = a % len(shape), b % len(shape)
-    strides = list(_contiguous(shape))
-    shape = list(shape)
-    shape[a], shape[b] = shape[b], shape[a]
-    strides[a], strides[b] = strides[b], strides[a]
-    return tuple(shape), tuple(strides), 0
 
 
 def _permuted_root(shape: tuple, order: tuple) -> tuple:
