@@ -14,6 +14,8 @@ the ratios. The greedy tokens of every contender are checked against torch's (ML
 kernels may round differently, so a mismatch is reported, not raised). Usage:
 ``python bench/hf_generate.py [--tokens 128] [--repeats 3] [--rounds 2] [--profile]``;
 ``--profile`` also prints cProfile's top functions of one generation of every tdx contender.
+``main ms/tok`` is the CPU time of the thread that runs the program (``time.thread_time``) per new token:
+Python's share (graph building, dispatch), without the framework's worker threads that ``tok/cpu-s`` counts.
 After its timed runs each contender counts, over one more generation, the Python calls per new token
 (``sys.setprofile``'s call events, builtins included) and the synchronizations per new token (calls
 of ``mx.eval``/``mx.async_eval`` and of an MLX array's ``item``/``tolist``).
@@ -121,12 +123,13 @@ def transformers_worker(path: str, tokens: int, repeats: int, profile: bool) -> 
         return model.generate(prompt, max_new_tokens=n, min_new_tokens=n, do_sample=False)
 
     out = once(tokens)  # warm-up (and the tokens)
-    times, cpu = [], []
+    times, cpu, main = [], [], []
     for _ in range(repeats):
-        start, start_cpu = time.perf_counter(), time.process_time()
+        start, start_cpu, start_main = time.perf_counter(), time.process_time(), time.thread_time()
         once(tokens)
         times.append(time.perf_counter() - start)
         cpu.append(time.process_time() - start_cpu)
+        main.append(time.thread_time() - start_main)
     if profile:
         import cProfile
         import pstats
@@ -138,7 +141,7 @@ def transformers_worker(path: str, tokens: int, repeats: int, profile: bool) -> 
         pstats.Stats(prof, stream=sys.stderr).sort_stats("tottime").print_stats(40)
     calls, builtins, syncs = count_calls(lambda: once(tokens), tokens)
     return {"tps": [tokens / t for t in times], "cpu_tps": [tokens / t for t in cpu], "tokens": out[0, len(PROMPT):].tolist(),
-            "calls": calls, "builtins": builtins, "syncs": syncs}
+            "main_ms": [1e3 * t / tokens for t in main], "calls": calls, "builtins": builtins, "syncs": syncs}
 
 
 def mlx_lm_worker(path: str, tokens: int, repeats: int) -> dict:
@@ -156,15 +159,16 @@ def mlx_lm_worker(path: str, tokens: int, repeats: int) -> dict:
                                        range(n))]
 
     out = once(tokens)
-    times, cpu = [], []
+    times, cpu, main = [], [], []
     for _ in range(repeats):
-        start, start_cpu = time.perf_counter(), time.process_time()
+        start, start_cpu, start_main = time.perf_counter(), time.process_time(), time.thread_time()
         once(tokens)
         times.append(time.perf_counter() - start)
         cpu.append(time.process_time() - start_cpu)
+        main.append(time.thread_time() - start_main)
     calls, builtins, syncs = count_calls(lambda: once(tokens), tokens)
     return {"tps": [tokens / t for t in times], "cpu_tps": [tokens / t for t in cpu], "tokens": out, "calls": calls, "builtins": builtins,
-            "syncs": syncs}
+            "main_ms": [1e3 * t / tokens for t in main], "syncs": syncs}
 
 
 CONTENDERS = {"torch cpu": None, "tdx cpu": "cpu", "tdx mlx:cpu": "mlx:cpu", "mlx-lm": None}
@@ -213,30 +217,33 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "llama")
         make_model(path)
-        results = {name: {"tps": [], "cpu_tps": [], "tokens": None} for name in names}
+        results = {name: {"tps": [], "cpu_tps": [], "main_ms": [], "tokens": None} for name in names}
         for r in range(args.rounds):
             for name in names:
                 res = run_contender(name, path, args if r == 0 else argparse.Namespace(**{**vars(args),
                                                                                        "profile": False}))
                 results[name]["tps"] += res["tps"]
                 results[name]["cpu_tps"] += res["cpu_tps"]
-                results[name].update({k: v for k, v in res.items() if not k.endswith("tps")})
+                results[name]["main_ms"] += res["main_ms"]
+                results[name].update({k: v for k, v in res.items() if not k.endswith("tps") and k != "main_ms"})
     want = results["torch cpu"]["tokens"] if "torch cpu" in results else None
     med = {name: statistics.median(r["tps"]) for name, r in results.items()}
     med_cpu = {name: statistics.median(r["cpu_tps"]) for name, r in results.items()}
     print(f"Llama-style model {CONFIG['num_hidden_layers']} layers, hidden {CONFIG['hidden_size']}, "
           f"{args.tokens} new tokens greedy with the KV cache; median of {args.rounds * args.repeats} runs, "
           f"threads: {args.threads or 'default'}")
-    print(f"{'contender':<14}{'tokens/s':>10}{'tok/cpu-s':>11}{'py calls/tok':>14}{'builtins/tok':>14}{'syncs/tok':>11}"
-          "  same tokens as torch")
+    print(f"{'contender':<14}{'tokens/s':>10}{'tok/cpu-s':>11}{'main ms/tok':>13}{'py calls/tok':>14}{'builtins/tok':>14}"
+          f"{'syncs/tok':>11}  same tokens as torch")
     for name in names:
         r = results[name]
         same = "-" if want is None else r["tokens"] == want
-        print(f"{name:<14}{med[name]:>10.1f}{med_cpu[name]:>11.1f}{r['calls']:>14.0f}{r['builtins']:>14.0f}{r['syncs']:>11.1f}  {same}")
+        print(f"{name:<14}{med[name]:>10.1f}{med_cpu[name]:>11.1f}{statistics.median(r['main_ms']):>13.2f}{r['calls']:>14.0f}"
+              f"{r['builtins']:>14.0f}{r['syncs']:>11.1f}  {same}")
     for mine, theirs in (("tdx cpu", "torch cpu"), ("tdx mlx:cpu", "mlx-lm")):
         if mine in med and theirs in med:
             print(f"{mine + ' / ' + theirs:<25}= {med[mine] / med[theirs]:.2f}x tokens/s, "
-                  f"{med_cpu[mine] / med_cpu[theirs]:.2f}x tokens per CPU second")
+                  f"{med_cpu[mine] / med_cpu[theirs]:.2f}x tokens per CPU second, "
+                  f"same tokens: {results[mine]['tokens'] == results[theirs]['tokens']}")
 
 
 if __name__ == "__main__":

@@ -474,7 +474,7 @@ class Tensor:
             for a in (*args, kwargs.get("device"), kwargs.get("dtype")):
                 c = a.__class__
                 if c is _DType:
-                    if a is not self.dtype:
+                    if a is not (self._dt or self.dtype):  # the dtype kept once read: no property call
                         break
                 elif c is _Device or c is str:
                     if a is not self._ex.device and _backends.get(a) is not self._ex:
