@@ -84,8 +84,9 @@ class Node:
         return [o._n for o in outs]
 
 
-_NAMES: dict = {"__truediv__": "DivBackward0"}  # an op's __name__ -> its node's name (torch's "<Op>Backward0"),
-# built once per name; where torch's node is named after another op than the method's, torch's name
+# an op's __name__ -> its node's name (torch's "<Op>Backward0"), built once per name; where torch's node is
+# named after another op than the method's, torch's name (the LSTM gates kernel: torch's fused cell's node)
+_NAMES: dict = {"__truediv__": "DivBackward0", "_lstm_gates": "ThnnFusedLstmCellBackward0"}
 
 
 def _plan(args, kwargs, inputs):

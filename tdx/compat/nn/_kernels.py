@@ -22,7 +22,8 @@ from ..._tensor.wrapping import typed_function, wrap
 from ...autograd.tape import ACTIVE as _TAPE, MODE as _MODE
 from ..amp.autocast_state import ON as _AUTOCAST
 
-__all__ = ["native", "fast", "linear_kernel", "torch_kernel", "NOT_NATIVE", "fused_linear", "conv_nd", "has_conv", "rows_cross_entropy", "has_rows_cross_entropy"]
+__all__ = ["native", "fast", "linear_kernel", "torch_kernel", "NOT_NATIVE", "fused_linear", "conv_nd", "has_conv", "rows_cross_entropy", "has_rows_cross_entropy",
+           "fused_lstm_gates"]
 
 NOT_NATIVE = object()
 """What :func:`native` returns when the tensors' executor has no ``nn_functional`` kernel."""
@@ -208,6 +209,35 @@ def _fusable(x, weight, bias, ex) -> bool:
         return False
     return bias is None or (bias.__class__ is _Tensor and bias._ex is ex and bias.dtype is _F32
                             and bias._n.ndim == 1 and bias._n.shape[0] == ws[0])
+
+
+def _lstm_gates(hidden_part, input_part, c):
+    ex = c._ex
+    h, c = ex.lstm_gates(hidden_part._n, input_part._n, c._n)
+    return wrap(h, ex), wrap(c, ex)
+
+
+lstm_gates = typed_function(_lstm_gates, record=True)
+
+
+def fused_lstm_gates(hidden_part, input_part, c):
+    """``(h', c')`` of one LSTM step by the executor's ``lstm_gates`` kernel (one tape node in place of ten),
+    or :data:`NOT_NATIVE`: anything but float32 tensors on one executor that has it, with ``hidden_part`` and
+    ``input_part`` ``(B, 4H)`` and ``c`` ``(B, H)``, takes the composed cell.
+
+    Args:
+        hidden_part: ``h W_hh^T + b_hh``.
+        input_part: ``x W_ih^T + b_ih``.
+        c: the cell state.
+    """
+    ex = c._ex if c.__class__ is _Tensor else None
+    if ex is None or not hasattr(ex, "lstm_gates") or c.ndim != 2:
+        return NOT_NATIVE
+    batch, size = c.shape
+    for t, shape in ((hidden_part, (batch, 4 * size)), (input_part, (batch, 4 * size)), (c, (batch, size))):
+        if t.__class__ is not _Tensor or t._ex is not ex or t.dtype is not _F32 or tuple(t.shape) != shape:
+            return NOT_NATIVE
+    return lstm_gates(hidden_part, input_part, c)
 
 
 def native_layer_norm(x, weight, bias, eps):  # named as the node torch records (NativeLayerNormBackward)
