@@ -396,27 +396,29 @@ def test_composed_recurrence_on_cpu(mode, cls, kw, packed):
     compare_grads(xm, tm, "float32")
 
 
+@pytest.mark.parametrize("mode", ["LSTM", "GRU"])
 @pytest.mark.parametrize("packed", [False, True])
-def test_lstm_gates_kernel_is_the_composed_cell_bit_for_bit(device, packed, monkeypatch):
-    """Where an executor has the ``lstm_gates`` kernel (MLX) an LSTM step runs it as one tape node: the same
-    outputs and gradients as the composed cell bit for bit, torch's within tolerance."""
+def test_gates_kernels_are_the_composed_cells_bit_for_bit(device, mode, packed, monkeypatch):
+    """Where an executor has the ``lstm_gates``/``gru_gates`` kernels (MLX) a step's gates run as one tape
+    node: the same outputs and gradients as the composed cell bit for bit, torch's within tolerance."""
     from tdx.compat.nn import _recurrent
 
-    tm, xm = make_pair("LSTM", device, "float32", 3, 4, num_layers=2, bidirectional=True)
+    tm, xm = make_pair(mode, device, "float32", 3, 4, num_layers=2, bidirectional=True)
     x_t = leaf(rand(5, 3, 3))
     lengths = [5, 3, 2]
 
     def run():
         x = to_tdx(x_t, device, grad=True)
-        hx = (tdx.zeros(4, 3, 4, device=device), tdx.zeros(4, 3, 4, device=device))
+        hx = tdx.zeros(4, 3, 4, device=device)
+        hx = (hx, tdx.zeros(4, 3, 4, device=device)) if mode == "LSTM" else hx
         for p in xm.parameters():
             p.grad = None
         if packed:
             data = XR.pack_padded_sequence(x, lengths)
-            out = _recurrent.run_rnn("LSTM", data.data, hx, xm._weights_per_direction(), 2, 0.0, True, True,
+            out = _recurrent.run_rnn(mode, data.data, hx, xm._weights_per_direction(), 2, 0.0, True, True,
                                      data.batch_sizes.tolist())
         else:
-            out = _recurrent.run_rnn("LSTM", x, hx, xm._weights_per_direction(), 2, 0.0, True, True)
+            out = _recurrent.run_rnn(mode, x, hx, xm._weights_per_direction(), 2, 0.0, True, True)
         return out, x
 
     def run_torch():
@@ -430,16 +432,19 @@ def test_lstm_gates_kernel_is_the_composed_cell_bit_for_bit(device, packed, monk
     assert_close(x.grad, x_t.grad, **TOL["float32"])
     compare_grads(xm, tm, "float32")
     got = [t.tolist() for t in (*flat(fused), x.grad, *(p.grad for p in xm.parameters()))]
-    monkeypatch.setattr(_recurrent, "fused_lstm_gates", lambda *a: _recurrent.NOT_NATIVE)
+    for name in ("fused_lstm_gates", "fused_gru_gates"):
+        monkeypatch.setattr(_recurrent, name, lambda *a: _recurrent.NOT_NATIVE)
     composed, x = run()
     backward_both(composed, run_torch())
     assert got == [t.tolist() for t in (*flat(composed), x.grad, *(p.grad for p in xm.parameters()))]
     monkeypatch.undo()
-    cell = xnn.LSTMCell(3, 4).to(device)
-    h, c = cell(to_tdx(x_t[0], device, grad=True))
-    kernel = hasattr(tdx.backends.get(device), "lstm_gates")
-    assert (h.grad_fn.name(), c.grad_fn.name()) == (("ThnnFusedLstmCellBackward0",) * 2 if kernel
-                                                    else ("MulBackward0", "AddBackward0"))  # torch's names
+    cell = getattr(xnn, mode + "Cell")(3, 4).to(device)
+    out = cell(to_tdx(x_t[0], device, grad=True))
+    names = [t.grad_fn.name() for t in (out if mode == "LSTM" else (out,))]
+    kernel = hasattr(tdx.backends.get(device), mode.lower() + "_gates")
+    fused_name = "ThnnFused" + mode.capitalize() + "CellBackward0"  # torch's fused cells' nodes
+    assert names == ([fused_name] * len(names) if kernel else ["MulBackward0", "AddBackward0"][:len(names)]
+                     if mode == "LSTM" else ["AddBackward0"])
 
 
 def test_importing_the_modules_loads_no_framework():
