@@ -20,10 +20,13 @@ paired turns (adjacent: a slow spell of the machine slows both sides of a ratio)
 threads; steadier than wall time on a machine other processes load).
 Peak RSS is measured for each contender in its own subprocess, above the interpreter's RSS
 at start (imports included). Losses of every contender are checked against ``torch F``'s.
+On cpu (without ``--only``) the table also gets the rows of ``bench/hf_train.py``: a transformers
+training step (tiny Llama and GPT-2, AdamW) on tdx cpu against torch cpu, each contender in its own
+process (transformers binds one ``torch`` a process), in turns.
 The table is printed and written to ``bench/out/train.md``, the plot to
 ``bench/out/train.png`` (when matplotlib is installed; else the run says it skipped it).
 
-Run: ``.venv/bin/python bench/train.py [--configs S M] [--steps 20] [--quick]``
+Run: ``.venv/bin/python bench/train.py [--configs S M] [--steps 20] [--quick] [--hf-models llama gpt2]``
 (``--quick``: config S only, 4 timed steps, no RSS subprocesses). On a GPU machine,
 ``--torch-device cuda:0 --mlx-device mlx:gpu`` moves the torch contenders (native and tdx alike) and
 the MLX ones there; the contenders keep their names, the table's title names the devices, and
@@ -237,6 +240,10 @@ def main() -> None:
     ap.add_argument("--torch-device", default="cpu", help="device of the torch contenders (cpu, cuda:0...)")
     ap.add_argument("--mlx-device", default="mlx:cpu", choices=("mlx:cpu", "mlx:gpu"),
                     help="device of the MLX contenders")
+    ap.add_argument("--hf-models", nargs="*", default=["llama", "gpt2"],
+                    help="transformers models whose training step tdx cpu runs against torch cpu (bench/hf_train.py; "
+                         "none: skip)")
+    ap.add_argument("--hf-rounds", type=int, default=3, help="rounds of the transformers rows' processes")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     DEVICES.update(torch=args.torch_device, mlx=args.mlx_device)
@@ -244,6 +251,7 @@ def main() -> None:
         return child_rss(args.child, args.configs[0], args.steps)
     if args.quick:
         args.configs, args.steps, args.warmup, args.no_rss = ["S"], 4, 2, True
+        args.hf_rounds = 1
 
     import gpt
 
@@ -280,6 +288,12 @@ def main() -> None:
                          f"| {diff:.1e} |")
             plot[(cfg_name, n)] = med[n] * 1e3
         lines.append("")
+    if args.hf_models and args.torch_device == "cpu" and not args.only:
+        import hf_train
+
+        hf_rows = hf_train.measure(args.hf_models, args.hf_rounds, steps=max(4, args.steps // 2), warmup=args.warmup)
+        lines += hf_train.table(hf_rows, args.hf_rounds, max(4, args.steps // 2)) + [""]
+        ok &= all(r["diff"] < 1e-4 for r in hf_rows)
     lines.append("losses agree (rel diff < 1e-4): " + ("yes" if ok else "NO"))
     text = "\n".join(lines)
     print(text)
