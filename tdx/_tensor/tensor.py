@@ -469,10 +469,11 @@ class Tensor:
         # naming this tensor's own dtype and executor (transformers calls them dozens of times per token)
         if len(args) + len(kwargs) <= 2 and (
                 not kwargs or len(kwargs) == ("device" in kwargs) + ("dtype" in kwargs) + ("non_blocking" in kwargs)):
-            for a in (*args, kwargs.get("device"), kwargs.get("dtype")):
+            for a in (args if not kwargs else (*args, kwargs.get("device"), kwargs.get("dtype"))):
                 c = a.__class__
                 if c is _DType:
-                    if a is not self.dtype:
+                    d = self._dt  # the dtype property's, inlined
+                    if a is not (self._ex.dtype(self._n) if d is None else d):
                         break
                 elif c is _Device or c is str:
                     if a is not self._ex.device and _backends.get(a) is not self._ex:
