@@ -26,10 +26,13 @@ paired turns (adjacent: a slow spell of the machine slows both sides of a ratio)
 threads; steadier than wall time on a machine other processes load).
 Peak RSS is measured for each contender in its own subprocess, above the interpreter's RSS
 at start (imports included). Losses of every contender are checked against ``torch F``'s.
+On cpu (``--models hf``, a default) the table also gets the rows of ``bench/hf_train.py``: a transformers
+training step (tiny Llama and GPT-2, AdamW) on tdx cpu against torch cpu, each contender in its own
+process (transformers binds one ``torch`` a process), in turns.
 The table is printed and written to ``bench/out/train.md``, the plot to
 ``bench/out/train.png`` (when matplotlib is installed; else the run says it skipped it).
 
-Run: ``.venv/bin/python bench/train.py [--configs S M] [--models gpt lstm] [--steps 20] [--quick]``
+Run: ``.venv/bin/python bench/train.py [--configs S M] [--models gpt lstm hf] [--hf-models llama gpt2] [--steps 20] [--quick]``
 (``--quick``: config S only, 4 timed steps, no RSS subprocesses). On a GPU machine,
 ``--torch-device cuda:0 --mlx-device mlx:gpu`` moves the torch contenders (native and tdx alike) and
 the MLX ones there; the contenders keep their names, the table's title names the devices, and
@@ -291,8 +294,11 @@ def main() -> None:
     ap.add_argument("--torch-device", default="cpu", help="device of the torch contenders (cpu, cuda:0...)")
     ap.add_argument("--mlx-device", default="mlx:cpu", choices=("mlx:cpu", "mlx:gpu"),
                     help="device of the MLX contenders")
-    ap.add_argument("--models", nargs="+", default=["gpt", "lstm"], choices=("gpt", "lstm"),
-                    help="the GPT configs' tables, the LSTM language model's table, or both")
+    ap.add_argument("--models", nargs="+", default=["gpt", "lstm", "hf"], choices=("gpt", "lstm", "hf"),
+                    help="the GPT configs' tables, the LSTM language model's table, the transformers rows, or some")
+    ap.add_argument("--hf-models", nargs="+", default=["llama", "gpt2"], choices=("llama", "gpt2"),
+                    help="transformers models whose training step tdx cpu runs against torch cpu (bench/hf_train.py)")
+    ap.add_argument("--hf-rounds", type=int, default=3, help="rounds of the transformers rows' processes")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     DEVICES.update(torch=args.torch_device, mlx=args.mlx_device)
@@ -300,6 +306,7 @@ def main() -> None:
         return child_rss(args.child, args.configs[0], args.steps)
     if args.quick:
         args.configs, args.steps, args.warmup, args.no_rss = ["S"], 4, 2, True
+        args.hf_rounds = 1
 
     import gpt
 
@@ -339,6 +346,13 @@ def main() -> None:
         lines.append("")
     if "lstm" in args.models:
         ok &= lstm_table(args, lines)
+    if "hf" in args.models and args.torch_device == "cpu":
+        import hf_train
+
+        hf_steps = max(4, args.steps // 2)
+        hf_rows = hf_train.measure(args.hf_models, args.hf_rounds, steps=hf_steps, warmup=args.warmup)
+        lines += hf_train.table(hf_rows, args.hf_rounds, hf_steps) + [""]
+        ok &= all(r["diff"] < 1e-4 for r in hf_rows)
     lines.append("losses agree (rel diff < 1e-4): " + ("yes" if ok else "NO"))
     text = "\n".join(lines)
     print(text)

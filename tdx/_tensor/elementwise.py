@@ -49,10 +49,12 @@ def _unary(name: str):
     def method(self):
         if _TAPE[0] and _MODE.enabled and _tape.wants(self):
             return _tape.call(method, self)
-        t = float32_unary(seen, name, self)
-        if t is not None:
-            return t
         ex = self._ex
+        k = seen[0]
+        if k[0] is not ex or k[1] is not None:  # an executor with no float32 kernel for it (torch) skips the call
+            t = float32_unary(seen, name, self)
+            if t is not None:
+                return t
         try:
             n = getattr(ex, name)(self._n)
         except NATIVE_ERRORS as err:
@@ -75,10 +77,12 @@ def _binary(name: str, torch_name: str):
     def method(self, other):
         if _TAPE[0] and _MODE.enabled and _tape.wants(self, other):
             return _tape.call(method, self, other)
-        t = float32_binary(seen, name, self, other)
-        if t is not None:
-            return t
         ex = self._ex
+        k = seen[0]
+        if k[0] is not ex or k[1] is not None:  # an executor with no float32 kernel for it (torch) skips the call
+            t = float32_binary(seen, name, self, other)
+            if t is not None:
+                return t
         mine = self._n
         if other.__class__ is Tensor:
             if other._ex is ex:
@@ -459,6 +463,7 @@ for _name, _fn in list(vars(ElementwiseMethods).items()):
 for _alias, _target in ALIASES.items():
     setattr(ElementwiseMethods, _alias, getattr(ElementwiseMethods, _target))
 attach(ElementwiseMethods)
+Tensor.__neg__ = ElementwiseMethods.neg  # torch's ``-x`` is ``x.neg()``: the per-op path, one frame (rotary embeddings)
 
 
 @_export(record=True)

@@ -43,6 +43,7 @@ from .wrapping import (
     need_tensor,
     shape_args,
     typed_errors,
+    typed_function,
     wrap,
 )
 
@@ -88,6 +89,19 @@ def _view_as_dtype(src, dtype):
     return out
 
 
+def _contiguous(self, memory_format=None):
+    if memory_format is not None:
+        check_memory_format(memory_format, "contiguous")
+    ex = self._ex
+    if not ex.mutable:  # a non-contiguous view becomes a copy, as torch's
+        return self if _views.layout_of(self).is_contiguous() else wrap(self._n, ex)
+    n = ex.contiguous(self._n)
+    return self if n is self._n else wrap(n, ex)
+
+
+_contiguous_checked = typed_errors(_contiguous)
+
+
 class ShapeMethods:
     """The shape methods of ``tdx.Tensor``."""
 
@@ -105,6 +119,12 @@ class ShapeMethods:
             raise ex.native_error(err) from None
         except IndexError:
             raise TdxTypeError("reshape() missing 1 required positional argument: 'shape'") from None
+        if ex.mutable:  # _as_reshaped's mutable case, inlined: the per-op path
+            out = _new(Tensor)
+            out._n = n
+            out._ex = ex
+            out._ag = out._view = out._dt = None
+            return out
         return _as_reshaped(self, ex, n, False)
 
     @inline_typed
@@ -126,6 +146,12 @@ class ShapeMethods:
             n = ex.view(self._n, shape)
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
+        if ex.mutable:  # _as_reshaped's mutable case, inlined: the per-op path
+            out = _new(Tensor)
+            out._n = n
+            out._ex = ex
+            out._ag = out._view = out._dt = None
+            return out
         return _as_reshaped(self, ex, n, True)
 
     def reshape_as(self, other):
@@ -209,6 +235,12 @@ class ShapeMethods:
             n = ex.unsqueeze(self._n, dim)
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
+        if ex.mutable:  # _as_reshaped's mutable case, inlined: the per-op path
+            out = _new(Tensor)
+            out._n = n
+            out._ex = ex
+            out._ag = out._view = out._dt = None
+            return out
         return _as_reshaped(self, ex, n, True)
 
     def flatten(self, start_dim=0, end_dim=-1):
@@ -236,14 +268,22 @@ class ShapeMethods:
     def expand_as(self, other):
         return self.expand(other.shape)
 
+    @inline_typed
     def contiguous(self, memory_format=None):
-        if memory_format is not None:
-            check_memory_format(memory_format, "contiguous")
         ex = self._ex
-        if not ex.mutable:  # a non-contiguous view becomes a copy, as torch's
-            return self if _views.layout_of(self).is_contiguous() else wrap(self._n, ex)
-        n = ex.contiguous(self._n)
-        return self if n is self._n else wrap(n, ex)
+        if memory_format is None and ex.mutable and not _TAPE[0]:  # the per-op path: nothing to check or record
+            try:
+                n = ex.contiguous(self._n)
+            except NATIVE_ERRORS as err:
+                raise ex.native_error(err) from None
+            if n is self._n:
+                return self
+            out = _new(Tensor)  # wrap's, inlined
+            out._n = n
+            out._ex = ex
+            out._ag = out._view = out._dt = None
+            return out
+        return _contiguous_checked(self, memory_format)
 
     def split(self, split_size_or_sections, dim=0):
         """Pieces of ``split_size`` along ``dim`` (the last one smaller), or of the listed sizes."""
@@ -523,11 +563,42 @@ def _natives(tensors, op: str):
     return ex, out
 
 
-@_export(record=True)
-def cat(tensors, dim=0):
-    """Concatenate tensors along an existing dim (dtypes promote as torch's)."""
+def _cat(tensors, dim=0):
     ex, natives = _natives(tensors, "cat")
     return wrap(ex.cat(natives, dim), ex)
+
+
+_cat_checked = typed_function(_cat, record=True)
+
+
+def cat(tensors, dim=0, *args, **kwargs):
+    """Concatenate tensors along an existing dim (dtypes promote as torch's)."""
+    # the per-call path (a KV cache grows by it every token): a list or tuple of plain tensors of one executor,
+    # nothing recorded, goes to the kernel in this frame; anything else (and any error) takes the checked path
+    if not (args or kwargs or _TAPE[0]) and (tensors.__class__ is tuple or tensors.__class__ is list) and tensors:
+        first = tensors[0]
+        if first.__class__ is Tensor:
+            ex = first._ex
+            natives = []
+            for t in tensors:
+                if t.__class__ is not Tensor or t._ex is not ex:
+                    break
+                natives.append(t._n)
+            else:
+                try:
+                    n = ex.cat(natives, dim)
+                except NATIVE_ERRORS:
+                    n = None
+                if n is not None:
+                    out = _new(Tensor)  # wrap's, inlined
+                    out._n = n
+                    out._ex = ex
+                    out._ag = out._view = out._dt = None
+                    return out
+    return _cat_checked(tensors, dim, *args, **kwargs)
+
+
+__all__.append("cat")
 
 
 @_export(record=True)

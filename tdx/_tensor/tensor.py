@@ -471,7 +471,7 @@ class Tensor:
         # naming this tensor's own dtype and executor (transformers calls them dozens of times per token)
         if len(args) + len(kwargs) <= 2 and (
                 not kwargs or len(kwargs) == ("device" in kwargs) + ("dtype" in kwargs) + ("non_blocking" in kwargs)):
-            for a in (*args, kwargs.get("device"), kwargs.get("dtype")):
+            for a in (args if not kwargs else (*args, kwargs.get("device"), kwargs.get("dtype"))):
                 c = a.__class__
                 if c is _DType:
                     if a is not (self._dt or self.dtype):  # the dtype kept once read: no property call

@@ -112,6 +112,11 @@ def _import(name, globals=None, locals=None, fromlist=(), level=0):  # noqa: A00
             globals = sys._getframe(1).f_globals  # noqa: A001
         if _internal(globals):
             return _load_internal(lambda: _state["import"](name, globals, locals, fromlist, level), name)
+        if name == "torch" and not fromlist and fromlist.__class__ is not list:  # the program's plain
+            # ``import torch`` (transformers runs it inside functions, per token): tdx's package, once loaded
+            module = sys.modules.get("tdx")
+            if module is not None:
+                return module
         if _from_c(fromlist):  # the real module; what it loads is not marked as tdx's or torch's, since
             # C also imports the program's own modules (pickle finding a function by reference)
             return _state["import"](name, globals, locals, fromlist, level)

@@ -211,9 +211,12 @@ def switch(backend: SDPBackend) -> bool:
 
     Reading a switch never imports a framework.
     """
-    if backend not in _GETTERS:
-        return True
-    return bool(_getter(backend)())
+    fn = _bound.get(backend)  # the common case (a switch read before): no further frame
+    if fn is None:
+        if backend not in _GETTERS:
+            return True
+        fn = _getter(backend)
+    return bool(fn())
 
 
 class Enabled:

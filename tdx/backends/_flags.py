@@ -77,6 +77,8 @@ def torch_loaded():
     mod = sys.modules.get("torch")
     if mod is None:
         return None
+    if mod is _state["synced"]:  # seen initialized before: the per-read path (attention reads switches per call)
+        return mod
     spec = getattr(mod, "__spec__", None)
     if getattr(spec, "_initializing", False) or not hasattr(mod, "backends"):
         return None

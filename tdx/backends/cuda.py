@@ -380,8 +380,21 @@ class SDPAParams:
 
 
 def _sdp_flag(key, default, getter, setter, api):
-    return _flags.Flag(f"cuda.{key}", default, lambda t: getattr(_mod(t), getter)(),
+    return _flags.Flag(f"cuda.{key}", default, _bound_getter(getter),
                        lambda t, v: getattr(_mod(t), setter)(v), _flags.check_bool(api), load=False)
+
+
+def _bound_getter(name: str):
+    """``t -> torch.backends.cuda.<name>()``, the function looked up once per torch module (attention reads
+    these switches at every call)."""
+    seen = [None, None]
+
+    def get(t):
+        if seen[0] is not t:
+            seen[1], seen[0] = getattr(_mod(t), name), t
+        return seen[1]()
+
+    return get
 
 
 _FLASH = _sdp_flag("flash_sdp", True, "flash_sdp_enabled", "enable_flash_sdp", "set_sdp_use_flash")

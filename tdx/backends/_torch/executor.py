@@ -36,7 +36,7 @@ UNARY = ("neg", "abs", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", 
          "erf", "floor", "ceil", "round", "trunc", "frac", "sign", "sgn", "reciprocal", "square",
          "logical_not", "bitwise_not", "isnan", "isinf", "isfinite", "positive", "conj")
 BINARY = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
-          "floordiv": operator.floordiv, "remainder": operator.mod, "pow": operator.pow,
+          "floordiv": torch.floor_divide, "remainder": operator.mod, "pow": torch.pow,
           "matmul": operator.matmul, "eq": operator.eq, "ne": operator.ne, "lt": operator.lt,
           "le": operator.le, "gt": operator.gt, "ge": operator.ge, "and_": operator.and_,
           "or_": operator.or_, "xor": operator.xor, "lshift": operator.lshift, "rshift": operator.rshift}

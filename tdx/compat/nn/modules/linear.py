@@ -13,10 +13,14 @@ import math
 import tdx
 from .. import functional as F
 from .._kernels import NOT_NATIVE as _NOT_NATIVE, linear_kernel as _linear_kernel
-from ...._errors import TdxRuntimeError
+from ...._errors import NATIVE_ERRORS, TdxRuntimeError
+from ...amp.autocast_state import ON as _AUTOCAST
 from ..parameter import Parameter, UninitializedParameter
 from . import _default_init as init
 from .module import Module
+
+_Tensor = tdx.Tensor
+_new = object.__new__
 
 __all__ = ["Linear", "Bilinear", "LazyLinear", "NonDynamicallyQuantizableLinear"]
 
@@ -70,6 +74,26 @@ class Linear(Module):
     def forward(self, input):  # noqa: A002 - torch's name
         """``F.linear(input, weight, bias)``."""
         weight, bias = self.weight, self.bias
+        # the per-call path on torch executors, inlined (no autocast region, plain tensors of one executor):
+        # torch's kernel on the natives and the result wrapped, in this one frame
+        if input.__class__ is _Tensor and isinstance(weight, _Tensor) and not _AUTOCAST[0]:
+            ex = input._ex
+            k = ex.linear_kernel
+            if k is not None and weight._ex is ex:
+                n = None
+                try:
+                    if bias is None:
+                        n = k(input._n, weight._n)
+                    elif isinstance(bias, _Tensor) and bias._ex is ex:
+                        n = k(input._n, weight._n, bias._n)
+                except NATIVE_ERRORS:
+                    n = None  # the full path raises tdx's typed error for the same input
+                if n is not None:
+                    t = _new(_Tensor)
+                    t._n = n
+                    t._ex = ex
+                    t._ag = t._view = t._dt = None
+                    return t
         done = _linear_kernel(input, weight, bias)  # torch's kernel at once on torch executors
         return F.linear(input, weight, bias) if done is _NOT_NATIVE else done
 
