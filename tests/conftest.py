@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import getpass
+import os
+import tempfile
+
 import numpy as np
 import pytest
 import torch
@@ -12,6 +16,22 @@ from tdx.testing.parity import assert_close
 from tdx.testing.plugin import parametrize_devices
 
 BUILTINS = (IndexError, TypeError, ValueError, RuntimeError)
+
+
+def _inductor_cache_of_this_capability() -> None:
+    """Give torch's inductor a cache directory of the CPU capability the run pins (``ATEN_CPU_CAPABILITY``).
+
+    torch's on-disk inductor cache does not key its compiled C++ on that variable: a graph compiled under
+    ``avx2`` and found again under ``default`` no longer compiles (``at::vec`` undeclared), with real torch alone
+    too. A directory the run names itself is left as it is.
+    """
+    capability = os.environ.get("ATEN_CPU_CAPABILITY")
+    if capability and "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
+        name = f"torchinductor_{getpass.getuser()}_{capability.lower()}"
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(tempfile.gettempdir(), name)
+
+
+_inductor_cache_of_this_capability()
 
 
 def pytest_addoption(parser):
