@@ -22,6 +22,15 @@ class Logged(torch.Tensor):
 
 x = torch.tensor([[1.0, -2.0], [3.0, 0.5]], device=DEV)
 a = x.as_subclass(Logged)
+LIN = torch.nn.Linear(2, 3).to(DEV)
+with torch.no_grad():
+    LIN.weight.copy_(torch.tensor([[0.5, -1.0], [2.0, 0.25], [1.0, 1.0]], device=DEV))
+    LIN.bias.copy_(torch.tensor([0.1, -0.2, 0.3], device=DEV))
+
+def no_grad_call(module, value):
+    with torch.no_grad():
+        return module(value)
+
 CASES = {}
 for name, make in [
         ("a+1", lambda: a + 1), ("1+a", lambda: 1 + a), ("x+a", lambda: x + a), ("a-1", lambda: a - 1),
@@ -34,7 +43,8 @@ for name, make in [
         ("torch.stack", lambda: torch.stack([a, x])), ("F.linear", lambda: torch.nn.functional.linear(a, x)),
         ("F.softmax", lambda: torch.nn.functional.softmax(a, dim=-1)), ("a.max(0)", lambda: a.max(0)),
         ("a.split", lambda: a.split(1)), ("a.t()", lambda: a.t()), ("a.float()", lambda: a.float()),
-        ("a.clone", lambda: a.clone()), ("torch.where", lambda: torch.where(a > 0, a, x))]:
+        ("a.clone", lambda: a.clone()), ("torch.where", lambda: torch.where(a > 0, a, x)),
+        ("nn.Linear", lambda: LIN(a)), ("nn.Linear no_grad", lambda: no_grad_call(LIN, a))]:
     LOG.clear()
     out = make()
     CASES[name] = (out, list(LOG))

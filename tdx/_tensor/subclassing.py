@@ -23,8 +23,8 @@ dispatched, a method of a plain tensor given a subclass argument (``plain.add(su
 are: ``plain + sub`` reaches the subclass as torch's ``Tensor.__add__``), and a reference to a function taken
 before the first subclass was defined (``from tdx import add``) stays undispatched, as do the functions a
 namespace module first imported after that binds itself. Since a subclass instance's ``__class__`` reads
-``Tensor``, ``x.__class__`` is not the subclass (``type(x)`` is) and the facade's fused fast paths (``nn.Linear``
-under ``no_grad``) take such instances as plain tensors. ``__torch_dispatch__`` needs
+``Tensor``, ``x.__class__`` is not the subclass (``type(x)`` is); fast paths that must let a subclass's override
+see the call (``nn.Linear``'s) test ``type(x)``. ``__torch_dispatch__`` needs
 torch's C++ dispatcher: a subclass defining it is refused by name when an instance would be made.
 
 This module must never import a framework, and must never add more than a type test per argument to an op

@@ -129,7 +129,7 @@ def linear_kernel(x, weight, bias):
     device, an autocast region in force, an input the kernel refuses) is :data:`NOT_NATIVE`: the caller's
     full path then casts, raises torch's mixed-device error or tdx's typed error.
     """
-    if isinstance(x, _Tensor) and isinstance(weight, _Tensor):
+    if type(x) is _Tensor and (type(weight) is _Parameter or type(weight) is _Tensor):  # no subclass's override
         ex = x._ex
         k = ex.linear_kernel
         if k is None:  # a taped executor: its fused kernel where the tape records nothing (no_grad, inference)
@@ -151,7 +151,7 @@ def linear_kernel(x, weight, bias):
                     return wrap(k(x._n, weight._n), ex)
                 except NATIVE_ERRORS:
                     return NOT_NATIVE
-            if isinstance(bias, _Tensor) and bias._ex is ex:
+            if (type(bias) is _Parameter or type(bias) is _Tensor) and bias._ex is ex:
                 try:
                     return wrap(k(x._n, weight._n, bias._n), ex)
                 except NATIVE_ERRORS:
@@ -208,16 +208,16 @@ def fused_linear(x, weight, bias):
 def _fusable(x, weight, bias, ex) -> bool:
     """Whether ``linear(x, weight, bias)`` fits ``linear_last``: float32 tensors on ``ex`` (which has it)
     with a 2-D weight, a 1-D bias of its output size and a non-empty input of at least 2 dims."""
-    # plain tensors and Parameters (whose ``__class__`` reports Tensor: a property call, so their type is
-    # tested instead); a dtype already read (``_dt``) is taken without the property's call
-    if (ex is None or not hasattr(ex, "linear_last") or x.__class__ is not _Tensor
-            or not (type(weight) is _Tensor or isinstance(weight, _Parameter)) or weight._ex is not ex):
+    # plain tensors and Parameters, by type (a subclass's ``__class__`` reports Tensor, and its
+    # ``__torch_function__`` must see the call); a dtype already read (``_dt``) is taken without the property's call
+    if (ex is None or not hasattr(ex, "linear_last") or type(x) is not _Tensor
+            or not (type(weight) is _Tensor or type(weight) is _Parameter) or weight._ex is not ex):
         return False
     xs, ws = x._n.shape, weight._n.shape
     if (len(xs) < 2 or len(ws) != 2 or xs[-1] != ws[1] or (x._dt or x.dtype) is not _F32
             or (weight._dt or weight.dtype) is not _F32 or 0 in xs or 0 in ws):
         return False
-    return bias is None or ((type(bias) is _Tensor or isinstance(bias, _Parameter)) and bias._ex is ex
+    return bias is None or ((type(bias) is _Tensor or type(bias) is _Parameter) and bias._ex is ex
                             and (bias._dt or bias.dtype) is _F32 and bias._n.ndim == 1 and bias._n.shape[0] == ws[0])
 
 

@@ -74,9 +74,10 @@ class Linear(Module):
     def forward(self, input):  # noqa: A002 - torch's name
         """``F.linear(input, weight, bias)``."""
         weight, bias = self.weight, self.bias
-        # the per-call path on torch executors, inlined (no autocast region, plain tensors of one executor):
+        # the per-call path on torch executors, inlined (no autocast region, plain tensors and Parameters of one
+        # executor; a subclass, whose __torch_function__ torch would call, takes F.linear):
         # torch's kernel on the natives and the result wrapped, in this one frame
-        if input.__class__ is _Tensor and isinstance(weight, _Tensor) and not _AUTOCAST[0]:
+        if type(input) is _Tensor and (type(weight) is Parameter or type(weight) is _Tensor) and not _AUTOCAST[0]:
             ex = input._ex
             k = ex.linear_kernel
             if k is not None and weight._ex is ex:
@@ -84,7 +85,7 @@ class Linear(Module):
                 try:
                     if bias is None:
                         n = k(input._n, weight._n)
-                    elif isinstance(bias, _Tensor) and bias._ex is ex:
+                    elif (type(bias) is Parameter or type(bias) is _Tensor) and bias._ex is ex:
                         n = k(input._n, weight._n, bias._n)
                 except NATIVE_ERRORS:
                     n = None  # the full path raises tdx's typed error for the same input
