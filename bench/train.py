@@ -13,6 +13,12 @@ sees the same batches):
   draws them with MLX and never imports torch. Both rows are reported: the weights are then overwritten
   by the shared initial ones, so the two differ only in what building the model imports.
 
+The LSTM row (``--models lstm``; run by default after the GPT configs): the LSTM language model of
+``bench/lstm.py`` (Embedding, LSTM, Linear, cross entropy, SGD) as ``tdx nn lstm mlx`` against the same
+model in ``mlx.nn`` (``mlx.nn lstm``), and ``tdx nn lstm`` against ``torch nn lstm`` on cpu; its table
+splits each MLX step into MLX's evaluation and the rest (building the graph: tdx's facade and tape, or
+mlx.nn's Python), so the gap to ``mlx.nn`` shows how much of a step is tdx's.
+
 Contenders run interleaved in one process (turns in blocks of compared contenders, in alternating
 order, so machine load hits all alike; the cpu contenders take several turns a round); the table
 gives medians over the timed steps and the ratio tdx / native as the median of the ratios of
@@ -23,7 +29,7 @@ at start (imports included). Losses of every contender are checked against ``tor
 The table is printed and written to ``bench/out/train.md``, the plot to
 ``bench/out/train.png`` (when matplotlib is installed; else the run says it skipped it).
 
-Run: ``.venv/bin/python bench/train.py [--configs S M] [--steps 20] [--quick]``
+Run: ``.venv/bin/python bench/train.py [--configs S M] [--models gpt lstm] [--steps 20] [--quick]``
 (``--quick``: config S only, 4 timed steps, no RSS subprocesses). On a GPU machine,
 ``--torch-device cuda:0 --mlx-device mlx:gpu`` moves the torch contenders (native and tdx alike) and
 the MLX ones there; the contenders keep their names, the table's title names the devices, and
@@ -46,11 +52,16 @@ sys.path.insert(0, HERE)
 
 BLOCKS = [["torch F", "tdx F"], ["torch nn", "tdx nn"],
           ["mlx", "tdx F mlx", "tdx nn mlx", "tdx nn mlx native-rng"],
-          ["mlx compiled", "tdx compiled mlx"]]  # run together in each round (see run_interleaved)
+          ["mlx compiled", "tdx compiled mlx"],
+          ["torch nn lstm", "tdx nn lstm"], ["mlx.nn lstm", "tdx nn lstm mlx"]]  # run together in each round
 PAIRS = [  # (tdx contender, native contender it is compared with)
     ("tdx F", "torch F"), ("tdx nn", "torch nn"), ("tdx F mlx", "mlx"), ("tdx nn mlx", "mlx"),
     ("tdx nn mlx native-rng", "mlx"), ("tdx compiled mlx", "mlx compiled"),
+    ("tdx nn lstm", "torch nn lstm"), ("tdx nn lstm mlx", "mlx.nn lstm"),
 ]
+LSTM_NAMES = ["mlx.nn lstm", "tdx nn lstm mlx", "torch nn lstm", "tdx nn lstm"]
+EVAL_TIMES: dict = {}  # contender -> seconds its MLX evaluation took, step by step (the LSTM table's split)
+TIMED_EVALS: dict = {}  # contender -> those of its timed steps
 NATIVE_RNG = " native-rng"  # a contender named with this suffix is built with TDX_RANDOM_STREAM=native
 
 
@@ -70,6 +81,8 @@ def make(name: str, cfg: dict, init: dict):
     """The step function of contender ``name`` (imports only what it needs)."""
     import gpt
 
+    if name in LSTM_NAMES:
+        return _lstm_contender(name, cfg, init)
     if name.endswith(NATIVE_RNG):
         return _native_stream(lambda: make(name[:-len(NATIVE_RNG)], cfg, init))
 
@@ -100,6 +113,43 @@ def make(name: str, cfg: dict, init: dict):
     return maker(tdx, device, cfg, init, sync)
 
 
+def _lstm_contender(name: str, cfg: dict, init: dict):
+    """The LSTM language model's step (``bench/lstm.py``) of contender ``name``; the MLX ones record how
+    long each step's MLX evaluation takes in :data:`EVAL_TIMES`."""
+    import lstm
+
+    on_mlx = "mlx" in name
+    if not on_mlx:
+        import torch
+
+        torch.set_num_threads(1)
+    if name == "mlx.nn lstm":
+        import mlx.core as mx
+
+        mx.set_default_device(mx.gpu if DEVICES["mlx"] == "mlx:gpu" else mx.cpu)
+        return lstm.mlx_step(cfg, init, _timed_sync(name, lambda arrays: mx.eval(arrays)))
+    if name == "torch nn lstm":
+        import torch
+
+        return lstm.module_step(torch, DEVICES["torch"], cfg, init, lambda ts: None)
+    import tdx
+
+    if on_mlx:
+        return lstm.module_step(tdx, DEVICES["mlx"], cfg, init, _timed_sync(name, _mlx_sync))
+    return lstm.module_step(tdx, DEVICES["torch"], cfg, init, lambda ts: None)
+
+
+def _timed_sync(name: str, sync):
+    times = EVAL_TIMES.setdefault(name, [])
+
+    def timed(arrays):
+        t0 = time.perf_counter()
+        sync(arrays)
+        times.append(time.perf_counter() - t0)
+
+    return timed
+
+
 def _native_stream(build):
     """``build()`` with tdx's random stream native (``TDX_RANDOM_STREAM=native``, re-read by a tdx already
     imported), then the environment as it was."""
@@ -127,7 +177,7 @@ def _mlx_sync(tensors) -> None:
     mx.eval([t.native for t in tensors])
 
 
-def run_interleaved(names, cfg, steps: int, warmup: int, per_turn: int = 2, cpu_turns: int = 1):
+def run_interleaved(names, cfg, steps: int, warmup: int, per_turn: int = 2, cpu_turns: int = 1, model=None):
     """Seconds (wall, CPU) of every timed step of each contender, and each one's loss trajectory.
 
     One round gives every contender a turn, in blocks of the contenders compared with each other
@@ -140,12 +190,14 @@ def run_interleaved(names, cfg, steps: int, warmup: int, per_turn: int = 2, cpu_
     training loop that runs alone (a step timed cold right after another framework's step measures
     the cache misses, which hit the contender with more Python code harder). Every contender sees
     the same batches in the same order (a contender with more turns goes further along them), so
-    the loss trajectories agree over their common length.
+    the loss trajectories agree over their common length. ``model`` is the module of the model
+    (``bench/gpt.py`` by default, ``bench/lstm.py`` for the LSTM contenders).
     """
     import gpt
 
+    model = model or gpt
     turns = {n: _turns(n, cpu_turns) for n in names}
-    init, data = gpt.init_params(cfg), gpt.batches(cfg, (warmup + steps) * per_turn * max(turns.values()))
+    init, data = model.init_params(cfg), model.batches(cfg, (warmup + steps) * per_turn * max(turns.values()))
     fns = {n: make(n, cfg, init) for n in names}
     gc.collect()
     gc.freeze()  # the contenders' models and states: not rescanned by the collections each step triggers
@@ -167,6 +219,8 @@ def run_interleaved(names, cfg, steps: int, warmup: int, per_turn: int = 2, cpu_
             if s >= warmup:
                 times[n].append(dt)
                 cpu[n].append(dc)
+                if n in EVAL_TIMES:  # the MLX evaluation inside this timed step
+                    TIMED_EVALS.setdefault(n, []).append(EVAL_TIMES[n][-1])
     return times, cpu, losses
 
 
@@ -237,6 +291,8 @@ def main() -> None:
     ap.add_argument("--torch-device", default="cpu", help="device of the torch contenders (cpu, cuda:0...)")
     ap.add_argument("--mlx-device", default="mlx:cpu", choices=("mlx:cpu", "mlx:gpu"),
                     help="device of the MLX contenders")
+    ap.add_argument("--models", nargs="+", default=["gpt", "lstm"], choices=("gpt", "lstm"),
+                    help="the GPT configs' tables, the LSTM language model's table, or both")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     DEVICES.update(torch=args.torch_device, mlx=args.mlx_device)
@@ -247,8 +303,9 @@ def main() -> None:
 
     import gpt
 
-    names = available(args.only or ["torch F", "tdx F", "torch nn", "tdx nn", "mlx", "tdx F mlx", "tdx nn mlx",
-                                    "tdx nn mlx native-rng", "mlx compiled", "tdx compiled mlx"])
+    names = available([n for n in args.only or ["torch F", "tdx F", "torch nn", "tdx nn", "mlx", "tdx F mlx", "tdx nn mlx",
+                                    "tdx nn mlx native-rng", "mlx compiled", "tdx compiled mlx"]
+                         if n not in LSTM_NAMES])
     lines = [f"GPT training step on {args.torch_device} (torch contenders) and {args.mlx_device} (MLX ones), "
              f"{args.steps} interleaved rounds after {args.warmup} warm-up (a round: one turn "
              f"of each mlx contender, {args.cpu_turns} of each cpu one; a turn: {args.per_turn} steps, the last "
@@ -256,7 +313,7 @@ def main() -> None:
              f"turns' ratios; RSS: peak above interpreter start, own subprocess, {args.rss_steps} steps", ""]
     plot = {}
     ok = True
-    for cfg_name in args.configs:
+    for cfg_name in (args.configs if "gpt" in args.models else []):
         cfg = gpt.CONFIGS[cfg_name]
         times, cpus, losses = run_interleaved(names, cfg, args.steps, args.warmup, args.per_turn, args.cpu_turns)
         med = {n: statistics.median(t) for n, t in times.items()}
@@ -280,6 +337,8 @@ def main() -> None:
                          f"| {diff:.1e} |")
             plot[(cfg_name, n)] = med[n] * 1e3
         lines.append("")
+    if "lstm" in args.models:
+        ok &= lstm_table(args, lines)
     lines.append("losses agree (rel diff < 1e-4): " + ("yes" if ok else "NO"))
     text = "\n".join(lines)
     print(text)
@@ -287,9 +346,39 @@ def main() -> None:
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "train.md"), "w") as fh:
         fh.write(text + "\n")
-    write_plot(plot, args.configs, names, os.path.join(out_dir, "train.png"))
+    if plot:
+        write_plot(plot, args.configs, names, os.path.join(out_dir, "train.png"))
     if not ok:
         sys.exit(1)
+
+
+def lstm_table(args, lines: list) -> bool:
+    """Run the LSTM language model's contenders in turns and append their table to ``lines``; whether the
+    losses agree. The MLX rows split a step into MLX's evaluation and the rest (building the graph: tdx's
+    facade and tape, or mlx.nn's Python), so the table says how much of the gap to ``mlx.nn`` is tdx's."""
+    import lstm
+
+    cfg = lstm.CONFIGS["S"]
+    names = available([n for n in (args.only or LSTM_NAMES) if n in LSTM_NAMES])
+    if not names:
+        return True
+    times, _, losses = run_interleaved(names, cfg, args.steps, args.warmup, args.per_turn, args.cpu_turns, lstm)
+    natives, ref, ok = dict(PAIRS), losses[names[0]], True
+    lines.append(f"LSTM language model (Embedding, LSTM, Linear, cross entropy, SGD), {cfg}; same weights and "
+                 "batches; 'MLX eval': median time of the step's MLX evaluation, 'graph': the rest of the step")
+    lines.append("| contender | ms/step | vs native | MLX eval ms | graph ms | max loss rel diff |")
+    lines.append("|---|---|---|---|---|---|")
+    for n in names:
+        nat = natives.get(n)
+        ratio = f"{paired_ratio(times[n], times[nat]):.2f}" if nat in times else ""
+        ev = TIMED_EVALS.get(n)
+        split = (f"{statistics.median(ev) * 1e3:.1f} | {statistics.median(t - e for t, e in zip(times[n], ev)) * 1e3:.1f}"
+                 if ev else " | ")
+        diff = max(abs(a - b) / abs(b) for a, b in zip(losses[n], ref))
+        ok &= diff < 1e-4
+        lines.append(f"| {n} | {statistics.median(times[n]) * 1e3:.1f} | {ratio} | {split} | {diff:.1e} |")
+    lines.append("")
+    return ok
 
 
 def write_plot(plot: dict, configs, names, path: str) -> None:

@@ -733,14 +733,17 @@ def from_dlpack(obj, *, device=None, copy=None):
     return wrap(native, ex)
 
 
-def share(t, dst) -> None:
-    """Before torch (``dst``) gets a writable view of MLX tensor ``t``'s host buffer, give ``t`` a
-    buffer nothing else reads (one copy, skipped when ``t`` already has one): clones and every
-    result computed from ``t`` earlier keep the old buffer, so a later write through torch
-    reaches ``t`` (as the matrix promises) and nothing else.
-    """
-    if t._ex.name == "mlx" and dst.name == "torch" and _mlx_host_memory():
-        t._n = t._ex.share(t._n)
+def share(t, dst=None):
+    """Before torch (``dst``; None: any DLPack consumer) gets a writable view of MLX tensor ``t``'s host
+    buffer, give ``t`` one nothing else reads and return it: clones and results computed from ``t``
+    earlier keep the old buffer, so a later write reaches ``t`` (as the matrix promises) and nothing else.
+    ``t`` is rebound to the executor's lazy copy before it runs, so MLX hands the copy the old buffer
+    itself where nothing else reads it (a fresh transfer handed out costs one copy) and copies where
+    something does."""
+    if t._ex.name == "mlx" and (dst is None or dst.name == "torch") and _mlx_host_memory():
+        t._n = out = t._ex.share(t._n)
+        t._ex.share_commit(out)
+    return t._n
 
 
 def transfer(native, src, dst):
@@ -756,15 +759,12 @@ def import_native(native, ex):
 # Tensor.__dlpack__ ---------------------------------------------------------------------------
 def export_dlpack(t, stream=None, max_version=None, dl_device=None, copy=None):
     """``Tensor.__dlpack__``: the native array's capsule, after its device's pending work is done."""
-    native, ex = t._n, t._ex
+    ex = t._ex
+    native = share(t) if ex.name == "mlx" else t._n  # the consumer may write (torch ignores read-only)
     if ex.name == "mlx":
-        if _mlx_host_memory():  # the consumer may write (torch does not honour read-only capsules)
-            t._n = native = ex.share(native)
         _mx().eval(native)
-        if ex.device.kind == "gpu":
-            ex.synchronize()
-    elif ex.device.type == "mps":
-        ex.synchronize()  # MPS has no DLPack stream handshake: wait for queued work
+    if ex.device.type == "mps" or ex.name == "mlx" and ex.device.kind == "gpu":
+        ex.synchronize()  # no DLPack stream handshake here: wait for queued work
     kwargs = {k: v for k, v in (("stream", stream), ("max_version", max_version),
                                 ("dl_device", dl_device), ("copy", copy)) if v is not None}
     return native.__dlpack__(**kwargs)

@@ -362,6 +362,49 @@ def test_mlx_never_reuses_a_buffer_still_shared():
     assert torch.equal(view, torch.arange(4096, dtype=torch.float32))
 
 
+HAND_OFFS = {"numpy": np.from_dlpack, "torch": torch.from_dlpack, "to cpu": lambda m: m.to("cpu").native}
+
+
+@pytest.mark.parametrize("fill", [False, True], ids=["from_dlpack", "fill"])
+@pytest.mark.parametrize("consumer", sorted(HAND_OFFS))
+def test_a_fresh_move_to_mlx_is_handed_out_without_a_second_copy(device, consumer, fill, monkeypatch):
+    """``x.to("mlx:cpu")`` then a hand-off to NumPy or torch is one copy: the consumer gets the buffer the
+    move filled (nothing else reads it), with the values, the read-only rule and the writes torch's."""
+    if fill:
+        monkeypatch.setattr(interop, "_FAST_MIN_BYTES", 1)
+    want = oracle("float32", (64, 33))
+    m = tdx.as_tensor(want.clone()).to(device).to("mlx:cpu")
+    filled = addr(m)
+    out = HAND_OFFS[consumer](m)
+    assert addr(out) == filled, "the hand-off copied the fresh buffer a second time"
+    if consumer == "numpy":
+        assert not out.flags.writeable and torch.equal(torch.from_numpy(out.copy()), want)
+        return
+    assert torch.equal(out, want)
+    out[0, 0] = 7.0  # torch's consumers share the buffer, as the matrix promises
+    assert m[0, 0].item() == 7.0 and m.to("cpu").native.data_ptr() == filled
+
+
+READERS = {"lazy result": lambda x: x * 2, "sum": lambda x: x.sum(), "clone": lambda x: x.clone(),
+           "copy": lambda x: x.to(x.device, copy=True), "cast": lambda x: x.int()}
+
+
+@pytest.mark.parametrize("reader", sorted(READERS))
+def test_a_hand_off_copies_where_an_earlier_result_still_reads_the_buffer(device, reader, monkeypatch):
+    """Results computed from a fresh move before its hand-off keep their values when torch writes (as
+    torch's earlier results do): where something still reads the buffer the hand-off copies it."""
+    monkeypatch.setattr(interop, "_FAST_MIN_BYTES", 1)
+    base = oracle("float32", (8, 5))
+    t = base.clone()
+    m = tdx.as_tensor(base.clone()).to(device).to("mlx:cpu")
+    read = READERS[reader]
+    want, got = read(t.to("cpu")), read(m)
+    torch.from_dlpack(t).fill_(1.0)
+    handed = torch.from_dlpack(m)
+    handed.fill_(1.0)
+    assert got.tolist() == want.tolist() and m.tolist() == t.tolist()
+
+
 @pytest.fixture
 def readers(monkeypatch):
     """Weak references to every fill reader made, to check MLX let go of each."""

@@ -396,6 +396,57 @@ def test_composed_recurrence_on_cpu(mode, cls, kw, packed):
     compare_grads(xm, tm, "float32")
 
 
+@pytest.mark.parametrize("mode", ["LSTM", "GRU"])
+@pytest.mark.parametrize("packed", [False, True])
+def test_gates_kernels_are_the_composed_cells_bit_for_bit(device, mode, packed, monkeypatch):
+    """Where an executor has the ``lstm_gates``/``gru_gates`` kernels (MLX) a step's gates run as one tape
+    node: the same outputs and gradients as the composed cell bit for bit, torch's within tolerance."""
+    from tdx.compat.nn import _recurrent
+
+    tm, xm = make_pair(mode, device, "float32", 3, 4, num_layers=2, bidirectional=True)
+    x_t = leaf(rand(5, 3, 3))
+    lengths = [5, 3, 2]
+
+    def run():
+        x = to_tdx(x_t, device, grad=True)
+        hx = tdx.zeros(4, 3, 4, device=device)
+        hx = (hx, tdx.zeros(4, 3, 4, device=device)) if mode == "LSTM" else hx
+        for p in xm.parameters():
+            p.grad = None
+        if packed:
+            data = XR.pack_padded_sequence(x, lengths)
+            out = _recurrent.run_rnn(mode, data.data, hx, xm._weights_per_direction(), 2, 0.0, True, True,
+                                     data.batch_sizes.tolist())
+        else:
+            out = _recurrent.run_rnn(mode, x, hx, xm._weights_per_direction(), 2, 0.0, True, True)
+        return out, x
+
+    def run_torch():
+        t_out, t_h = tm(TR.pack_padded_sequence(x_t, lengths) if packed else x_t)
+        return t_out.data if packed else t_out, t_h
+
+    fused, x = run()
+    t_out, t_h = run_torch()
+    compare(fused, (t_out, t_h), "float32")
+    backward_both(fused, (t_out, t_h))
+    assert_close(x.grad, x_t.grad, **TOL["float32"])
+    compare_grads(xm, tm, "float32")
+    got = [t.tolist() for t in (*flat(fused), x.grad, *(p.grad for p in xm.parameters()))]
+    for name in ("fused_lstm_gates", "fused_gru_gates"):
+        monkeypatch.setattr(_recurrent, name, lambda *a: _recurrent.NOT_NATIVE)
+    composed, x = run()
+    backward_both(composed, run_torch())
+    assert got == [t.tolist() for t in (*flat(composed), x.grad, *(p.grad for p in xm.parameters()))]
+    monkeypatch.undo()
+    cell = getattr(xnn, mode + "Cell")(3, 4).to(device)
+    out = cell(to_tdx(x_t[0], device, grad=True))
+    names = [t.grad_fn.name() for t in (out if mode == "LSTM" else (out,))]
+    kernel = hasattr(tdx.backends.get(device), mode.lower() + "_gates")
+    fused_name = "ThnnFused" + mode.capitalize() + "CellBackward0"  # torch's fused cells' nodes
+    assert names == ([fused_name] * len(names) if kernel else ["MulBackward0", "AddBackward0"][:len(names)]
+                     if mode == "LSTM" else ["AddBackward0"])
+
+
 def test_importing_the_modules_loads_no_framework():
     import subprocess
     import sys

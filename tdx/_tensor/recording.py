@@ -84,8 +84,10 @@ class Node:
         return [o._n for o in outs]
 
 
-_NAMES: dict = {"__truediv__": "DivBackward0"}  # an op's __name__ -> its node's name (torch's "<Op>Backward0"),
-# built once per name; where torch's node is named after another op than the method's, torch's name
+# an op's __name__ -> its node's name (torch's "<Op>Backward0"), built once per name; where torch's node is
+# named after another op than the method's, torch's name (the recurrent gates kernels: torch's fused cells')
+_NAMES: dict = {"__truediv__": "DivBackward0", "_lstm_gates": "ThnnFusedLstmCellBackward0",
+                "_gru_gates": "ThnnFusedGruCellBackward0"}
 
 
 def _plan(args, kwargs, inputs):

@@ -346,21 +346,30 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
         return carry_bounds(x, out)
 
     def share(self, x):
-        """``x``'s values in an evaluated buffer that nothing else reads, registered as shared
-        with torch; ``x`` itself when it already is. torch may then write into it: clones and
-        results computed earlier (which read the old buffer) never see that write.
+        """The array to bind in ``x``'s place before torch gets a writable view of its buffer: ``x``
+        itself when it already owns a buffer registered as shared with torch, else a lazy copy of ``x``
+        that :meth:`share_commit` evaluates and registers. The caller rebinds its tensor to the copy and
+        drops every reference to ``x`` first: MLX then gives the copy ``x``'s own buffer when nothing
+        else reads it (a fresh ``Tensor.to("mlx:cpu")`` result: no second copy), and copies where a
+        lazy result, a view or a clone still reads it. Either way the buffer torch may write is one
+        nothing else reads: clones and results computed earlier never see the write.
         """
         ref = _SHARED.get(id(x))
         if ref is not None and ref() is x:
             return x
-        out = mx.array(x)
+        return carry_bounds(x, mx.array(x))  # a new array object; MLX arrays are values
+
+    def share_commit(self, out) -> None:
+        """Evaluate and register the array :meth:`share` returned, once its caller let go of the old one."""
+        ref = _SHARED.get(id(out))
+        if ref is not None and ref() is out:
+            return
         mx.eval(out)
         if len(_SHARED) >= _SHARED_SWEEP[0]:
             for key in [k for k, r in _SHARED.items() if r() is None]:
                 del _SHARED[key]
             _SHARED_SWEEP[0] = max(256, 2 * len(_SHARED))
         _SHARED[id(out)] = weakref.ref(out)
-        return out
 
 
 _SHARED: dict = {}  # id(MLX array) -> weakref: arrays whose buffer torch may write (see share())

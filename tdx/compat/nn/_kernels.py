@@ -22,7 +22,8 @@ from ..._tensor.wrapping import typed_function, wrap
 from ...autograd.tape import ACTIVE as _TAPE, MODE as _MODE
 from ..amp.autocast_state import ON as _AUTOCAST
 
-__all__ = ["native", "fast", "linear_kernel", "torch_kernel", "NOT_NATIVE", "fused_linear", "conv_nd", "has_conv", "rows_cross_entropy", "has_rows_cross_entropy"]
+__all__ = ["native", "fast", "linear_kernel", "torch_kernel", "NOT_NATIVE", "fused_linear", "conv_nd", "has_conv", "rows_cross_entropy", "has_rows_cross_entropy",
+           "fused_lstm_gates", "fused_gru_gates"]
 
 NOT_NATIVE = object()
 """What :func:`native` returns when the tensors' executor has no ``nn_functional`` kernel."""
@@ -208,6 +209,57 @@ def _fusable(x, weight, bias, ex) -> bool:
         return False
     return bias is None or (bias.__class__ is _Tensor and bias._ex is ex and bias.dtype is _F32
                             and bias._n.ndim == 1 and bias._n.shape[0] == ws[0])
+
+
+def _lstm_gates(hidden_part, input_part, c):
+    ex = c._ex
+    h, c = ex.lstm_gates(hidden_part._n, input_part._n, c._n)
+    return wrap(h, ex), wrap(c, ex)
+
+
+lstm_gates = typed_function(_lstm_gates, record=True)
+
+
+def fused_lstm_gates(hidden_part, input_part, c):
+    """``(h', c')`` of one LSTM step by the executor's ``lstm_gates`` kernel (one tape node in place of ten),
+    or :data:`NOT_NATIVE`: anything but float32 tensors on one executor that has it, with ``hidden_part`` and
+    ``input_part`` ``(B, 4H)`` and ``c`` ``(B, H)``, takes the composed cell.
+
+    Args:
+        hidden_part: ``h W_hh^T + b_hh``.
+        input_part: ``x W_ih^T + b_ih``.
+        c: the cell state.
+    """
+    return lstm_gates(hidden_part, input_part, c) if _gates_fit("lstm_gates", 4, hidden_part, input_part, c) \
+        else NOT_NATIVE
+
+
+def _gru_gates(hidden_part, input_part, h):
+    ex = h._ex
+    return wrap(ex.gru_gates(hidden_part._n, input_part._n, h._n), ex)
+
+
+gru_gates = typed_function(_gru_gates, record=True)
+
+
+def fused_gru_gates(hidden_part, input_part, h):
+    """``h'`` of one GRU step by the executor's ``gru_gates`` kernel (one tape node in place of eleven), or
+    :data:`NOT_NATIVE` (as :func:`fused_lstm_gates`, with ``(B, 3H)`` projections and the state ``h``)."""
+    return gru_gates(hidden_part, input_part, h) if _gates_fit("gru_gates", 3, hidden_part, input_part, h) \
+        else NOT_NATIVE
+
+
+def _gates_fit(kernel: str, gates: int, hidden_part, input_part, state) -> bool:
+    """Whether a recurrent cell's gates kernel runs these tensors: float32 on one executor that has it, the
+    projections ``(B, gates * H)`` and the state ``(B, H)``."""
+    ex = state._ex if state.__class__ is _Tensor else None
+    if ex is None or not hasattr(ex, kernel) or state.ndim != 2:
+        return False
+    batch, size = state.shape
+    for t, shape in ((hidden_part, (batch, gates * size)), (input_part, (batch, gates * size)), (state, (batch, size))):
+        if t.__class__ is not _Tensor or t._ex is not ex or t.dtype is not _F32 or tuple(t.shape) != shape:
+            return False
+    return True
 
 
 def native_layer_norm(x, weight, bias, eps):  # named as the node torch records (NativeLayerNormBackward)

@@ -6,7 +6,9 @@ each step adds the hidden projection to it, LSTM gates are chunked ``i, f, g, o`
 ``r, z, n`` with ``n = tanh(W_in x + b_in + r * (W_hn h + b_hn))`` and ``h' = (h - n) * z + n``.
 Packed sequences are run step by step with shrinking (forward) or growing (reverse) batches, as
 torch's packed layers. Everything is composed from tdx tensor ops, so it runs and
-differentiates on every executor (torch's autograd, or tdx's tape on MLX).
+differentiates on every executor (torch's autograd, or tdx's tape on MLX); an LSTM or GRU step's gates run
+as one call of the executor's ``lstm_gates``/``gru_gates`` kernel where it has one (MLX: one tape node in
+place of ten), the same ops in the same order.
 
 This module must never import torch or mlx, and holds no state: the modules in
 ``modules/rnn.py`` own the parameters.
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import tdx
 
+from ._kernels import NOT_NATIVE, fused_gru_gates, fused_lstm_gates
 from ._layers import dropout as _dropout
 from ._layers import linear
 
@@ -33,11 +36,15 @@ def _simple_step(act):
 
 def _lstm_step(gi, hidden, w):
     h, c = hidden
-    gates = linear(h, w[1], w[3]) + gi
-    i, f, g, o = gates.chunk(4, 1)
-    i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
-    cy = f * c + i * g
-    hy = o * cy.tanh()
+    gh = linear(h, w[1], w[3])
+    fused = fused_lstm_gates(gh, gi, c)  # the executor's kernel for what follows, where it has one (MLX)
+    if fused is not NOT_NATIVE:
+        hy, cy = fused
+    else:
+        i, f, g, o = (gh + gi).chunk(4, 1)
+        i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
+        cy = f * c + i * g
+        hy = o * cy.tanh()
     if w[4] is not None:
         hy = hy.matmul(w[4].t())
     return hy, cy
@@ -45,6 +52,9 @@ def _lstm_step(gi, hidden, w):
 
 def _gru_step(gi, h, w):
     gh = linear(h, w[1], w[3])
+    fused = fused_gru_gates(gh, gi, h)  # the executor's kernel for what follows, where it has one (MLX)
+    if fused is not NOT_NATIVE:
+        return fused
     i_r, i_z, i_n = gi.chunk(3, 1)
     h_r, h_z, h_n = gh.chunk(3, 1)
     r = (h_r + i_r).sigmoid()
