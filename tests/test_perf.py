@@ -249,3 +249,52 @@ def test_compiled_module_returning_a_dict_matches_torch(device, step):
         assert a.device == tdx.device(device)
         torch.testing.assert_close(torch.from_numpy(np.asarray(a.detach().cpu().numpy())), b.detach(),
                                    rtol=1e-5, atol=1e-5)
+
+
+def test_is_compiling_is_true_while_a_step_is_traced(device):
+    """Libraries branch on ``torch.compiler.is_compiling()`` to take a traceable path (transformers' output
+    capture keeps a plain value instead of calling ``ContextVar.set``, which TorchDynamo cannot trace): it is
+    True inside the trace on every executor (Dynamo's on torch, MLX's on MLX), so ``fullgraph=True`` compiles
+    the step instead of falling back to eager, and False outside it."""
+    import contextvars
+    import warnings
+
+    collector, seen = contextvars.ContextVar("collector", default=None), []
+
+    def step(x):
+        if tdx.compiler.is_compiling():
+            seen.append("traced")
+        else:
+            collector.set("eager")  # Dynamo refuses ContextVar.set: fullgraph=True would fail here
+        return tdx.nn.functional.gelu(x)
+
+    tdx.compiler.reset()
+    fn = tdx.compile(step, fullgraph=True, backend="eager")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "runs eagerly" warning
+        out = fn(tdx.tensor(X, device=device))
+    assert seen == ["traced"] and collector.get() is None
+    assert not tdx.compiler.is_compiling()
+    torch.testing.assert_close(torch.from_numpy(out.cpu().numpy()), torch.nn.functional.gelu(torch.from_numpy(X)),
+                               rtol=1e-6, atol=1e-6)
+
+
+def test_compiler_reset_forgets_what_torch_compile_traced():
+    """``torch.compiler.reset()`` on a torch executor drops TorchDynamo's compiled code, as torch's: the next
+    call traces again (transformers' tests reset between models; kept code of earlier steps would count
+    against Dynamo's recompile limit and fail a later ``fullgraph=True`` compile)."""
+    from torch._dynamo.utils import counters
+
+    def fwd(x):
+        return tdx.nn.functional.gelu(x) * 3
+
+    fn = tdx.compile(fwd, backend="eager")
+    x = tdx.tensor(X)
+    fn(x)
+    counters.clear()
+    fn(x)
+    assert counters["stats"]["unique_graphs"] == 0  # the kept code ran
+    tdx.compiler.reset()
+    out = fn(x)
+    assert counters["stats"]["unique_graphs"] == 1  # traced again
+    torch.testing.assert_close(torch.from_numpy(out.numpy()), torch.nn.functional.gelu(torch.from_numpy(X)) * 3)

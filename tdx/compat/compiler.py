@@ -15,9 +15,10 @@ the executor of the tensors the call sees:
   included), nested, beside values that are not tensors (kept as the trace saw them).
 - torch executors: ``torch.compile`` with the caller's switches (``fullgraph``, ``dynamic``,
   ``backend``, ``mode``): TorchDynamo traces tdx's facade like any Python code down to the
-  torch calls it makes. Where torch.compile fails (no C++ toolchain for inductor, a construct
-  Dynamo refuses under ``fullgraph=True``...), the step runs eagerly from then on, with one
-  warning per compiled function that says why.
+  torch calls it makes; :func:`is_compiling` is True while Dynamo traces, so library code takes
+  its traceable path, and :func:`reset` drops Dynamo's compiled code. Where torch.compile fails
+  (no C++ toolchain for inductor, a construct Dynamo refuses under ``fullgraph=True``...), the
+  step runs eagerly from then on, with one warning per compiled function that says why.
 - tensors on several executors: eagerly, with one warning.
 
 Under an MLX trace nothing may be evaluated: ``.item()``, ``bool(t)`` and printing raise
@@ -41,9 +42,17 @@ __all__ = ["compile", "is_compiling", "is_dynamo_compiling", "is_exporting", "di
 _local = threading.local()
 
 
+_DYNAMO = [None]  # real torch's torch.compiler.is_compiling, set when tdx.compile first hands a step to torch.compile
+
+
 def is_compiling() -> bool:
-    """Whether the current thread is tracing a step for ``tdx.compile`` (as ``torch.compiler.is_compiling``)."""
-    return getattr(_local, "tracing", False)
+    """Whether the current thread is tracing a step for ``tdx.compile`` (as ``torch.compiler.is_compiling``):
+    MLX's trace, or TorchDynamo's on a torch executor (real torch's own answer, which Dynamo reads as True while
+    it traces this function, so library code that branches on it takes its traceable path)."""
+    if getattr(_local, "tracing", False):
+        return True
+    dynamo = _DYNAMO[0]
+    return dynamo is not None and dynamo()
 
 
 def is_dynamo_compiling() -> bool:
@@ -116,7 +125,12 @@ class set_stance:  # noqa: N801 - torch's name
 
 
 def reset() -> None:
-    """Nothing to reset: each compiled function keeps its own cache (torch's signature)."""
+    """Forget TorchDynamo's compiled code (``torch.compiler.reset``) when a step was handed to ``torch.compile``;
+    tdx's MLX steps keep their cache in each compiled function, which nothing else reaches (torch's signature)."""
+    if _DYNAMO[0] is not None:
+        import torch
+
+        torch.compiler.reset()
 
 
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None,  # noqa: A001
@@ -203,6 +217,7 @@ class _Compiled:
         from torch._dynamo.exc import TorchDynamoException
 
         if self._torch_fn is None:
+            _DYNAMO[0] = torch.compiler.is_compiling
             self._torch_fn = torch.compile(self.fn, **self._torch_switches)
         try:
             return self._torch_fn(*args, **kwargs)
