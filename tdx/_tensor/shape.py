@@ -595,6 +595,8 @@ def cat(tensors, dim=0, *args, **kwargs):
                     out._ex = ex
                     out._ag = out._view = out._dt = None
                     return out
+    if kwargs and not args and dim == 0:  # dim left at its default: NumPy's axis= may name it (cat(ts, axis=1))
+        return _cat_checked(tensors, **kwargs)
     return _cat_checked(tensors, dim, *args, **kwargs)
 
 
