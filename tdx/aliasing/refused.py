@@ -127,7 +127,8 @@ _NAMESPACE_GROUPS = {
     "torch._C": {_JIT: "Graph Value Node Block ScriptModule ScriptFunction ScriptObject ScriptMethod "
                        "CompilationUnit FunctionSchema"},  # TorchScript's IR types: libraries name them in annotations
     "torch.distributed": {_ALL_TO_ALL: "all_to_all all_to_all_single", _DTENSOR: "get_process_group_ranks "
-                                                                                 "get_global_rank get_group_rank"},
+                                                                                 "get_global_rank get_group_rank "
+                                                                                 "init_device_mesh DeviceMesh"},
     "torch.distributed.tensor": {_DTENSOR: "DTensor DeviceMesh distribute_tensor distribute_module "
                                            "init_device_mesh zeros ones empty full rand randn"},
     "torch.distributed.tensor._dtensor_spec": {_DTENSOR: "DTensorSpec TensorMeta"},
