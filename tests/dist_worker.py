@@ -121,8 +121,9 @@ if __name__ == "__main__":
         print(json.dumps({"init_error": type(err).__name__, "builtin": isinstance(err, RuntimeError),
                           "init_seconds": time.monotonic() - started, "timeout": timeout}), flush=True)
         sys.exit(0)
+    hostfile_left = os.environ.get("MLX_HOSTFILE")  # the test starts ranks without one: tdx's rendezvous wrote it
     result = {"collectives": collectives, "ddp": ddp, "killed": killed, "mismatch": mismatch}[scenario]()
-    print(json.dumps({"rank": dist.get_rank(), **result}), flush=True)
+    print(json.dumps({"rank": dist.get_rank(), "hostfile_left": hostfile_left, **result}), flush=True)
     if scenario != "killed":
         dist.destroy_process_group()
     os._exit(0)

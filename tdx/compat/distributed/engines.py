@@ -178,12 +178,17 @@ class MLXEngine:
         self.mx = mx
         self.backend = backend
         self.timeout_s = timeout_s
-        if backend == "ring" and "MLX_HOSTFILE" not in os.environ:
+        made = backend == "ring" and "MLX_HOSTFILE" not in os.environ
+        if made:
             _ring_rendezvous(world_size, rank, timeout_s)
         try:
             self.world = mx.distributed.init(strict=True, backend=backend)
         except RuntimeError as err:
             raise DistNetworkError(f"mx.distributed.init(backend={backend!r}) failed: {err}") from None
+        finally:
+            if made:  # the hostfile the rendezvous wrote has been read: remove it and its variables
+                os.remove(os.environ.pop("MLX_HOSTFILE"))
+                os.environ.pop("MLX_RANK", None)
         self.rank, self.world_size = self.world.rank(), self.world.size()
 
     def _ev(self, *arrays):
