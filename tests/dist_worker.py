@@ -123,7 +123,7 @@ if __name__ == "__main__":
         sys.exit(0)
     hostfile_left = os.environ.get("MLX_HOSTFILE")  # the test starts ranks without one: tdx's rendezvous wrote it
     result = {"collectives": collectives, "ddp": ddp, "killed": killed, "mismatch": mismatch}[scenario]()
-    print(json.dumps({"rank": dist.get_rank(), "hostfile_left": hostfile_left, **result}), flush=True)
+    print(json.dumps({"rank": dist.get_rank(), **result, "hostfile_left": hostfile_left}), flush=True)
     if scenario != "killed":
         dist.destroy_process_group()
     os._exit(0)
