@@ -222,6 +222,53 @@ print(before, after_parameter, after_sub, type(tdx.ones(1).add(1)).__name__, typ
 """
 
 
+CONSTRUCTED = '''
+class Tagged(torch.Tensor):
+    """The constructor form of many libraries' subclasses: torch's legacy constructor through super()."""
+    @staticmethod
+    def __new__(cls, data, tag=None):
+        return super().__new__(cls, data)
+
+    def __init__(self, data, tag=None):
+        self.tag = tag
+
+class Bare(torch.Tensor):
+    pass
+
+base = torch.tensor([1.0, -2.0, 3.0], device=DEV, requires_grad=True)
+t = Tagged(base, tag="w")
+(t * t).sum().backward()
+OUT = {
+    "legacy": (torch.Tensor([1, 2]).tolist(), torch.Tensor([1, 2]).dtype, tuple(torch.Tensor(2, 3).shape),
+               tuple(torch.Tensor().shape), tuple(torch.Tensor(torch.Size([4])).shape),
+               torch.Tensor(torch.tensor([1, 2])).dtype),
+    "tagged": (type(t).__name__, t.tag, t.requires_grad, t.is_leaf, base.grad.tolist(), type(t + 1).__name__,
+               (t + 1).tolist()),
+    "bare": (type(Bare([1.0, 2.0])).__name__, Bare([1.0, 2.0]).tolist(), tuple(Bare(2, 2).shape),
+             type(Bare(base.detach()) * 2).__name__),
+    "repr": (repr(Bare([1.0, 2.5])), repr(Bare([1.0, 2.5]).sum()), repr(torch.Tensor([1.5]))),
+}
+try:
+    torch.Tensor([1], [2])
+except TypeError as err:
+    OUT["bad"] = isinstance(err, TypeError)
+'''
+
+
+def test_legacy_constructor_and_subclass_constructors_as_torchs(device):
+    """``torch.Tensor(data)`` / ``(sizes)`` / ``()`` / ``(tensor)``, and subclasses built through it (``super().__new__``
+    in ``__new__``, or the class called on data): types, values, graph, attributes and reprs as torch's."""
+    mine, theirs = _run(CONSTRUCTED, tdx, device), _run(CONSTRUCTED, torch, "cpu")
+    want = dict(theirs["OUT"])
+    got = dict(mine["OUT"])
+    for key in ("legacy",):
+        got[key] = tuple(str(v).replace("tdx.", "torch.") for v in got[key])
+        want[key] = tuple(str(v) for v in want[key])
+    if device != "cpu":  # the repr names the device
+        got["repr"] = tuple(r.replace(f", device='{device}'", "") for r in got["repr"])
+    assert got == want
+
+
 def test_plain_tensors_pay_nothing_until_a_subclass_takes_part():
     """A program that defines no subclass taking part in the protocol (opted-out Parameter included) keeps
     the facade's own methods and functions; the first that does makes them ask their arguments (as torch's
