@@ -25,6 +25,8 @@ def _dims(input, dim) -> list:
 
 
 def _spacings(spacing, dims: list, dim, ndim: int) -> list:
+    if spacing is None:
+        spacing = 1
     if not isinstance(spacing, (list, tuple)):
         return [spacing] * len(dims)
     if len(spacing) != len(dims):
@@ -76,7 +78,7 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
 
     Args:
         input (Tensor): the samples.
-        spacing (number, list of numbers or list of 1-d tensors): the distance between samples of every
+        spacing (number, list of numbers or list of 1-d tensors, optional): the distance between samples of every
             dim, one distance per dim, or each dim's sample coordinates. Default: 1.
         dim (int or list of int, optional): the dims to differentiate along.
         edge_order (int): 1 or 2, the order of the one-sided differences at the ends.
