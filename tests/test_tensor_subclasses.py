@@ -235,8 +235,18 @@ class Tagged(torch.Tensor):
 class Bare(torch.Tensor):
     pass
 
+class Remade(torch.Tensor):
+    """Methods that rebuild through ``self.__class__`` and name it, as library subclasses do."""
+    def doubled(self):
+        return self.__class__(self.detach() * 2)
+
+    def describe(self):
+        return f"{self.__class__.__name__} of {tuple(self.shape)}"
+
 base = torch.tensor([1.0, -2.0, 3.0], device=DEV, requires_grad=True)
 t = Tagged(base, tag="w")
+param = torch.nn.Parameter(torch.ones(2, device=DEV))
+remade = base.detach().as_subclass(Remade)
 (t * t).sum().backward()
 OUT = {
     "legacy": (torch.Tensor([1, 2]).tolist(), torch.Tensor([1, 2]).dtype, tuple(torch.Tensor(2, 3).shape),
@@ -246,6 +256,11 @@ OUT = {
                (t + 1).tolist()),
     "bare": (type(Bare([1.0, 2.0])).__name__, Bare([1.0, 2.0]).tolist(), tuple(Bare(2, 2).shape),
              type(Bare(base.detach()) * 2).__name__),
+    "classes": (t.__class__.__name__, t.__class__ is Tagged, param.__class__.__name__,
+                param.__class__ is torch.nn.Parameter, type(param.__class__(torch.zeros(2, device=DEV))).__name__,
+                param.__class__(torch.zeros(2, device=DEV), requires_grad=False).requires_grad,
+                type(remade.doubled()).__name__, remade.doubled().tolist(), remade.describe(),
+                (t + 1).__class__.__name__, torch.ones(1).__class__.__name__),
     "repr": (repr(Bare([1.0, 2.5])), repr(Bare([1.0, 2.5]).sum()), repr(torch.Tensor([1.5]))),
 }
 try:
