@@ -23,11 +23,12 @@ cost for plain tensors:
   first attached to its autograd graph, the second detached), as torch's.
 
 Not covered, as far as torch's Python-level protocol goes: a reference to a function taken before the first
-subclass was defined (``from tdx import add``) stays undispatched, as do the functions a namespace module first
-imported after that binds itself. A subclass instance's ``__class__`` reads ``Tensor`` to tdx's own modules only
-(its true class to the program and libraries); fast paths that must let a subclass's override see the call
-(``nn.Linear``'s) test ``type(x)``. ``__torch_dispatch__`` needs torch's C++ dispatcher: a subclass defining it is refused by name
-when an instance would be made.
+subclass was defined and kept elsewhere than a module's global name (a default argument, a dict, a closure)
+stays undispatched, as do the functions a namespace module first imported after that binds itself. A subclass
+instance's ``__class__`` reads ``Tensor`` to tdx's own modules only (its true class to the program and
+libraries); fast paths that must let a subclass's override see the call (``nn.Linear``'s) test ``type(x)``.
+``__torch_dispatch__`` needs torch's C++ dispatcher: a subclass defining it is refused by name when an instance
+would be made.
 
 This module must never import a framework, and must never add more than a type test per argument to an op
 of a plain tensor (none before the first subclass is defined).
@@ -462,7 +463,7 @@ def _is_op(name: str, value) -> bool:
 
 def _dispatch_namespaces() -> None:
     """Replace the tensor functions of torch's namespaces by dispatching wrappers (once, for the process), in
-    every tdx module that binds them, so each stays one object whichever module it is read from."""
+    every loaded module that binds them, so each stays one object whichever module it is read from."""
     import importlib
 
     wrapped = {}
@@ -471,11 +472,16 @@ def _dispatch_namespaces() -> None:
         for name, value in list(vars(module).items()):
             if _is_op(name, value) and id(value) not in wrapped:
                 wrapped[id(value)] = (value, _namespace_function(f"{path}.{name}", value))
-    for module in [m for n, m in list(sys.modules.items()) if n == "tdx" or n.startswith("tdx.")]:
-        for name, value in list(vars(module).items()):
+    # every module's global names bound to them: tdx's own and the program's and libraries' (``from torch
+    # import add`` before the first subclass), so the name dispatches as torch's would
+    for module in list(sys.modules.values()):
+        names = getattr(module, "__dict__", None) if isinstance(module, _types.ModuleType) else None
+        if type(names) is not dict:
+            continue
+        for name, value in list(names.items()):
             pair = wrapped.get(id(value))
             if pair is not None and pair[0] is value:
-                setattr(module, name, pair[1])
+                names[name] = pair[1]
 
 
 # operators Python hands a subclass operand itself (its reflected or swapped comparison is tried first), so a
