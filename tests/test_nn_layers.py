@@ -496,3 +496,39 @@ def test_adaptive_log_softmax_with_loss(device, batched):
         m = lib.nn.AdaptiveLogSoftmaxWithLoss(8, 10, [4]).to(dev)
         with pytest.raises(RuntimeError, match="Target values should be in \\[0, 9\\]"):
             m(lib.ones(2, 8, device=dev), lib.tensor([1, 10], device=dev))
+
+
+def _lce_module(lib, device, **kw):
+    lib.manual_seed(0)
+    options = lib.nn.LinearCrossEntropyOptions(chunking_method=None)
+    m = lib.nn.LinearCrossEntropyLoss(8, 5, options=options, **kw).to(device)
+    x = lib.tensor(u(6, 8).astype(np.float32), device=device, requires_grad=True)
+    shape = (6, *kw.get("out_features", ()))
+    t = lib.tensor(np.random.default_rng(1).integers(0, 5, size=shape), device=device)
+    loss = m(x, t)
+    loss.sum().backward()
+    return {"loss": loss, "x.grad": x.grad, "w.grad": m.linear.weight.grad}, repr(m)
+
+
+@pytest.mark.parametrize("kw", [dict(bias=True, label_smoothing=0.1), dict(out_features=(2,), reduction="none"),
+                                dict(ignore_index=3, reduction="sum")], ids=["bias-smooth", "out2-none", "ignore-sum"])
+def test_linear_cross_entropy_loss_module(device, kw):
+    """nn.LinearCrossEntropyLoss and LinearCrossEntropyOptions: seeded projection, loss (bit for bit on cpu) and
+    gradients as torch's, the module's repr, and torch's errors for the options and the arguments."""
+    if not hasattr(torch.nn, "LinearCrossEntropyLoss"):
+        pytest.skip(f"the installed torch {torch.__version__} has no nn.LinearCrossEntropyLoss to compare with")
+    (mine, mine_repr), (theirs, theirs_repr) = _lce_module(tdx, device, **kw), _lce_module(torch, "cpu", **kw)
+    assert mine_repr.replace("tdx.", "torch.") == theirs_repr
+    for key, want in theirs.items():
+        got, want = mine[key].detach().cpu().numpy(), want.detach().numpy()
+        if device == "cpu" and key == "loss":
+            np.testing.assert_array_equal(got, want, err_msg=key)
+        else:  # torch's backward of its fused op rounds apart from the composed one's by an ulp
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=key)
+    for lib in (tdx, torch):
+        for bad, match in ((dict(chunking_method="rows"), "invalid chunking_method"),
+                           (dict(acc_policy="fast"), "invalid acc_policy"), (dict(batch_chunk_size=0), "positive int")):
+            with pytest.raises(ValueError, match=match):
+                lib.nn.LinearCrossEntropyOptions(**bad)
+        with pytest.raises(RuntimeError, match="label_smoothing to be in range"):
+            lib.nn.LinearCrossEntropyLoss(8, 5, label_smoothing=2.0)

@@ -33,7 +33,8 @@ _HOMES = {
     ".flatten": ("Flatten", "Identity", "Unflatten"),
     ".hooks": (),
     ".linear": ("Bilinear", "LazyLinear", "Linear", "NonDynamicallyQuantizableLinear"),
-    ".loss": ("L1Loss", "NLLLoss", "NLLLoss2d", "PoissonNLLLoss", "GaussianNLLLoss", "KLDivLoss", "MSELoss",
+    ".linear_cross_entropy_options": ("LinearCrossEntropyOptions",),
+    ".loss": ("LinearCrossEntropyLoss", "L1Loss", "NLLLoss", "NLLLoss2d", "PoissonNLLLoss", "GaussianNLLLoss", "KLDivLoss", "MSELoss",
               "BCELoss", "BCEWithLogitsLoss", "HingeEmbeddingLoss", "MultiLabelMarginLoss", "SmoothL1Loss",
               "HuberLoss", "SoftMarginLoss", "CrossEntropyLoss", "MultiLabelSoftMarginLoss", "CosineEmbeddingLoss",
               "MarginRankingLoss", "MultiMarginLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss",
@@ -63,6 +64,6 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", 
            "GroupNorm", "RMSNorm", "LocalResponseNorm", "ChannelShuffle", "CosineSimilarity", "PairwiseDistance",
            "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell", "MultiheadAttention",
            "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
-           "TransformerDecoderLayer", "AdaptiveLogSoftmaxWithLoss", *_HOMES[".activation"], *_HOMES[".dropout"], *_HOMES[".loss"]]
+           "TransformerDecoderLayer", "AdaptiveLogSoftmaxWithLoss", "LinearCrossEntropyOptions", *_HOMES[".activation"], *_HOMES[".dropout"], *_HOMES[".loss"]]
 __all__ += ["Container", "factory_kwargs", *_HOMES[".batchnorm"], *_HOMES[".conv"], *_HOMES[".padding"],
             *_HOMES[".pooling"], *_HOMES[".resampling"]]
