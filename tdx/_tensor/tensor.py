@@ -170,8 +170,8 @@ class Tensor:
     @property
     def dtype(self):
         d = self._dt
-        if d is None:  # kept once read, as the operators keep it (what gives the tensor another dtype resets it)
-            d = self._dt = self._ex.dtype(self._n)
+        if d is None:  # kept once read, as the operators keep it (what gives the tensor another dtype resets it);
+            d = self._dt = self._ex._from_native[self._n.dtype]  # Executor.dtype's table, read in this frame
         return d
 
     @property
