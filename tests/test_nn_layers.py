@@ -459,3 +459,40 @@ def test_channel_shuffle_and_linear_cross_entropy(device, dtype):
     with tdx.device(device):
         raises_like(lambda: F(tdx).linear_cross_entropy(tdx.ones(2, 3), tdx.ones(5, 4), tdx.tensor([0, 1])),
                     lambda: F(torch).linear_cross_entropy(torch.ones(2, 3), torch.ones(5, 4), torch.tensor([0, 1])))
+
+
+def _adaptive(lib, device, batched=True):
+    lib.manual_seed(0)
+    m = lib.nn.AdaptiveLogSoftmaxWithLoss(16, 20, [5, 12], div_value=2.0, head_bias=True).to(device)
+    x = lib.tensor(u(7, 16).astype(np.float32), device=device, requires_grad=True)
+    t = lib.tensor([0, 3, 7, 19, 12, 4, 11], device=device)
+    out, loss = m(x, t) if batched else m(x[2], t[2])
+    loss.backward()
+    return {"output": out, "loss": loss, "x.grad": x.grad, "head.grad": m.head.weight.grad,
+            "tail.grad": m.tail[1][1].weight.grad, "log_prob": m.log_prob(x), "predict": m.predict(x),
+            "repr": repr(m)}
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_adaptive_log_softmax_with_loss(device, batched):
+    """AdaptiveLogSoftmaxWithLoss: seeded initialisation, outputs, loss, gradients of the input and of the head
+    and cluster layers, log_prob and predict as torch's (bit for bit on cpu); torch's errors."""
+    mine, theirs = _adaptive(tdx, device, batched), _adaptive(torch, "cpu", batched)
+    assert mine.pop("repr").replace("tdx", "torch") == theirs.pop("repr")
+    exact = device == "cpu"
+    for key, want in theirs.items():
+        if want is None:  # a cluster no target fell in: no gradient, as torch's
+            assert mine[key] is None, key
+            continue
+        got = mine[key].detach().cpu().numpy()
+        want = want.detach().numpy()
+        if exact or key == "predict":
+            np.testing.assert_array_equal(got, want, err_msg=key)
+        else:
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=key)
+    for lib, dev in ((tdx, device), (torch, "cpu")):
+        with pytest.raises(ValueError, match="cutoffs should be a sequence of unique"):
+            lib.nn.AdaptiveLogSoftmaxWithLoss(8, 10, [4, 2])
+        m = lib.nn.AdaptiveLogSoftmaxWithLoss(8, 10, [4]).to(dev)
+        with pytest.raises(RuntimeError, match="Target values should be in \\[0, 9\\]"):
+            m(lib.ones(2, 8, device=dev), lib.tensor([1, 10], device=dev))

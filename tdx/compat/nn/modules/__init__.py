@@ -14,6 +14,7 @@ from ....aliasing.lazy_names import attach as _attach
 # where each class lives ({".submodule": names}); the submodules of _WHOLE are offered whole (their __all__, which
 # tests/test_lazy_names.py keeps equal to the table)
 _HOMES = {
+    ".adaptive": ("AdaptiveLogSoftmaxWithLoss",),
     ".activation": ("Threshold", "ReLU", "RReLU", "Hardtanh", "ReLU6", "Sigmoid", "Hardsigmoid", "Tanh", "SiLU",
                     "Mish", "Hardswish", "ELU", "CELU", "SELU", "GLU", "GELU", "Hardshrink", "LeakyReLU",
                     "LogSigmoid", "Softplus", "Softshrink", "PReLU", "Softsign", "Tanhshrink", "Softmin", "Softmax",
@@ -62,6 +63,6 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", 
            "GroupNorm", "RMSNorm", "LocalResponseNorm", "ChannelShuffle", "CosineSimilarity", "PairwiseDistance",
            "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell", "MultiheadAttention",
            "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
-           "TransformerDecoderLayer", *_HOMES[".activation"], *_HOMES[".dropout"], *_HOMES[".loss"]]
+           "TransformerDecoderLayer", "AdaptiveLogSoftmaxWithLoss", *_HOMES[".activation"], *_HOMES[".dropout"], *_HOMES[".loss"]]
 __all__ += ["Container", "factory_kwargs", *_HOMES[".batchnorm"], *_HOMES[".conv"], *_HOMES[".padding"],
             *_HOMES[".pooling"], *_HOMES[".resampling"]]
