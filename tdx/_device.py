@@ -18,7 +18,15 @@ _MLX_KINDS = ("gpu", "cpu")
 _ACCEPTED = "'cpu', 'cuda', 'cuda:N', 'mps', 'mlx', 'mlx:gpu', 'mlx:cpu', 'meta'"
 _MAX_INDEX = 127  # torch keeps a device index in a signed 8-bit int: a larger one wraps around, so tdx refuses it
 _MAX_PARSED = 2 ** 31 - 1  # the largest index torch's device-string parser reads
-_ctx = threading.local()
+class _Context(threading.local):
+    """This thread's ``with tdx.device(...)`` blocks (``stack``): a class default, so a thread that never
+    opened one reads None as a plain attribute (every factory call asks; a failing thread-local lookup costs
+    several times more)."""
+
+    stack = None
+
+
+_ctx = _Context()
 # the device a pin (``python -m tdx run --device``) puts every tensor on; tdx.backends sets it
 _pin = {"device": None}
 
@@ -124,7 +132,7 @@ class device:
         return (device, (self._str,))
 
     def __enter__(self):
-        stack = getattr(_ctx, "stack", None)
+        stack = _ctx.stack
         if stack is None:
             stack = _ctx.stack = []
         stack.append(self)
@@ -136,7 +144,7 @@ class device:
 
 def context_device():
     """The innermost ``with tdx.device(...)`` of this thread, or None."""
-    stack = getattr(_ctx, "stack", None)
+    stack = _ctx.stack
     return stack[-1] if stack else None
 
 

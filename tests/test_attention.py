@@ -612,11 +612,18 @@ def test_repeated_calls_follow_every_change_of_state(device, tmp_path, monkeypat
     """A call repeated with the same shapes (a cached plan) still runs the kernel the state in force
     picks: after a global switch turns its kernel off, inside ``sdpa_kernel`` blocks, under a config
     priority, and back. Every run matches torch."""
-    from tdx.attention import _kernels
+    from tdx.attention import _kernels, _plan
 
     ran = []
-    real = _kernels.pick
+    real, real_direct = _kernels.pick, _kernels.direct
+
+    def direct(p, backend):  # a planned call running its kernel directly records it too
+        fn = real_direct(p, backend)
+        return None if fn is None else (lambda *a: ran.append(backend) or fn(*a))
+
     monkeypatch.setattr(_kernels, "pick", lambda *a, **k: ran.append(real(*a, **k)) or ran[-1])
+    monkeypatch.setattr(_kernels, "direct", direct)
+    _plan.clear()  # plans made before hold no recording runner
     q, k, v, _, _ = _case("plain")
     want = _oracle(q, k, v, is_causal=True)
     t = [_tdx(a, device, "float32") for a in (q, k, v)]

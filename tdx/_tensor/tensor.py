@@ -26,8 +26,8 @@ from . import views as _views, wrapping
 from .hooks import HookHandle
 from .formats import check_memory_format, contiguous_format as _CONTIGUOUS
 from .wrapping import (LARGE_RESULT as _LARGE_RESULT, NO_KERNEL as _NO_KERNEL, SCALARS as _SCALARS, Size,
-                       float32_entry as _float32_entry, foreign as _foreign, inline_typed, mixed_operands as _mixed,
-                       scalar as _scalar, typed_errors, wrap)
+                       bind_op as _bind_op, float32_entry as _float32_entry, foreign as _foreign, inline_typed,
+                       mixed_operands as _mixed, scalar as _scalar, typed_errors, wrap)
 
 _new = object.__new__
 _F32 = D.float32
@@ -43,6 +43,7 @@ def _operand(t, other, op: str):
 
 def _binary(name: str, reverse: bool = False):
     seen = [_NO_KERNEL]  # the last executor's float32 kernel for this op (wrapping.float32_entry)
+    bound = [(None, None)]  # (the last executor, its function for this op): no attribute lookup per call
 
     # the operand handling is inlined (not _operand): this is the per-op hot path
     def op(self, other):
@@ -91,8 +92,10 @@ def _binary(name: str, reverse: bool = False):
             other = _scalar(other)
             if other is NotImplemented:
                 return NotImplemented
+        fn = bound[0]
+        fn = fn[1] if fn[0] is ex else _bind_op(bound, ex, name)
         try:
-            n = getattr(ex, name)(other, mine) if reverse else getattr(ex, name)(mine, other)
+            n = fn(other, mine) if reverse else fn(mine, other)
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
         t = _new(Tensor)
@@ -165,8 +168,8 @@ class Tensor:
     @property
     def dtype(self):
         d = self._dt
-        if d is None:  # kept once read, as the operators keep it (what gives the tensor another dtype resets it)
-            d = self._dt = self._ex.dtype(self._n)
+        if d is None:  # kept once read, as the operators keep it (what gives the tensor another dtype resets it);
+            d = self._dt = self._ex._from_native[self._n.dtype]  # Executor.dtype's table, read in this frame
         return d
 
     @property
@@ -467,8 +470,8 @@ class Tensor:
         """
         # the forms that change nothing return at once: to(dtype), to(device) and to(device=, dtype=)
         # naming this tensor's own dtype and executor (transformers calls them dozens of times per token)
-        if len(args) + len(kwargs) <= 2 and (
-                not kwargs or len(kwargs) == ("device" in kwargs) + ("dtype" in kwargs) + ("non_blocking" in kwargs)):
+        if (len(args) <= 2 and not kwargs) or (len(args) + len(kwargs) <= 2 and (
+                len(kwargs) == ("device" in kwargs) + ("dtype" in kwargs) + ("non_blocking" in kwargs))):
             for a in (args if not kwargs else (*args, kwargs.get("device"), kwargs.get("dtype"))):
                 c = a.__class__
                 if c is _DType:

@@ -133,6 +133,14 @@ def float32_entry(ex, name: str) -> tuple:
     return (ex, None, None, None, None, None) if entry is None else (ex, *entry, ex.s)
 
 
+def bind_op(bound: list, ex, name: str):
+    """Keep ``(ex, its function name)`` in a call site's ``bound`` (one tuple: a thread reading it while
+    another binds sees one pair or the other); the function."""
+    fn = getattr(ex, name)
+    bound[0] = (ex, fn)
+    return fn
+
+
 def _float32_kernel(seen: list, name: str, t):
     """The call site's :func:`float32_entry` for ``t``'s executor where it has a kernel for ``name``, ``t`` is
     float32 (read once, then kept on ``t``) and no backward replay is running; else None."""

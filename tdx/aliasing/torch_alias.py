@@ -33,7 +33,11 @@ from .alias import AliasFinder
 __all__ = ["torch_alias", "activate", "deactivate", "is_active", "real_imports", "adopt", "NotProvidedError"]
 
 _INTERNAL = {"tdx", "torch"}       # module roots whose imports always get the real modules
-_tls = threading.local()           # depth: >0 while tdx/torch is importing something new
+class _Depth(threading.local):
+    depth = 0  # >0 while tdx/torch is importing something new; a class default: every import statement reads it
+
+
+_tls = _Depth()
 _state = {"count": 0, "import": None, "import_module": None, "prefix": None}
 _lock = threading.RLock()
 
@@ -53,7 +57,7 @@ def _is_torch(name: str) -> bool:
 
 def _internal(globals_) -> bool:
     """Whether the module whose globals are ``globals_`` is tdx's, torch's or one of their dependencies."""
-    if getattr(_tls, "depth", 0):
+    if _tls.depth:
         return True
     name = globals_.get("__name__") if globals_ else None
     if not isinstance(name, str):
@@ -65,7 +69,7 @@ def _load_internal(load, name: str):
     """Run ``load()`` (an import made by tdx or torch); roots it loads first count as internal."""
     if name in sys.modules:
         return load()
-    depth = getattr(_tls, "depth", 0)
+    depth = _tls.depth
     before = set(sys.modules) if depth == 0 else None
     _tls.depth = depth + 1
     try:
@@ -200,7 +204,7 @@ def real_imports():
     For tdx code that pickles or unpickles torch's objects by reference (``torch.storage...``):
     pickle imports the named module from the calling frame, which may be the program's.
     """
-    depth = getattr(_tls, "depth", 0)
+    depth = _tls.depth
     _tls.depth = depth + 1
     try:
         yield

@@ -60,9 +60,14 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         AttentionShapeError, AttentionDtypeError, AttentionValueError, SDPAError: bad inputs.
         NoKernelError: no enabled kernel can run the inputs (the message lists the reasons).
     """
-    run_with = getattr(attn_mask, "__tdx_sdpa__", None)
-    if run_with is not None:  # a mask object that runs the call itself (torch.nn.attention.bias.CausalBias)
-        return run_with(query, key, value, dropout_p, is_causal, scale, enable_gqa)
+    if attn_mask is None:  # a repeated call whose plan runs its kernel on the inputs as they are: nothing else
+        out = _plan.run_planned(query, key, value, dropout_p, is_causal, scale, enable_gqa)
+        if out is not None:
+            return _wrap(out, query._ex)
+    else:
+        run_with = getattr(attn_mask, "__tdx_sdpa__", None)
+        if run_with is not None:  # a mask object that runs the call itself (torch.nn.attention.bias.CausalBias)
+            return run_with(query, key, value, dropout_p, is_causal, scale, enable_gqa)
     p, backend = _plan.resolve(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     if _tape.ACTIVE[0] and _MODE.enabled and _tape.wants(query, key, value, attn_mask):
         # recorded on tdx's tape: the backward pass re-executes this call under the executor's vjp,

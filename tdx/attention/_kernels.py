@@ -20,7 +20,7 @@ from . import _state
 from ._errors import NoKernelError
 from ._state import SDPBackend
 
-__all__ = ["Rule", "Kernel", "KERNELS", "evaluate", "choose", "estimate", "device_class"]
+__all__ = ["Rule", "Kernel", "KERNELS", "evaluate", "choose", "estimate", "device_class", "direct"]
 
 _B = SDPBackend
 FUSED = (_B.FLASH_ATTENTION, _B.EFFICIENT_ATTENTION, _B.CUDNN_ATTENTION, _B.MLX_FUSED)
@@ -186,12 +186,25 @@ _NATIVE = {_B.FLASH_ATTENTION: "_torch", _B.EFFICIENT_ATTENTION: "_torch", _B.CU
 
 
 def _run_native(p, backend):
+    return _native_module(backend).run(p, backend)
+
+
+def _native_module(backend):
     module = _native_modules.get(backend)
     if module is None:
         import importlib
 
         module = _native_modules[backend] = importlib.import_module(f"{__package__}.{_NATIVE[backend]}")
-    return module.run(p, backend)
+    return module
+
+
+def direct(p, backend):
+    """``backend``'s run on calls planned as ``p`` as a function ``(q, k, v) -> native result`` of the input
+    natives alone, where its module offers one (a native kernel taking the inputs as they are), else None
+    (the math kernel may warn, and its module may be another framework's than the executor's)."""
+    if backend is _B.MATH or backend not in _NATIVE or "direct" not in (module := _native_module(backend)).__dict__:
+        return None
+    return module.direct(p, backend)
 
 
 _native_modules: dict = {}  # backend -> its run module, imported on first use

@@ -21,7 +21,7 @@ from __future__ import annotations
 from . import _kernels, _state
 from ._params import prepare
 
-__all__ = ["resolve", "params", "clear"]
+__all__ = ["resolve", "run_planned", "params", "clear"]
 
 _plans: dict = {}
 _MAX = 1024
@@ -47,14 +47,41 @@ def _key(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
                  mv is not None and mv.requires_grad)
     else:
         grads = (qn.requires_grad, kn.requires_grad, vn.requires_grad)
-    ks, vs = tuple(kn.shape), tuple(vn.shape)
+    ks, vs = kn.shape, vn.shape
     if len(ks) != 4 or len(vs) != 4 or ks[2] != vs[2]:
         return None  # a plan is for canonical rank-4 inputs; unequal key/value lengths raise on the full path
     # the key/value length by its class (its bit length: 0, 1, 2-3, 4-7, ...): a generation's growing KV
-    # cache re-plans at each power of two, not at every token
-    return (ex, tuple(qn.shape), ks[:2] + (ks[2].bit_length(),) + ks[3:], vs[:2] + (vs[2].bit_length(),) + vs[3:],
-            qn.dtype, kn.dtype, vn.dtype, grads, is_causal, scale, enable_gqa, _state.current_override(),
-            _state.config_priority(), _kernels.is_tracing())
+    # cache re-plans at each power of two, not at every token; a shape is a torch.Size or a tuple, equal
+    # and hashed alike
+    return (ex, qn.shape, ks[0], ks[1], ks[2].bit_length(), ks[3], vs[0], vs[1], vs[3], qn.dtype, kn.dtype,
+            vn.dtype, grads, is_causal, scale, enable_gqa, _override(), _state.config_priority(),
+            (_tracing[0] or _bind_tracing())())
+
+
+_override = _state.override_getter  # _state.current_override without a frame of its own (every call reads it)
+_tracing = [None]  # _kernels.is_tracing's function, bound on first use
+
+
+def _bind_tracing():
+    _kernels.is_tracing()  # binds the compiler's is_compiling
+    _tracing[0] = _kernels._is_compiling[0]
+    return _tracing[0]
+
+
+def run_planned(query, key, value, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """The result native of a call without a mask whose plan runs its kernel on the inputs as they are
+    (:func:`._kernels.direct`), while that kernel is still the one :func:`resolve` picks; else None, and the
+    caller takes :func:`resolve`'s path. Never on an executor that records on tdx's tape."""
+    k = _key(query, key, value, None, dropout_p, is_causal, scale, enable_gqa)
+    if k is None:
+        return None
+    plan = _plans.get(k)
+    if plan is None or plan[3] is None:
+        return None
+    backend, switch, run = plan[3]
+    if switch is not None and not switch():  # turned off since: the full path picks the next one
+        return None
+    return run(query._n, key._n, value._n)
 
 
 def resolve(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
@@ -66,7 +93,7 @@ def resolve(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, s
     k = _key(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     plan = None if k is None else _plans.get(k)
     if plan is not None:
-        template, orders, allowed = plan
+        template, orders, allowed, _ = plan
         p = template.copy()
         p.q, p.k, p.v = query._n, key._n, value._n
         p.Tk = p.k.shape[2]
@@ -81,8 +108,21 @@ def resolve(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, s
             _plans.clear()
         template = p.copy()
         template.q = template.k = template.v = None  # the plan keeps no arrays alive
-        _plans[k] = (template, orders, allowed)
+        _plans[k] = (template, orders, allowed, _direct(p, orders, allowed, chosen, attn_mask))
     return p, chosen
+
+
+def _direct(p, orders, allowed, chosen, attn_mask):
+    """``(backend, switch, run)`` for :func:`run_planned`, where a call planned as ``p`` can run ``chosen``
+    directly: no mask, the first backend of the only order (so the pick is it while its switch is on; under an
+    ``sdpa_kernel`` block, part of the key, it always is), a result needing no reshape, no tape. Else None."""
+    if attn_mask is not None or p.ex.taped or len(orders) != 1 or orders[0][:1] != (chosen,) or \
+            tuple(p.out_shape) != (p.B, p.Hq, p.Tq, p.Ev):
+        return None
+    run = _kernels.direct(p, chosen)
+    if run is None:
+        return None
+    return chosen, (None if allowed is not _state.switch else _state.switch_reader(chosen)), run
 
 
 def params(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):

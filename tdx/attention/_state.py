@@ -143,6 +143,9 @@ def current_override():
     return _CTX.get()
 
 
+override_getter = _CTX.get  # current_override as the context variable's own method: no frame, for per-call paths
+
+
 def config_priority() -> tuple:
     """The backends of the config's ``[attention] priority``, in order (empty: automatic)."""
     listed = _config.current()["attention.priority"]
@@ -204,6 +207,11 @@ def _getter(backend):
 
 def _on() -> bool:
     return True
+
+
+def switch_reader(backend: SDPBackend):
+    """A zero-argument function whose truth is :func:`switch` of ``backend``, with no frames of its own."""
+    return _getter(backend) if backend in _GETTERS else _on
 
 
 def switch(backend: SDPBackend) -> bool:

@@ -17,7 +17,7 @@ import torch
 
 from ._state import SDPBackend
 
-__all__ = ["run", "cuda_can_use", "own_choice"]
+__all__ = ["run", "direct", "cuda_can_use", "own_choice"]
 
 # torch's own bindings of its CPU kernels (the direct ones; ``torch.ops.aten`` adds ~2 us a call)
 _flash_cpu = getattr(torch, "_scaled_dot_product_flash_attention_for_cpu", None) or \
@@ -52,6 +52,20 @@ def run(p, backend):
 
     with sdpa_kernel([getattr(TorchBackend, backend.name)]):
         return sdpa(p.q, p.k, p.v, **kw)
+
+
+def direct(p, backend):
+    """``run`` of ``backend`` as a function of the three input natives alone, for calls planned as ``p`` (the
+    same executor, flags and shapes), where that is one kernel call: the flash kernel on the CPU without a
+    mask or dropout. None otherwise."""
+    if backend is not SDPBackend.FLASH_ATTENTION or p.ex.device.type != "cpu" or p.mask is not None or p.dropout_p:
+        return None
+    is_causal, scale = p.is_causal, p.scale
+
+    def flash(q, k, v):
+        return _flash_cpu(q, k, v, 0.0, is_causal, attn_mask=None, scale=scale)[0]
+
+    return flash
 
 
 def own_choice(p):

@@ -36,7 +36,14 @@ _resolved: dict = {}     # requested device (str or device) -> Executor
 _statuses: dict = {}     # provider name -> list[DeviceStatus]
 _warned: set = set()
 _state = {"loaded": False, "default": None, "pin": None, "pin_source": None, "pin_warned": False}
-_thread = threading.local()  # .explicit: this thread's set_default_device (torch's is per thread)
+class _Thread(threading.local):
+    """This thread's ``set_default_device`` (``explicit``; torch's is per thread), None by class default: a
+    thread that never set one reads it as a plain attribute (every factory call without a device asks)."""
+
+    explicit = None
+
+
+_thread = _Thread()
 
 
 def register(provider: Provider, *, replace: bool = False) -> None:
@@ -250,7 +257,8 @@ def get(dev=None) -> Executor:
 
 
 def _is_meta(dev) -> bool:
-    return dev == "meta" or (type(dev) is not str and getattr(dev, "type", None) == "meta")
+    # a device object answers by its type (comparing it with the string "meta" would parse a device per call)
+    return dev == "meta" if isinstance(dev, str) else getattr(dev, "type", None) == "meta"
 
 
 def pin(dev, source: str) -> Executor:
@@ -327,7 +335,7 @@ def default_executor() -> Executor:
         return get(ctx)
     if _state["pin"] is not None:
         return _state["pin"]
-    explicit = getattr(_thread, "explicit", None)
+    explicit = _thread.explicit
     if explicit is not None:
         return get(explicit)
     ex = _state["default"]

@@ -197,6 +197,9 @@ class Flag:
 
     def read(self):
         """torch's value when torch is present (imported on need if ``load``), else tdx's."""
+        torch = sys.modules.get("torch")
+        if torch is not None and torch is _state["synced"]:  # torch_loaded's per-read path, inlined
+            return self.get(torch)
         torch = torch_module() if self.load else torch_loaded()
         return self.value if torch is None else self.get(torch)
 

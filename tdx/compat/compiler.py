@@ -39,7 +39,14 @@ from .._errors import TdxTypeError, TdxValueError
 __all__ = ["compile", "is_compiling", "is_dynamo_compiling", "is_exporting", "disable", "reset", "allow_in_graph",
            "assume_constant_result", "cudagraph_mark_step_begin", "set_stance"]
 
-_local = threading.local()
+class _Tracing(threading.local):
+    """Whether this thread traces a step (``tracing``): a class default, so reading it in a thread that never
+    traced is a plain attribute read (``is_compiling`` runs on every attention call and in library code)."""
+
+    tracing = False
+
+
+_local = _Tracing()
 
 
 _DYNAMO = [None]  # real torch's torch.compiler.is_compiling, set when tdx.compile first hands a step to torch.compile
@@ -49,7 +56,7 @@ def is_compiling() -> bool:
     """Whether the current thread is tracing a step for ``tdx.compile`` (as ``torch.compiler.is_compiling``):
     MLX's trace, or TorchDynamo's on a torch executor (real torch's own answer, which Dynamo reads as True while
     it traces this function, so library code that branches on it takes its traceable path)."""
-    if getattr(_local, "tracing", False):
+    if _local.tracing:
         return True
     dynamo = _DYNAMO[0]
     return dynamo is not None and dynamo()

@@ -56,6 +56,11 @@ class TorchNNOps:
             kwargs = {**kwargs, "dtype": self.native_dtype(kwargs["dtype"])}  # a tdx dtype
         return getattr(_F, name)(*args, **kwargs)
 
+    def nn_kernel(self, name: str):
+        """``torch.nn.functional.<name>`` itself for a caller passing natives and plain (non-tensor, non-dtype)
+        arguments, or None where ``name`` is not one of :data:`NN_KERNELS`."""
+        return getattr(_F, name) if name in NN_KERNELS else None
+
     @staticmethod
     def addcmul(x, t1, t2, value):
         return torch.addcmul(x, t1, t2, value=value)

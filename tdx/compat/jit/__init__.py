@@ -41,12 +41,16 @@ Attribute = collections.namedtuple("Attribute", ["value", "type"])
 contextmanager = contextlib.contextmanager
 _builtin_isinstance = isinstance
 _state = {"tracing": 0, "onednn": False, "strategy": [("STATIC", 2), ("DYNAMIC", 10)]}
-_local = threading.local()  # scripting: >0 while a scripted function or module runs (is_scripting() is True)
+class _Scripting(threading.local):
+    scripting = 0  # >0 while a scripted function or module runs (is_scripting() is True); a class default: read per call
+
+
+_local = _Scripting()
 
 
 @contextlib.contextmanager
 def _scripting(depth):
-    before = getattr(_local, "scripting", 0)
+    before = _local.scripting
     _local.scripting = depth
     try:
         yield
@@ -82,7 +86,7 @@ class RecursiveScriptModule(ScriptModule):
     code runs with ``is_scripting()`` True, as compiled code does."""
 
     def __call__(self, *args, **kwargs):
-        with _scripting(getattr(_local, "scripting", 0) + 1):
+        with _scripting(_local.scripting + 1):
             return super().__call__(*args, **kwargs)
 
     def _get_name(self):
@@ -134,7 +138,7 @@ class ScriptFunction:
     def __call__(self, *args, **kwargs):
         if not self._scripted:
             return self._fn(*args, **kwargs)
-        with _scripting(getattr(_local, "scripting", 0) + 1):
+        with _scripting(_local.scripting + 1):
             return self._fn(*args, **kwargs)
 
     def __getattr__(self, name):
@@ -267,7 +271,7 @@ def interface(obj):
 
 def is_scripting() -> bool:
     """True while a scripted function or module runs (as inside torch's compiled code), else False."""
-    return getattr(_local, "scripting", 0) > 0
+    return _local.scripting > 0
 
 
 def is_tracing() -> bool:

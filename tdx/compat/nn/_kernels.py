@@ -170,10 +170,35 @@ def torch_kernel(fn):
     params = list(inspect.signature(fn).parameters)
     at = params.index("inplace") if "inplace" in params else None
 
+    bound = [(None, None)]  # (the last executor, its kernel for name or None)
+
     @functools.wraps(fn)
     def routed(*args, **kwargs):
         if at is not None and (kwargs.get("inplace") or (len(args) > at and args[at])):
             return fn(*args, **kwargs)
+        if len(args) == 1 and type(args[0]) is _Tensor:  # one plain tensor, flags by keyword (F.silu(x, inplace=False))
+            x = args[0]
+            ex = x._ex
+            k = bound[0]
+            k = k[1] if k[0] is ex else _bind_kernel(bound, ex, name)
+            if k is not None:
+                for v in kwargs.values():
+                    if v.__class__ not in _PLAIN:
+                        break
+                else:  # fast()'s work with nothing to unwrap: torch's kernel on the native
+                    try:
+                        n = k(x._n, **kwargs)
+                    except NATIVE_ERRORS:
+                        return fn(*args, **kwargs)  # the composed path raises tdx's typed error
+                    if n.__class__ is tuple:
+                        return tuple(wrap(o, ex) for o in n)
+                    if n is x._n:
+                        return x
+                    out = _new(_Tensor)  # wrap's, inlined
+                    out._n = n
+                    out._ex = ex
+                    out._ag = out._view = out._dt = None
+                    return out
         done = fast(name, *args, **kwargs)
         if done is NOT_NATIVE:
             return fn(*args, **kwargs)
@@ -182,6 +207,18 @@ def torch_kernel(fn):
         return done
 
     return routed
+
+
+_PLAIN = frozenset((bool, int, float, str, type(None)))  # keyword values a torch kernel takes as they are
+
+
+def _bind_kernel(bound: list, ex, name: str):
+    """Keep ``(ex, its nn_kernel for name)`` in a routed function's ``bound`` (one tuple, so a thread reading it
+    while another binds sees one pair or the other); the kernel, or None where ``ex`` has none."""
+    get = getattr(ex, "nn_kernel", None)
+    k = None if get is None else get(name)
+    bound[0] = (ex, k)
+    return k
 
 
 def _linear(x, weight, bias):
