@@ -52,22 +52,6 @@ _new = object.__new__
 _export = exporter(__all__)
 
 
-def _as_reshaped(src, ex, n, must_view: bool):
-    """``n``, ``src`` reshaped by executor ``ex`` (``reshape``, ``view``, ``unsqueeze``), as a Tensor: on an
-    immutable executor a view of ``src`` where torch's stride rule allows (always, for a fresh ``src``:
-    contiguous strides), else a copy (or torch's error, when ``must_view``)."""
-    out = _new(Tensor)  # wrap's, inlined: the per-op path
-    out._n = n
-    out._ex = ex
-    out._ag = out._view = None
-    out._dt = src._dt  # a reshape keeps the dtype: one read already made serves the result too
-    if ex.mutable:
-        return out
-    if src._view is None:
-        return _views.link_contiguous(out, src, n.shape)
-    return _reshaped(out, src, must_view)
-
-
 def _view_as_dtype(src, dtype):
     """``src``'s bytes read as ``dtype`` (``view(dtype)``): on an immutable executor a view of ``src``
     (writes through either reach the other), as torch's, whatever the element sizes."""
@@ -119,13 +103,20 @@ class ShapeMethods:
             raise ex.native_error(err) from None
         except IndexError:
             raise TdxTypeError("reshape() missing 1 required positional argument: 'shape'") from None
-        if ex.mutable:  # _as_reshaped's mutable case, inlined: the per-op path
+        if ex.mutable:  # a torch executor's result is its own view: nothing to link
             out = _new(Tensor)
             out._n = n
             out._ex = ex
             out._ag = out._view = out._dt = None
             return out
-        return _as_reshaped(self, ex, n, False)
+        out = _new(Tensor)  # wrap's, inlined: the per-op path
+        out._n = n
+        out._ex = ex
+        out._ag = out._view = None
+        out._dt = self._dt  # a reshape keeps the dtype: one read already made serves the result too
+        if self._view is None:  # a fresh tensor: a view with the contiguous strides of its shape
+            return _views.link_contiguous(out, self, n.shape)
+        return _reshaped(out, self, False)
 
     @inline_typed
     def view(self, *shape, dtype=None):
@@ -146,13 +137,20 @@ class ShapeMethods:
             n = ex.view(self._n, shape)
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
-        if ex.mutable:  # _as_reshaped's mutable case, inlined: the per-op path
+        if ex.mutable:  # a torch executor's result is its own view: nothing to link
             out = _new(Tensor)
             out._n = n
             out._ex = ex
             out._ag = out._view = out._dt = None
             return out
-        return _as_reshaped(self, ex, n, True)
+        out = _new(Tensor)  # wrap's, inlined: the per-op path
+        out._n = n
+        out._ex = ex
+        out._ag = out._view = None
+        out._dt = self._dt  # a reshape keeps the dtype: one read already made serves the result too
+        if self._view is None:  # a fresh tensor: a view with the contiguous strides of its shape
+            return _views.link_contiguous(out, self, n.shape)
+        return _reshaped(out, self, True)
 
     def reshape_as(self, other):
         return self.reshape(other.shape)
@@ -235,13 +233,20 @@ class ShapeMethods:
             n = ex.unsqueeze(self._n, dim)
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
-        if ex.mutable:  # _as_reshaped's mutable case, inlined: the per-op path
+        if ex.mutable:  # a torch executor's result is its own view: nothing to link
             out = _new(Tensor)
             out._n = n
             out._ex = ex
             out._ag = out._view = out._dt = None
             return out
-        return _as_reshaped(self, ex, n, True)
+        out = _new(Tensor)  # wrap's, inlined: the per-op path
+        out._n = n
+        out._ex = ex
+        out._ag = out._view = None
+        out._dt = self._dt  # a reshape keeps the dtype: one read already made serves the result too
+        if self._view is None:  # a fresh tensor: a view with the contiguous strides of its shape
+            return _views.link_contiguous(out, self, n.shape)
+        return _reshaped(out, self, True)
 
     def flatten(self, start_dim=0, end_dim=-1):
         ex = self._ex
@@ -574,8 +579,10 @@ _cat_checked = typed_function(_cat, record=True)
 def cat(tensors, dim=0, *args, **kwargs):
     """Concatenate tensors along an existing dim (dtypes promote as torch's)."""
     # the per-call path (a KV cache grows by it every token): a list or tuple of plain tensors of one executor,
-    # nothing recorded, goes to the kernel in this frame; anything else (and any error) takes the checked path
-    if not (args or kwargs or _TAPE[0]) and (tensors.__class__ is tuple or tensors.__class__ is list) and tensors:
+    # nothing recorded (no tape, or grad mode off: generation), goes to the kernel in this frame; anything else
+    # (and any error) takes the checked path
+    if not (args or kwargs or (_TAPE[0] and _MODE.enabled)) and (
+            tensors.__class__ is tuple or tensors.__class__ is list) and tensors:
         first = tensors[0]
         if first.__class__ is Tensor:
             ex = first._ex

@@ -182,7 +182,21 @@ def link_contiguous(out, root, shape=None):
     """``out`` as a view of all of ``root`` (no view itself) in row-major order: ``reshape``/``view``
     of a fresh tensor, whose strides are always the contiguous ones of the new shape (``out``'s
     shape, a tuple, when the caller has it)."""
-    return _link_lazy(out, root, (_whole, tuple(out._n.shape) if shape is None else shape))
+    lay = _new(_LazyLayout)  # _link_lazy's and _register's, inlined: every reshape of a fresh tensor
+    lay.root, lay.recipe, lay.resolved = root, (_whole, tuple(out._n.shape) if shape is None else shape), None
+    out._view = lay
+    entry = _families.get(id(root))
+    if entry is not None and entry[0]() is root:
+        views = entry[1]
+    else:  # _new_family's, inlined: a fresh tensor's first view (a projection viewed as heads)
+        if len(_families) >= _sweep_at[0]:  # mutate: equivalent (memory only: when dead entries go)
+            _sweep()
+        views = {}
+        _families[id(root)] = (_ref(root), views)
+    views[id(out)] = _ref(out)
+    if not len(views) & 63:  # mutate: equivalent (memory only)
+        _drop_dead(views)
+    return out
 
 
 def link(out, src, shape, strides, offset, root=None, multi=None, detached=False):
@@ -311,7 +325,13 @@ def _link_lazy(out, root, recipe):
     lay.root, lay.recipe, lay.resolved = root, recipe, None
     out._view = lay
     entry = _families.get(id(root))  # _register's, inlined: every view op's path
-    views = entry[1] if entry is not None and entry[0]() is root else _new_family(root)
+    if entry is not None and entry[0]() is root:
+        views = entry[1]
+    else:  # _new_family's, inlined
+        if len(_families) >= _sweep_at[0]:  # mutate: equivalent (memory only: when dead entries go)
+            _sweep()
+        views = {}
+        _families[id(root)] = (_ref(root), views)
     views[id(out)] = _ref(out)
     if not len(views) & 63:  # mutate: equivalent (memory only)
         _drop_dead(views)
