@@ -95,6 +95,7 @@ _FUNCTIONAL = frozenset(("pixel_shuffle", "pixel_unshuffle", "pdist", "cosine_si
 
 # torch.* functions whose home is a tdx.compat module, loaded on first use: name -> module
 _FUNCTIONS_ELSEWHERE = {"save": "tdx.compat.serialization", "load": "tdx.compat.serialization",
+                        "GradScaler": "tdx.compat.amp",
                         "compile": "tdx.compat.compiler", "ops": "tdx.compat.library", "vmap": "tdx.compat.func",
                         **dict.fromkeys(_WINDOWS, "tdx.compat.signal.windows.periodic"),
                         **dict.fromkeys(_FUNCTIONAL, "tdx.compat.nn.functional")}
@@ -104,6 +105,11 @@ def __getattr__(name: str):
     home = _FUNCTIONS_ELSEWHERE.get(name)
     if home is not None:
         return getattr(_importlib.import_module(home), name)
+    if name == "default_generator":  # torch's CPU generator, which torch owns: made when first asked for
+        generator = _importlib.import_module("tdx._tensor.generator").default_generator()
+        if generator is None:
+            raise AttributeError("tdx.default_generator is torch's CPU generator, and torch is not installed")
+        return generator
     if name in _refused.TORCH:  # setdefault: two threads asking at once get the same object
         return globals().setdefault(name, _refused.torch_name(name))
     target = _LAZY.get(name) or (f"tdx.{name}" if name in _NAMESPACES else None)
@@ -120,7 +126,7 @@ def __getattr__(name: str):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_refused.TORCH))
+    return sorted(set(globals()) | set(_refused.TORCH) | set(_FUNCTIONS_ELSEWHERE) | {"default_generator"})
 
 
 __all__ = ["Tensor", "Size", "Generator", "device", "dtype", "tensor", "as_tensor", "asarray", "zeros", "ones",

@@ -136,14 +136,15 @@ def test_register_third_party_provider():
 
 def test_tensor_facade_is_slotted_and_private():
     """The facade is slotted (its data slots are fixed; a library's attribute goes to a ``__dict__`` the slot
-    makes on first use, as torch's tensors take attributes) and its constructor is private."""
+    makes on first use, as torch's tensors take attributes); calling the class is torch's legacy constructor."""
     x = tdx.zeros(1)
     assert "_n" in tdx.Tensor.__slots__ and "__dict__" in tdx.Tensor.__slots__
     assert not x.__dict__  # nothing set yet
     x.foo = 1
     assert x.foo == 1 and "foo" not in vars(x + 1) and not hasattr(tdx.zeros(1), "foo")
-    with pytest.raises(TypeError):
-        tdx.Tensor([1, 2])
+    assert tdx.Tensor([1, 2]).tolist() == [1.0, 2.0] and type(tdx.Tensor(2, 3)) is tdx.Tensor
+    with pytest.raises(TypeError, match="new"):
+        tdx.Tensor([1], [2])
     assert isinstance(x, tdx.Tensor) and type(x.native).__module__.startswith("torch")
     assert type(x + 1) is tdx.Tensor and type(x.sum()) is tdx.Tensor and type(x[0]) is tdx.Tensor
 

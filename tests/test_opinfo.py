@@ -53,8 +53,6 @@ def _missing(name: str, why: str) -> tuple:
 # entry -> (the exception it fails with, a fragment of its message, why); "entry@mlx" (or "@cpu")
 # applies to that kind of device only. A failure of another class or message fails the test.
 EXPECTED_FAILURES: dict = {
-    'stft': _missing("stft", "tdx has no stft"),
-    'gradient': _missing("gradient", "tdx has no gradient"),
     '_softmax_backward_data': _missing("_softmax_backward_data", PRIVATE),
     'as_strided_scatter@mlx': (AssertionError, "grad of input 0", "torch's own gradient of self is wrong (as_strided_scatter_backward gives the written slice grad and zeros elsewhere; 'Autograd formula looks wrong', pytorch/pytorch#77128 review); tdx's tape gives the true one (grad, 0 where src is written)"),
     'native_batch_norm': _missing("native_batch_norm", PRIVATE),

@@ -261,3 +261,45 @@ def test_from_file(tmp_path, device):
     with pytest.raises(RuntimeError) as info:
         tdx.from_file(path, size=11)
     assert isinstance(info.value, tdx.TdxError)
+
+
+METADATA = '''
+x = torch.tensor([[0.5, -1.25, 2.0], [3.0, 0.0, -2.5]], device=DEV)
+v = x.view(3, 2)
+row = v[0]
+h = torch.ones(4, dtype=torch.float16, device=DEV)
+leaf = torch.tensor([1.0, 2.0], device=DEV, requires_grad=True)
+mid = leaf * 2
+mid.retain_grad()
+first, second = (leaf * 3).split(1)
+OUT = {
+    "itemsize": (x.itemsize, h.itemsize, x.long().itemsize, x.bool().itemsize),
+    "nbytes": (x.nbytes, row.nbytes, h.nbytes, x[:, :0].nbytes),
+    "is_view": (x._is_view(), v._is_view(), row._is_view(), x.detach()._is_view(), x.t()._is_view(),
+                (x + 1)._is_view(), x.clone()._is_view()),
+    "base_values": (v._base.tolist(), row._base.tolist(), x._base is None),
+    "retains_grad": (leaf.retains_grad, mid.retains_grad, (leaf * 5).retains_grad),
+    "output_nr": (leaf.output_nr, mid.output_nr, first.output_nr, second.output_nr),
+    "flags": (x.is_xla, x.is_xpu, x.is_ipu, x.is_maia, x.is_mtia, x.is_vulkan),
+    "aliases": (mid._grad_fn.name(), leaf._grad, x.name, x._is_zerotensor(), torch.complex(x, -x)._conj().tolist(),
+                x._neg_view().tolist(), (x > 0)._is_all_true().item(), (x > 0)._is_any_true().item()),
+    "reversed": (reversed(x).tolist(), [r.tolist() for r in reversed(x[0])], reversed(x[0, 0]).tolist()),
+}
+try:
+    del x[0]
+except TypeError as err:
+    OUT["del"] = str(err)
+'''
+
+
+def test_size_view_and_autograd_metadata_as_torchs(device):
+    """``itemsize``, ``nbytes``, ``_is_view``/``_base``, ``retains_grad``, ``output_nr``, the ``is_<device>``
+    flags of absent devices, ``reversed(t)`` and ``del t[i]``: torch's answers on every device."""
+    mine, theirs = {"torch": tdx, "DEV": device}, {"torch": torch, "DEV": "cpu"}
+    for ns in (mine, theirs):
+        exec(compile(METADATA, "<metadata program>", "exec"), ns)  # noqa: S102 - the test's own program, twice
+    assert mine["OUT"] == theirs["OUT"]
+    x = tdx.ones(2, 3, device=device)
+    assert x.view(3, 2)._base.data_ptr() == x.data_ptr() or device.startswith("mlx")
+    if device.startswith("mlx"):  # a view's base is the very tensor (on torch executors, a new one over its memory)
+        assert x.view(3, 2)._base is x and x[0].view(3)._base is x

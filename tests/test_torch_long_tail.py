@@ -303,3 +303,58 @@ def test_importing_a_submodule_keeps_the_packages_function(tmp_path):
         assert done.returncode == 0, done.stderr
         outputs.append(done.stdout)
     assert outputs[0] == outputs[1] == "function function True\n"
+
+
+GRADIENT_CASES = [
+    ({}, (3, 5)), ({"spacing": 2.0, "dim": 1, "edge_order": 2}, (3, 5)), ({"spacing": [0.5, 3]}, (4, 3)),
+    ({"dim": [0]}, (6,)), ({"dim": -1, "edge_order": 2}, (2, 3, 4)), ({"coordinates": (0, 1), "edge_order": 1}, (5, 4)),
+    ({"coordinates": (1,), "edge_order": 2}, (3, 6)), ({"int": True, "spacing": (2,)}, (7,)),
+]
+
+
+@pytest.mark.parametrize("case", range(len(GRADIENT_CASES)))
+def test_gradient_as_torchs(device, case):
+    """``torch.gradient``: uniform spacing, per-dim spacing, sample coordinates, both edge orders, integer
+    input, and its gradient through autograd, against torch; torch's errors for bad arguments."""
+    kwargs, shape = dict(GRADIENT_CASES[case][0]), GRADIENT_CASES[case][1]
+    rng = np.random.default_rng(case)
+    as_int = kwargs.pop("int", False)
+    data = rng.integers(-9, 9, shape) if as_int else rng.standard_normal(shape).astype(np.float32)
+    coords = kwargs.pop("coordinates", None)
+
+    def run(lib, dev):
+        x = lib.tensor(data, device=dev, requires_grad=not as_int)
+        kw = dict(kwargs)
+        if coords is not None:
+            kw["dim"] = list(coords)
+            kw["spacing"] = [lib.tensor(np.cumsum(rng_coords(d, shape[d])), dtype=lib.float32, device=dev)
+                             for d in coords]
+        outs = lib.gradient(x, **kw)
+        if as_int:
+            return [o.tolist() for o in outs], None
+        sum(o.sum() * (i + 1) for i, o in enumerate(outs)).backward()
+        return [o.detach().cpu().numpy() for o in outs], x.grad.cpu().numpy()
+
+    def rng_coords(d, n):
+        return np.random.default_rng(100 + d).uniform(0.5, 2.0, n)
+
+    (mine, mine_grad), (theirs, theirs_grad) = _pair(device, run)
+    assert len(mine) == len(theirs)
+    for a, b in zip(mine, theirs):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-6)
+    if theirs_grad is not None:
+        np.testing.assert_allclose(mine_grad, theirs_grad, rtol=1e-6, atol=1e-6)
+
+
+def test_gradient_errors_default_generator_and_grad_scaler_as_torchs(device):
+    for lib, dev in ((tdx, device), (torch, "cpu")):
+        x = lib.ones(2, 4, device=dev)
+        for kwargs, match in (({"edge_order": 3}, "edge_order=1 and edge_order=2"),
+                              ({"spacing": [1.0, 2.0, 3.0]}, "list of length equal to 'self.dim\\(\\) = 2'"),
+                              ({"edge_order": 2}, "at least edge_order\\+1")):
+            with pytest.raises(RuntimeError, match=match):
+                lib.gradient(x, **kwargs)
+    assert tdx.GradScaler is tdx.amp.GradScaler and torch.GradScaler is torch.amp.GradScaler
+    gen = tdx.default_generator
+    assert isinstance(gen, tdx.Generator) and gen is tdx.manual_seed(3) and gen.initial_seed() == 3
+    assert "default_generator" in dir(tdx)

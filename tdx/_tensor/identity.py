@@ -1,7 +1,9 @@
 """What a tensor is and how it relates to others: ``is_neg``, ``is_nonzero``, ``is_same_size``,
 ``is_signed``, ``is_inference``, ``is_distributed``, ``get_device``, ``dim_order``, ``as_subclass``,
 ``module_load``, ``record_stream``, the strided answers of ``to_dense``/``dense_dim``/``sparse_dim``
-(their ``torch.*`` forms are :mod:`.namespace`'s forwarders).
+(their ``torch.*`` forms are :mod:`.namespace`'s forwarders); the size and view metadata torch's tensors
+carry (``itemsize``, ``nbytes``, ``_base``, ``_is_view``, ``output_nr``, ``retains_grad``, the ``is_<device>``
+flags of devices tdx has no executor for).
 
 tdx keeps no lazy negation bit and no inference-mode tensors on MLX, so there those answer
 False; on a torch executor they are torch's answers. This module must never import a framework.
@@ -9,9 +11,11 @@ False; on a torch executor they are torch's answers. This module must never impo
 
 from __future__ import annotations
 
+from .. import _dtypes
 from .._errors import NATIVE_ERRORS, TdxRuntimeError, TdxTypeError, UnsupportedOpError
+from . import recording as _tape
 from .tensor import Tensor
-from .wrapping import attach, need_tensor
+from .wrapping import attach, need_tensor, wrap
 
 __all__: list = []  # methods only: the torch.* forms are namespace.py's forwarders
 
@@ -171,5 +175,109 @@ class _IdentityMethods:
             raise self._ex.native_error(err) from None
 
 
+class _MetadataMethods:
+    @property
+    def itemsize(self) -> int:
+        """The size of one element in bytes (``element_size()``)."""
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes the elements take (``numel() * itemsize``; a view counts its own elements, as torch's)."""
+        return self.numel() * self.dtype.itemsize
+
+    @property
+    def retains_grad(self) -> bool:
+        """Whether ``retain_grad()`` made this non-leaf tensor keep its ``.grad`` (False for leaves)."""
+        if self._ex.caps.native_autograd:
+            return self._n.retains_grad
+        m = _tape.meta(self)
+        return bool(m is not None and m.node is not None and m.retain)
+
+    @property
+    def output_nr(self) -> int:
+        """Which output of its ``grad_fn`` this tensor is (0 for a leaf)."""
+        if self._ex.caps.native_autograd:
+            return self._n.output_nr
+        m = _tape.meta(self)
+        return 0 if m is None or m.node is None else m.index
+
+    @property
+    def _base(self):
+        """The tensor this one is a view of (the first non-view one up the chain), or None."""
+        if self._ex.caps.native_autograd:
+            base = self._n._base
+            return None if base is None else wrap(base, self._ex)
+        lay = self._view
+        return None if lay is None or lay.detached or lay.root is self else lay.root
+
+    def _is_view(self) -> bool:
+        """Whether this tensor is a view of another (``_base`` is not None)."""
+        return self._base is not None
+
+    @property
+    def _grad(self):
+        """``.grad`` without the non-leaf warning's checks (torch's private alias)."""
+        return Tensor.grad.fget(self)
+
+    @_grad.setter
+    def _grad(self, value) -> None:
+        Tensor.grad.fset(self, value)
+
+    @property
+    def _grad_fn(self):
+        """``.grad_fn`` (torch's private alias)."""
+        return self.grad_fn
+
+    @property
+    def name(self):
+        """None: torch's tensors carry no name unless a graph tracer gives one."""
+        return None
+
+    def _is_zerotensor(self) -> bool:
+        """False: tdx has no lazily-zero tensors."""
+        return False
+
+    def _conj(self):
+        """``conj()`` (torch's private form, a view for complex tensors)."""
+        return self.conj()
+
+    def _neg_view(self):
+        """``neg()``: tdx keeps no lazy negation bit, so the values are negated at once."""
+        return self.neg()
+
+    def _is_all_true(self):
+        """``all()`` of a bool tensor, as a 0-dim bool tensor (torch's internal form of ``all``).
+
+        Raises:
+            TdxRuntimeError: the tensor is not bool (torch asserts it).
+        """
+        return self._truth("_is_all_true").all()
+
+    def _is_any_true(self):
+        """``any()`` of a bool tensor, as a 0-dim bool tensor.
+
+        Raises:
+            TdxRuntimeError: the tensor is not bool (torch asserts it).
+        """
+        return self._truth("_is_any_true").any()
+
+    def _truth(self, op: str):
+        if self.dtype is not _dtypes.bool_:
+            raise TdxRuntimeError(f"{op}(): expected a bool tensor, got {self.dtype}")
+        return self
+
+    def __reversed__(self):
+        """``reversed(t)``: ``t`` flipped along its first dim (``t`` itself when it has none), as torch's."""
+        return self if self.dim() == 0 else self.flip(0)
+
+    def __delitem__(self, index) -> None:
+        raise TdxTypeError("Tensor does not support deleting items")
+
+
+for _flag in ("is_xla", "is_xpu", "is_ipu", "is_maia", "is_mtia", "is_vulkan"):
+    setattr(_MetadataMethods, _flag, property(lambda self: False, doc=f"``{_flag}``: False (no such executor)."))
+
 attach(_IdentityMethods)
+attach(_MetadataMethods)
 

@@ -1,5 +1,5 @@
-"""torch's legacy tensor API: the typed tensor classes (``tdx.FloatTensor``, ``tdx.LongTensor``...),
-``Tensor.new``, ``tdx.set_default_tensor_type`` and the removed or foreign-device methods
+"""torch's legacy tensor API: ``tdx.Tensor(...)`` itself (for its subclasses too), the typed tensor classes
+(``tdx.FloatTensor``, ``tdx.LongTensor``...), ``Tensor.new``, ``tdx.set_default_tensor_type`` and the removed or foreign-device methods
 (``reinforce``, ``xpu``, ``ipu``, ``mtia``).
 
 ``tdx.FloatTensor(2, 3)`` builds an uninitialised float32 tensor of that shape on the default
@@ -43,6 +43,23 @@ def _build(dtype, args, device):
             return data
         return creation.tensor(data, dtype=dtype, device=device)
     raise TdxTypeError(f"new(): expected sizes (ints), a Size, a sequence of data or a tensor, got {args!r}")
+
+
+def _construct(cls, *args, device=None):
+    """``Tensor(...)``, torch's legacy constructor, for ``Tensor`` and its subclasses (``super().__new__(cls, x)``
+    in a subclass's ``__new__``): no argument gives an empty tensor, sizes an uninitialised one, data a tensor of
+    the default dtype, all on the default device (or ``device``); a tensor gives a ``cls`` alias of it, attached
+    to its autograd graph, of its dtype (torch's ``as_subclass``).
+
+    Raises:
+        TdxTypeError: the arguments are none of those forms (torch's ``new()`` error), or ``cls`` is no Tensor.
+    """
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        return args[0].as_subclass(cls)
+    out = _build(D.get_default_dtype(), args, device)
+    if cls is not Tensor:
+        return out.as_subclass(cls)
+    return out
 
 
 class _LegacyTensorMeta(type):
@@ -167,3 +184,5 @@ class _LegacyMethods:
 
 
 attach(_LegacyMethods)
+
+Tensor.__new__ = staticmethod(_construct)

@@ -18,7 +18,7 @@ from ..autograd.tape import ACTIVE as _TAPE, MODE as _MODE, STATE as _TAPE_STATE
 from . import creation, decompositions, elementwise, indexing, inplace, linalg, random, reduction, shape  # noqa: F401 - attach methods
 from . import complex_views, convolution, copies, index_updates, products, search, special_functions, statistics  # noqa: F401 - attach methods
 from . import float_bits, inplace_views, native_norms  # noqa: F401 - attach methods
-from . import fake_quant, fills, identity, legacy, sequences, storage, view_copies  # noqa: F401 - attach methods
+from . import fake_quant, fills, finite_differences, identity, legacy, sequences, spectral, storage, view_copies  # noqa: F401 - attach methods
 from . import subclassing  # noqa: F401 - attach methods (__torch_function__, as_subclass)
 from .elementwise import ALIASES, BINARY, UNARY
 from .tensor import Tensor
@@ -337,7 +337,8 @@ for _name in _FORWARDED_METHODS:
 
 # the functions with a logic of their own, from their op families
 for _family in (elementwise, shape, indexing, linalg, random, creation, statistics, search, index_updates, products, special_functions, complex_views, copies,
-                convolution, decompositions, float_bits, native_norms, view_copies, sequences, fake_quant, reduction):
+                convolution, decompositions, float_bits, native_norms, view_copies, sequences, fake_quant, reduction,
+                finite_differences, spectral):
     for _name in _family.__all__:
         globals()[_name] = getattr(_family, _name)
         if _name not in __all__:

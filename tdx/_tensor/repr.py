@@ -37,14 +37,17 @@ def _grad_suffix(t) -> list:
 
 
 def format_tensor(t) -> str:
+    cls = type(t)
+    # a subclass prints under its name, as torch's (tdx's own Parameter and Buffer print as tensors)
+    head = "tensor(" if (cls.__module__ or "").startswith("tdx.") else f"{cls.__name__}("
     dtype = t.dtype
     if t._ex.device.type == "meta":  # no data to print: torch's form
         named = "" if dtype is D.get_default_dtype() else f", dtype={dtype!r}"
         grad = "".join(", " + s for s in _grad_suffix(t))
-        return f"tensor(..., device='meta', size={tuple(t.shape)}{named}{grad})"
+        return f"{head}..., device='meta', size={tuple(t.shape)}{named}{grad})"
     arr = t._ex.host_numpy(t._n)
     threshold = PRINT_OPTIONS["threshold"]
-    opts = {"separator": ", ", "prefix": "tensor(", "edgeitems": PRINT_OPTIONS["edgeitems"],
+    opts = {"separator": ", ", "prefix": head, "edgeitems": PRINT_OPTIONS["edgeitems"],
             "threshold": threshold if threshold != float("inf") else 2 ** 62}
     if PRINT_OPTIONS["linewidth"] != 80:  # numpy's own width otherwise, as before set_printoptions
         opts["max_line_width"] = PRINT_OPTIONS["linewidth"]
@@ -70,4 +73,4 @@ def format_tensor(t) -> str:
     if dtype not in default or (arr.size == 0 and dtype is not D.get_default_dtype()):
         suffix.append(f"dtype={dtype!r}")
     suffix.extend(_grad_suffix(t))
-    return "tensor(" + body + "".join(", " + s for s in suffix) + ")"
+    return head + body + "".join(", " + s for s in suffix) + ")"

@@ -6,26 +6,28 @@ defines ``__torch_function__``) to that type's ``__torch_function__(func, types,
 (``DisableTorchFunctionSubclass``) and turns tensor results into the subclass. tdx does the same with no
 cost for plain tensors:
 
-- when a subclass of ``Tensor`` is defined (``__init_subclass__``), each Tensor method and operator it does
-  not define itself becomes, on that subclass only, a wrapper asking the arguments' ``__torch_function__``;
-  a subclass whose ``__torch_function__`` is ``torch._C._disabled_torch_function_impl`` (as torch's and tdx's
-  ``Parameter``) gets none. A class naming ``Tensor`` as a base gets ``_SubclassBase`` in its place, whose
+- when a subclass of ``Tensor`` is defined (``__init_subclass__``), each Tensor method, operator and property
+  it does not define itself becomes, on that subclass only, a wrapper asking the arguments'
+  ``__torch_function__`` (a property read hands it ``Tensor.<name>.__get__``, an assignment ``__set__``, as
+  torch's); a subclass whose ``__torch_function__`` is ``torch._C._disabled_torch_function_impl`` (as torch's and
+  tdx's ``Parameter``) gets none. A class naming ``Tensor`` as a base gets ``_SubclassBase`` in its place, whose
   instances' ``__class__`` reads ``Tensor`` (as ``Parameter``'s does) so the facade's paths, which test
   ``x.__class__ is Tensor``, take them; ``type(x)`` and ``isinstance`` see the subclass;
 - the first such class turns the same dispatch on for the functions of ``tdx``, ``tdx.nn.functional``,
   ``tdx.linalg``, ``tdx.fft`` and ``tdx.special`` (module attributes replaced by dispatching wrappers, which
-  ``__torch_function__`` receives as ``func``); a program that defines no subclass never pays for it;
+  ``__torch_function__`` receives as ``func``) and for Tensor's own methods, so a plain tensor's method given a
+  subclass argument (``plain.add(sub)``, ``plain[sub]``) asks it as torch's does (its binary operators and
+  comparisons need not: Python tries the subclass operand's reflected one first). A program that defines no
+  such class never pays for it; one that does pays a frame and a type test per argument on plain calls;
 - ``as_subclass`` and ``_make_subclass`` give an instance of the subclass sharing the tensor's data (the
   first attached to its autograd graph, the second detached), as torch's.
 
-Not covered, as far as torch's Python-level protocol goes: property reads (``x.shape``, ``x.grad``) are not
-dispatched, a method of a plain tensor given a subclass argument (``plain.add(sub)``) is not (its operators
-are: ``plain + sub`` reaches the subclass as torch's ``Tensor.__add__``), and a reference to a function taken
-before the first subclass was defined (``from tdx import add``) stays undispatched, as do the functions a
-namespace module first imported after that binds itself. Since a subclass instance's ``__class__`` reads
-``Tensor``, ``x.__class__`` is not the subclass (``type(x)`` is); fast paths that must let a subclass's override
-see the call (``nn.Linear``'s) test ``type(x)``. ``__torch_dispatch__`` needs
-torch's C++ dispatcher: a subclass defining it is refused by name when an instance would be made.
+Not covered, as far as torch's Python-level protocol goes: a reference to a function taken before the first
+subclass was defined (``from tdx import add``) stays undispatched, as do the functions a namespace module first
+imported after that binds itself. Since a subclass instance's ``__class__`` reads ``Tensor``, ``x.__class__`` is
+not the subclass (``type(x)`` is); fast paths that must let a subclass's override see the call (``nn.Linear``'s)
+test ``type(x)``. ``__torch_dispatch__`` needs torch's C++ dispatcher: a subclass defining it is refused by name
+when an instance would be made.
 
 This module must never import a framework, and must never add more than a type test per argument to an op
 of a plain tensor (none before the first subclass is defined).
@@ -158,7 +160,7 @@ def _convert(ret, cls):
     return ret
 
 
-# the getters torch's default leaves unconverted (torch.overrides.get_default_nowrap_functions)
+# the getters torch's default leaves unconverted (torch.overrides.get_default_nowrap_functions), filled below
 _NOWRAP: set = set()
 
 
@@ -291,6 +293,39 @@ def _method(name: str, base):
     return method
 
 
+# tdx's own properties, which torch's Tensor has not (no torch function to hand an override)
+_OWN_PROPERTIES = frozenset({"native", "executor", "is_mlx"})
+
+
+def _property(name: str, prop: property) -> property:
+    """``prop`` on a subclass: a read hands ``__torch_function__`` torch's ``Tensor.<name>.__get__`` and the
+    instance, an assignment ``Tensor.<name>.__set__`` with the instance and the value."""
+    fget, fset = prop.fget, prop.fset
+    getter, setter = prop.__get__, prop.__set__
+    label = f"torch.Tensor.{name}.__get__"
+
+    def get(self):
+        if _level():
+            return fget(self)
+        return torch_function_dispatch(getter, fget, (self,), {}, label)
+
+    def put(self, value):
+        if _level():
+            return fset(self, value)
+        return torch_function_dispatch(setter, fset, (self, value), {}, f"torch.Tensor.{name}.__set__")
+
+    return property(get, put if fset is not None else None, prop.fdel, prop.__doc__)
+
+
+def _dispatched_properties():
+    found = {}
+    for klass in reversed(Tensor.__mro__[:-1]):
+        for name, value in vars(klass).items():
+            if type(value) is property and name not in _OWN_PROPERTIES and name != "__class__":
+                found[name] = value
+    return found
+
+
 def _dispatched_names():
     names = [n for n in _OPERATORS if hasattr(Tensor, n)]
     for name, value in vars(Tensor).items():
@@ -329,7 +364,10 @@ class _SubclassBase(Tensor):
 _ACTIVE = [False]
 _ACTIVATING = threading.RLock()
 _ACTIVATING_NOW = [False]
-_PLAIN = frozenset({Tensor, int, float, bool, complex, str, type(None)})  # argument types that never override
+# argument types that never override: plain tensors, numbers, strings, None and the subclasses that opt out
+# (``Parameter``, ``Buffer``), each added when it is defined
+_PLAIN = {Tensor, int, float, bool, complex, str, type(None)}
+_ORIGINAL: dict = {}  # Tensor's own methods, by name, once its plain methods dispatch (_dispatch_plain_methods)
 
 
 def __init_subclass__(cls, **kwargs):
@@ -339,6 +377,7 @@ def __init_subclass__(cls, **kwargs):
     if Tensor in cls.__bases__ and "__class__" not in cls.__dict__:
         cls.__bases__ = tuple(_SubclassBase if b is Tensor else b for b in cls.__bases__)
     if _opted_out(cls):
+        _PLAIN.add(cls)
         return
     own = set()
     for klass in cls.__mro__[:cls.__mro__.index(Tensor)]:
@@ -347,13 +386,17 @@ def __init_subclass__(cls, **kwargs):
         cls.__deepcopy__ = _deepcopy
     for name in _dispatched_names():
         if name not in own:
-            setattr(cls, name, _method(name, getattr(Tensor, name)))
+            setattr(cls, name, _method(name, _ORIGINAL.get(name) or getattr(Tensor, name)))
+    for name, prop in _dispatched_properties().items():
+        if name not in own:
+            setattr(cls, name, _property(name, prop))
     if not _ACTIVE[0]:
         with _ACTIVATING:  # one thread wraps the namespaces; the switch shows once they are wrapped
             if not _ACTIVE[0] and not _ACTIVATING_NOW[0]:  # (a subclass made while wrapping: nothing more)
                 _ACTIVATING_NOW[0] = True
                 try:
                     _dispatch_namespaces()
+                    _dispatch_plain_methods()
                 finally:
                     _ACTIVATING_NOW[0] = False
                 _ACTIVE[0] = True
@@ -425,6 +468,43 @@ def _dispatch_namespaces() -> None:
                 setattr(module, name, pair[1])
 
 
+# operators Python hands a subclass operand itself (its reflected or swapped comparison is tried first), so a
+# plain tensor's need not ask
+_REFLECTED_BY_PYTHON = _BINARY | frozenset("__eq__ __ne__ __lt__ __le__ __gt__ __ge__".split())
+
+
+def _plain_method(name: str, base):
+    public = getattr(Tensor, _PUBLIC.get(name, name), base)
+    label = f"torch.Tensor.{name}"
+
+    @functools.wraps(base)
+    def method(self, *args, **kwargs):
+        for a in args:
+            if type(a) not in _PLAIN:
+                break
+        else:
+            if not kwargs or _plain_call((), kwargs):
+                return base(self, *args, **kwargs)
+        if _level() > 1:
+            return base(self, *args, **kwargs)
+        return torch_function_dispatch(public, base, (self, *args), kwargs, label)
+
+    method.__tdx_dispatch__ = True
+    return method
+
+
+def _dispatch_plain_methods() -> None:
+    """Make Tensor's own methods ask the ``__torch_function__`` of their arguments (``plain.add(sub)``, as
+    torch's): once for the process, with the first subclass that takes part; the originals stay in
+    ``_ORIGINAL`` for the subclasses defined later."""
+    for name in _dispatched_names():
+        if name in _REFLECTED_BY_PYTHON or name in _ORIGINAL:
+            continue
+        base = getattr(Tensor, name)
+        _ORIGINAL[name] = base
+        setattr(Tensor, name, _plain_method(name, base))
+
+
 def __rdiv__(self, other):
     """``number / tensor`` (torch's ``Tensor.__rdiv__``, the name its ``__torch_function__`` receives)."""
     return Tensor.__rtruediv__(self, other)
@@ -436,3 +516,4 @@ Tensor.__init_subclass__ = classmethod(__init_subclass__)
 Tensor.as_subclass = as_subclass
 Tensor._make_subclass = staticmethod(_make_subclass)
 Tensor._make_wrapper_subclass = staticmethod(_make_wrapper_subclass)
+_NOWRAP.update(vars(Tensor)[name].__get__ for name in ("grad", "_base", "_grad") if type(vars(Tensor).get(name)) is property)

@@ -142,8 +142,8 @@ def _inplace(name: str):
 class Tensor:
     """A multi-dimensional array on one executor, with torch's API.
 
-    Build tensors with the factory functions (``tdx.tensor``, ``tdx.zeros``...), never
-    with this class directly.
+    Build tensors with the factory functions (``tdx.tensor``, ``tdx.zeros``...); calling the class is torch's
+    legacy constructor (``tdx.Tensor([1, 2])``: default dtype and device).
     """
 
     # _dt: the tdx dtype where a per-op path has learnt it (float32_binary/float32_unary), else None; only
@@ -155,9 +155,7 @@ class Tensor:
     __slots__ = ("_n", "_ex", "_ag", "_view", "_dt", "_w", "__weakref__", "__dict__")
     __array_priority__ = 1000  # NumPy defers binary ops to Tensor
 
-    def __new__(cls, *args, **kwargs):
-        raise TdxTypeError("tdx.Tensor has no public constructor; use tdx.tensor(data), tdx.empty(size) "
-                           "or another factory function")
+    # ``Tensor(...)`` is torch's legacy constructor (legacy.py); the facade makes its tensors with object.__new__
 
     # properties -----------------------------------------------------------------------
     @property
