@@ -103,16 +103,13 @@ class ShapeMethods:
             raise ex.native_error(err) from None
         except IndexError:
             raise TdxTypeError("reshape() missing 1 required positional argument: 'shape'") from None
-        if ex.mutable:  # a torch executor's result is its own view: nothing to link
-            out = _new(Tensor)
-            out._n = n
-            out._ex = ex
-            out._ag = out._view = out._dt = None
-            return out
         out = _new(Tensor)  # wrap's, inlined: the per-op path
         out._n = n
         out._ex = ex
         out._ag = out._view = None
+        if ex.mutable:  # a torch executor's result is its own view: nothing to link
+            out._dt = None
+            return out
         out._dt = self._dt  # a reshape keeps the dtype: one read already made serves the result too
         if self._view is None:  # a fresh tensor: a view with the contiguous strides of its shape
             return _views.link_contiguous(out, self, n.shape)
@@ -137,16 +134,13 @@ class ShapeMethods:
             n = ex.view(self._n, shape)
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
-        if ex.mutable:  # a torch executor's result is its own view: nothing to link
-            out = _new(Tensor)
-            out._n = n
-            out._ex = ex
-            out._ag = out._view = out._dt = None
-            return out
         out = _new(Tensor)  # wrap's, inlined: the per-op path
         out._n = n
         out._ex = ex
         out._ag = out._view = None
+        if ex.mutable:  # a torch executor's result is its own view: nothing to link
+            out._dt = None
+            return out
         out._dt = self._dt  # a reshape keeps the dtype: one read already made serves the result too
         if self._view is None:  # a fresh tensor: a view with the contiguous strides of its shape
             return _views.link_contiguous(out, self, n.shape)
@@ -233,16 +227,13 @@ class ShapeMethods:
             n = ex.unsqueeze(self._n, dim)
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
-        if ex.mutable:  # a torch executor's result is its own view: nothing to link
-            out = _new(Tensor)
-            out._n = n
-            out._ex = ex
-            out._ag = out._view = out._dt = None
-            return out
         out = _new(Tensor)  # wrap's, inlined: the per-op path
         out._n = n
         out._ex = ex
         out._ag = out._view = None
+        if ex.mutable:  # a torch executor's result is its own view: nothing to link
+            out._dt = None
+            return out
         out._dt = self._dt  # a reshape keeps the dtype: one read already made serves the result too
         if self._view is None:  # a fresh tensor: a view with the contiguous strides of its shape
             return _views.link_contiguous(out, self, n.shape)

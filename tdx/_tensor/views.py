@@ -154,15 +154,6 @@ _new = object.__new__
 _ref = weakref.ref
 
 
-def _new_family(root) -> dict:
-    """The (empty) live-view table of ``root``, which has none yet."""
-    if len(_families) >= _sweep_at[0]:
-        _sweep()
-    views = {}
-    _families[id(root)] = (weakref.ref(root), views)
-    return views
-
-
 def _drop_dead(views: dict) -> None:
     """Remove the entries of ``views`` whose view has died."""
     for key in [k for k, r in views.items() if r() is None]:
@@ -172,7 +163,13 @@ def _drop_dead(views: dict) -> None:
 def _register(root, out) -> None:
     """Add ``out`` to the live views of ``root`` (a tensor that is no view)."""
     entry = _families.get(id(root))
-    views = entry[1] if entry is not None and entry[0]() is root else _new_family(root)
+    if entry is not None and entry[0]() is root:
+        views = entry[1]
+    else:  # root's first view: its (empty) live-view table
+        if len(_families) >= _sweep_at[0]:  # mutate: equivalent (memory only: when dead entries go)
+            _sweep()
+        views = {}
+        _families[id(root)] = (_ref(root), views)
     views[id(out)] = _ref(out)
     if not len(views) & 63:  # every 64 new entries, drop the views that died  mutate: equivalent (memory only)
         _drop_dead(views)
@@ -182,21 +179,7 @@ def link_contiguous(out, root, shape=None):
     """``out`` as a view of all of ``root`` (no view itself) in row-major order: ``reshape``/``view``
     of a fresh tensor, whose strides are always the contiguous ones of the new shape (``out``'s
     shape, a tuple, when the caller has it)."""
-    lay = _new(_LazyLayout)  # _link_lazy's and _register's, inlined: every reshape of a fresh tensor
-    lay.root, lay.recipe, lay.resolved = root, (_whole, tuple(out._n.shape) if shape is None else shape), None
-    out._view = lay
-    entry = _families.get(id(root))
-    if entry is not None and entry[0]() is root:
-        views = entry[1]
-    else:  # _new_family's, inlined: a fresh tensor's first view (a projection viewed as heads)
-        if len(_families) >= _sweep_at[0]:  # mutate: equivalent (memory only: when dead entries go)
-            _sweep()
-        views = {}
-        _families[id(root)] = (_ref(root), views)
-    views[id(out)] = _ref(out)
-    if not len(views) & 63:  # mutate: equivalent (memory only)
-        _drop_dead(views)
-    return out
+    return _link_lazy(out, root, (_whole, tuple(out._n.shape) if shape is None else shape))
 
 
 def link(out, src, shape, strides, offset, root=None, multi=None, detached=False):
@@ -327,7 +310,7 @@ def _link_lazy(out, root, recipe):
     entry = _families.get(id(root))  # _register's, inlined: every view op's path
     if entry is not None and entry[0]() is root:
         views = entry[1]
-    else:  # _new_family's, inlined
+    else:  # root's first view (a projection viewed as heads): its live-view table
         if len(_families) >= _sweep_at[0]:  # mutate: equivalent (memory only: when dead entries go)
             _sweep()
         views = {}
