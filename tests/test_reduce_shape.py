@@ -120,6 +120,8 @@ def test_cat_stack(device, dtypes, dim):
     check(lambda: tdx.stack((a, b, a), dim=2), lambda: torch.stack((ta, tb, ta), dim=2))
     c, tc = pair(sample((2, 4), dtypes[0], seed=29), device, dtypes[0])
     check(lambda: tdx.cat([a, c], 1), lambda: torch.cat([ta, tc], 1))
+    check(lambda: tdx.cat([a, c], -1), lambda: torch.cat([ta, tc], -1), msg="a KV cache's growth: a negative dim")
+    check(lambda: tdx.cat([a, c], -2), lambda: torch.cat([ta, tc], -2), msg="mismatched sizes, a negative dim")
     check(lambda: tdx.cat([a, c], 0), lambda: torch.cat([ta, tc], 0), msg="mismatched sizes")
     check(lambda: tdx.stack([a, c]), lambda: torch.stack([ta, tc]), msg="stack unequal")
 

@@ -78,7 +78,8 @@ def _contiguous(self, memory_format=None):
         check_memory_format(memory_format, "contiguous")
     ex = self._ex
     if not ex.mutable:  # a non-contiguous view becomes a copy, as torch's
-        return self if _views.layout_of(self).is_contiguous() else wrap(self._n, ex)
+        lay = self._view  # a tensor that is no view is contiguous
+        return self if lay is None or lay.is_contiguous() else wrap(self._n, ex)
     n = ex.contiguous(self._n)
     return self if n is self._n else wrap(n, ex)
 
@@ -460,7 +461,7 @@ class ShapeMethods:
     def is_contiguous(self, memory_format=None):
         """Whether the elements sit in row-major order without gaps (as torch decides)."""
         if not self._ex.mutable:
-            return _views.layout_of(self).is_contiguous()
+            return self._view is None or self._view.is_contiguous()
         return self._ex.is_contiguous(self._n)
 
     # rearranging ---------------------------------------------------------------------------------

@@ -168,8 +168,7 @@ def _register(root, out) -> None:
     else:  # root's first view: its (empty) live-view table
         if len(_families) >= _sweep_at[0]:  # mutate: equivalent (memory only: when dead entries go)
             _sweep()
-        views = {}
-        _families[id(root)] = (_ref(root), views)
+        _families[id(root)] = (_ref(root), views := {})
     views[id(out)] = _ref(out)
     if not len(views) & 63:  # every 64 new entries, drop the views that died  mutate: equivalent (memory only)
         _drop_dead(views)
@@ -291,6 +290,9 @@ class _LazyLayout(Layout):
     multi = cast = None
     detached = owner = False
 
+    def is_contiguous(self) -> bool:  # all of a fresh tensor, reshaped: contiguous, with no layout computed
+        return self.recipe[0] is _whole or Layout.is_contiguous(self)
+
     def _resolve(self) -> tuple:
         recipe = self.recipe
         self.resolved = r = recipe[0](*recipe[1:])
@@ -313,8 +315,7 @@ def _link_lazy(out, root, recipe):
     else:  # root's first view (a projection viewed as heads): its live-view table
         if len(_families) >= _sweep_at[0]:  # mutate: equivalent (memory only: when dead entries go)
             _sweep()
-        views = {}
-        _families[id(root)] = (_ref(root), views)
+        _families[id(root)] = (_ref(root), views := {})
     views[id(out)] = _ref(out)
     if not len(views) & 63:  # mutate: equivalent (memory only)
         _drop_dead(views)

@@ -182,7 +182,8 @@ class MLXShapeOps:
                 xs = [x for x in xs if not (x.ndim == 1 and x.size == 0)] or xs[:1]
                 break
         ref = xs[0]
-        d = norm_dim(dim, ref.ndim)
+        n = ref.ndim
+        d = dim % n if dim.__class__ is int and -n <= dim < n else norm_dim(dim, n)  # norm_dim's, inlined
         rs = ref.shape
         head, tail = rs[:d], rs[d + 1:]
         for i, x in enumerate(xs):
