@@ -192,3 +192,15 @@ def test_logsumexp_of_all_minus_inf_rows(device, dtype):
     assert x.logsumexp(1, keepdim=True).shape == (3, 1)
     empty = tdx.zeros(2, 0, device=device).to(getattr(tdx, dtype))
     assert_close(tdx.logsumexp(empty, dim=1), torch.logsumexp(torch.zeros(2, 0).to(getattr(torch, dtype)), dim=1))
+
+
+@pytest.mark.parametrize("shape", [(4,), (4, -1), (-2, -3), (-1, -1)], ids=str)
+def test_view_refused_with_torchs_message(device, shape):
+    """A view/reshape to a shape the size cannot fill raises torch's class and words on every device."""
+    with pytest.raises(RuntimeError) as want:
+        torch.ones(2, 3).view(shape)
+    for op in ("view", "reshape"):
+        with pytest.raises(RuntimeError) as got:
+            getattr(tdx.ones(2, 3, device=device), op)(shape)
+        assert isinstance(got.value, tdx.TdxError)
+        assert str(got.value) == str(want.value), op

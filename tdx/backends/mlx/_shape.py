@@ -77,14 +77,21 @@ class MLXShapeOps:
     def reshape(self, x, shape):
         if shape.__class__ is not tuple:
             shape = tuple(shape)
-        size = x.size
-        # the common cases: positive dims whose product is the size, or one -1 beside positive dims whose
-        # product divides it; with 0 < size <= INT32_MAX none can be larger
+        # the common cases: positive dims (MLX's own check, that their product is the size, is torch's), or one
+        # -1 beside positive dims whose product divides a size 0 < size <= INT32_MAX
         p = _SHAPE_PRODUCTS.get(shape)
         if p is None:
             p = _shape_product(shape)
+        if p > 0:
+            try:
+                out = mx.reshape(x, shape, stream=self._stream or self.s)
+            except ValueError:  # another size: torch's error below
+                out = None
+            if out is not None:
+                return carry_bounds(x, out) if KNOWN and id(x) in KNOWN else out
+        size = x.size
         # mutate: equivalent (the -1 case's divisibility: MLX refuses a -1 it cannot fill)
-        if (size == p if p > 0 else p and not size % p) and 0 < size <= _INT32_MAX:
+        if p < 0 and not size % p and 0 < size <= _INT32_MAX:
             out = mx.reshape(x, shape, stream=self._stream or self.s)
             return carry_bounds(x, out) if KNOWN and id(x) in KNOWN else out
         if shape and max(shape) > _INT32_MAX:
