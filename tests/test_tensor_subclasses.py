@@ -212,13 +212,15 @@ def test_as_subclass_and_make_subclass_share_data_and_graph(device):
 
 PLAIN_COST = """
 import tdx
+from tdx import add as early
 before = [getattr(f, "__tdx_dispatch__", False) for f in (tdx.Tensor.add, tdx.Tensor.sum, tdx.add)]
 p = tdx.nn.Parameter(tdx.ones(1))
 after_parameter = [getattr(f, "__tdx_dispatch__", False) for f in (tdx.Tensor.add, tdx.Tensor.sum, tdx.add)]
 class Sub(tdx.Tensor):
     pass
 after_sub = [getattr(f, "__tdx_dispatch__", False) for f in (tdx.Tensor.add, tdx.Tensor.sum, tdx.add, Sub.add)]
-print(before, after_parameter, after_sub, type(tdx.ones(1).add(1)).__name__, type(p.exp()).__name__)
+print(before, after_parameter, after_sub, type(tdx.ones(1).add(1)).__name__, type(p.exp()).__name__,
+      getattr(early, "__tdx_dispatch__", False))
 """
 
 
@@ -235,8 +237,18 @@ class Tagged(torch.Tensor):
 class Bare(torch.Tensor):
     pass
 
+class Remade(torch.Tensor):
+    """Methods that rebuild through ``self.__class__`` and name it, as library subclasses do."""
+    def doubled(self):
+        return self.__class__(self.detach() * 2)
+
+    def describe(self):
+        return f"{self.__class__.__name__} of {tuple(self.shape)}"
+
 base = torch.tensor([1.0, -2.0, 3.0], device=DEV, requires_grad=True)
 t = Tagged(base, tag="w")
+param = torch.nn.Parameter(torch.ones(2, device=DEV))
+remade = base.detach().as_subclass(Remade)
 (t * t).sum().backward()
 OUT = {
     "legacy": (torch.Tensor([1, 2]).tolist(), torch.Tensor([1, 2]).dtype, tuple(torch.Tensor(2, 3).shape),
@@ -246,6 +258,11 @@ OUT = {
                (t + 1).tolist()),
     "bare": (type(Bare([1.0, 2.0])).__name__, Bare([1.0, 2.0]).tolist(), tuple(Bare(2, 2).shape),
              type(Bare(base.detach()) * 2).__name__),
+    "classes": (t.__class__.__name__, t.__class__ is Tagged, param.__class__.__name__,
+                param.__class__ is torch.nn.Parameter, type(param.__class__(torch.zeros(2, device=DEV))).__name__,
+                param.__class__(torch.zeros(2, device=DEV), requires_grad=False).requires_grad,
+                type(remade.doubled()).__name__, remade.doubled().tolist(), remade.describe(),
+                (t + 1).__class__.__name__, torch.ones(1).__class__.__name__),
     "repr": (repr(Bare([1.0, 2.5])), repr(Bare([1.0, 2.5]).sum()), repr(torch.Tensor([1.5]))),
 }
 try:
@@ -272,13 +289,14 @@ def test_legacy_constructor_and_subclass_constructors_as_torchs(device):
 def test_plain_tensors_pay_nothing_until_a_subclass_takes_part():
     """A program that defines no subclass taking part in the protocol (opted-out Parameter included) keeps
     the facade's own methods and functions; the first that does makes them ask their arguments (as torch's
-    ``plain.add(sub)``), and plain calls still give plain tensors."""
+    ``plain.add(sub)``), a name the program imported before it included, and plain calls still give plain
+    tensors."""
     import subprocess
     import sys
 
     out = subprocess.run([sys.executable, "-c", PLAIN_COST], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["[False,", "False,", "False]", "[False,", "False,", "False]", "[True,", "True,", "True,",
-                           "True]", "Tensor", "Tensor"], out
+                           "True]", "Tensor", "Tensor", "True"], out  # the early name is rebound too
     assert type(tdx.ones(1)) is tdx.Tensor and tdx.ones(1).__class__ is tdx.Tensor
     assert tdx.nn.Parameter(tdx.ones(1)).exp().__class__ is tdx.Tensor  # opted out, as torch's Parameter
 

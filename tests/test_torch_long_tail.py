@@ -170,6 +170,25 @@ def test_aten_ops_that_are_no_torch_function(device):
         tdx.ops.aten._assert_scalar(False, "boom")
 
 
+ATEN_CALLS = {  # what a __torch_function__ or a graph pass calls through torch.ops.aten, on x (2, 5)
+    "gelu": lambda a, x: a.gelu.default(x), "gelu tanh": lambda a, x: a.gelu.default(x, approximate="tanh"),
+    "silu": lambda a, x: a.silu.default(x), "_softmax": lambda a, x: a._softmax.default(x, -1, False),
+    "_log_softmax": lambda a, x: a._log_softmax.default(x, 0, False), "index": lambda a, x: a.index.Tensor(
+        x, [None, x.new_tensor([4, 0, 4]).long()]), "index rows": lambda a, x: a.index.Tensor(x, [x.new_tensor([1]).long()]),
+    "_unsafe_view": lambda a, x: a._unsafe_view.default(x, [5, 2]), "addmm": lambda a, x: a.addmm.default(x[0, :2], x, x.t()),
+    "mm": lambda a, x: a.mm.default(x, x.t()), "where": lambda a, x: a.where.self(x > 3, x, -x),
+    "native_layer_norm": lambda a, x: a.native_layer_norm.default(x, [5], None, None, 1e-5)[0],
+}
+
+
+@pytest.mark.parametrize("name", sorted(ATEN_CALLS))
+def test_aten_calls_as_torchs(device, name):
+    """``torch.ops.aten.<op>.<overload>`` on tdx tensors: ATen's own forms (``_softmax``, ``index.Tensor`` with
+    None for skipped dims), then tdx's functions, methods and ``nn.functional``'s (``gelu``, ``silu``)."""
+    got, want = _pair(device, lambda lib, dev: ATEN_CALLS[name](lib.ops.aten, lib.arange(10.0, device=dev).view(2, 5) / 3))
+    assert_close(got, want)
+
+
 def test_make_subclass_and_default_torch_function(device):
     class Tagged(tdx.Tensor):
         pass

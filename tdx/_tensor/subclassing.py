@@ -11,8 +11,8 @@ cost for plain tensors:
   ``__torch_function__`` (a property read hands it ``Tensor.<name>.__get__``, an assignment ``__set__``, as
   torch's); a subclass whose ``__torch_function__`` is ``torch._C._disabled_torch_function_impl`` (as torch's and
   tdx's ``Parameter``) gets none. A class naming ``Tensor`` as a base gets ``_SubclassBase`` in its place, whose
-  instances' ``__class__`` reads ``Tensor`` (as ``Parameter``'s does) so the facade's paths, which test
-  ``x.__class__ is Tensor``, take them; ``type(x)`` and ``isinstance`` see the subclass;
+  instances' ``__class__`` reads ``Tensor`` to tdx's own code (as ``Parameter``'s does) so the facade's paths,
+  which test ``x.__class__ is Tensor``, take them; the program, ``type(x)`` and ``isinstance`` see the subclass;
 - the first such class turns the same dispatch on for the functions of ``tdx``, ``tdx.nn.functional``,
   ``tdx.linalg``, ``tdx.fft`` and ``tdx.special`` (module attributes replaced by dispatching wrappers, which
   ``__torch_function__`` receives as ``func``) and for Tensor's own methods, so a plain tensor's method given a
@@ -23,11 +23,12 @@ cost for plain tensors:
   first attached to its autograd graph, the second detached), as torch's.
 
 Not covered, as far as torch's Python-level protocol goes: a reference to a function taken before the first
-subclass was defined (``from tdx import add``) stays undispatched, as do the functions a namespace module first
-imported after that binds itself. Since a subclass instance's ``__class__`` reads ``Tensor``, ``x.__class__`` is
-not the subclass (``type(x)`` is); fast paths that must let a subclass's override see the call (``nn.Linear``'s)
-test ``type(x)``. ``__torch_dispatch__`` needs torch's C++ dispatcher: a subclass defining it is refused by name
-when an instance would be made.
+subclass was defined and kept elsewhere than a module's global name (a default argument, a dict, a closure)
+stays undispatched, as do the functions a namespace module first imported after that binds itself. A subclass
+instance's ``__class__`` reads ``Tensor`` to tdx's own modules only (its true class to the program and
+libraries); fast paths that must let a subclass's override see the call (``nn.Linear``'s) test ``type(x)``.
+``__torch_dispatch__`` needs torch's C++ dispatcher: a subclass defining it is refused by name when an instance
+would be made.
 
 This module must never import a framework, and must never add more than a type test per argument to an op
 of a plain tensor (none before the first subclass is defined).
@@ -348,17 +349,27 @@ def _deepcopy(self, memo):
     return new
 
 
-def _reported_class(self):
-    return Tensor
+_FACADE_MODULES: dict = {}  # module name -> whether it is tdx's own code
+
+
+def reported_class(self):
+    """``x.__class__`` of a tensor subclass instance (and of ``Parameter``'s): ``Tensor`` to tdx's own code, whose
+    per-op paths test ``x.__class__ is Tensor`` to take any tensor at once, and the instance's true class to
+    every other reader (a library's ``self.__class__(data)``, ``p.__class__.__name__``), as torch's."""
+    name = sys._getframe(1).f_globals.get("__name__") or ""
+    own = _FACADE_MODULES.get(name)
+    if own is None:
+        own = _FACADE_MODULES[name] = name == "tdx" or name.startswith("tdx.")
+    return Tensor if own else type(self)
 
 
 class _SubclassBase(Tensor):
-    """Put between a tensor subclass and ``Tensor``: its instances' ``__class__`` reads ``Tensor`` (as
-    ``Parameter``'s does), so the facade's paths, which test ``x.__class__ is Tensor``, take them as tensors;
-    ``type()`` and ``isinstance`` see the subclass."""
+    """Put between a tensor subclass and ``Tensor``: its instances' ``__class__`` reads ``Tensor`` to tdx's own
+    code (as ``Parameter``'s does), so the facade's paths, which test ``x.__class__ is Tensor``, take them as
+    tensors; everyone else, ``type()`` and ``isinstance`` see the subclass."""
 
     __slots__ = ()
-    __class__ = property(_reported_class, _set_class)
+    __class__ = property(reported_class, _set_class)
 
 
 _ACTIVE = [False]
@@ -452,7 +463,7 @@ def _is_op(name: str, value) -> bool:
 
 def _dispatch_namespaces() -> None:
     """Replace the tensor functions of torch's namespaces by dispatching wrappers (once, for the process), in
-    every tdx module that binds them, so each stays one object whichever module it is read from."""
+    every loaded module that binds them, so each stays one object whichever module it is read from."""
     import importlib
 
     wrapped = {}
@@ -461,11 +472,16 @@ def _dispatch_namespaces() -> None:
         for name, value in list(vars(module).items()):
             if _is_op(name, value) and id(value) not in wrapped:
                 wrapped[id(value)] = (value, _namespace_function(f"{path}.{name}", value))
-    for module in [m for n, m in list(sys.modules.items()) if n == "tdx" or n.startswith("tdx.")]:
-        for name, value in list(vars(module).items()):
+    # every module's global names bound to them: tdx's own and the program's and libraries' (``from torch
+    # import add`` before the first subclass), so the name dispatches as torch's would
+    for module in list(sys.modules.values()):
+        names = getattr(module, "__dict__", None) if isinstance(module, _types.ModuleType) else None
+        if type(names) is not dict:
+            continue
+        for name, value in list(names.items()):
             pair = wrapped.get(id(value))
             if pair is not None and pair[0] is value:
-                setattr(module, name, pair[1])
+                names[name] = pair[1]
 
 
 # operators Python hands a subclass operand itself (its reflected or swapped comparison is tried first), so a

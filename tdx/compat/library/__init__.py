@@ -259,6 +259,23 @@ class _Overloads:
         return self._fn
 
 
+def _aten(name: str):
+    """The tdx function ``torch.ops.aten.<name>`` runs: ATen's own forms first (``aten_only``), then the
+    ``tdx.*`` function, the Tensor method and the ``nn.functional`` function of that name, none refused."""
+    import tdx
+    from ...aliasing import refused
+    from .aten_only import OPS
+
+    fn = OPS.get(name)
+    if fn is not None:
+        return fn
+    for home in (tdx, tdx.Tensor, tdx.nn.functional):
+        fn = getattr(home, name, None)
+        if fn is not None and not refused.is_refused(fn):
+            return fn
+    return None
+
+
 class _Namespace:
     def __init__(self, name: str):
         self._name = name
@@ -270,13 +287,7 @@ class _Namespace:
         if op is not None:
             return op
         if self._name == "aten":
-            import tdx
-
-            fn = getattr(tdx, name, None) or getattr(tdx.Tensor, name, None)
-            if fn is None:
-                from .aten_only import OPS
-
-                fn = OPS.get(name)
+            fn = _aten(name)
             if fn is not None:
                 return _Overloads(fn)
         raise NotProvidedAttributeError(f"torch.ops.{self._name}.{name} is not provided by tdx (no such op is "

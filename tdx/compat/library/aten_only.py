@@ -1,7 +1,7 @@
 """The ATen ops that are no ``torch.*`` function but that libraries call or key tables by through
 ``torch.ops.aten`` (``_to_copy``, ``slice``, ``alias``, ``_assert_scalar``...), written on tdx's API with
-torch's schemas and errors. ``torch.ops.aten.<name>`` finds them after tdx's own functions and methods
-(``tdx.compat.library``). Must never import a framework.
+torch's schemas and errors. ``torch.ops.aten.<name>`` finds them before tdx's own functions, methods and ``nn.functional``
+(``tdx.compat.library``), so an ATen name whose tdx method means something else (``index``) is ATen's. Must never import a framework.
 """
 
 from __future__ import annotations
@@ -38,6 +38,39 @@ def _assert_scalar(self, assert_msg: str) -> None:
     """Raise ``RuntimeError(assert_msg)`` unless the scalar ``self`` is true (``aten::_assert_scalar``)."""
     if not self:
         raise TdxRuntimeError(assert_msg)
+
+
+def index(self, indices):
+    """``self`` indexed by a list of index tensors, None skipping a dim (``aten::index.Tensor``, the advanced
+    indexing ``self[i, :, j]`` lowers to)."""
+    return self[tuple(slice(None) if i is None else i for i in indices)]
+
+
+def _softmax(self, dim: int, half_to_float: bool):
+    """``softmax`` over ``dim`` (``aten::_softmax``).
+
+    Raises:
+        TdxRuntimeError: ``half_to_float`` (a CUDA kernel's option; torch's CPU error).
+    """
+    from ..nn.functional import softmax
+
+    if half_to_float:
+        raise TdxRuntimeError("softmax with half to float conversion is not supported on CPU")
+    return softmax(self, dim)
+
+
+def _log_softmax(self, dim: int, half_to_float: bool):
+    """``log_softmax`` over ``dim`` (``aten::_log_softmax``)."""
+    from ..nn.functional import log_softmax
+
+    if half_to_float:
+        raise TdxRuntimeError("softmax with half to float conversion is not supported on CPU")
+    return log_softmax(self, dim)
+
+
+def _unsafe_view(self, size):
+    """``self`` read with shape ``size`` (``aten::_unsafe_view``: ``view``, or a copy where strides forbid one)."""
+    return self.reshape(size)
 
 
 # the C++ type name torch prints for a tensor's dtype on the "Got" side of that message
@@ -83,6 +116,7 @@ def _sparse_product(name: str):
 
 
 # ATen's name -> the function
-OPS = {"_to_copy": _to_copy, "_pin_memory": _pin_memory, "alias": alias, "slice": slice_along,
+OPS = {"_to_copy": _to_copy, "_pin_memory": _pin_memory, "alias": alias, "slice": slice_along, "index": index,
+       "_unsafe_index": index, "_softmax": _softmax, "_log_softmax": _log_softmax, "_unsafe_view": _unsafe_view,
        "_assert_scalar": _assert_scalar, "_assert_async": _assert_async, "_assert_tensor_metadata": _assert_tensor_metadata,
        **{name: _sparse_product(name) for name in ("_sparse_mm_reduce_impl", "_sparse_addmm", "_sparse_mm")}}

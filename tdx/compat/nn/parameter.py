@@ -3,9 +3,9 @@
 A ``Parameter`` is a real ``tdx.Tensor`` subclass holding the same two slots (``_n`` native,
 ``_ex`` executor) plus an instance ``__dict__`` (torch lets code hang attributes on
 parameters). The core dispatches on ``x.__class__ is Tensor`` in its hot paths, so these
-classes report ``__class__`` as ``tdx.Tensor``: every op, the MLX tape and the view
-machinery then treat a parameter exactly as the plain tensor it is, while ``type(p)`` and
-``isinstance(p, Parameter)`` still say Parameter. Results of ops on a parameter are plain
+classes report ``__class__`` as ``tdx.Tensor`` to tdx's own modules: every op, the MLX tape and
+the view machinery then treat a parameter exactly as the plain tensor it is, while the program
+(``p.__class__``, as torch's), ``type(p)`` and ``isinstance(p, Parameter)`` see Parameter. Results of ops on a parameter are plain
 tensors, as torch's.
 
 ``Parameter(data)`` aliases ``data``'s memory on torch executors (as torch's
@@ -22,7 +22,7 @@ from collections import OrderedDict
 import tdx
 
 from ..._errors import TdxRuntimeError
-from ..._tensor.subclassing import disabled_torch_function_impl as _disabled_torch_function_impl
+from ..._tensor.subclassing import disabled_torch_function_impl as _disabled_torch_function_impl, reported_class
 
 __all__ = ["Parameter", "UninitializedParameter", "is_lazy", "Buffer", "UninitializedBuffer",
            "UninitializedTensorMixin"]
@@ -33,16 +33,13 @@ _new = object.__new__
 _set_class = object.__dict__["__class__"].__set__
 
 
-def _reported_class(self):
-    return _Tensor
-
-
 def _assign_class(self, cls):
     _set_class(self, cls)
 
 
-_as_tensor = property(_reported_class, _assign_class,
-                      doc="``tdx.Tensor``: the core dispatches on the exact class; ``type()`` is the subclass.")
+_as_tensor = property(reported_class, _assign_class,
+                      doc="``tdx.Tensor`` to tdx's own code, which dispatches on the exact class; the true class to "
+                          "the program, as ``type()``.")
 
 
 def _adopt(cls, data, requires_grad: bool):
