@@ -459,3 +459,76 @@ def test_channel_shuffle_and_linear_cross_entropy(device, dtype):
     with tdx.device(device):
         raises_like(lambda: F(tdx).linear_cross_entropy(tdx.ones(2, 3), tdx.ones(5, 4), tdx.tensor([0, 1])),
                     lambda: F(torch).linear_cross_entropy(torch.ones(2, 3), torch.ones(5, 4), torch.tensor([0, 1])))
+
+
+def _adaptive(lib, device, batched=True):
+    lib.manual_seed(0)
+    m = lib.nn.AdaptiveLogSoftmaxWithLoss(16, 20, [5, 12], div_value=2.0, head_bias=True).to(device)
+    x = lib.tensor(u(7, 16).astype(np.float32), device=device, requires_grad=True)
+    t = lib.tensor([0, 3, 7, 19, 12, 4, 11], device=device)
+    out, loss = m(x, t) if batched else m(x[2], t[2])
+    loss.backward()
+    return {"output": out, "loss": loss, "x.grad": x.grad, "head.grad": m.head.weight.grad,
+            "tail.grad": m.tail[1][1].weight.grad, "log_prob": m.log_prob(x), "predict": m.predict(x),
+            "repr": repr(m)}
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_adaptive_log_softmax_with_loss(device, batched):
+    """AdaptiveLogSoftmaxWithLoss: seeded initialisation, outputs, loss, gradients of the input and of the head
+    and cluster layers, log_prob and predict as torch's (bit for bit on cpu); torch's errors."""
+    mine, theirs = _adaptive(tdx, device, batched), _adaptive(torch, "cpu", batched)
+    assert mine.pop("repr").replace("tdx", "torch") == theirs.pop("repr")
+    exact = device == "cpu"
+    for key, want in theirs.items():
+        if want is None:  # a cluster no target fell in: no gradient, as torch's
+            assert mine[key] is None, key
+            continue
+        got = mine[key].detach().cpu().numpy()
+        want = want.detach().numpy()
+        if exact or key == "predict":
+            np.testing.assert_array_equal(got, want, err_msg=key)
+        else:
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=key)
+    for lib, dev in ((tdx, device), (torch, "cpu")):
+        with pytest.raises(ValueError, match="cutoffs should be a sequence of unique"):
+            lib.nn.AdaptiveLogSoftmaxWithLoss(8, 10, [4, 2])
+        m = lib.nn.AdaptiveLogSoftmaxWithLoss(8, 10, [4]).to(dev)
+        with pytest.raises(RuntimeError, match="Target values should be in \\[0, 9\\]"):
+            m(lib.ones(2, 8, device=dev), lib.tensor([1, 10], device=dev))
+
+
+def _lce_module(lib, device, **kw):
+    lib.manual_seed(0)
+    options = lib.nn.LinearCrossEntropyOptions(chunking_method=None)
+    m = lib.nn.LinearCrossEntropyLoss(8, 5, options=options, **kw).to(device)
+    x = lib.tensor(u(6, 8).astype(np.float32), device=device, requires_grad=True)
+    shape = (6, *kw.get("out_features", ()))
+    t = lib.tensor(np.random.default_rng(1).integers(0, 5, size=shape), device=device)
+    loss = m(x, t)
+    loss.sum().backward()
+    return {"loss": loss, "x.grad": x.grad, "w.grad": m.linear.weight.grad}, repr(m)
+
+
+@pytest.mark.parametrize("kw", [dict(bias=True, label_smoothing=0.1), dict(out_features=(2,), reduction="none"),
+                                dict(ignore_index=3, reduction="sum")], ids=["bias-smooth", "out2-none", "ignore-sum"])
+def test_linear_cross_entropy_loss_module(device, kw):
+    """nn.LinearCrossEntropyLoss and LinearCrossEntropyOptions: seeded projection, loss (bit for bit on cpu) and
+    gradients as torch's, the module's repr, and torch's errors for the options and the arguments."""
+    if not hasattr(torch.nn, "LinearCrossEntropyLoss"):
+        pytest.skip(f"the installed torch {torch.__version__} has no nn.LinearCrossEntropyLoss to compare with")
+    (mine, mine_repr), (theirs, theirs_repr) = _lce_module(tdx, device, **kw), _lce_module(torch, "cpu", **kw)
+    assert mine_repr.replace("tdx.", "torch.") == theirs_repr
+    for key, want in theirs.items():
+        got, want = mine[key].detach().cpu().numpy(), want.detach().numpy()
+        if device == "cpu" and key == "loss":
+            np.testing.assert_array_equal(got, want, err_msg=key)
+        else:  # torch's backward of its fused op rounds apart from the composed one's by an ulp
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=key)
+    for lib in (tdx, torch):
+        for bad, match in ((dict(chunking_method="rows"), "invalid chunking_method"),
+                           (dict(acc_policy="fast"), "invalid acc_policy"), (dict(batch_chunk_size=0), "positive int")):
+            with pytest.raises(ValueError, match=match):
+                lib.nn.LinearCrossEntropyOptions(**bad)
+        with pytest.raises(RuntimeError, match="label_smoothing to be in range"):
+            lib.nn.LinearCrossEntropyLoss(8, 5, label_smoothing=2.0)

@@ -14,6 +14,7 @@ from ....aliasing.lazy_names import attach as _attach
 # where each class lives ({".submodule": names}); the submodules of _WHOLE are offered whole (their __all__, which
 # tests/test_lazy_names.py keeps equal to the table)
 _HOMES = {
+    ".adaptive": ("AdaptiveLogSoftmaxWithLoss",),
     ".activation": ("Threshold", "ReLU", "RReLU", "Hardtanh", "ReLU6", "Sigmoid", "Hardsigmoid", "Tanh", "SiLU",
                     "Mish", "Hardswish", "ELU", "CELU", "SELU", "GLU", "GELU", "Hardshrink", "LeakyReLU",
                     "LogSigmoid", "Softplus", "Softshrink", "PReLU", "Softsign", "Tanhshrink", "Softmin", "Softmax",
@@ -32,7 +33,8 @@ _HOMES = {
     ".flatten": ("Flatten", "Identity", "Unflatten"),
     ".hooks": (),
     ".linear": ("Bilinear", "LazyLinear", "Linear", "NonDynamicallyQuantizableLinear"),
-    ".loss": ("L1Loss", "NLLLoss", "NLLLoss2d", "PoissonNLLLoss", "GaussianNLLLoss", "KLDivLoss", "MSELoss",
+    ".linear_cross_entropy_options": ("LinearCrossEntropyOptions",),
+    ".loss": ("LinearCrossEntropyLoss", "L1Loss", "NLLLoss", "NLLLoss2d", "PoissonNLLLoss", "GaussianNLLLoss", "KLDivLoss", "MSELoss",
               "BCELoss", "BCEWithLogitsLoss", "HingeEmbeddingLoss", "MultiLabelMarginLoss", "SmoothL1Loss",
               "HuberLoss", "SoftMarginLoss", "CrossEntropyLoss", "MultiLabelSoftMarginLoss", "CosineEmbeddingLoss",
               "MarginRankingLoss", "MultiMarginLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss",
@@ -62,6 +64,6 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", 
            "GroupNorm", "RMSNorm", "LocalResponseNorm", "ChannelShuffle", "CosineSimilarity", "PairwiseDistance",
            "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell", "MultiheadAttention",
            "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
-           "TransformerDecoderLayer", *_HOMES[".activation"], *_HOMES[".dropout"], *_HOMES[".loss"]]
+           "TransformerDecoderLayer", "AdaptiveLogSoftmaxWithLoss", "LinearCrossEntropyOptions", *_HOMES[".activation"], *_HOMES[".dropout"], *_HOMES[".loss"]]
 __all__ += ["Container", "factory_kwargs", *_HOMES[".batchnorm"], *_HOMES[".conv"], *_HOMES[".padding"],
             *_HOMES[".pooling"], *_HOMES[".resampling"]]
