@@ -74,6 +74,15 @@ def test_reduction_dtype_argument(device):
     check(lambda: x.sum(dtype=tdx.float32), lambda: t.sum(dtype=torch.float32))
     check(lambda: x.mean(dtype=tdx.float32), lambda: t.mean(dtype=torch.float32))
     check(lambda: x.prod(1, dtype=tdx.int32), lambda: t.prod(1, dtype=torch.int32))
+    f, tf = pair(sample((3, 4), "float32", seed=25), device, "float32")
+    assert f.dtype is tdx.float32  # the dtype read once and kept: a float32 reduction's result keeps it too
+    for dtype in ("float64", "float16"):
+        check(lambda: f.sum(dtype=getattr(tdx, dtype)), lambda: tf.sum(dtype=getattr(torch, dtype)), msg=dtype,
+              rtol=1e-3, atol=1e-3)
+        check(lambda: f.mean(1, dtype=getattr(tdx, dtype)), lambda: tf.mean(1, dtype=getattr(torch, dtype)), msg=dtype,
+              rtol=1e-3, atol=1e-3)
+    check(lambda: f.sum(0) * 2, lambda: tf.sum(0) * 2)
+    check(lambda: f.mean() + 1, lambda: tf.mean() + 1)
 
 
 SHAPE_CASES = [
@@ -120,6 +129,8 @@ def test_cat_stack(device, dtypes, dim):
     check(lambda: tdx.stack((a, b, a), dim=2), lambda: torch.stack((ta, tb, ta), dim=2))
     c, tc = pair(sample((2, 4), dtypes[0], seed=29), device, dtypes[0])
     check(lambda: tdx.cat([a, c], 1), lambda: torch.cat([ta, tc], 1))
+    check(lambda: tdx.cat([a, c], -1), lambda: torch.cat([ta, tc], -1), msg="a KV cache's growth: a negative dim")
+    check(lambda: tdx.cat([a, c], -2), lambda: torch.cat([ta, tc], -2), msg="mismatched sizes, a negative dim")
     check(lambda: tdx.cat([a, c], 0), lambda: torch.cat([ta, tc], 0), msg="mismatched sizes")
     check(lambda: tdx.stack([a, c]), lambda: torch.stack([ta, tc]), msg="stack unequal")
 
@@ -190,3 +201,15 @@ def test_logsumexp_of_all_minus_inf_rows(device, dtype):
     assert x.logsumexp(1, keepdim=True).shape == (3, 1)
     empty = tdx.zeros(2, 0, device=device).to(getattr(tdx, dtype))
     assert_close(tdx.logsumexp(empty, dim=1), torch.logsumexp(torch.zeros(2, 0).to(getattr(torch, dtype)), dim=1))
+
+
+@pytest.mark.parametrize("shape", [(4,), (4, -1), (-2, -3), (-1, -1)], ids=str)
+def test_view_refused_with_torchs_message(device, shape):
+    """A view/reshape to a shape the size cannot fill raises torch's class and words on every device."""
+    with pytest.raises(RuntimeError) as want:
+        torch.ones(2, 3).view(shape)
+    for op in ("view", "reshape"):
+        with pytest.raises(RuntimeError) as got:
+            getattr(tdx.ones(2, 3, device=device), op)(shape)
+        assert isinstance(got.value, tdx.TdxError)
+        assert str(got.value) == str(want.value), op

@@ -23,6 +23,7 @@ from .tensor import Tensor
 from .wrapping import attach, dtype_or_none, exporter, inline_typed, int_arg, operand, typed_errors, wrap
 
 __all__: list = []
+_F32 = D.float32
 _new = object.__new__
 _export = exporter(__all__)
 
@@ -60,7 +61,8 @@ class ReductionMethods:
         t = _new(Tensor)  # wrap's, inlined: the per-op path
         t._n = n
         t._ex = ex
-        t._ag = t._view = t._dt = None
+        t._ag = t._view = None
+        t._dt = _F32 if dtype is None and self._dt is _F32 else None  # a float32 reduction is float32 (a norm's)
         return t
 
     @inline_typed
@@ -77,7 +79,8 @@ class ReductionMethods:
         t = _new(Tensor)  # wrap's, inlined: the per-op path
         t._n = n
         t._ex = ex
-        t._ag = t._view = t._dt = None
+        t._ag = t._view = None
+        t._dt = _F32 if dtype is None and self._dt is _F32 else None  # a float32 reduction is float32 (a norm's)
         return t
 
     def prod(self, dim=None, keepdim=False, *, dtype=None):

@@ -52,22 +52,6 @@ _new = object.__new__
 _export = exporter(__all__)
 
 
-def _as_reshaped(src, ex, n, must_view: bool):
-    """``n``, ``src`` reshaped by executor ``ex`` (``reshape``, ``view``, ``unsqueeze``), as a Tensor: on an
-    immutable executor a view of ``src`` where torch's stride rule allows (always, for a fresh ``src``:
-    contiguous strides), else a copy (or torch's error, when ``must_view``)."""
-    out = _new(Tensor)  # wrap's, inlined: the per-op path
-    out._n = n
-    out._ex = ex
-    out._ag = out._view = None
-    out._dt = src._dt  # a reshape keeps the dtype: one read already made serves the result too
-    if ex.mutable:
-        return out
-    if src._view is None:
-        return _views.link_contiguous(out, src, n.shape)
-    return _reshaped(out, src, must_view)
-
-
 def _view_as_dtype(src, dtype):
     """``src``'s bytes read as ``dtype`` (``view(dtype)``): on an immutable executor a view of ``src``
     (writes through either reach the other), as torch's, whatever the element sizes."""
@@ -94,7 +78,8 @@ def _contiguous(self, memory_format=None):
         check_memory_format(memory_format, "contiguous")
     ex = self._ex
     if not ex.mutable:  # a non-contiguous view becomes a copy, as torch's
-        return self if _views.layout_of(self).is_contiguous() else wrap(self._n, ex)
+        lay = self._view  # a tensor that is no view is contiguous
+        return self if lay is None or lay.is_contiguous() else wrap(self._n, ex)
     n = ex.contiguous(self._n)
     return self if n is self._n else wrap(n, ex)
 
@@ -119,13 +104,17 @@ class ShapeMethods:
             raise ex.native_error(err) from None
         except IndexError:
             raise TdxTypeError("reshape() missing 1 required positional argument: 'shape'") from None
-        if ex.mutable:  # _as_reshaped's mutable case, inlined: the per-op path
-            out = _new(Tensor)
-            out._n = n
-            out._ex = ex
-            out._ag = out._view = out._dt = None
+        out = _new(Tensor)  # wrap's, inlined: the per-op path
+        out._n = n
+        out._ex = ex
+        out._ag = out._view = None
+        if ex.mutable:  # a torch executor's result is its own view: nothing to link
+            out._dt = None
             return out
-        return _as_reshaped(self, ex, n, False)
+        out._dt = self._dt  # a reshape keeps the dtype: one read already made serves the result too
+        if self._view is None:  # a fresh tensor: a view with the contiguous strides of its shape
+            return _views.link_contiguous(out, self, n.shape)
+        return _reshaped(out, self, False)
 
     @inline_typed
     def view(self, *shape, dtype=None):
@@ -146,13 +135,17 @@ class ShapeMethods:
             n = ex.view(self._n, shape)
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
-        if ex.mutable:  # _as_reshaped's mutable case, inlined: the per-op path
-            out = _new(Tensor)
-            out._n = n
-            out._ex = ex
-            out._ag = out._view = out._dt = None
+        out = _new(Tensor)  # wrap's, inlined: the per-op path
+        out._n = n
+        out._ex = ex
+        out._ag = out._view = None
+        if ex.mutable:  # a torch executor's result is its own view: nothing to link
+            out._dt = None
             return out
-        return _as_reshaped(self, ex, n, True)
+        out._dt = self._dt  # a reshape keeps the dtype: one read already made serves the result too
+        if self._view is None:  # a fresh tensor: a view with the contiguous strides of its shape
+            return _views.link_contiguous(out, self, n.shape)
+        return _reshaped(out, self, True)
 
     def reshape_as(self, other):
         return self.reshape(other.shape)
@@ -235,13 +228,17 @@ class ShapeMethods:
             n = ex.unsqueeze(self._n, dim)
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
-        if ex.mutable:  # _as_reshaped's mutable case, inlined: the per-op path
-            out = _new(Tensor)
-            out._n = n
-            out._ex = ex
-            out._ag = out._view = out._dt = None
+        out = _new(Tensor)  # wrap's, inlined: the per-op path
+        out._n = n
+        out._ex = ex
+        out._ag = out._view = None
+        if ex.mutable:  # a torch executor's result is its own view: nothing to link
+            out._dt = None
             return out
-        return _as_reshaped(self, ex, n, True)
+        out._dt = self._dt  # a reshape keeps the dtype: one read already made serves the result too
+        if self._view is None:  # a fresh tensor: a view with the contiguous strides of its shape
+            return _views.link_contiguous(out, self, n.shape)
+        return _reshaped(out, self, True)
 
     def flatten(self, start_dim=0, end_dim=-1):
         ex = self._ex
@@ -464,7 +461,7 @@ class ShapeMethods:
     def is_contiguous(self, memory_format=None):
         """Whether the elements sit in row-major order without gaps (as torch decides)."""
         if not self._ex.mutable:
-            return _views.layout_of(self).is_contiguous()
+            return self._view is None or self._view.is_contiguous()
         return self._ex.is_contiguous(self._n)
 
     # rearranging ---------------------------------------------------------------------------------
@@ -574,8 +571,10 @@ _cat_checked = typed_function(_cat, record=True)
 def cat(tensors, dim=0, *args, **kwargs):
     """Concatenate tensors along an existing dim (dtypes promote as torch's)."""
     # the per-call path (a KV cache grows by it every token): a list or tuple of plain tensors of one executor,
-    # nothing recorded, goes to the kernel in this frame; anything else (and any error) takes the checked path
-    if not (args or kwargs or _TAPE[0]) and (tensors.__class__ is tuple or tensors.__class__ is list) and tensors:
+    # nothing recorded (no tape, or grad mode off: generation), goes to the kernel in this frame; anything else
+    # (and any error) takes the checked path
+    if not (args or kwargs or (_TAPE[0] and _MODE.enabled)) and (
+            tensors.__class__ is tuple or tensors.__class__ is list) and tensors:
         first = tensors[0]
         if first.__class__ is Tensor:
             ex = first._ex

@@ -154,15 +154,6 @@ _new = object.__new__
 _ref = weakref.ref
 
 
-def _new_family(root) -> dict:
-    """The (empty) live-view table of ``root``, which has none yet."""
-    if len(_families) >= _sweep_at[0]:
-        _sweep()
-    views = {}
-    _families[id(root)] = (weakref.ref(root), views)
-    return views
-
-
 def _drop_dead(views: dict) -> None:
     """Remove the entries of ``views`` whose view has died."""
     for key in [k for k, r in views.items() if r() is None]:
@@ -172,7 +163,12 @@ def _drop_dead(views: dict) -> None:
 def _register(root, out) -> None:
     """Add ``out`` to the live views of ``root`` (a tensor that is no view)."""
     entry = _families.get(id(root))
-    views = entry[1] if entry is not None and entry[0]() is root else _new_family(root)
+    if entry is not None and entry[0]() is root:
+        views = entry[1]
+    else:  # root's first view: its (empty) live-view table
+        if len(_families) >= _sweep_at[0]:  # mutate: equivalent (memory only: when dead entries go)
+            _sweep()
+        _families[id(root)] = (_ref(root), views := {})
     views[id(out)] = _ref(out)
     if not len(views) & 63:  # every 64 new entries, drop the views that died  mutate: equivalent (memory only)
         _drop_dead(views)
@@ -294,6 +290,9 @@ class _LazyLayout(Layout):
     multi = cast = None
     detached = owner = False
 
+    def is_contiguous(self) -> bool:  # all of a fresh tensor, reshaped: contiguous, with no layout computed
+        return self.recipe[0] is _whole or Layout.is_contiguous(self)
+
     def _resolve(self) -> tuple:
         recipe = self.recipe
         self.resolved = r = recipe[0](*recipe[1:])
@@ -311,7 +310,12 @@ def _link_lazy(out, root, recipe):
     lay.root, lay.recipe, lay.resolved = root, recipe, None
     out._view = lay
     entry = _families.get(id(root))  # _register's, inlined: every view op's path
-    views = entry[1] if entry is not None and entry[0]() is root else _new_family(root)
+    if entry is not None and entry[0]() is root:
+        views = entry[1]
+    else:  # root's first view (a projection viewed as heads): its live-view table
+        if len(_families) >= _sweep_at[0]:  # mutate: equivalent (memory only: when dead entries go)
+            _sweep()
+        _families[id(root)] = (_ref(root), views := {})
     views[id(out)] = _ref(out)
     if not len(views) & 63:  # mutate: equivalent (memory only)
         _drop_dead(views)

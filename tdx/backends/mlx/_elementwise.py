@@ -668,9 +668,6 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
         x = self._float_in(x)
         return mx.power(mx.array(2, x.dtype), x, stream=self.s)
 
-    def rsqrt(self, x):
-        return mx.rsqrt(self._float_in(x), stream=self._stream or self.s)
-
     def logical_not(self, x):
         return mx.logical_not(x.astype(mx.bool_) if x.dtype != mx.bool_ else x, stream=self.s)
 
@@ -695,7 +692,7 @@ _FLOAT_UNARY = {"exp": mx.exp, "expm1": mx.expm1, "log": mx.log, "log2": mx.log2
                 "log1p": mx.log1p, "sqrt": mx.sqrt, "sin": mx.sin, "cos": mx.cos, "tan": mx.tan,
                 "asin": mx.arcsin, "acos": mx.arccos, "atan": mx.arctan, "sinh": mx.sinh,
                 "cosh": mx.cosh, "tanh": mx.tanh, "erf": mx.erf,
-                "reciprocal": mx.reciprocal}
+                "reciprocal": mx.reciprocal, "rsqrt": mx.rsqrt}
 
 
 def _comparison(fn, name, ordered: bool):

@@ -40,6 +40,32 @@ def _permutation(dims: tuple, ndim: int) -> tuple:
 
 
 _PERMUTATIONS: dict = {}  # (dims as given, ndim) -> the checked non-negative permutation: the per-op path
+_SHAPE_PRODUCTS: dict = {}  # a requested shape -> _shape_product's answer: reshape's per-op check, one lookup
+
+
+def _shape_product(shape: tuple) -> int:
+    """What ``reshape`` needs to know of a requested ``shape`` at once: the product of its dims when all are
+    positive; minus the product of the others when one is -1 and the others are positive; else 0 (a shape
+    for the checked path: zeros, other negatives, several -1, ints too large for MLX). Kept per shape."""
+    p, inferred = 1, False
+    for d in shape:
+        if d.__class__ is not int or d > _INT32_MAX:
+            p = 0
+            break
+        if d == -1 and not inferred:
+            inferred = True
+        elif d > 0:
+            p *= d
+        else:
+            p = 0
+            break
+    p = -p if inferred else p
+    if p > _INT32_MAX or p < -_INT32_MAX:  # no array that fits can match it
+        p = 0
+    if len(_SHAPE_PRODUCTS) >= 4096:  # a bound, not a policy: programs use a handful
+        _SHAPE_PRODUCTS.clear()
+    _SHAPE_PRODUCTS[shape] = p
+    return p
 
 
 class MLXShapeOps:
@@ -51,17 +77,23 @@ class MLXShapeOps:
     def reshape(self, x, shape):
         if shape.__class__ is not tuple:
             shape = tuple(shape)
-        size = x.size
-        # the common cases: no dim inferred and the product is the size, or one -1 beside positive dims whose
-        # product divides it; with 0 < size <= INT32_MAX none can be larger
-        if 0 < size <= _INT32_MAX:
-            if -1 not in shape:
-                fits = math.prod(shape) == size
-            else:  # one -1 beside positive dims whose product divides the size
-                fits = shape.count(-1) == 1 and min(shape) == -1 and (p := -math.prod(shape)) > 0 and size % p == 0
-            if fits:
+        # the common cases: positive dims (MLX's own check, that their product is the size, is torch's), or one
+        # -1 beside positive dims whose product divides a size 0 < size <= INT32_MAX
+        p = _SHAPE_PRODUCTS.get(shape)
+        if p is None:
+            p = _shape_product(shape)
+        if p > 0:
+            try:
                 out = mx.reshape(x, shape, stream=self._stream or self.s)
+            except ValueError:  # another size: torch's error below
+                out = None
+            if out is not None:
                 return carry_bounds(x, out) if KNOWN and id(x) in KNOWN else out
+        size = x.size
+        # mutate: equivalent (the -1 case's divisibility: MLX refuses a -1 it cannot fill)
+        if p < 0 and not size % p and 0 < size <= _INT32_MAX:
+            out = mx.reshape(x, shape, stream=self._stream or self.s)
+            return carry_bounds(x, out) if KNOWN and id(x) in KNOWN else out
         if shape and max(shape) > _INT32_MAX:
             check_dims(shape, "reshape")
         if shape and min(shape) < -1:
@@ -157,7 +189,8 @@ class MLXShapeOps:
                 xs = [x for x in xs if not (x.ndim == 1 and x.size == 0)] or xs[:1]
                 break
         ref = xs[0]
-        d = norm_dim(dim, ref.ndim)
+        n = ref.ndim
+        d = dim % n if dim.__class__ is int and -n <= dim < n else norm_dim(dim, n)  # norm_dim's, inlined
         rs = ref.shape
         head, tail = rs[:d], rs[d + 1:]
         for i, x in enumerate(xs):
