@@ -156,6 +156,7 @@ RECIPES["signal.windows.general_cosine"] = (
 
 # nn modules taking factory keywords: constructor arguments; parameters' and buffers' dtypes compared
 MODULE_ARGS = {
+    "AdaptiveLogSoftmaxWithLoss": (8, 10, [4]), "LinearCrossEntropyLoss": (3, 4),
     "BatchNorm1d": (2,), "BatchNorm2d": (2,), "BatchNorm3d": (2,), "SyncBatchNorm": (2,), "Bilinear": (2, 2, 3),
     "Conv1d": (1, 1, 1), "Conv2d": (1, 1, 1), "Conv3d": (1, 1, 1), "ConvTranspose1d": (1, 1, 1),
     "ConvTranspose2d": (1, 1, 1), "ConvTranspose3d": (1, 1, 1), "Embedding": (4, 2), "EmbeddingBag": (4, 2),

@@ -76,7 +76,7 @@ def test_reduction_dtype_argument(device):
     check(lambda: x.prod(1, dtype=tdx.int32), lambda: t.prod(1, dtype=torch.int32))
     f, tf = pair(sample((3, 4), "float32", seed=25), device, "float32")
     assert f.dtype is tdx.float32  # the dtype read once and kept: a float32 reduction's result keeps it too
-    for dtype in ("float64", "float16"):
+    for dtype in ("float64", "float16") if tdx.backends.get(device).caps.float64 else ("float16",):
         check(lambda: f.sum(dtype=getattr(tdx, dtype)), lambda: tf.sum(dtype=getattr(torch, dtype)), msg=dtype,
               rtol=1e-3, atol=1e-3)
         check(lambda: f.mean(1, dtype=getattr(tdx, dtype)), lambda: tf.mean(1, dtype=getattr(torch, dtype)), msg=dtype,
