@@ -1,6 +1,6 @@
 """torch's legacy tensor API: ``tdx.Tensor(...)`` itself (for its subclasses too), the typed tensor classes
-(``tdx.FloatTensor``, ``tdx.LongTensor``...), ``Tensor.new``, ``tdx.set_default_tensor_type`` and the removed or foreign-device methods
-(``reinforce``, ``xpu``, ``ipu``, ``mtia``).
+(``tdx.FloatTensor``, ``tdx.LongTensor``...), ``Tensor.new``, ``tdx.set_default_tensor_type`` and the removed
+or foreign-device methods (``reinforce``, ``xpu``, ``ipu``, ``mtia``).
 
 ``tdx.FloatTensor(2, 3)`` builds an uninitialised float32 tensor of that shape on the default
 device, ``tdx.FloatTensor([1, 2])`` one holding the data; ``isinstance(x, tdx.FloatTensor)``
