@@ -47,12 +47,19 @@ from .tensor import Tensor
 __all__ = ["DisableTorchFunctionSubclass", "DisableTorchFunction", "disabled_torch_function_impl",
            "overloaded_arguments", "torch_function_dispatch"]
 
-_STATE = threading.local()  # .level: 0 protocol on, 1 off for Tensor subclasses, 2 off for everything
+class _State(threading.local):
+    """This thread's protocol level (``level``): 0 on, 1 off for Tensor subclasses, 2 off for everything. A class
+    default, so a thread that never changed it reads 0 as a plain attribute (every dispatching call asks)."""
+
+    level = 0
+
+
+_STATE = _State()
 _set_class = object.__dict__["__class__"].__set__
 
 
 def _level() -> int:
-    return getattr(_STATE, "level", 0)
+    return _STATE.level
 
 
 class DisableTorchFunctionSubclass:
