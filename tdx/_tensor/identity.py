@@ -213,7 +213,9 @@ class _MetadataMethods:
 
     def _is_view(self) -> bool:
         """Whether this tensor is a view of another (``_base`` is not None)."""
-        return self._base is not None
+        if self._ex.caps.native_autograd:
+            return self._n._is_view()
+        return self._base is not None  # on a tape executor the base is the view root itself: no new tensor
 
     @property
     def _grad(self):

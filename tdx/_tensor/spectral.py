@@ -23,7 +23,7 @@ __all__: list = []
 _export = exporter(__all__)
 
 
-def _window(window, n_fft: int, win_length: int, like, op: str):
+def _window(window, n_fft: int, win_length: int, op: str):
     """The window zero-padded to ``n_fft`` samples, centred, or None for the rectangular one."""
     if window is None:
         return None
@@ -108,7 +108,7 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     if n_fft > length:
         raise TdxRuntimeError(f"stft: expected 0 < n_fft <= {length}, but got n_fft={n_fft}")
     frames = x.unfold(-1, n_fft, hop)  # (batch, n_frames, n_fft)
-    w = _window(window, n_fft, win, x, "stft")
+    w = _window(window, n_fft, win, "stft")
     if w is not None:
         frames = frames * w
     if onesided is None:
@@ -159,11 +159,9 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
         frames = call("fft", "ifft", spec, None, -1, norm)
     else:
         frames = call("fft", "irfft", spec if onesided else spec.narrow(-1, 0, n_fft // 2 + 1), n_fft, -1, norm)
-    w = _window(window, n_fft, win, frames, "istft")
-    if w is None:
-        w = ones(n_fft, dtype=frames.dtype if not frames.dtype.is_complex else D.float32, device=frames.device)
-        if win != n_fft:
-            w = _window(ones(win, dtype=w.dtype, device=w.device), n_fft, win, frames, "istft")
+    if window is None:  # the rectangular window, which the overlap-add divides by as well
+        window = ones(win, dtype=D.float32 if frames.dtype.is_complex else frames.dtype, device=frames.device)
+    w = _window(window, n_fft, win, "istft")
     frames = frames * w
     total = n_fft + hop * (n_frames - 1)
     at = (arange(n_frames, device=frames.device) * hop).unsqueeze(1) + arange(n_fft, device=frames.device)
