@@ -19,6 +19,7 @@ import math
 
 from .. import _dtypes as D, backends as _backends, interop as _interop
 from .._device import device as _Device
+from ..backends.base import norm_dim as _norm_dim
 from .._errors import NATIVE_ERRORS, TdxRuntimeError, TdxTypeError, TdxValueError, UnsupportedOpError
 from . import recording as _tape
 from ..autograd.tape import ACTIVE as _TAPE, MODE as _MODE, STATE as _TAPE_STATE
@@ -142,6 +143,10 @@ def _inplace(name: str):
     return op
 
 
+def _device_type_is(kind: str) -> property:
+    return property(lambda self: self._ex.device.type == kind, doc=f"Whether the tensor is on a {kind} device.")
+
+
 class Tensor:
     """A multi-dimensional array on one executor, with torch's API.
 
@@ -189,25 +194,8 @@ class Tensor:
     def executor(self):
         return self._ex
 
-    @property
-    def is_cuda(self) -> bool:
-        return self._ex.device.type == "cuda"
-
-    @property
-    def is_cpu(self) -> bool:
-        return self._ex.device.type == "cpu"
-
-    @property
-    def is_mps(self) -> bool:
-        return self._ex.device.type == "mps"
-
-    @property
-    def is_mlx(self) -> bool:
-        return self._ex.device.type == "mlx"
-
-    @property
-    def is_meta(self) -> bool:
-        return self._ex.device.type == "meta"
+    # whether the tensor lives on a device of that type
+    is_cuda, is_cpu, is_mps, is_mlx, is_meta = (_device_type_is(k) for k in ("cuda", "cpu", "mps", "mlx", "meta"))
 
     @property
     def layout(self):
@@ -220,30 +208,34 @@ class Tensor:
     is_sparse = is_sparse_csr = is_quantized = is_nested = is_mkldnn = False
 
     def size(self, dim=None):
-        shape = self._ex.shape(self._n)
+        shape = self._n.shape  # every native's shape is a sequence of ints (as ``shape`` reads it)
         if dim is None:
             return Size(shape)
-        from ..backends.base import norm_dim
+        return shape[_norm_dim(dim, len(shape))]
 
-        return shape[norm_dim(dim, len(shape))]
-
+    @inline_typed  # the metadata queries read the native's attributes, raising no framework error: no wrapper
     def dim(self) -> int:
         return self._n.ndim
 
+    @inline_typed
     def ndimension(self) -> int:
         return self._n.ndim
 
+    @inline_typed
     def numel(self) -> int:
-        return math.prod(self._ex.shape(self._n))
+        return math.prod(self._n.shape)
 
     nelement = numel
 
+    @inline_typed
     def element_size(self) -> int:
         return self.dtype.itemsize
 
+    @inline_typed
     def is_floating_point(self) -> bool:
         return self.dtype.is_floating_point
 
+    @inline_typed
     def is_complex(self) -> bool:
         return self.dtype.is_complex
 
