@@ -31,6 +31,7 @@ from .wrapping import (LARGE_RESULT as _LARGE_RESULT, NO_KERNEL as _NO_KERNEL, S
                        mixed_operands as _mixed, scalar as _scalar, typed_errors, wrap)
 
 _new = object.__new__
+_SIZES: dict = {}  # a native shape -> its Size (Tensor.shape)
 _F32 = D.float32
 _DType = D.dtype
 
@@ -168,7 +169,13 @@ class Tensor:
     # properties -----------------------------------------------------------------------
     @property
     def shape(self) -> Size:
-        return Size(self._n.shape)  # every native's shape is a sequence of ints (as ``ndim`` reads ``_n.ndim``)
+        s = self._n.shape  # every native's shape is a tuple of ints (torch.Size, MLX's tuple): equal shapes hash alike
+        size = _SIZES.get(s)  # shapes recur (every layer, every token) and a Size is immutable: one per shape
+        if size is None:
+            if len(_SIZES) >= 4096:
+                _SIZES.clear()
+            size = _SIZES[s] = Size(s)
+        return size
 
     @property
     def dtype(self):
@@ -467,7 +474,10 @@ class Tensor:
             for a in (args if not kwargs else (*args, kwargs.get("device"), kwargs.get("dtype"))):
                 c = a.__class__
                 if c is _DType:
-                    if a is not (self._dt or self.dtype):  # the dtype kept once read: no property call
+                    d = self._dt
+                    if d is None:  # the dtype property's read, in this frame (kept once read, as it keeps it)
+                        d = self._dt = self._ex._from_native[self._n.dtype]
+                    if a is not d:
                         break
                 elif c is _Device or c is str:
                     if a is not self._ex.device and _backends.get(a) is not self._ex:
