@@ -59,6 +59,7 @@ class TorchExecutor(TorchNNOps, TorchAdaptedOps, TorchKernelOps, TorchNamespaceO
     name = "torch"
     mutable = True
     taped = False
+    addmm_kernel = staticmethod(torch.addmm)
     native_autocast = True  # torch's autocast state is mirrored from tdx's (compat/amp/autocast_state.py)
 
     def __init__(self, device):
