@@ -108,10 +108,9 @@ class ShapeMethods:
         out._n = n
         out._ex = ex
         out._ag = out._view = None
-        if ex.mutable:  # a torch executor's result is its own view: nothing to link
-            out._dt = None
-            return out
         out._dt = self._dt  # a reshape keeps the dtype: one read already made serves the result too
+        if ex.mutable:  # a torch executor's result is its own view: nothing to link
+            return out
         if self._view is None:  # a fresh tensor: a view with the contiguous strides of its shape
             return _views.link_contiguous(out, self, n.shape)
         return _reshaped(out, self, False)
@@ -139,10 +138,9 @@ class ShapeMethods:
         out._n = n
         out._ex = ex
         out._ag = out._view = None
-        if ex.mutable:  # a torch executor's result is its own view: nothing to link
-            out._dt = None
-            return out
         out._dt = self._dt  # a reshape keeps the dtype: one read already made serves the result too
+        if ex.mutable:  # a torch executor's result is its own view: nothing to link
+            return out
         if self._view is None:  # a fresh tensor: a view with the contiguous strides of its shape
             return _views.link_contiguous(out, self, n.shape)
         return _reshaped(out, self, True)
@@ -232,10 +230,9 @@ class ShapeMethods:
         out._n = n
         out._ex = ex
         out._ag = out._view = None
-        if ex.mutable:  # a torch executor's result is its own view: nothing to link
-            out._dt = None
-            return out
         out._dt = self._dt  # a reshape keeps the dtype: one read already made serves the result too
+        if ex.mutable:  # a torch executor's result is its own view: nothing to link
+            return out
         if self._view is None:  # a fresh tensor: a view with the contiguous strides of its shape
             return _views.link_contiguous(out, self, n.shape)
         return _reshaped(out, self, True)
