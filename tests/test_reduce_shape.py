@@ -231,3 +231,14 @@ def test_shape_reads_follow_every_tensor(device):
         assert isinstance(got + (5,), tdx.Size) and isinstance(got * 2, tdx.Size) and got.numel() == ref.numel()
         if got:
             assert got[-1] == ref.shape[-1] and t.size(-1) == ref.size(-1)
+
+
+@pytest.mark.parametrize("shape", [(2, 6), (-1, 3), (3, 2, 2), (12,), (1, 12, 1)], ids=str)
+def test_view_of_a_shape_tuple(device, shape):
+    """``view((*lead, -1, d))``, as transformers writes it, is ``view(*lead, -1, d)``: torch's values and shape; a
+    tuple holding a non-integer is torch's TypeError."""
+    x, t = tdx.arange(12.0, device=device), torch.arange(12.0)
+    check(lambda: x.view(shape), lambda: t.view(shape))
+    check(lambda: x.transpose(0, 0).view(*shape) * 2, lambda: t.view(*shape) * 2)
+    with pytest.raises(TypeError):
+        x.view((shape[0], 2.0))

@@ -118,6 +118,12 @@ class ShapeMethods:
     @inline_typed
     def view(self, *shape, dtype=None):
         """A view with another ``shape``, or of the same bytes read as ``dtype`` (``view(tdx.float32)``)."""
+        if len(shape) == 1 and shape[0].__class__ is tuple:  # view((*lead, -1, d)) of ints: as view(*lead, -1, d)
+            for s in shape[0]:
+                if s.__class__ is not int:
+                    break
+            else:
+                shape = shape[0]
         if not shape or shape[0].__class__ is not int or dtype is not None:
             if dtype is None and len(shape) == 1 and (isinstance(shape[0], D.dtype) or (
                     shape[0].__class__ is type and shape[0] in D.PYTHON_TYPES)):  # view(float): float64
