@@ -337,23 +337,19 @@ def _vector_levels(shape, axes, out_shape, s):
     groups = n // (4 * LANES)
     if n % (4 * LANES) or not 1 <= groups <= 16:
         return None
-    lead = tuple(shape[: nd - len(axes)])
-    if tuple(out_shape) != lead:  # keepdim: the sums reshaped
+    view = tuple(shape[: nd - len(axes)]) + ((groups, 4, LANES) if groups > 1 else (4, LANES))
+    out_shape = tuple(out_shape)
+    # each level sums with its dim kept (MLX's sum without keepdims adds a squeeze, a node of its own), one
+    # reshape to the result's shape at the end; the additions are the same
+    if groups > 1:
         def fn(x, _sum=mx.sum, _reshape=mx.reshape):
-            y = _reshape(x, lead + (groups, 4, LANES), stream=s)
-            return _reshape(_sum(_sum(_sum(y, axis=-3, stream=s), axis=-2, stream=s), axis=-1, stream=s), out_shape,
-                            stream=s)
-    elif groups > 1:
-        view = lead + (groups, 4, LANES)
-
-        def fn(x, _sum=mx.sum, _reshape=mx.reshape):
-            return _sum(_sum(_sum(_reshape(x, view, stream=s), axis=-3, stream=s), axis=-2, stream=s), axis=-1,
-                        stream=s)
+            y = _sum(_reshape(x, view, stream=s), axis=-3, keepdims=True, stream=s)
+            return _reshape(_sum(_sum(y, axis=-2, keepdims=True, stream=s), axis=-1, keepdims=True, stream=s),
+                            out_shape, stream=s)
     else:  # one vector per accumulator
-        view = lead + (4, LANES)
-
         def fn(x, _sum=mx.sum, _reshape=mx.reshape):
-            return _sum(_sum(_reshape(x, view, stream=s), axis=-2, stream=s), axis=-1, stream=s)
+            y = _sum(_reshape(x, view, stream=s), axis=-2, keepdims=True, stream=s)
+            return _reshape(_sum(y, axis=-1, keepdims=True, stream=s), out_shape, stream=s)
 
     return fn
 
