@@ -142,3 +142,20 @@ def test_attention_projection_views_follow_writes(device):
     pt.mul_(2.0)
     for ours, theirs in [(p, pt), (q, qt), (half, halft), (u, ut), (back, backt)]:
         np.testing.assert_array_equal(ours.numpy(force=True), theirs.numpy())
+
+
+def test_views_whose_layout_was_computed_keep_nothing_alive(device):
+    """A projection viewed as heads and transposed, its layout read (``stride()``, ``is_contiguous()``,
+    ``contiguous()``), is freed with its views, as torch frees it: no table of layouts keeps the root."""
+    import gc
+    import weakref
+
+    refs = []
+    for _ in range(3):
+        p = tdx.zeros(2, 3, 32, device=device)
+        refs.append(weakref.ref(p))
+        q = p.view(2, 3, 4, 8).transpose(1, 2)
+        q.stride(), q.is_contiguous(), q.contiguous(), q[..., :4].stride()
+        del p, q
+    gc.collect()
+    assert [r() for r in refs] == [None, None, None]

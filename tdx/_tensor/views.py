@@ -375,9 +375,9 @@ def link_swapped(out, src, a: int, b: int):
     return link(out, src, tuple(shape), tuple(strides), lay.offset, lay.root)
 
 
-@functools.lru_cache(maxsize=1024)  # mutate: equivalent (cache size: speed only)
 def _swapped_view(lay, a: int, b: int) -> tuple:
-    """``(shape, strides, offset)`` of the view laid out as ``lay`` (a lazy one) with dims ``a`` and ``b`` swapped."""
+    """``(shape, strides, offset)`` of the view laid out as ``lay`` (a lazy one) with dims ``a`` and ``b`` swapped
+    (kept by the layout it resolves, never in a cache of layouts: that would keep their roots alive)."""
     return _swapped(lay.shape, lay.strides, lay.offset, a, b)
 
 
