@@ -48,6 +48,7 @@ from .wrapping import (
 )
 
 __all__: list = []
+_WHOLE = _views.whole  # the layout recipe of a reshape of a fresh tensor (MLX): its views link it at once
 _new = object.__new__
 _export = exporter(__all__)
 
@@ -113,7 +114,7 @@ class ShapeMethods:
             return out
         out._dt = self._dt  # a reshape keeps the dtype: one read already made serves the result too
         if self._view is None:  # a fresh tensor: a view with the contiguous strides of its shape
-            return _views.link_contiguous(out, self, n.shape)
+            return _views.link_lazy(out, self, (_WHOLE, n.shape))
         return _reshaped(out, self, False)
 
     @inline_typed
@@ -144,7 +145,7 @@ class ShapeMethods:
             return out
         out._dt = self._dt  # a reshape keeps the dtype: one read already made serves the result too
         if self._view is None:  # a fresh tensor: a view with the contiguous strides of its shape
-            return _views.link_contiguous(out, self, n.shape)
+            return _views.link_lazy(out, self, (_WHOLE, n.shape))
         return _reshaped(out, self, True)
 
     def reshape_as(self, other):
@@ -237,7 +238,7 @@ class ShapeMethods:
             return out
         out._dt = self._dt  # a reshape keeps the dtype: one read already made serves the result too
         if self._view is None:  # a fresh tensor: a view with the contiguous strides of its shape
-            return _views.link_contiguous(out, self, n.shape)
+            return _views.link_lazy(out, self, (_WHOLE, n.shape))
         return _reshaped(out, self, True)
 
     def flatten(self, start_dim=0, end_dim=-1):

@@ -178,7 +178,7 @@ def link_contiguous(out, root, shape=None):
     """``out`` as a view of all of ``root`` (no view itself) in row-major order: ``reshape``/``view``
     of a fresh tensor, whose strides are always the contiguous ones of the new shape (``out``'s
     shape, a tuple, when the caller has it)."""
-    return _link_lazy(out, root, (_whole, tuple(out._n.shape) if shape is None else shape))
+    return link_lazy(out, root, (whole, tuple(out._n.shape) if shape is None else shape))
 
 
 def link(out, src, shape, strides, offset, root=None, multi=None, detached=False):
@@ -291,7 +291,7 @@ class _LazyLayout(Layout):
     detached = owner = False
 
     def is_contiguous(self) -> bool:  # all of a fresh tensor, reshaped: contiguous, with no layout computed
-        return self.recipe[0] is _whole or Layout.is_contiguous(self)
+        return self.recipe[0] is whole or Layout.is_contiguous(self)
 
     def _resolve(self) -> tuple:
         recipe = self.recipe
@@ -303,9 +303,9 @@ class _LazyLayout(Layout):
     offset = property(lambda self: (self.resolved or self._resolve())[2])
 
 
-def _link_lazy(out, root, recipe):
+def link_lazy(out, root, recipe):
     """``out`` as a view of ``root`` (no view) whose layout is ``recipe``'s (:class:`_LazyLayout`): every
-    view op's path on a fresh tensor."""
+    view op's path on a fresh tensor (``view``/``reshape``/``unsqueeze`` call it themselves)."""
     lay = _new(_LazyLayout)
     lay.root, lay.recipe, lay.resolved = root, recipe, None
     out._view = lay
@@ -328,8 +328,9 @@ def _indexed(root_shape: tuple, index) -> tuple:
     return tuple(shape), tuple(strides), offset
 
 
-def _whole(shape: tuple) -> tuple:
-    """The layout of all of a root in row-major order, as ``shape``."""
+def whole(shape: tuple) -> tuple:
+    """The layout of all of a root in row-major order, as ``shape`` (a tuple): the recipe of a reshape of a fresh
+    tensor, ``link_lazy(out, root, (whole, shape))``."""
     return shape, _contiguous(shape), 0
 
 
@@ -348,7 +349,7 @@ def link_root_index(out, root, index, basic: bool = False):  # mutate: equivalen
                 basic = False
                 break
     if basic or index.__class__ in _BASIC_ITEMS:  # mutate: equivalent (swapping the or's operands: speed only)
-        lay = _new(_LazyLayout)  # _link_lazy's, inlined: every basic index of a fresh tensor
+        lay = _new(_LazyLayout)  # link_lazy's, inlined: every basic index of a fresh tensor
         lay.root, lay.recipe, lay.resolved = root, (_indexed, root._n.shape, index), None
         out._view = lay
         _register(root, out)
@@ -362,9 +363,9 @@ def link_swapped(out, src, a: int, b: int):
     negative; a 0-d ``src`` is its own transpose)."""
     lay = src._view
     if lay is None:
-        return _link_lazy(out, src, (_swapped_root, src._n.shape, a, b))
+        return link_lazy(out, src, (_swapped_root, src._n.shape, a, b))
     if lay.__class__ is _LazyLayout:  # a view of a fresh tensor's view (``x.view(...).transpose(1, 2)``): lazy too
-        return _link_lazy(out, lay.root, (_swapped_view, lay, a, b))
+        return link_lazy(out, lay.root, (_swapped_view, lay, a, b))
     n = len(lay.shape)
     if not n:
         return link(out, src, (), (), lay.offset, lay.root)
@@ -406,7 +407,7 @@ def _permuted_root(shape: tuple, order: tuple) -> tuple:
 
 def link_permuted_root(out, root, order):
     """``out`` as ``root`` (no view) with its dims in ``order`` (checked, maybe negative): ``permute``."""
-    lay = _new(_LazyLayout)  # _link_lazy's, inlined: every permute of a fresh tensor
+    lay = _new(_LazyLayout)  # link_lazy's, inlined: every permute of a fresh tensor
     lay.root, lay.recipe, lay.resolved = root, (_permuted_root, root._n.shape, tuple(order)), None
     out._view = lay
     _register(root, out)
@@ -444,7 +445,7 @@ def link_index(out, src, lay, index):
             if it.__class__ not in _VIEW_ITEMS:
                 break
         else:
-            return _link_lazy(out, lay.root, (_indexed_view, lay, index))
+            return link_lazy(out, lay.root, (_indexed_view, lay, index))
     view = basic_index(lay, index)
     return out if view is None else link(out, src, *view, root=lay.root)
 
