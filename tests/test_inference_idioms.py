@@ -131,7 +131,11 @@ def test_attention_projection_views_follow_writes(device):
     half, halft = q[..., :4], qt[..., :4]
     u, ut = p.unsqueeze(1), pt.unsqueeze(1)
     back, backt = q.transpose(1, 2).reshape(2, 3, -1), qt.transpose(1, 2).reshape(2, 3, -1)
-    for ours, theirs in [(q, qt), (half, halft), (u, ut), (back, backt)]:
+    # a fresh tensor indexed with None and Ellipsis (rotary tables, ``logits[:, -1, :]``, ``mask[:, None, None, :]``)
+    rooted = [(p[None, ..., 1:], pt[None, ..., 1:]), (p[:, None, 2], pt[:, None, 2]), (p[..., -1, :], pt[..., -1, :]),
+              (p[...], pt[...]), (p[None], pt[None]), (p[1, ..., None, ::3], pt[1, ..., None, ::3])]
+    views = [(q, qt), (half, halft), (u, ut), (back, backt)] + rooted
+    for ours, theirs in views:
         assert tuple(ours.shape) == tuple(theirs.shape) and ours.stride() == theirs.stride()
         assert ours.is_contiguous() == theirs.is_contiguous()
         np.testing.assert_array_equal(ours.numpy(force=True), theirs.numpy())
@@ -140,7 +144,7 @@ def test_attention_projection_views_follow_writes(device):
     pt[0, 1, 9] = 100.0
     p.mul_(2.0)
     pt.mul_(2.0)
-    for ours, theirs in [(p, pt), (q, qt), (half, halft), (u, ut), (back, backt)]:
+    for ours, theirs in [(p, pt)] + views:
         np.testing.assert_array_equal(ours.numpy(force=True), theirs.numpy())
 
 

@@ -334,21 +334,21 @@ def whole(shape: tuple) -> tuple:
     return shape, _contiguous(shape), 0
 
 
-_BASIC_ITEMS = (int, slice)  # the classes of a basic index's items that need no unwrapping (bool is not int)
+_VIEW_ITEMS = (int, slice, type(None), type(Ellipsis))  # the classes of a view-making index's items (no bool)
 
 
 def link_root_index(out, root, index, basic: bool = False):  # mutate: equivalent (its one caller passes basic)
     """``out`` as the view ``root[index]`` of ``root``, a tensor that is no view, when ``index`` is basic;
-    ``out`` as it is (a copy) for any other index. An int, a slice or a tuple of them (``basic`` says
-    the caller saw that; the executor checked the bounds) is linked with its layout left to compute
-    (:class:`_LazyLayout`)."""
+    ``out`` as it is (a copy) for any other index. An int, a slice, None, Ellipsis or a tuple of them
+    (``basic`` says the caller saw ints and slices only; the executor checked the bounds) is linked with its
+    layout left to compute (:class:`_LazyLayout`)."""
     if not basic and index.__class__ is tuple:
         basic = True
         for it in index:  # a loop, no generator: the per-op path
-            if it.__class__ not in _BASIC_ITEMS:
+            if it.__class__ not in _VIEW_ITEMS:
                 basic = False
                 break
-    if basic or index.__class__ in _BASIC_ITEMS:  # mutate: equivalent (swapping the or's operands: speed only)
+    if basic or index.__class__ in _VIEW_ITEMS:  # mutate: equivalent (swapping the or's operands: speed only)
         lay = _new(_LazyLayout)  # link_lazy's, inlined: every basic index of a fresh tensor
         lay.root, lay.recipe, lay.resolved = root, (_indexed, root._n.shape, index), None
         out._view = lay
@@ -433,7 +433,6 @@ def multi_view_error(lay: Layout, base_written: bool) -> str:
             "replace the inplace operation by an out-of-place one.")
 
 
-_VIEW_ITEMS = (int, slice, type(None), type(Ellipsis))  # the classes of a view-making index's items
 
 
 def link_index(out, src, lay, index):
