@@ -163,3 +163,25 @@ def test_views_whose_layout_was_computed_keep_nothing_alive(device):
         del p, q
     gc.collect()
     assert [r() for r in refs] == [None, None, None]
+
+
+@pytest.mark.float64
+@pytest.mark.parametrize("dtype", ["float64", "float16"])
+def test_linear_in_inference_refuses_an_input_of_another_dtype(device, dtype):
+    """``nn.Linear`` / ``F.linear`` under ``no_grad`` with an input whose dtype is not the layer's raise torch's
+    error (nothing promoted behind the user's back); an input and layer of that dtype give torch's values."""
+    lin, ref = _linear_pair(device)
+    x_np = _data((2, 3, 16))
+    x = tdx.tensor(x_np, device=device).to(getattr(tdx, dtype))
+    xt = torch.tensor(x_np).to(getattr(torch, dtype))
+    with tdx.no_grad(), torch.no_grad():
+        with pytest.raises(RuntimeError) as theirs:
+            ref(xt)
+        for call in (lambda: lin(x), lambda: tdx.nn.functional.linear(x, lin.weight, lin.bias)):
+            with pytest.raises(RuntimeError) as ours:
+                call()
+            assert type(theirs.value) is RuntimeError and isinstance(ours.value, tdx.TdxError), ours.value
+        if dtype == "float64":
+            lin.double()
+            ref.double()
+            np.testing.assert_allclose(lin(x).numpy(force=True), ref(xt).numpy(), rtol=1e-12, atol=1e-12)
