@@ -48,7 +48,8 @@ from .wrapping import (
 )
 
 __all__: list = []
-_WHOLE = _views.whole  # the layout recipe of a reshape of a fresh tensor (MLX): its views link it at once
+# the layout recipes of a reshape and a transpose of a fresh tensor (MLX): those views link them at once
+_WHOLE, _SWAPPED_ROOT = _views.whole, _views.swapped_root
 _new = object.__new__
 _export = exporter(__all__)
 
@@ -192,7 +193,9 @@ class ShapeMethods:
         out._ex = ex
         out._ag = out._view = None
         out._dt = self._dt  # the same dtype: a read already made serves the result too
-        return out if ex.mutable else _views.link_swapped(out, self, dim0, dim1)
+        if ex.mutable or self._view is not None:  # a fresh tensor's transpose (MLX) links its lazy layout here
+            return out if ex.mutable else _views.link_swapped(out, self, dim0, dim1)
+        return _views.link_lazy(out, self, (_SWAPPED_ROOT, self._n.shape, dim0, dim1))
 
     swapaxes = swapdims = transpose
 

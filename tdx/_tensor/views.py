@@ -363,7 +363,7 @@ def link_swapped(out, src, a: int, b: int):
     negative; a 0-d ``src`` is its own transpose)."""
     lay = src._view
     if lay is None:
-        return link_lazy(out, src, (_swapped_root, src._n.shape, a, b))
+        return link_lazy(out, src, (swapped_root, src._n.shape, a, b))
     if lay.__class__ is _LazyLayout:  # a view of a fresh tensor's view (``x.view(...).transpose(1, 2)``): lazy too
         return link_lazy(out, lay.root, (_swapped_view, lay, a, b))
     n = len(lay.shape)
@@ -382,7 +382,7 @@ def _swapped_view(lay, a: int, b: int) -> tuple:
     return _swapped(lay.shape, lay.strides, lay.offset, a, b)
 
 
-def _swapped_root(shape: tuple, a: int, b: int) -> tuple:
+def swapped_root(shape: tuple, a: int, b: int) -> tuple:
     """``(shape, strides, 0)`` of a contiguous tensor of ``shape`` with dims ``a`` and ``b`` swapped."""
     return _swapped(shape, _contiguous(shape), 0, a, b)
 
