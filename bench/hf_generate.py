@@ -17,8 +17,9 @@ kernels may round differently, so a mismatch is reported, not raised). Usage:
 ``main ms/tok`` is the CPU time of the thread that runs the program (``time.thread_time``) per new token:
 Python's share (graph building, dispatch), without the framework's worker threads that ``tok/cpu-s`` counts.
 After its timed runs each contender counts, over one more generation, the Python calls per new token
-(``sys.setprofile``'s call events, builtins included) and the synchronizations per new token (calls
-of ``mx.eval``/``mx.async_eval`` and of an MLX array's ``item``/``tolist``).
+(``sys.setprofile``'s call events, builtins included), the waits per new token (calls of ``mx.eval`` and
+of an MLX array's ``item``/``tolist``: the program stops until the graph is computed) and the evaluations
+started without waiting per new token (``mx.async_eval``).
 """
 
 from __future__ import annotations
@@ -48,19 +49,20 @@ def make_model(path: str) -> None:
     LlamaForCausalLM(LlamaConfig(**CONFIG)).save_pretrained(path)
 
 
-SYNC_FUNCTIONS = ("eval", "async_eval")
+SYNC_FUNCTIONS = ("eval",)
+START_FUNCTIONS = ("async_eval",)
 SYNC_METHODS = ("item", "tolist", "__dlpack__")
 
 
-def count_calls(fn, tokens: int) -> tuple[float, float, float]:
-    """Python calls, builtin calls and MLX synchronizations per new token over one ``fn()``.
+def count_calls(fn, tokens: int) -> tuple[float, float, float, float]:
+    """Python calls, builtin calls, MLX synchronizations and evaluations started per new token over one ``fn()``.
 
     Python 3.11's profiler sees Python frames and CPython builtins (torch's functions are builtins) but
     not nanobind's functions (MLX's), so MLX's own calls count in neither column; a synchronization is a
-    call of ``mx.eval``/``mx.async_eval``, of an MLX array's ``item``/``tolist``/``__dlpack__``, or of
-    ``np.array``/``np.asarray`` on an MLX array, counted by wrapping them for this one run.
+    call of ``mx.eval``, of an MLX array's ``item``/``tolist``/``__dlpack__``, or of ``np.array``/``np.asarray``
+    on an MLX array, and a start is a call of ``mx.async_eval``, counted by wrapping them for this one run.
     """
-    calls = builtins = syncs = own = own_builtins = 0  # own: the wrappers' frames and builtin calls
+    calls = builtins = syncs = starts = own = own_builtins = 0  # own: the wrappers' frames and builtin calls
 
     def hook(frame, event, arg):
         nonlocal calls, builtins
@@ -73,6 +75,14 @@ def count_calls(fn, tokens: int) -> tuple[float, float, float]:
         def call(*args, **kwargs):
             nonlocal syncs, own
             syncs += 1
+            own += 1
+            return real(*args, **kwargs)
+        return call
+
+    def counted_start(real):
+        def call(*args, **kwargs):
+            nonlocal starts, own
+            starts += 1
             own += 1
             return real(*args, **kwargs)
         return call
@@ -93,6 +103,7 @@ def count_calls(fn, tokens: int) -> tuple[float, float, float]:
         import numpy as np
 
         saved = [(mx, name, getattr(mx, name), counted) for name in SYNC_FUNCTIONS]
+        saved += [(mx, name, getattr(mx, name), counted_start) for name in START_FUNCTIONS]
         saved += [(mx.array, name, getattr(mx.array, name), counted) for name in SYNC_METHODS]
         saved += [(np, name, getattr(np, name), counted_numpy) for name in ("array", "asarray")]
         for owner, name, real, wrapper in saved:
@@ -105,7 +116,7 @@ def count_calls(fn, tokens: int) -> tuple[float, float, float]:
         for owner, name, real, _ in saved:
             setattr(owner, name, real)
     # the wrappers' own frames and calls are not the program's
-    return (calls - own) / tokens, (builtins - own_builtins) / tokens, syncs / tokens
+    return (calls - own) / tokens, (builtins - own_builtins) / tokens, syncs / tokens, starts / tokens
 
 
 def transformers_worker(path: str, tokens: int, repeats: int, profile: bool) -> dict:
@@ -139,9 +150,10 @@ def transformers_worker(path: str, tokens: int, repeats: int, profile: bool) -> 
         once(tokens)
         prof.disable()
         pstats.Stats(prof, stream=sys.stderr).sort_stats("tottime").print_stats(40)
-    calls, builtins, syncs = count_calls(lambda: once(tokens), tokens)
+    calls, builtins, syncs, starts = count_calls(lambda: once(tokens), tokens)
     return {"tps": [tokens / t for t in times], "cpu_tps": [tokens / t for t in cpu], "tokens": out[0, len(PROMPT):].tolist(),
-            "main_ms": [1e3 * t / tokens for t in main], "calls": calls, "builtins": builtins, "syncs": syncs}
+            "main_ms": [1e3 * t / tokens for t in main], "calls": calls, "builtins": builtins, "syncs": syncs,
+            "starts": starts}
 
 
 def mlx_lm_worker(path: str, tokens: int, repeats: int) -> dict:
@@ -166,9 +178,9 @@ def mlx_lm_worker(path: str, tokens: int, repeats: int) -> dict:
         times.append(time.perf_counter() - start)
         cpu.append(time.process_time() - start_cpu)
         main.append(time.thread_time() - start_main)
-    calls, builtins, syncs = count_calls(lambda: once(tokens), tokens)
+    calls, builtins, syncs, starts = count_calls(lambda: once(tokens), tokens)
     return {"tps": [tokens / t for t in times], "cpu_tps": [tokens / t for t in cpu], "tokens": out, "calls": calls, "builtins": builtins,
-            "main_ms": [1e3 * t / tokens for t in main], "syncs": syncs}
+            "main_ms": [1e3 * t / tokens for t in main], "syncs": syncs, "starts": starts}
 
 
 CONTENDERS = {"torch cpu": None, "tdx cpu": "cpu", "tdx mlx:cpu": "mlx:cpu", "mlx-lm": None}
@@ -233,12 +245,12 @@ def main() -> None:
           f"{args.tokens} new tokens greedy with the KV cache; median of {args.rounds * args.repeats} runs, "
           f"threads: {args.threads or 'default'}")
     print(f"{'contender':<14}{'tokens/s':>10}{'tok/cpu-s':>11}{'main ms/tok':>13}{'py calls/tok':>14}{'builtins/tok':>14}"
-          f"{'syncs/tok':>11}  same tokens as torch")
+          f"{'syncs/tok':>11}{'starts/tok':>12}  same tokens as torch")
     for name in names:
         r = results[name]
         same = "-" if want is None else r["tokens"] == want
         print(f"{name:<14}{med[name]:>10.1f}{med_cpu[name]:>11.1f}{statistics.median(r['main_ms']):>13.2f}{r['calls']:>14.0f}"
-              f"{r['builtins']:>14.0f}{r['syncs']:>11.1f}  {same}")
+              f"{r['builtins']:>14.0f}{r['syncs']:>11.1f}{r['starts']:>12.1f}  {same}")
     for mine, theirs in (("tdx cpu", "torch cpu"), ("tdx mlx:cpu", "mlx-lm")):
         if mine in med and theirs in med:
             print(f"{mine + ' / ' + theirs:<25}= {med[mine] / med[theirs]:.2f}x tokens/s, "

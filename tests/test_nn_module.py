@@ -272,6 +272,38 @@ def test_forward_hooks_match_torch(device):
     assert logs[nn] == logs[torch.nn]
 
 
+def test_blocks_hand_their_output_to_a_lazy_executor(device, monkeypatch):
+    """A module with submodules hands its output to a lazy executor's ``settle`` as it returns (the block then
+    computes while Python builds the next one); leaf modules and eager executors are not asked, with or without
+    hooks, and a tuple led by a tensor settles that tensor."""
+
+    class Pair(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = nn.Linear(3, 3)
+
+        def forward(self, x):
+            return self.inner(x), None
+
+    net = build(nn, device)
+    x = tdx.tensor(arr((2, 3), 5), device=device)
+    ex = x._ex
+    settled = []
+    monkeypatch.setattr(type(ex), "settle", lambda self, native: settled.append(native))
+    y = net(x)
+    assert [id(n) for n in settled[-1:]] == ([id(y._n)] if ex.caps.lazy else [])
+    assert len(settled) == (2 if ex.caps.lazy else 0)  # body (a Sequential) and net; Block has no submodules
+    settled.clear()
+    net.register_forward_hook(lambda mod, args, out: out * 2)
+    y = net(x)
+    assert [id(n) for n in settled] == ([id(settled[0]), id(y._n)] if ex.caps.lazy else [])
+    settled.clear()
+    pair = Pair().to(device)
+    out, none = pair(x)
+    assert none is None and [id(n) for n in settled] == ([id(out._n)] if ex.caps.lazy else [])
+    assert_close(y, build(torch.nn)(torch.tensor(arr((2, 3), 5))) * 2)
+
+
 def test_always_call_hook_runs_on_error(device):
     for m in (torch.nn, nn):
         net = m.Identity() if m is nn else torch.nn.Identity()

@@ -46,6 +46,9 @@ class Capabilities:
         dlpack_zero_copy_import: importing a host DLPack capsule shares memory.
         dlpack_zero_copy_export: exporting to a host consumer shares memory.
         asynchronous: work is queued or lazy; hand-offs must synchronize.
+        lazy: ops only record a graph, computed when a result is read or settled (MLX): a block's output
+            (``nn.Module`` with submodules) is handed to :meth:`Executor.settle` as the block returns, so
+            that the block computes while Python builds the next one.
         sdpa_kernels: names of native attention kernels the executor has.
         device_side_checks: value-dependent checks (an index out of range, a class target past the
             last class, a negative rate or weight) run inside the kernels, as device-side asserts:
@@ -60,6 +63,7 @@ class Capabilities:
     dlpack_zero_copy_import: bool = False
     dlpack_zero_copy_export: bool = True
     asynchronous: bool = False
+    lazy: bool = False
     sdpa_kernels: tuple = field(default_factory=tuple)
     device_side_checks: bool = False
 

@@ -72,6 +72,7 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
             dlpack_zero_copy_import=False,
             dlpack_zero_copy_export=not gpu,
             asynchronous=True,
+            lazy=True,
             sdpa_kernels=("mlx_fused",),
         )
         super().__init__(device)

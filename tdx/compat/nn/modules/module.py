@@ -20,6 +20,7 @@ import tdx
 
 from .... import _dtypes
 from ...._errors import TdxRuntimeError
+from ...._tensor.tensor import Tensor
 from ..parameter import Buffer, Parameter, set_data
 from .hooks import RemovableHandle
 from .state_dict import _EXTRA_STATE_KEY_SUFFIX, StateDictMixin, _IncompatibleKeys  # noqa: F401 - torch's module exposes them
@@ -33,6 +34,20 @@ class TdxKeyError(tdx.TdxError, KeyError):
 
 class TdxAttributeError(tdx.TdxError, AttributeError):
     """A missing attribute or submodule path (torch raises ``AttributeError``)."""
+
+
+def _settle(result) -> None:
+    """Start computing a block's output where its executor is lazy (MLX builds a graph that runs when a value is
+    read): the block's work then runs while Python builds the next block, instead of all of a step's graph
+    waiting for the step's first read. Values are unchanged; eager executors are not asked. The output is a
+    tensor or a tuple led by one (an attention block's ``(output, weights)``); anything else is left alone."""
+    if result.__class__ is not Tensor:
+        if result.__class__ is not tuple or not result or result[0].__class__ is not Tensor:
+            return
+        result = result[0]
+    ex = result._ex
+    if ex.caps.lazy:
+        ex.settle(result._n)
 
 
 def _typename(obj) -> str:
@@ -450,7 +465,10 @@ class Module(StateDictMixin):
     def _call_impl(self, *args, **kwargs):
         forward_call = self.forward
         if not (self._forward_hooks or self._forward_pre_hooks):
-            return forward_call(*args, **kwargs)
+            result = forward_call(*args, **kwargs)
+            if self._modules:
+                _settle(result)
+            return result
         result = None
         called_always = set()
         try:
@@ -477,6 +495,8 @@ class Module(StateDictMixin):
                     out = hook(self, args, result)
                 if out is not None:
                     result = out
+            if self._modules:
+                _settle(result)
             return result
         except Exception:
             for hook_id, hook in list(self._forward_hooks.items()):
