@@ -48,8 +48,8 @@ from .wrapping import (
 )
 
 __all__: list = []
-# the layout recipes of a reshape and a transpose of a fresh tensor (MLX): those views link them at once
-_WHOLE, _SWAPPED_ROOT = _views.whole, _views.swapped_root
+# the layout recipes of a reshape, a transpose, a permute of a fresh tensor (MLX): those views link them at once
+_WHOLE, _SWAPPED_ROOT, _PERMUTED_ROOT = _views.whole, _views.swapped_root, _views.permuted_root
 _new = object.__new__
 _export = exporter(__all__)
 
@@ -177,7 +177,8 @@ class ShapeMethods:
         out._ag = out._view = out._dt = None
         if ex.mutable:
             return out
-        return _views.link_permuted_root(out, self, dims) if self._view is None else _permuted(out, self, dims)
+        return _views.link_lazy(out, self, (_PERMUTED_ROOT, self._n.shape, tuple(dims))) if self._view is None \
+            else _permuted(out, self, dims)
 
     @inline_typed
     def transpose(self, dim0, dim1):

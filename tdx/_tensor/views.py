@@ -322,8 +322,9 @@ def link_lazy(out, root, recipe):
     return out
 
 
-def _indexed(root_shape: tuple, index) -> tuple:
-    """The layout of ``x[index]`` (a basic index) for a contiguous ``x`` of ``root_shape``."""
+def indexed(root_shape: tuple, index) -> tuple:
+    """The layout of ``x[index]`` (a basic index) for a contiguous ``x`` of ``root_shape``: the recipe of a basic
+    index of a fresh tensor, ``link_lazy(out, root, (indexed, shape, index))``."""
     shape, strides, offset = basic_index(_layout(None, root_shape, _contiguous(root_shape), 0, None, False), index)
     return tuple(shape), tuple(strides), offset
 
@@ -337,7 +338,7 @@ def whole(shape: tuple) -> tuple:
 _VIEW_ITEMS = (int, slice, type(None), type(Ellipsis))  # the classes of a view-making index's items (no bool)
 
 
-def link_root_index(out, root, index, basic: bool = False):  # mutate: equivalent (its one caller passes basic)
+def link_root_index(out, root, index, basic: bool = False):  # mutate: equivalent (__getitem__ links ints, slices)
     """``out`` as the view ``root[index]`` of ``root``, a tensor that is no view, when ``index`` is basic;
     ``out`` as it is (a copy) for any other index. An int, a slice, None, Ellipsis or a tuple of them
     (``basic`` says the caller saw ints and slices only; the executor checked the bounds) is linked with its
@@ -349,11 +350,7 @@ def link_root_index(out, root, index, basic: bool = False):  # mutate: equivalen
                 basic = False
                 break
     if basic or index.__class__ in _VIEW_ITEMS:  # mutate: equivalent (swapping the or's operands: speed only)
-        lay = _new(_LazyLayout)  # link_lazy's, inlined: every basic index of a fresh tensor
-        lay.root, lay.recipe, lay.resolved = root, (_indexed, root._n.shape, index), None
-        out._view = lay
-        _register(root, out)
-        return out
+        return link_lazy(out, root, (indexed, root._n.shape, index))
     view = basic_index(layout_of(root), index)
     return out if view is None else link(out, root, *view, root=root)
 
@@ -397,7 +394,7 @@ def _swapped(shape: tuple, strides: tuple, offset: int, a: int, b: int) -> tuple
     return tuple(shape), tuple(strides), offset
 
 
-def _permuted_root(shape: tuple, order: tuple) -> tuple:
+def permuted_root(shape: tuple, order: tuple) -> tuple:
     """``(shape, strides, 0)`` of a contiguous tensor of ``shape`` with its dims in ``order`` (maybe negative)."""
     n = max(len(shape), 1)
     order = [d % n for d in order]
@@ -407,11 +404,7 @@ def _permuted_root(shape: tuple, order: tuple) -> tuple:
 
 def link_permuted_root(out, root, order):
     """``out`` as ``root`` (no view) with its dims in ``order`` (checked, maybe negative): ``permute``."""
-    lay = _new(_LazyLayout)  # link_lazy's, inlined: every permute of a fresh tensor
-    lay.root, lay.recipe, lay.resolved = root, (_permuted_root, root._n.shape, tuple(order)), None
-    out._view = lay
-    _register(root, out)
-    return out
+    return link_lazy(out, root, (permuted_root, root._n.shape, tuple(order)))
 
 
 # layouts of the view ops, in torch's terms -----------------------------------------------------
