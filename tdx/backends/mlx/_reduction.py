@@ -224,8 +224,8 @@ class MLXReductionOps(MLXReductionOpsStreamed):
     def _sum_plan(self, x, dim, keepdim):
         """How to sum the float32 ``x`` over ``dim``: a function of the array, in torch's order of additions
         on a CPU stream (:func:`._summation_order.plan`), in MLX's own elsewhere, with the number of
-        elements per sum as its ``count``; decided once per (shape, dim, keepdim) and cached. None for a
-        0-d or empty ``x`` (the general path's)."""
+        elements per sum as its ``count`` (a float32 array of the sum's shape: ``mean``'s divisor); decided once
+        per (shape, dim, keepdim) and cached. None for a 0-d or empty ``x`` (the general path's)."""
         shape = x.shape
         try:
             key = (shape, dim, keepdim)
