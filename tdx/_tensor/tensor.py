@@ -30,6 +30,7 @@ from .wrapping import (LARGE_RESULT as _LARGE_RESULT, NO_KERNEL as _NO_KERNEL, S
                        mixed_operands as _mixed, scalar as _scalar, typed_errors, wrap)
 
 _new = object.__new__
+_INDEXED = _views.indexed  # the layout recipe of a basic index of a fresh tensor (MLX)
 _F32 = D.float32
 _DType = D.dtype
 
@@ -620,8 +621,9 @@ class Tensor:
         out._dt = self._dt  # indexing keeps the dtype: a read already made serves the result too
         if not ex.mutable:
             lay = self._view
-            if lay is None:
-                return _views.link_root_index(out, self, index, basic)
+            if lay is None:  # a fresh tensor: ints and slices link their lazy layout here
+                return _views.link_lazy(out, self, (_INDEXED, self._n.shape, index)) if basic else \
+                    _views.link_root_index(out, self, index)
             return _views.link_index(out, self, lay, index)
         return out
 
