@@ -48,6 +48,8 @@ from .wrapping import (
 )
 
 __all__: list = []
+# the layout recipes of a reshape, a transpose, a permute of a fresh tensor (MLX): those views link them at once
+_WHOLE, _SWAPPED_ROOT, _PERMUTED_ROOT = _views.whole, _views.swapped_root, _views.permuted_root
 _new = object.__new__
 _export = exporter(__all__)
 
@@ -112,7 +114,7 @@ class ShapeMethods:
         if ex.mutable:  # a torch executor's result is its own view: nothing to link
             return out
         if self._view is None:  # a fresh tensor: a view with the contiguous strides of its shape
-            return _views.link_contiguous(out, self, n.shape)
+            return _views.link_lazy(out, self, (_WHOLE, n.shape))
         return _reshaped(out, self, False)
 
     @inline_typed
@@ -148,7 +150,7 @@ class ShapeMethods:
         if ex.mutable:  # a torch executor's result is its own view: nothing to link
             return out
         if self._view is None:  # a fresh tensor: a view with the contiguous strides of its shape
-            return _views.link_contiguous(out, self, n.shape)
+            return _views.link_lazy(out, self, (_WHOLE, n.shape))
         return _reshaped(out, self, True)
 
     def reshape_as(self, other):
@@ -179,7 +181,8 @@ class ShapeMethods:
         out._ag = out._view = out._dt = None
         if ex.mutable:
             return out
-        return _views.link_permuted_root(out, self, dims) if self._view is None else _permuted(out, self, dims)
+        return _views.link_lazy(out, self, (_PERMUTED_ROOT, self._n.shape, tuple(dims))) if self._view is None \
+            else _permuted(out, self, dims)
 
     @inline_typed
     def transpose(self, dim0, dim1):
@@ -195,7 +198,9 @@ class ShapeMethods:
         out._ex = ex
         out._ag = out._view = None
         out._dt = self._dt  # the same dtype: a read already made serves the result too
-        return out if ex.mutable else _views.link_swapped(out, self, dim0, dim1)
+        if ex.mutable or self._view is not None:  # a fresh tensor's transpose (MLX) links its lazy layout here
+            return out if ex.mutable else _views.link_swapped(out, self, dim0, dim1)
+        return _views.link_lazy(out, self, (_SWAPPED_ROOT, self._n.shape, dim0, dim1))
 
     swapaxes = swapdims = transpose
 
@@ -240,7 +245,7 @@ class ShapeMethods:
         if ex.mutable:  # a torch executor's result is its own view: nothing to link
             return out
         if self._view is None:  # a fresh tensor: a view with the contiguous strides of its shape
-            return _views.link_contiguous(out, self, n.shape)
+            return _views.link_lazy(out, self, (_WHOLE, n.shape))
         return _reshaped(out, self, True)
 
     def flatten(self, start_dim=0, end_dim=-1):

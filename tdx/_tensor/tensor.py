@@ -32,6 +32,7 @@ from .wrapping import (LARGE_RESULT as _LARGE_RESULT, NO_KERNEL as _NO_KERNEL, S
 
 _new = object.__new__
 _SIZES: dict = {}  # a native shape -> its Size (Tensor.shape)
+_INDEXED = _views.indexed  # the layout recipe of a basic index of a fresh tensor (MLX)
 _F32 = D.float32
 _DType = D.dtype
 
@@ -144,10 +145,6 @@ def _inplace(name: str):
     return op
 
 
-def _device_type_is(kind: str) -> property:
-    return property(lambda self: self._ex.device.type == kind, doc=f"Whether the tensor is on a {kind} device.")
-
-
 class Tensor:
     """A multi-dimensional array on one executor, with torch's API.
 
@@ -202,7 +199,8 @@ class Tensor:
         return self._ex
 
     # whether the tensor lives on a device of that type
-    is_cuda, is_cpu, is_mps, is_mlx, is_meta = (_device_type_is(k) for k in ("cuda", "cpu", "mps", "mlx", "meta"))
+    is_cuda, is_cpu, is_mps, is_mlx, is_meta = (property(lambda self, kind=kind: self._ex.device.type == kind)
+                                                for kind in ("cuda", "cpu", "mps", "mlx", "meta"))
 
     @property
     def layout(self):
@@ -622,8 +620,9 @@ class Tensor:
         out._dt = self._dt  # indexing keeps the dtype: a read already made serves the result too
         if not ex.mutable:
             lay = self._view
-            if lay is None:
-                return _views.link_root_index(out, self, index, basic)
+            if lay is None:  # a fresh tensor: ints and slices link their lazy layout here
+                return _views.link_lazy(out, self, (_INDEXED, self._n.shape, index)) if basic else \
+                    _views.link_root_index(out, self, index)
             return _views.link_index(out, self, lay, index)
         return out
 

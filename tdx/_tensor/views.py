@@ -178,7 +178,7 @@ def link_contiguous(out, root, shape=None):
     """``out`` as a view of all of ``root`` (no view itself) in row-major order: ``reshape``/``view``
     of a fresh tensor, whose strides are always the contiguous ones of the new shape (``out``'s
     shape, a tuple, when the caller has it)."""
-    return _link_lazy(out, root, (_whole, tuple(out._n.shape) if shape is None else shape))
+    return link_lazy(out, root, (whole, tuple(out._n.shape) if shape is None else shape))
 
 
 def link(out, src, shape, strides, offset, root=None, multi=None, detached=False):
@@ -291,7 +291,7 @@ class _LazyLayout(Layout):
     detached = owner = False
 
     def is_contiguous(self) -> bool:  # all of a fresh tensor, reshaped: contiguous, with no layout computed
-        return self.recipe[0] is _whole or Layout.is_contiguous(self)
+        return self.recipe[0] is whole or Layout.is_contiguous(self)
 
     def _resolve(self) -> tuple:
         recipe = self.recipe
@@ -303,9 +303,9 @@ class _LazyLayout(Layout):
     offset = property(lambda self: (self.resolved or self._resolve())[2])
 
 
-def _link_lazy(out, root, recipe):
+def link_lazy(out, root, recipe):
     """``out`` as a view of ``root`` (no view) whose layout is ``recipe``'s (:class:`_LazyLayout`): every
-    view op's path on a fresh tensor."""
+    view op's path on a fresh tensor (``view``/``reshape``/``unsqueeze`` call it themselves)."""
     lay = _new(_LazyLayout)
     lay.root, lay.recipe, lay.resolved = root, recipe, None
     out._view = lay
@@ -322,37 +322,35 @@ def _link_lazy(out, root, recipe):
     return out
 
 
-def _indexed(root_shape: tuple, index) -> tuple:
-    """The layout of ``x[index]`` (a basic index) for a contiguous ``x`` of ``root_shape``."""
+def indexed(root_shape: tuple, index) -> tuple:
+    """The layout of ``x[index]`` (a basic index) for a contiguous ``x`` of ``root_shape``: the recipe of a basic
+    index of a fresh tensor, ``link_lazy(out, root, (indexed, shape, index))``."""
     shape, strides, offset = basic_index(_layout(None, root_shape, _contiguous(root_shape), 0, None, False), index)
     return tuple(shape), tuple(strides), offset
 
 
-def _whole(shape: tuple) -> tuple:
-    """The layout of all of a root in row-major order, as ``shape``."""
+def whole(shape: tuple) -> tuple:
+    """The layout of all of a root in row-major order, as ``shape`` (a tuple): the recipe of a reshape of a fresh
+    tensor, ``link_lazy(out, root, (whole, shape))``."""
     return shape, _contiguous(shape), 0
 
 
-_BASIC_ITEMS = (int, slice)  # the classes of a basic index's items that need no unwrapping (bool is not int)
+_VIEW_ITEMS = (int, slice, type(None), type(Ellipsis))  # the classes of a view-making index's items (no bool)
 
 
-def link_root_index(out, root, index, basic: bool = False):  # mutate: equivalent (its one caller passes basic)
+def link_root_index(out, root, index, basic: bool = False):  # mutate: equivalent (__getitem__ links ints, slices)
     """``out`` as the view ``root[index]`` of ``root``, a tensor that is no view, when ``index`` is basic;
-    ``out`` as it is (a copy) for any other index. An int, a slice or a tuple of them (``basic`` says
-    the caller saw that; the executor checked the bounds) is linked with its layout left to compute
-    (:class:`_LazyLayout`)."""
+    ``out`` as it is (a copy) for any other index. An int, a slice, None, Ellipsis or a tuple of them
+    (``basic`` says the caller saw ints and slices only; the executor checked the bounds) is linked with its
+    layout left to compute (:class:`_LazyLayout`)."""
     if not basic and index.__class__ is tuple:
         basic = True
         for it in index:  # a loop, no generator: the per-op path
-            if it.__class__ not in _BASIC_ITEMS:
+            if it.__class__ not in _VIEW_ITEMS:
                 basic = False
                 break
-    if basic or index.__class__ in _BASIC_ITEMS:  # mutate: equivalent (swapping the or's operands: speed only)
-        lay = _new(_LazyLayout)  # _link_lazy's, inlined: every basic index of a fresh tensor
-        lay.root, lay.recipe, lay.resolved = root, (_indexed, root._n.shape, index), None
-        out._view = lay
-        _register(root, out)
-        return out
+    if basic or index.__class__ in _VIEW_ITEMS:  # mutate: equivalent (swapping the or's operands: speed only)
+        return link_lazy(out, root, (indexed, root._n.shape, index))
     view = basic_index(layout_of(root), index)
     return out if view is None else link(out, root, *view, root=root)
 
@@ -362,9 +360,9 @@ def link_swapped(out, src, a: int, b: int):
     negative; a 0-d ``src`` is its own transpose)."""
     lay = src._view
     if lay is None:
-        return _link_lazy(out, src, (_swapped_root, src._n.shape, a, b))
+        return link_lazy(out, src, (swapped_root, src._n.shape, a, b))
     if lay.__class__ is _LazyLayout:  # a view of a fresh tensor's view (``x.view(...).transpose(1, 2)``): lazy too
-        return _link_lazy(out, lay.root, (_swapped_view, lay, a, b))
+        return link_lazy(out, lay.root, (_swapped_view, lay, a, b))
     n = len(lay.shape)
     if not n:
         return link(out, src, (), (), lay.offset, lay.root)
@@ -375,13 +373,13 @@ def link_swapped(out, src, a: int, b: int):
     return link(out, src, tuple(shape), tuple(strides), lay.offset, lay.root)
 
 
-@functools.lru_cache(maxsize=1024)  # mutate: equivalent (cache size: speed only)
 def _swapped_view(lay, a: int, b: int) -> tuple:
-    """``(shape, strides, offset)`` of the view laid out as ``lay`` (a lazy one) with dims ``a`` and ``b`` swapped."""
+    """``(shape, strides, offset)`` of the view laid out as ``lay`` (a lazy one) with dims ``a`` and ``b`` swapped
+    (kept by the layout it resolves, never in a cache of layouts: that would keep their roots alive)."""
     return _swapped(lay.shape, lay.strides, lay.offset, a, b)
 
 
-def _swapped_root(shape: tuple, a: int, b: int) -> tuple:
+def swapped_root(shape: tuple, a: int, b: int) -> tuple:
     """``(shape, strides, 0)`` of a contiguous tensor of ``shape`` with dims ``a`` and ``b`` swapped."""
     return _swapped(shape, _contiguous(shape), 0, a, b)
 
@@ -396,7 +394,7 @@ def _swapped(shape: tuple, strides: tuple, offset: int, a: int, b: int) -> tuple
     return tuple(shape), tuple(strides), offset
 
 
-def _permuted_root(shape: tuple, order: tuple) -> tuple:
+def permuted_root(shape: tuple, order: tuple) -> tuple:
     """``(shape, strides, 0)`` of a contiguous tensor of ``shape`` with its dims in ``order`` (maybe negative)."""
     n = max(len(shape), 1)
     order = [d % n for d in order]
@@ -406,11 +404,7 @@ def _permuted_root(shape: tuple, order: tuple) -> tuple:
 
 def link_permuted_root(out, root, order):
     """``out`` as ``root`` (no view) with its dims in ``order`` (checked, maybe negative): ``permute``."""
-    lay = _new(_LazyLayout)  # _link_lazy's, inlined: every permute of a fresh tensor
-    lay.root, lay.recipe, lay.resolved = root, (_permuted_root, root._n.shape, tuple(order)), None
-    out._view = lay
-    _register(root, out)
-    return out
+    return link_lazy(out, root, (permuted_root, root._n.shape, tuple(order)))
 
 
 # layouts of the view ops, in torch's terms -----------------------------------------------------
@@ -432,7 +426,6 @@ def multi_view_error(lay: Layout, base_written: bool) -> str:
             "replace the inplace operation by an out-of-place one.")
 
 
-_VIEW_ITEMS = (int, slice, type(None), type(Ellipsis))  # the classes of a view-making index's items
 
 
 def link_index(out, src, lay, index):
@@ -444,7 +437,7 @@ def link_index(out, src, lay, index):
             if it.__class__ not in _VIEW_ITEMS:
                 break
         else:
-            return _link_lazy(out, lay.root, (_indexed_view, lay, index))
+            return link_lazy(out, lay.root, (_indexed_view, lay, index))
     view = basic_index(lay, index)
     return out if view is None else link(out, src, *view, root=lay.root)
 

@@ -404,7 +404,10 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
     def pow(self, a, b):
         if type(a) is mx.array and (b.__class__ is int or b.__class__ is float) and b != 0.5 and b != -0.5 \
                 and a.dtype == _F32 and not _TAPE_STATE.differentiating:
-            # the per-op path (``x.pow(2)`` of a norm): the scalar becomes a float32 array, as the cast below makes it
+            # the per-op path (``x.pow(2)`` of a norm): the scalar becomes a float32 array, as the cast below makes it;
+            # a square is torch's ``x * x`` (its kernel's case for 2), one node with no broadcast exponent
+            if b == 2:
+                return mx.square(a, stream=self._stream or self.s)
             return mx.power(a, b, stream=self._stream or self.s)
         if isinstance(a, mx.array) and isinstance(b, mx.array) and _is_bool(a) and _is_bool(b):
             raise OpDtypeError("\"pow\" not implemented for 'Bool'")

@@ -6,11 +6,31 @@ layer norm, the LSTM and GRU cells' gates and cross entropy.
 transposed convolutions reach it as input-dilated, kernel-flipped convolutions. Every
 argument used here is differentiable under ``mx.vjp``, which is how tdx's tape takes its
 gradients. Must never import torch or tdx's facade.
+
+``linear_last`` keeps each weight's transpose beside it (:func:`transposed`): an MLX array never changes, so
+the transpose of one weight array is made once and, computed with the first graph that uses it, is a
+constant from then on instead of a node of every call's graph. A weight written in place is a new array
+(tdx rebinds the tensor), so it gets its own.
 """
 
 from __future__ import annotations
 
+import weakref
+
 import mlx.core as mx
+
+_TRANSPOSED: dict = {}  # id(array) -> (weak reference to it, its transpose); an entry dies with its array
+
+
+def transposed(w, s):
+    """``w.T`` on stream ``s``, the same array for every call with the same ``w`` while ``w`` lives."""
+    key = id(w)
+    entry = _TRANSPOSED.get(key)
+    if entry is not None and entry[0]() is w:
+        return entry[1]
+    t = mx.transpose(w, stream=s)
+    _TRANSPOSED[key] = (weakref.ref(w, lambda _ref: _TRANSPOSED.pop(key, None)), t)
+    return t
 
 
 class MLXNNOps:
@@ -22,7 +42,8 @@ class MLXNNOps:
         """``x @ w.T + b`` (``b`` may be None) of float32 arrays: the product and the sum rounded as
         the composed ``matmul`` and ``add`` round them, in one call (one tape node)."""
         s = self._stream or self.s  # both calls name it: the per-op path
-        y = mx.matmul(x, w.T, stream=s)
+        entry = _TRANSPOSED.get(id(w))  # transposed's lookup, inlined: every nn.Linear of an MLX model
+        y = mx.matmul(x, entry[1] if entry is not None and entry[0]() is w else transposed(w, s), stream=s)
         return y if b is None else mx.add(y, b, stream=s)
 
     def lstm_gates(self, hidden_part, input_part, c):

@@ -224,8 +224,8 @@ class MLXReductionOps(MLXReductionOpsStreamed):
     def _sum_plan(self, x, dim, keepdim):
         """How to sum the float32 ``x`` over ``dim``: a function of the array, in torch's order of additions
         on a CPU stream (:func:`._summation_order.plan`), in MLX's own elsewhere, with the number of
-        elements per sum as its ``count``; decided once per (shape, dim, keepdim) and cached. None for a
-        0-d or empty ``x`` (the general path's)."""
+        elements per sum as its ``count`` (a float32 array of the sum's shape: ``mean``'s divisor); decided once
+        per (shape, dim, keepdim) and cached. None for a 0-d or empty ``x`` (the general path's)."""
         shape = x.shape
         try:
             key = (shape, dim, keepdim)
@@ -248,7 +248,12 @@ class MLXReductionOps(MLXReductionOpsStreamed):
                 return mx.sum(a, axis=ax, keepdims=keepdim, stream=s)
 
             final = True
-        fn.count = math.prod(shape[a] for a in axes)
+        count = math.prod(shape[a] for a in axes)
+        # mean's divisor as an array of the sum's shape: the division then broadcasts nothing (no node of its
+        # own per call); computed with the first graph that divides by it, a constant from then on
+        out_shape = tuple(1 if a in axes else d for a, d in enumerate(shape)) if keepdim else \
+            tuple(d for a, d in enumerate(shape) if a not in axes)
+        fn.count = mx.full(out_shape, float(count), mx.float32, stream=s)
         if final and key is not None:
             self._sum_plans[key] = fn
         return fn

@@ -338,22 +338,20 @@ def _vector_levels(shape, axes, out_shape, s):
     if n % (4 * LANES) or not 1 <= groups <= 16:
         return None
     lead = tuple(shape[: nd - len(axes)])
-    if tuple(out_shape) != lead:  # keepdim: the sums reshaped
-        def fn(x, _sum=mx.sum, _reshape=mx.reshape):
-            y = _reshape(x, lead + (groups, 4, LANES), stream=s)
-            return _reshape(_sum(_sum(_sum(y, axis=-3, stream=s), axis=-2, stream=s), axis=-1, stream=s), out_shape,
-                            stream=s)
-    elif groups > 1:
-        view = lead + (groups, 4, LANES)
+    view = lead + ((groups, 4, LANES) if groups > 1 else (4, LANES))
+    out_shape = tuple(out_shape)
+    # the levels before the last with their dims kept (MLX's sum without keepdims adds a squeeze, a node of its
+    # own); the last sums the lanes and drops the size-1 dims the result lacks (a sum over them adds nothing)
+    drop = (3 if groups > 1 else 2) - (len(out_shape) - len(lead))  # the trailing dims the last sum removes
+    # (as many kept dims as levels or more: the lanes summed in place, the result reshaped where it differs)
+    axis, keep, reshaped = (tuple(range(-drop, 0)), False, False) if drop > 0 else (-1, True, drop < 0)
 
-        def fn(x, _sum=mx.sum, _reshape=mx.reshape):
-            return _sum(_sum(_sum(_reshape(x, view, stream=s), axis=-3, stream=s), axis=-2, stream=s), axis=-1,
-                        stream=s)
-    else:  # one vector per accumulator
-        view = lead + (4, LANES)
-
-        def fn(x, _sum=mx.sum, _reshape=mx.reshape):
-            return _sum(_sum(_reshape(x, view, stream=s), axis=-2, stream=s), axis=-1, stream=s)
+    def fn(x, _sum=mx.sum, _reshape=mx.reshape):
+        y = _sum(_reshape(x, view, stream=s), axis=-3 if groups > 1 else -2, keepdims=True, stream=s)
+        if groups > 1:
+            y = _sum(y, axis=-2, keepdims=True, stream=s)
+        y = _sum(y, axis=axis, keepdims=keep, stream=s)
+        return _reshape(y, out_shape, stream=s) if reshaped else y
 
     return fn
 

@@ -133,7 +133,16 @@ def linear_kernel(x, weight, bias):
         ex = x._ex
         k = ex.linear_kernel
         if k is None:  # a taped executor: its fused kernel where the tape records nothing (no_grad, inference)
-            if _AUTOCAST[0] or (_TAPE[0] and _MODE.enabled) or not _fusable(x, weight, bias, ex):
+            if _AUTOCAST[0] or (_TAPE[0] and _MODE.enabled) or weight._ex is not ex:
+                return NOT_NATIVE
+            # _fusable's checks, inlined (the types are checked above): every nn.Linear of an MLX model
+            xs, ws = x._n.shape, weight._n.shape
+            if (len(xs) < 2 or len(ws) != 2 or xs[-1] != ws[1] or (x._dt or x.dtype) is not _F32
+                    or (weight._dt or weight.dtype) is not _F32 or 0 in xs or 0 in ws
+                    or getattr(ex, "linear_last", None) is None):
+                return NOT_NATIVE
+            if bias is not None and not ((type(bias) is _Tensor or type(bias) is _Parameter) and bias._ex is ex and (
+                    bias._dt or bias.dtype) is _F32 and bias._n.ndim == 1 and bias._n.shape[0] == ws[0]):
                 return NOT_NATIVE
             try:  # _linear's, inlined: every nn.Linear of an MLX model in inference
                 n = ex.linear_last(x._n, weight._n, None if bias is None else bias._n)
