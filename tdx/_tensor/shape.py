@@ -51,6 +51,7 @@ __all__: list = []
 # the layout recipes of a reshape, a transpose, a permute of a fresh tensor (MLX): those views link them at once
 _WHOLE, _SWAPPED_ROOT, _PERMUTED_ROOT = _views.whole, _views.swapped_root, _views.permuted_root
 _new = object.__new__
+_INT = frozenset((int,))
 _export = exporter(__all__)
 
 
@@ -120,12 +121,8 @@ class ShapeMethods:
     @inline_typed
     def view(self, *shape, dtype=None):
         """A view with another ``shape``, or of the same bytes read as ``dtype`` (``view(tdx.float32)``)."""
-        if len(shape) == 1 and shape[0].__class__ is tuple:  # view((*lead, -1, d)) of ints: as view(*lead, -1, d)
-            for s in shape[0]:
-                if s.__class__ is not int:
-                    break
-            else:
-                shape = shape[0]
+        if len(shape) == 1 and shape[0].__class__ is tuple and set(map(type, shape[0])) <= _INT:  # view((*lead, -1, d))
+            shape = shape[0]  # of ints: as view(*lead, -1, d), its types read without a frame of Python
         if not shape or shape[0].__class__ is not int or dtype is not None:
             if dtype is None and len(shape) == 1 and (isinstance(shape[0], D.dtype) or (
                     shape[0].__class__ is type and shape[0] in D.PYTHON_TYPES)):  # view(float): float64
