@@ -301,6 +301,11 @@ def test_blocks_hand_their_output_to_a_lazy_executor(device, monkeypatch):
     pair = Pair().to(device)
     out, none = pair(x)
     assert none is None and [id(n) for n in settled] == ([id(out._n)] if ex.caps.lazy else [])
+    settled.clear()
+    record = nn.ModuleDict({"pair": pair})
+    record.forward = lambda x: {"logits": record["pair"](x)[0] + 1, "cache": None}
+    out = record(x)["logits"]
+    assert [id(n) for n in settled[-1:]] == ([id(out._n)] if ex.caps.lazy else [])
     assert_close(y, build(torch.nn)(torch.tensor(arr((2, 3), 5))) * 2)
 
 

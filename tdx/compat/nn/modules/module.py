@@ -40,11 +40,20 @@ def _settle(result) -> None:
     """Start computing a block's output where its executor is lazy (MLX builds a graph that runs when a value is
     read): the block's work then runs while Python builds the next block, instead of all of a step's graph
     waiting for the step's first read. Values are unchanged; eager executors are not asked. The output is a
-    tensor or a tuple led by one (an attention block's ``(output, weights)``); anything else is left alone."""
+    tensor, a tuple led by one (an attention block's ``(output, weights)``) or a dict whose first value is one
+    (a model's output record: its hidden states or logits); anything else is left alone."""
     if result.__class__ is not Tensor:
-        if result.__class__ is not tuple or not result or result[0].__class__ is not Tensor:
+        if result.__class__ is tuple:
+            if not result:
+                return
+            result = result[0]
+        elif isinstance(result, dict):
+            for result in result.values():  # the first value only
+                break
+            else:
+                return
+        if result.__class__ is not Tensor:
             return
-        result = result[0]
     ex = result._ex
     if ex.caps.lazy:
         ex.settle(result._n)
