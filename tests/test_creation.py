@@ -39,6 +39,9 @@ FACTORIES = [
     ("arange neg", lambda m, d: m.arange(5, 0, -2, device=d)),
     ("arange dtype", lambda m, d: m.arange(4, dtype=m.float32, device=d)),
     ("arange bad", lambda m, d: m.arange(0, 5, -1, device=d)),
+    ("arange int64", lambda m, d: m.arange(7, dtype=m.int64, device=d)),  # generation's position ids
+    ("arange range int64", lambda m, d: m.arange(2, 11, 3, dtype=m.int64, device=d)),
+    ("arange empty", lambda m, d: m.arange(0, device=d)), ("arange negative", lambda m, d: m.arange(-3, device=d)),
     ("linspace", lambda m, d: m.linspace(0, 1, 5, device=d)),
     ("linspace one", lambda m, d: m.linspace(2, 3, 1, device=d)),
     ("linspace int", lambda m, d: m.linspace(0, 10, 4, dtype=m.int64, device=d)),

@@ -213,3 +213,32 @@ def test_view_refused_with_torchs_message(device, shape):
             getattr(tdx.ones(2, 3, device=device), op)(shape)
         assert isinstance(got.value, tdx.TdxError)
         assert str(got.value) == str(want.value), op
+
+
+def test_shape_reads_follow_every_tensor(device):
+    """``x.shape`` (one Size per native shape, reused) is each tensor's own shape, as torch's, through views,
+    reshapes and tensors made and freed in turn; a Size's slices, sums and repeats stay Sizes."""
+    shapes = [(2, 3), (3, 2), (6,), (1, 6), (2, 1, 3), (), (0, 4), (4, 0), (2, 3)] * 3
+    for i, shape in enumerate(shapes):
+        t, ref = tdx.zeros(shape, device=device), torch.zeros(shape)
+        if len(shape) > 1:
+            t, ref = t.transpose(0, -1), ref.transpose(0, -1)
+        if i % 2:
+            t, ref = t.reshape(-1, 1), ref.reshape(-1, 1)
+        got = t.shape
+        assert isinstance(got, tdx.Size) and tuple(got) == tuple(ref.shape) and got == t.size()
+        assert tuple(got[1:]) == tuple(ref.shape[1:]) and isinstance(got[1:], tdx.Size)
+        assert isinstance(got + (5,), tdx.Size) and isinstance(got * 2, tdx.Size) and got.numel() == ref.numel()
+        if got:
+            assert got[-1] == ref.shape[-1] and t.size(-1) == ref.size(-1)
+
+
+@pytest.mark.parametrize("shape", [(2, 6), (-1, 3), (3, 2, 2), (12,), (1, 12, 1)], ids=str)
+def test_view_of_a_shape_tuple(device, shape):
+    """``view((*lead, -1, d))``, as transformers writes it, is ``view(*lead, -1, d)``: torch's values and shape; a
+    tuple holding a non-integer is torch's TypeError."""
+    x, t = tdx.arange(12.0, device=device), torch.arange(12.0)
+    check(lambda: x.view(shape), lambda: t.view(shape))
+    check(lambda: x.transpose(0, 0).view(*shape) * 2, lambda: t.view(*shape) * 2)
+    with pytest.raises(TypeError):
+        x.view((shape[0], 2.0))

@@ -27,7 +27,7 @@ _export = exporter(__all__)
 
 
 def _ex_dtype(device, dtype):
-    return backends.get(device), (None if dtype is None else D.as_dtype(dtype))
+    return backends.get(device), (dtype if dtype is None or dtype.__class__ is D.dtype else D.as_dtype(dtype))
 
 
 def _check_strides(data) -> None:
@@ -147,8 +147,10 @@ def full(size, fill_value, *, dtype=None, layout=None, device=None, requires_gra
 
 def arange(start=0, end=None, step=1, *, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
     """Values from ``start`` to ``end`` (exclusive) by ``step``; ints give int64, floats the default dtype."""
+    if end is None and start.__class__ is int:  # arange(n)
+        start, end = 0, start
     if end.__class__ is int and start.__class__ is int and step.__class__ is int and step > 0 and end >= start and \
-            dtype is None and layout is None and not requires_grad:  # arange(n, m, device=...): int64, no check left
+            (dtype is None or dtype is D.int64) and layout is None and not requires_grad:  # int64, no check left
         ex = backends.get(device)
         return wrap(ex.arange(start, end, step, D.int64, False), ex)
     if layout is not None:

@@ -13,8 +13,9 @@ from __future__ import annotations
 import math
 
 from .. import _dtypes as D
-from .._errors import ShapeError, TdxIndexError, TdxTypeError, TdxValueError
+from .._errors import NATIVE_ERRORS, ShapeError, TdxIndexError, TdxTypeError, TdxValueError
 from .operands import _addr_scalar, _coerce, _full, _fused, _not_implemented, _same_dtype, _tensor, _work, _write_like
+from .tensor import Tensor
 from .wrapping import attach, exporter, foreign, int_arg, need_tensor, tensor_arg, typed_errors, wrap
 
 __all__: list = []
@@ -63,6 +64,14 @@ class LinalgMethods:
     # fused arithmetic ---------------------------------------------------------------------------
     def addmm(self, mat1, mat2, *, beta=1, alpha=1):
         """``beta * self + alpha * (mat1 @ mat2)``; ``self`` broadcasts to the product's shape."""
+        ex = self._ex
+        kernel = ex.addmm_kernel  # torch's fused kernel where the executor has it: its result and backward are torch's
+        if kernel is not None and mat1.__class__ is Tensor and mat2.__class__ is Tensor and mat1._ex is ex and \
+                mat2._ex is ex:
+            try:
+                return wrap(kernel(self._n, mat1._n, mat2._n, beta=beta, alpha=alpha), ex)
+            except NATIVE_ERRORS:
+                pass  # the composed path below raises tdx's typed error for the same input
         mat1, mat2 = _tensor(self, mat1, "addmm", "mat1"), _tensor(self, mat2, "addmm", "mat2")
         if mat1.ndim != 2 or mat2.ndim != 2:
             raise ShapeError(f"addmm(): mat1 and mat2 must be matrices, got {mat1.ndim}-D and {mat2.ndim}-D")

@@ -51,6 +51,7 @@ __all__: list = []
 # the layout recipes of a reshape, a transpose, a permute of a fresh tensor (MLX): those views link them at once
 _WHOLE, _SWAPPED_ROOT, _PERMUTED_ROOT = _views.whole, _views.swapped_root, _views.permuted_root
 _new = object.__new__
+_INT = frozenset((int,))
 _export = exporter(__all__)
 
 
@@ -110,10 +111,9 @@ class ShapeMethods:
         out._n = n
         out._ex = ex
         out._ag = out._view = None
-        if ex.mutable:  # a torch executor's result is its own view: nothing to link
-            out._dt = None
-            return out
         out._dt = self._dt  # a reshape keeps the dtype: one read already made serves the result too
+        if ex.mutable:  # a torch executor's result is its own view: nothing to link
+            return out
         if self._view is None:  # a fresh tensor: a view with the contiguous strides of its shape
             return _views.link_lazy(out, self, (_WHOLE, n.shape))
         return _reshaped(out, self, False)
@@ -121,6 +121,8 @@ class ShapeMethods:
     @inline_typed
     def view(self, *shape, dtype=None):
         """A view with another ``shape``, or of the same bytes read as ``dtype`` (``view(tdx.float32)``)."""
+        if len(shape) == 1 and shape[0].__class__ is tuple and set(map(type, shape[0])) <= _INT:  # view((*lead, -1, d))
+            shape = shape[0]  # of ints: as view(*lead, -1, d), its types read without a frame of Python
         if not shape or shape[0].__class__ is not int or dtype is not None:
             if dtype is None and len(shape) == 1 and (isinstance(shape[0], D.dtype) or (
                     shape[0].__class__ is type and shape[0] in D.PYTHON_TYPES)):  # view(float): float64
@@ -141,10 +143,9 @@ class ShapeMethods:
         out._n = n
         out._ex = ex
         out._ag = out._view = None
-        if ex.mutable:  # a torch executor's result is its own view: nothing to link
-            out._dt = None
-            return out
         out._dt = self._dt  # a reshape keeps the dtype: one read already made serves the result too
+        if ex.mutable:  # a torch executor's result is its own view: nothing to link
+            return out
         if self._view is None:  # a fresh tensor: a view with the contiguous strides of its shape
             return _views.link_lazy(out, self, (_WHOLE, n.shape))
         return _reshaped(out, self, True)
@@ -237,10 +238,9 @@ class ShapeMethods:
         out._n = n
         out._ex = ex
         out._ag = out._view = None
-        if ex.mutable:  # a torch executor's result is its own view: nothing to link
-            out._dt = None
-            return out
         out._dt = self._dt  # a reshape keeps the dtype: one read already made serves the result too
+        if ex.mutable:  # a torch executor's result is its own view: nothing to link
+            return out
         if self._view is None:  # a fresh tensor: a view with the contiguous strides of its shape
             return _views.link_lazy(out, self, (_WHOLE, n.shape))
         return _reshaped(out, self, True)

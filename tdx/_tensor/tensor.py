@@ -19,6 +19,7 @@ import math
 
 from .. import _dtypes as D, backends as _backends, interop as _interop
 from .._device import device as _Device
+from ..backends.base import norm_dim as _norm_dim
 from .._errors import NATIVE_ERRORS, TdxRuntimeError, TdxTypeError, TdxValueError, UnsupportedOpError
 from . import recording as _tape
 from ..autograd.tape import ACTIVE as _TAPE, MODE as _MODE, STATE as _TAPE_STATE
@@ -30,6 +31,7 @@ from .wrapping import (LARGE_RESULT as _LARGE_RESULT, NO_KERNEL as _NO_KERNEL, S
                        mixed_operands as _mixed, scalar as _scalar, typed_errors, wrap)
 
 _new = object.__new__
+_SIZES: dict = {}  # a native shape -> its Size (Tensor.shape)
 _INDEXED = _views.indexed  # the layout recipe of a basic index of a fresh tensor (MLX)
 _F32 = D.float32
 _DType = D.dtype
@@ -164,7 +166,13 @@ class Tensor:
     # properties -----------------------------------------------------------------------
     @property
     def shape(self) -> Size:
-        return Size(self._n.shape)  # every native's shape is a sequence of ints (as ``ndim`` reads ``_n.ndim``)
+        s = self._n.shape  # every native's shape is a tuple of ints (torch.Size, MLX's tuple): equal shapes hash alike
+        size = _SIZES.get(s)  # shapes recur (every layer, every token) and a Size is immutable: one per shape
+        if size is None:
+            if len(_SIZES) >= 4096:
+                _SIZES.clear()
+            size = _SIZES[s] = Size(s)
+        return size
 
     @property
     def dtype(self):
@@ -190,25 +198,9 @@ class Tensor:
     def executor(self):
         return self._ex
 
-    @property
-    def is_cuda(self) -> bool:
-        return self._ex.device.type == "cuda"
-
-    @property
-    def is_cpu(self) -> bool:
-        return self._ex.device.type == "cpu"
-
-    @property
-    def is_mps(self) -> bool:
-        return self._ex.device.type == "mps"
-
-    @property
-    def is_mlx(self) -> bool:
-        return self._ex.device.type == "mlx"
-
-    @property
-    def is_meta(self) -> bool:
-        return self._ex.device.type == "meta"
+    # whether the tensor lives on a device of that type
+    is_cuda, is_cpu, is_mps, is_mlx, is_meta = (property(lambda self, kind=kind: self._ex.device.type == kind)
+                                                for kind in ("cuda", "cpu", "mps", "mlx", "meta"))
 
     @property
     def layout(self):
@@ -221,30 +213,34 @@ class Tensor:
     is_sparse = is_sparse_csr = is_quantized = is_nested = is_mkldnn = False
 
     def size(self, dim=None):
-        shape = self._ex.shape(self._n)
+        shape = self._n.shape  # every native's shape is a sequence of ints (as ``shape`` reads it)
         if dim is None:
             return Size(shape)
-        from ..backends.base import norm_dim
+        return shape[_norm_dim(dim, len(shape))]
 
-        return shape[norm_dim(dim, len(shape))]
-
+    @inline_typed  # the metadata queries read the native's attributes, raising no framework error: no wrapper
     def dim(self) -> int:
         return self._n.ndim
 
+    @inline_typed
     def ndimension(self) -> int:
         return self._n.ndim
 
+    @inline_typed
     def numel(self) -> int:
-        return math.prod(self._ex.shape(self._n))
+        return math.prod(self._n.shape)
 
     nelement = numel
 
+    @inline_typed
     def element_size(self) -> int:
         return self.dtype.itemsize
 
+    @inline_typed
     def is_floating_point(self) -> bool:
         return self.dtype.is_floating_point
 
+    @inline_typed
     def is_complex(self) -> bool:
         return self.dtype.is_complex
 
@@ -476,7 +472,10 @@ class Tensor:
             for a in (args if not kwargs else (*args, kwargs.get("device"), kwargs.get("dtype"))):
                 c = a.__class__
                 if c is _DType:
-                    if a is not (self._dt or self.dtype):  # the dtype kept once read: no property call
+                    d = self._dt
+                    if d is None:  # the dtype property's read, in this frame (kept once read, as it keeps it)
+                        d = self._dt = self._ex._from_native[self._n.dtype]
+                    if a is not d:
                         break
                 elif c is _Device or c is str:
                     if a is not self._ex.device and _backends.get(a) is not self._ex:

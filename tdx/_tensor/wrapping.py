@@ -74,7 +74,10 @@ class Size(tuple):
 
 def wrap_grad(native, ex, requires_grad: bool):
     """``wrap``, then mark the tensor as requiring grad on executors that record on tdx's tape."""
-    t = wrap(native, ex)
+    t = _new(Tensor)  # wrap's, inlined: every factory's path
+    t._n = native
+    t._ex = ex
+    t._ag = t._view = t._dt = None
     if requires_grad and not ex.caps.native_autograd:
         t.requires_grad_()
     return t

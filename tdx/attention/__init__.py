@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import warnings
 
+from .._tensor.tensor import Tensor as _Tensor
 from .._tensor.wrapping import wrap as _wrap
 from .._tensor import recording as _tape
 from ..autograd.grad_mode import MODE as _MODE
@@ -25,6 +26,8 @@ from ._errors import (AttentionDtypeError, AttentionShapeError, AttentionValueEr
                       SDPAError)
 from ._params import prepare as _prepare, restore as _restore
 from ._state import KERNEL_NAMES, SDPBackend, context_backends, sdpa_kernel
+
+_new = object.__new__
 
 __all__ = ["SDPBackend", "sdpa_kernel", "scaled_dot_product_attention", "explain", "Explanation",
            "SDPAParams", "can_use", "can_use_flash_attention", "can_use_efficient_attention",
@@ -62,8 +65,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     """
     if attn_mask is None:  # a repeated call whose plan runs its kernel on the inputs as they are: nothing else
         out = _plan.run_planned(query, key, value, dropout_p, is_causal, scale, enable_gqa)
-        if out is not None:
-            return _wrap(out, query._ex)
+        if out is not None:  # wrap's, inlined: the per-call path
+            t = _new(_Tensor)
+            t._n = out
+            t._ex = query._ex
+            t._ag = t._view = t._dt = None
+            return t
     else:
         run_with = getattr(attn_mask, "__tdx_sdpa__", None)
         if run_with is not None:  # a mask object that runs the call itself (torch.nn.attention.bias.CausalBias)

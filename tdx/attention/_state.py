@@ -148,17 +148,16 @@ override_getter = _CTX.get  # current_override as the context variable's own met
 
 def config_priority() -> tuple:
     """The backends of the config's ``[attention] priority``, in order (empty: automatic)."""
+    if PRIORITY:  # read once per config (a reload empties it): a per-call path reads PRIORITY[0] itself
+        return PRIORITY[0]
     listed = _config.current()["attention.priority"]
-    if not listed:
-        return ()
-    key = tuple(listed)
-    hit = _priority_cache.get(key)
-    if hit is None:
-        hit = _priority_cache[key] = tuple(_BY_NAME[n] for n in listed)
+    hit = tuple(_BY_NAME[n] for n in listed) if listed else ()
+    PRIORITY[:] = [hit]
     return hit
 
 
-_priority_cache: dict = {}
+PRIORITY: list = []  # [the config's priority] once read
+_config.on_reload(PRIORITY.clear)
 
 
 def context_backends():

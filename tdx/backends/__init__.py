@@ -236,8 +236,12 @@ def get(dev=None) -> Executor:
     """
     if dev is None:
         return default_executor()
-    if _state["pin"] is not None and not _is_meta(dev):  # meta holds no data: a pin has nothing to move
-        return _pinned_get(dev)
+    pinned = _state["pin"]
+    if pinned is not None:
+        if dev is pinned.device:  # the pinned device itself (``x.device`` passed on): nothing to parse or warn
+            return pinned
+        if not _is_meta(dev):  # meta holds no data: a pin has nothing to move
+            return _pinned_get(dev)
     ex = _resolved.get(dev)
     if ex is not None:
         return ex

@@ -137,6 +137,10 @@ class Executor:
     # ``linear(x, weight, bias)`` on natives with torch's checks, errors and autograd (torch's own kernel), which
     # ``nn.Linear`` and ``F.linear`` call first; None: they take ``nn_functional`` or tdx's composed path
     linear_kernel = None
+    # ``addmm(input, mat1, mat2, beta=, alpha=)`` on natives with torch's checks, errors and autograd (torch's own
+    # kernel, fused: transformers' Conv1D calls it in every GPT-2 layer), which ``addmm`` calls first; None: tdx's
+    # composed path
+    addmm_kernel = None
     # {op name: (kernel, result tdx dtype, takes Python scalars, takes two 1-d operands)}: ops whose float32
     # operands the facade may hand to ``kernel(*natives, stream=...)`` itself, without the op reading their
     # dtypes (MLX, where a dtype read is the per-op cost: :func:`tdx.backends.mlx._elementwise.float32_kernel`);

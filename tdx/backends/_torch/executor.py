@@ -59,6 +59,7 @@ class TorchExecutor(TorchNNOps, TorchAdaptedOps, TorchKernelOps, TorchNamespaceO
     name = "torch"
     mutable = True
     taped = False
+    addmm_kernel = staticmethod(torch.addmm)
     native_autocast = True  # torch's autocast state is mirrored from tdx's (compat/amp/autocast_state.py)
 
     def __init__(self, device):
@@ -235,10 +236,6 @@ class TorchExecutor(TorchNNOps, TorchAdaptedOps, TorchKernelOps, TorchNamespaceO
         return x.expand(shape)
 
     @staticmethod
-    def contiguous(x):
-        return x.contiguous()
-
-    @staticmethod
     def squeeze(x, dim=None):
         return torch.squeeze(x) if dim is None else torch.squeeze(x, dim)
 
@@ -246,10 +243,9 @@ class TorchExecutor(TorchNNOps, TorchAdaptedOps, TorchKernelOps, TorchNamespaceO
     def split(x, sizes, dim=0):
         return torch.split(x, sizes, dim)
 
-    @staticmethod
-    def clone(x):
-        return x.clone()
-
+    # torch's own methods, bound as they are (no frame of tdx's per call)
+    contiguous = staticmethod(torch.Tensor.contiguous)
+    clone = staticmethod(torch.Tensor.clone)
     getitem = staticmethod(operator.getitem)
     getitem_slices = getitem
 
