@@ -309,6 +309,31 @@ def test_blocks_hand_their_output_to_a_lazy_executor(device, monkeypatch):
     assert_close(y, build(torch.nn)(torch.tensor(arr((2, 3), 5))) * 2)
 
 
+def test_a_block_whose_output_cannot_be_computed_raises_at_the_read(device):
+    """A compiled step that writes parameters it was not told of (the optimizer not passed as state) leaves them
+    unreadable on MLX; a block over them then returns as it did before blocks settled their output, and the
+    read raises tdx's typed error, not MLX's own from inside the module call."""
+    tdx.manual_seed(0)
+    m = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2)).to(device)
+    opt = tdx.optim.SGD(m.parameters(), lr=0.1)
+    x, y = tdx.randn(5, 4, device=device), tdx.randn(5, 2, device=device)
+
+    @tdx.compile
+    def step(x, y):
+        opt.zero_grad()
+        loss = ((m(x) - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    step(x, y)
+    out = m(x)
+    try:
+        out.sum().item()
+    except RuntimeError as err:
+        assert isinstance(err, tdx.TdxError), repr(err)
+
+
 def test_always_call_hook_runs_on_error(device):
     for m in (torch.nn, nn):
         net = m.Identity() if m is nn else torch.nn.Identity()

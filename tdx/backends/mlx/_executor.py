@@ -331,6 +331,8 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
             mx.async_eval(native)
         except ValueError:
             return  # a placeholder of a transform: evaluated with the transform's own output
+        except RuntimeError:
+            return  # an array that cannot be computed (left by a trace): the read that needs it raises, translated
 
     def native_error(self, err: BaseException):
         """MLX raises ValueError for shape and broadcast problems where torch raises RuntimeError."""

@@ -32,6 +32,8 @@ _WIDER = {mx.float16: mx.float32, mx.bfloat16: mx.float32, mx.bool_: mx.int64, m
           mx.int8: mx.int64, mx.int16: mx.int64, mx.int32: mx.int64}
 
 
+_KEPT_DIVISOR = 256  # mean's divisor is kept as an array of the result's shape up to this many elements
+
 def _wide(x, s):
     """``x`` in torch's CPU accumulation type: float16/bfloat16 in float32, narrow ints in int64
     (whose wrap-around, cast back, is the narrow type's own); other dtypes as they are."""
@@ -249,11 +251,14 @@ class MLXReductionOps(MLXReductionOpsStreamed):
 
             final = True
         count = math.prod(shape[a] for a in axes)
-        # mean's divisor as an array of the sum's shape: the division then broadcasts nothing (no node of its
-        # own per call); computed with the first graph that divides by it, a constant from then on
+        # mean's divisor as an array of the sum's shape where that is small (a norm's statistics): the division
+        # then broadcasts nothing (no node of its own per call); computed with the first graph that divides by
+        # it, a constant from then on. A larger result divides by a 0-d array: a plan lives as long as its
+        # executor, and must not hold memory the size of a result
         out_shape = tuple(1 if a in axes else d for a, d in enumerate(shape)) if keepdim else \
             tuple(d for a, d in enumerate(shape) if a not in axes)
-        fn.count = mx.full(out_shape, float(count), mx.float32, stream=s)
+        fn.count = mx.full(out_shape if math.prod(out_shape) <= _KEPT_DIVISOR else (), float(count), mx.float32,
+                           stream=s)
         if final and key is not None:
             self._sum_plans[key] = fn
         return fn
