@@ -120,7 +120,7 @@ def test_attention_in_training_on_mlx_takes_mlx_kernel():
         assert _kernels.estimate(SDPBackend.BRIDGE, p) < 1.0
 
 
-def _regression_losses(compiled, dev="mlx:cpu", **switches):
+def _regression_losses(compiled, dev="mlx:cpu", declare=True, **switches):
     rng = np.random.default_rng(0)
     lib = torch if dev is None else tdx
     kw = {} if dev is None else {"device": dev}
@@ -137,7 +137,7 @@ def _regression_losses(compiled, dev="mlx:cpu", **switches):
                 p.grad = None
         return loss
 
-    fn = tdx.compile(step, options={"state": [w, b]}, **switches) if compiled else step
+    fn = (tdx.compile(step, options={"state": [w, b]} if declare else None, **switches) if compiled else step)
     out = []
     for _ in range(4):
         x = lib.tensor(rng.standard_normal((8, 3)).astype(np.float32), **kw)
@@ -151,6 +151,47 @@ def test_compiled_step_on_mlx_matches_eager_and_torch():
     want = _regression_losses(False, None)
     np.testing.assert_allclose(_regression_losses(False), want, rtol=2e-6)
     np.testing.assert_allclose(_regression_losses(True), want, rtol=2e-6)
+
+
+_MODEL = _OPT = None
+
+
+def _global_step(x, y):  # a step as users write it: a global model and optimizer, nothing declared
+    _OPT.zero_grad()
+    loss = tdx.nn.functional.cross_entropy(_MODEL(x), y)
+    loss.backward()
+    _OPT.step()
+    return loss
+
+
+def test_compiled_step_finds_the_tensors_it_names():
+    """A compiled MLX step that names its weights through its closure, or a global model and optimizer, without
+    declaring them as state, trains as torch does (a trace would otherwise keep the first weights as constants)."""
+    global _MODEL, _OPT
+    pytest.importorskip("mlx.core")
+    want = _regression_losses(False, None)
+    np.testing.assert_allclose(_regression_losses(True, declare=False), want, rtol=2e-6)
+    rng = np.random.default_rng(1)
+    batches = [(rng.standard_normal((8, 3)).astype(np.float32), rng.integers(0, 4, 8)) for _ in range(4)]
+    torch.manual_seed(0)
+    ref = torch.nn.Linear(3, 4)
+    _MODEL = tdx.nn.Linear(3, 4)
+    _MODEL.load_state_dict({k: tdx.tensor(v.numpy()) for k, v in ref.state_dict().items()})
+    _MODEL.to("mlx:cpu")
+    _OPT = tdx.optim.SGD(_MODEL.parameters(), lr=0.5)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.5)
+    step = tdx.compile(_global_step)
+    losses = {tdx: [], torch: []}
+    for x, y in batches:
+        losses[tdx].append(step(tdx.tensor(x, device="mlx:cpu"), tdx.tensor(y, device="mlx:cpu")).item())
+        ref_opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(ref(torch.tensor(x)), torch.tensor(y))
+        loss.backward()
+        ref_opt.step()
+        losses[torch].append(loss.item())
+    _MODEL = _OPT = None
+    np.testing.assert_allclose(losses[tdx], losses[torch], rtol=2e-6)
+    assert len(set(losses[tdx])) == len(batches)  # the weights moved between steps
 
 
 def test_compile_on_torch_calls_torch_compile():

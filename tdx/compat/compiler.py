@@ -8,8 +8,9 @@ the executor of the tensors the call sees:
   parameters, the optimizer's state, their ``.grad``) are its *state*: they are passed to
   the compiled function as inputs and their new values come back as outputs, then are
   rebound to the same ``tdx.Tensor`` objects. A Module's parameters and buffers are state
-  by default; anything else is declared with ``options={"state": [...]}`` (tensors,
-  modules, optimizers). The state is gathered again at every call, and a change in its
+  by default, and so are the tensors, modules and optimizers the function names directly
+  (its closure, the globals its code reads); anything else is declared with
+  ``options={"state": [...]}`` (tensors, modules, optimizers). The state is gathered again at every call, and a change in its
   structure (an optimizer creating its state on the first step) traces again. The step may
   return tensors in tuples, lists, named tuples and dicts (transformers' ``ModelOutput``
   included), nested, beside values that are not tensors (kept as the trace saw them).
@@ -193,6 +194,30 @@ def _tensors_of(obj, out: list) -> None:
                            f"{type(obj).__name__}")
 
 
+def _named_by(fn) -> list:
+    """The tensors, modules and optimizers ``fn`` names directly: its closure's cells, the module globals its code
+    reads, a bound method's object. A step that trains a global model with a global optimizer
+    (``@tdx.compile def step(x, y): ... opt.step()``) writes them as torch.compile's would see them, without
+    declaring them as state; what it reaches only through other functions must still be declared."""
+    import tdx
+
+    owner = getattr(fn, "__self__", None)
+    func = getattr(fn, "__func__", fn)
+    code = getattr(func, "__code__", None)
+    if code is None:
+        return []
+    found = [] if owner is None else [owner]
+    for cell in getattr(func, "__closure__", None) or ():
+        try:
+            found.append(cell.cell_contents)
+        except ValueError:  # a cell not yet bound
+            continue
+    names = getattr(func, "__globals__", {})
+    found += [names[n] for n in code.co_names if n in names]
+    return [o for o in found if isinstance(o, tdx.Tensor) or (not isinstance(o, type) and (
+        (hasattr(o, "parameters") and hasattr(o, "buffers")) or (hasattr(o, "param_groups") and hasattr(o, "state"))))]
+
+
 class _Compiled:
     """The callable ``tdx.compile`` returns."""
 
@@ -250,7 +275,9 @@ class _Compiled:
             return self.fn(*args, **kwargs)
         state = self._state_tensors()
         flat_args = [a for a in list(args) + list(kwargs.values()) if isinstance(a, tdx.Tensor)]
-        ex = (flat_args or state or [None])[0]
+        named = []
+        _tensors_of(_named_by(self.fn), named)
+        ex = (flat_args or state or named or [None])[0]
         ex = getattr(ex, "_ex", None)
         if ex is None:
             return self._eager("it takes no tensors and declares no state: nothing says which executor", args, kwargs)
@@ -258,6 +285,12 @@ class _Compiled:
             return self._eager("its tensors live on several executors; tdx compiles steps on one", args, kwargs)
         if ex.caps.native_autograd:
             return self._torch_call(args, kwargs)
+        if named:  # the tensors the step names on its executor are state too (a trace would keep them as constants)
+            seen = {id(t) for t in state}
+            for t in named:
+                if t._ex is ex and id(t) not in seen:
+                    seen.add(id(t))
+                    state.append(t)
         return self._mlx_call(ex, state, args, kwargs)
 
     def _mlx_call(self, ex, state, args, kwargs):
