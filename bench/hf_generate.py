@@ -62,7 +62,8 @@ def count_calls(fn, tokens: int) -> tuple[float, float, float, float]:
     call of ``mx.eval``, of an MLX array's ``item``/``tolist``/``__dlpack__``, or of ``np.array``/``np.asarray``
     on an MLX array, and a start is a call of ``mx.async_eval``, counted by wrapping them for this one run.
     """
-    calls = builtins = syncs = starts = own = own_builtins = 0  # own: the wrappers' frames and builtin calls
+    calls = builtins = own = own_builtins = 0  # own: the wrappers' frames and builtin calls
+    events = {"sync": 0, "start": 0}
 
     def hook(frame, event, arg):
         nonlocal calls, builtins
@@ -71,29 +72,23 @@ def count_calls(fn, tokens: int) -> tuple[float, float, float, float]:
         elif event == "c_call":
             builtins += 1
 
-    def counted(real):
-        def call(*args, **kwargs):
-            nonlocal syncs, own
-            syncs += 1
-            own += 1
-            return real(*args, **kwargs)
-        return call
-
-    def counted_start(real):
-        def call(*args, **kwargs):
-            nonlocal starts, own
-            starts += 1
-            own += 1
-            return real(*args, **kwargs)
-        return call
+    def counted(kind):
+        def wrapper(real):
+            def call(*args, **kwargs):
+                nonlocal own
+                events[kind] += 1
+                own += 1
+                return real(*args, **kwargs)
+            return call
+        return wrapper
 
     def counted_numpy(real):
         def call(obj, *args, **kwargs):
-            nonlocal syncs, own, own_builtins
+            nonlocal own, own_builtins
             own += 1
             own_builtins += 1
             if isinstance(obj, mx.array):  # NumPy reads an MLX array through the buffer protocol: an evaluation
-                syncs += 1
+                events["sync"] += 1
             return real(obj, *args, **kwargs)
         return call
 
@@ -102,9 +97,9 @@ def count_calls(fn, tokens: int) -> tuple[float, float, float, float]:
     if mx is not None:
         import numpy as np
 
-        saved = [(mx, name, getattr(mx, name), counted) for name in SYNC_FUNCTIONS]
-        saved += [(mx, name, getattr(mx, name), counted_start) for name in START_FUNCTIONS]
-        saved += [(mx.array, name, getattr(mx.array, name), counted) for name in SYNC_METHODS]
+        saved = [(mx, name, getattr(mx, name), counted("sync")) for name in SYNC_FUNCTIONS]
+        saved += [(mx, name, getattr(mx, name), counted("start")) for name in START_FUNCTIONS]
+        saved += [(mx.array, name, getattr(mx.array, name), counted("sync")) for name in SYNC_METHODS]
         saved += [(np, name, getattr(np, name), counted_numpy) for name in ("array", "asarray")]
         for owner, name, real, wrapper in saved:
             setattr(owner, name, wrapper(real))
@@ -116,7 +111,7 @@ def count_calls(fn, tokens: int) -> tuple[float, float, float, float]:
         for owner, name, real, _ in saved:
             setattr(owner, name, real)
     # the wrappers' own frames and calls are not the program's
-    return (calls - own) / tokens, (builtins - own_builtins) / tokens, syncs / tokens, starts / tokens
+    return (calls - own) / tokens, (builtins - own_builtins) / tokens, events["sync"] / tokens, events["start"] / tokens
 
 
 def transformers_worker(path: str, tokens: int, repeats: int, profile: bool) -> dict:
