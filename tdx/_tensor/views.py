@@ -426,8 +426,6 @@ def multi_view_error(lay: Layout, base_written: bool) -> str:
             "replace the inplace operation by an out-of-place one.")
 
 
-
-
 def link_index(out, src, lay, index):
     """``out`` as the view ``src[index]`` of ``src`` (a view laid out as ``lay``) when ``index`` is basic (ints,
     slices, None, Ellipsis), else ``out`` as it is (a copy). A view of a fresh tensor's view
