@@ -119,6 +119,43 @@ def test_numpy_keywords_out_and_where_alone(device):
         tdx.add(tdx.ones(2, device=device), 1, out=tdx.empty(2, dtype=tdx.int64, device=device))
 
 
+@pytest.mark.parametrize("name", ["exp", "sin", "neg", "sqrt", "sigmoid", "abs", "mul", "pow", "maximum", "atan2",
+                                  "remainder", "eq"])
+def test_elementwise_functions_take_out(name, device):
+    """``torch.exp(x, out=o)``, ``torch.mul(a, b, out=o)``: the result written into ``o`` (resized from another
+    shape with torch's warning) and ``o`` returned; a result that requires grad refused as torch refuses it, and a
+    dtype that cannot hold the result refused with a RuntimeError (a TdxError)."""
+    import warnings
+
+    data = np.random.default_rng(0).uniform(0.5, 2.0, size=(2, 3)).astype(np.float32)
+    args = (lambda L, d: (L.tensor(data, device=d),)) if name in {"exp", "sin", "neg", "sqrt", "sigmoid", "abs"} else (
+        lambda L, d: (L.tensor(data, device=d), L.tensor(data[::-1].copy(), device=d)))
+    results = {}
+    for L, d in ((torch, None), (tdx, device)):
+        kind = torch.bool if name == "eq" else torch.float32
+        out = L.empty(6, dtype=kind if L is torch else tdx.bool if name == "eq" else tdx.float32, device=d)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            got = getattr(L, name)(*args(L, d), out=out)
+        assert got is out
+        results[L] = (out, [str(w.message)[:60] for w in seen])
+    assert_close(results[tdx][0], results[torch][0])
+    assert results[tdx][1] == results[torch][1]
+    for L, d in ((torch, None), (tdx, device)):
+        ins = tuple(t.requires_grad_() if t.is_floating_point() else t for t in args(L, d))
+        target = L.empty(2, 3, dtype=torch.bool if L is torch else tdx.bool, device=d) if name == "eq" else \
+            L.empty(2, 3, device=d)
+        if name == "eq":  # not differentiable: no gradient to refuse
+            assert getattr(L, name)(*ins, out=target) is target
+        else:
+            with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+                getattr(L, name)(*ins, out=target)
+            with pytest.raises(RuntimeError) as info:  # torch's message varies by kernel; both are RuntimeError
+                getattr(L, name)(*args(L, d), out=L.empty(2, 3, dtype=torch.int64 if L is torch else tdx.int64,
+                                                          device=d))
+            assert L is torch or isinstance(info.value, tdx.TdxError)
+
+
 def test_value_in_tensor(device):
     for value in (1, 5, 2.0):
         got, want = _pair(device, lambda L, d: value in L.tensor([[1, 2], [3, 4]], device=d))

@@ -22,7 +22,8 @@ from . import fake_quant, fills, finite_differences, identity, legacy, sequences
 from . import subclassing  # noqa: F401 - attach methods (__torch_function__, as_subclass)
 from .elementwise import ALIASES, BINARY, UNARY
 from .tensor import Tensor
-from .wrapping import LARGE_RESULT, NO_KERNEL, exporter, float32_entry, mixed_operands, need_tensor, operand, wrap
+from .wrapping import (LARGE_RESULT, NO_KERNEL, exporter, float32_entry, mixed_operands, need_tensor, operand, wrap,
+                       write_out)
 
 __all__: list = []
 _new = object.__new__
@@ -33,7 +34,9 @@ _export = exporter(__all__)
 def _unary_fn(name):
     seen = [NO_KERNEL]  # the last executor's float32 kernel for this op (wrapping.float32_entry)
 
-    def fn(input):  # noqa: A002 - torch's name
+    def fn(input, *, out=None):  # noqa: A002 - torch's name
+        if out is not None:
+            return write_out(out, fn(input), name)
         if _TAPE[0] and _MODE.enabled and _tape.wants(input):
             return _tape.call(fn, input)
         if input.__class__ is not Tensor:
@@ -78,7 +81,9 @@ def _binary_fn(name):
     op = _METHOD_TO_OP[name]
     seen = [NO_KERNEL]  # the last executor's float32 kernel for this op (wrapping.float32_entry)
 
-    def fn(input, other):  # noqa: A002 - torch's name
+    def fn(input, other, *, out=None):  # noqa: A002 - torch's name
+        if out is not None:
+            return write_out(out, fn(input, other), name)
         if _TAPE[0] and _MODE.enabled and _tape.wants(input, other):
             return _tape.call(fn, input, other)
         if input.__class__ is Tensor and other.__class__ is Tensor:

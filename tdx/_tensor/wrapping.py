@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import math
 import operator
+import warnings
 import weakref
 
 from .. import _dtypes as D
@@ -248,6 +249,8 @@ def write_out(out, result, op: str):
 
     Raises:
         TdxTypeError: ``out`` is not a tensor (or a tuple of as many tensors as the result has).
+        TdxRuntimeError: the result requires grad (out= records no gradient, as torch refuses it), or its dtype
+            cannot be cast to ``out``'s.
     """
     if isinstance(result, tuple):
         if not isinstance(out, (tuple, list)) or len(out) != len(result):
@@ -257,10 +260,19 @@ def write_out(out, result, op: str):
         return out
     if not isinstance(out, Tensor):
         raise TdxTypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if result.requires_grad:
+        raise TdxRuntimeError(f"{op}(): functions with out=... arguments don't support automatic differentiation, "
+                              "but one of the arguments requires grad.")
     if not D.can_cast(result.dtype, out.dtype):
         raise TdxRuntimeError(f"result type {_c10_name(result.dtype)} can't be cast to the desired output type "
                               f"{_c10_name(out.dtype)}")
     if out.shape != result.shape:
+        if out.numel():
+            warnings.warn(f"An output with one or more elements was resized since it had shape {list(out.shape)}, "
+                          f"which does not match the required output shape {list(result.shape)}. This behavior is "
+                          "deprecated, and in a future PyTorch release outputs will not be resized unless they have "
+                          "zero elements. You can explicitly reuse an out tensor t by resizing it, inplace, to zero "
+                          "elements with t.resize_(0).", UserWarning, stacklevel=3)
         out.resize_(result.shape)
     out.copy_(result)
     return out
