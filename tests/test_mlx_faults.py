@@ -410,6 +410,14 @@ def _interrupt(write, views, when) -> None:
         _traced(lambda: write(views), hit)
     except KeyboardInterrupt:
         pass
+    # CPython delivers a signal only where the interpreter checks for one (a call, a backward jump), never
+    # between a ``with`` body's last bytecode and the call of its ``__exit__``; the tracer reaches those points
+    # too, where the write lock's ``__exit__`` never runs. A real Ctrl-C cannot leave it held: release it here
+    # (it is reentrant, so this thread would not notice, but the next thread that writes would wait forever)
+    from tdx._tensor import views as tdx_views
+
+    while tdx_views.WRITE_LOCK._is_owned():
+        tdx_views.WRITE_LOCK.release()
 
 
 def _around_commit():
