@@ -10,8 +10,9 @@ the executor of the tensors the call sees:
   rebound to the same ``tdx.Tensor`` objects. A Module's parameters and buffers are state
   by default, and so are the tensors, modules and optimizers the function names directly
   (its closure, the globals its code reads); anything else is declared with
-  ``options={"state": [...]}`` (tensors, modules, optimizers). The state is gathered again at every call, and a change in its
-  structure (an optimizer creating its state on the first step) traces again. The step may
+  ``options={"state": [...]}`` (tensors, modules, optimizers). The state is gathered again
+  at every call, and a change in its structure (an optimizer creating its state on the first
+  step) traces again. The step may
   return tensors in tuples, lists, named tuples and dicts (transformers' ``ModelOutput``
   included), nested, beside values that are not tensors (kept as the trace saw them).
 - torch executors: ``torch.compile`` with the caller's switches (``fullgraph``, ``dynamic``,
@@ -275,10 +276,12 @@ class _Compiled:
             return self.fn(*args, **kwargs)
         state = self._state_tensors()
         flat_args = [a for a in list(args) + list(kwargs.values()) if isinstance(a, tdx.Tensor)]
-        named = []
-        _tensors_of(_named_by(self.fn), named)
-        ex = (flat_args or state or named or [None])[0]
-        ex = getattr(ex, "_ex", None)
+        ex = getattr((flat_args or state or [None])[0], "_ex", None)
+        named = []  # looked for only where a trace needs them (torch.compile sees the function's names itself)
+        if ex is None or not ex.caps.native_autograd:
+            _tensors_of(_named_by(self.fn), named)
+            if ex is None and named:
+                ex = named[0]._ex
         if ex is None:
             return self._eager("it takes no tensors and declares no state: nothing says which executor", args, kwargs)
         if any(t._ex is not ex for t in state + flat_args):
