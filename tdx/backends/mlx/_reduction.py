@@ -34,6 +34,7 @@ _WIDER = {mx.float16: mx.float32, mx.bfloat16: mx.float32, mx.bool_: mx.int64, m
 
 _KEPT_DIVISOR = 256  # mean's divisor is kept as an array of the result's shape up to this many elements
 
+
 def _wide(x, s):
     """``x`` in torch's CPU accumulation type: float16/bfloat16 in float32, narrow ints in int64
     (whose wrap-around, cast back, is the narrow type's own); other dtypes as they are."""
@@ -226,8 +227,8 @@ class MLXReductionOps(MLXReductionOpsStreamed):
     def _sum_plan(self, x, dim, keepdim):
         """How to sum the float32 ``x`` over ``dim``: a function of the array, in torch's order of additions
         on a CPU stream (:func:`._summation_order.plan`), in MLX's own elsewhere, with the number of
-        elements per sum as its ``count`` (a float32 array of the sum's shape: ``mean``'s divisor); decided once
-        per (shape, dim, keepdim) and cached. None for a 0-d or empty ``x`` (the general path's)."""
+        elements per sum as its ``count`` (``mean``'s float32 divisor: an array of the sum's shape up to
+        ``_KEPT_DIVISOR`` elements, 0-d past that); decided once per (shape, dim, keepdim) and cached. None for a 0-d or empty ``x`` (the general path's)."""
         shape = x.shape
         try:
             key = (shape, dim, keepdim)
