@@ -282,6 +282,57 @@ def test_inplace_through_a_view_of_a_non_leaf(device, view):
             leaf[0].mul_(2.0)
 
 
+# in-place ops reading memory they write: torch refuses a partial overlap at once, and at backward an op whose
+# derivative saved an operand sharing the written memory (one version counter per storage: y[0].mul_(y[1]) too)
+_SELF_READS = {
+    "y.mul_(y.T)": lambda y, w: y.mul_(y.T), "y.mul_(y)": lambda y, w: y.mul_(y),
+    "y.add_(y.T)": lambda y, w: y.add_(y.T), "y.mul_(y.t())": lambda y, w: y.mul_(y.t()),
+    "y *= y": lambda y, w: y.__imul__(y), "y /= y": lambda y, w: y.__itruediv__(y),
+    "y %= y": lambda y, w: y.__imod__(y), "y.div_(y)": lambda y, w: y.div_(y), "y.pow_(y)": lambda y, w: y.pow_(y),
+    "y.mul_(y.detach())": lambda y, w: y.mul_(y.detach()), "y[0].mul_(y[1])": lambda y, w: y[0].mul_(y[1]),
+    "y.addcmul_(y, y)": lambda y, w: y.addcmul_(y, y), "y.addcdiv_(w, y)": lambda y, w: y.addcdiv_(w, y),
+    "y.clamp_(min=y)": lambda y, w: y.clamp_(min=y), "y.lerp_(w, y)": lambda y, w: y.lerp_(w, y),
+    "y.addmm_(w, y)": lambda y, w: y.addmm_(w, y), "y.atan2_(y)": lambda y, w: y.atan2_(y),
+    # nothing saved, or nothing shared: torch differentiates them
+    "y.add_(y)": lambda y, w: y.add_(y), "y.sub_(y)": lambda y, w: y.sub_(y), "y += y": lambda y, w: y.__iadd__(y),
+    "y.copy_(y)": lambda y, w: y.copy_(y), "y.lerp_(y, 0.5)": lambda y, w: y.lerp_(y, 0.5),
+    "y.mul_(w)": lambda y, w: y.mul_(w), "y[0] = y[1]": lambda y, w: y.__setitem__(0, y[1]),
+    "y.masked_fill_(y > 2, y[0, 0])": lambda y, w: y.masked_fill_(y > 2, y[0, 0]),
+    "y.index_fill_(0, [1], y[0, 0])": lambda y, w: y.index_fill_(0, tdx.tensor([1], device=y.device) if
+                                                               isinstance(y, tdx.Tensor) else torch.tensor([1]), y[0, 0]),
+}
+
+
+@pytest.mark.parametrize("case", list(_SELF_READS))
+def test_inplace_op_reading_the_memory_it_writes(device, case):
+    """``y.mul_(y)`` raises torch's "modified by an inplace operation" RuntimeError at backward, ``y.mul_(y.T)``
+    torch's overlap error at once, and ``y.add_(y)`` differentiates: where and what torch raises, on every device."""
+    def run(m, **kw):
+        leaf = m.tensor(A[:3, :3] + 1, requires_grad=True, **kw)
+        wleaf = m.tensor(A[:3, 1:], requires_grad=True, **kw)
+        y, w = leaf * 1, wleaf * 1
+        try:
+            _SELF_READS[case](y, w)
+        except RuntimeError as err:
+            return "forward", err
+        try:
+            (y.sum() + w.sum()).backward()
+        except RuntimeError as err:
+            return "backward", err
+        return y.detach(), leaf.grad, wleaf.grad
+
+    got, want = run(tdx, device=device), run(torch)
+    if isinstance(want[1], RuntimeError):
+        assert got[0] == want[0], f"{case}: torch raises in {want[0]}, tdx {got}"
+        assert isinstance(got[1], tdx.TdxError) and isinstance(got[1], RuntimeError), repr(got[1])
+        words = "modified by an inplace operation" if want[0] == "backward" else "refer to a single memory location"
+        assert words in str(want[1]) and words in str(got[1]), (str(want[1]), str(got[1]))
+        return
+    assert not isinstance(got[1], BaseException), f"{case}: tdx raises {got[1]!r} where torch does not"
+    for g, t, what in zip(got, want, ("y", "leaf.grad", "w.grad")):
+        assert_close(g, t, rtol=1e-5, atol=1e-5, msg=f"{case}: {what}")
+
+
 def test_dropout_gradient_is_its_mask(device):
     """Dropout's gradient is the kept mask scaled by 1/(1-p) (its mask is no input), checked with torch fed the
     same mask; it keeps about 1-p of the elements (4 sigma), and on cpu draws torch's own mask for a seed."""

@@ -434,17 +434,12 @@ _TOUCHING = {
 
 
 # with grad, torch refuses at backward an op whose derivative saved the other slice (its version moved with the
-# write, as views share one version counter); the MLX tape differentiates with the values it saved instead
-_SAVES_OTHER = ("x[:3].mul_(x[3:])", "x[:3].div_(x[3:])", "x[:3].clamp_(max=x[3:])", "x[:3].addcmul_(x[3:], x[3:])",
-                "cols: m[:, :1].mul_(m[:, 1:2])")
+# write, as views share one version counter): the tape refuses it too
 
 
 @pytest.mark.parametrize("grad", [False, True])
 @pytest.mark.parametrize("case", list(_TOUCHING))
-def test_inplace_between_touching_slices(device, case, grad, request):
-    if grad and case in _SAVES_OTHER and not tdx.backends.get(device).caps.native_autograd:
-        request.node.add_marker(pytest.mark.xfail(strict=True, reason="the tape keeps no version counter shared by "
-                                                  "views: it differentiates where torch refuses"))
+def test_inplace_between_touching_slices(device, case, grad):
     def run(lib, **kw):
         leaf = lib.arange(1.0, 7.0, requires_grad=grad, **kw)
         x = leaf * 1 if grad else leaf

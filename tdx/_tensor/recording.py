@@ -30,13 +30,17 @@ class Node:
     """One recorded op: ``fn(*args, **kwargs)`` whose tensor inputs are ``inputs``.
 
     ``metas`` and ``natives`` are the inputs as they were when the op ran: an in-place op
-    later gives the same Tensor object a new version, and this node must keep the old one.
+    later gives the same Tensor object a new version, and this node must keep the old one. ``stale`` is
+    None, or the error its backward raises: torch's "modified by an inplace operation", where the op wrote
+    a tensor its own backward reads (:func:`_stale`).
     """
 
-    __slots__ = ("fn", "args", "kwargs", "inputs", "metas", "natives", "n_out", "_label", "plan", "__weakref__")
+    __slots__ = ("fn", "args", "kwargs", "inputs", "metas", "natives", "n_out", "_label", "plan", "stale",
+                 "__weakref__")
 
     def __init__(self, fn, args, kwargs, inputs, n_out):
         self.fn, self.args, self.kwargs, self.inputs, self.n_out = fn, args, kwargs, inputs, n_out
+        self.stale = None
         self.metas = [t._ag for t in inputs]
         self.natives = [t._n for t in inputs]
         fn_name = getattr(fn, "__name__", "op")
@@ -88,6 +92,15 @@ class Node:
 # named after another op than the method's, torch's name (the recurrent gates kernels: torch's fused cells')
 _NAMES: dict = {"__truediv__": "DivBackward0", "_lstm_gates": "ThnnFusedLstmCellBackward0",
                 "_gru_gates": "ThnnFusedGruCellBackward0"}
+
+# the in-place ops (by their out-of-place form's name) whose backward reads the values of their tensor operands,
+# as torch's saves them: such an op whose operand shares memory with the tensor it writes (``y.mul_(y)``,
+# ``y[0].mul_(y[1])``, ``y.mul_(y.detach())``) wrote a value its backward needs, and torch's backward raises.
+# Linear ones (add_, sub_, copy_, masked_fill_, a write through an index, lerp_ by a number) read none.
+_READS_OPERANDS = frozenset((
+    "mul", "multiply", "__mul__", "div", "divide", "true_divide", "__truediv__", "remainder", "__remainder__", "fmod",
+    "pow", "__pow__", "clamp", "clip", "clamp_min", "clamp_max", "atan2", "arctan2", "hypot", "xlogy",
+    "addcmul", "addcdiv", "addmm", "addmv", "baddbmm", "addbmm", "addr"))
 
 
 def _plan(args, kwargs, inputs):
@@ -236,7 +249,9 @@ def record_inplace(t, fn, args, kwargs):
     if out.dtype is not want:  # torch writes the result in self's dtype, where the cast is allowed
         out = _run_suspended(written_as, (out, want, getattr(fn, "__name__", "op")), {})
         fn = _cast_to(fn, want)  # the node replays fn and the cast as one call
-    out._ag = Meta(True, Node(fn, new_args, kwargs, _grad_inputs(new_args, kwargs), 1), 0)
+    node = Node(fn, new_args, kwargs, _grad_inputs(new_args, kwargs), 1)
+    node.stale = _stale(t, root, fn, args, kwargs)
+    out._ag = Meta(True, node, 0)
     # everything is computed first and published in one step Ctrl-C cannot split (views.publish)
     updates = []
     if m is not None and m.retain:  # retain_grad() follows the tensor to its new version, as torch's
@@ -272,6 +287,23 @@ def record_inplace(t, fn, args, kwargs):
         updates.append((v, "_ag", Meta(True, node, 0)))
     _views.publish(updates)
     return t
+
+
+def _stale(t, root, fn, args, kwargs):
+    """The error the backward of the in-place op ``fn`` on ``t`` (of family ``root``) raises, as torch's, where
+    the op reads an operand that shares ``t``'s memory (torch saved it, then the write changed it); else None."""
+    name = getattr(fn, "__name__", "op")
+    if name not in _READS_OPERANDS and not (name == "lerp" and len(args) > 2 and args[2].__class__ is t.__class__):
+        return None
+    for a in (*args[1:], *kwargs.values()):
+        if a.__class__ is t.__class__:
+            lay = getattr(a, "_view", None)
+            if (a if lay is None else lay.root) is root:
+                return (f"one of the variables needed for gradient computation has been modified by an inplace "
+                        f"operation: [{a.type()} {list(a.shape)}], an operand of {name.strip('_')}_ that shares "
+                        "memory with the tensor it wrote, so its backward cannot read the operand's value. Hint: "
+                        "clone() the operand before the in-place operation.")
+    return None
 
 
 def _topo(root_node):
@@ -404,6 +436,8 @@ def _propagate(roots, grad_roots, retain_graph, inputs, create_graph, accumulate
             continue
         if node.fn is None:
             raise TdxRuntimeError(_FREED)
+        if getattr(node, "stale", None) is not None:
+            raise TdxRuntimeError(node.stale)
         for m, t in hooked_outputs.pop(id(node), {}).values():  # the output's gradient is complete: hook it
             if slots[m.index] is None:
                 continue

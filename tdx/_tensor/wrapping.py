@@ -208,14 +208,20 @@ def float32_unary(seen: list, name: str, t):
         return None
 
 
+# the in-place ops whose tensor value torch reads as a number (a 0-d tensor), so a value sharing self's memory is
+# no overlap torch refuses: ``y.masked_fill_(mask, y[0, 0])``
+_VALUE_AS_NUMBER = frozenset(("fill_", "masked_fill_", "index_fill_"))
+
+
 def typed_errors(fn):
     """Wrap a method so framework exceptions surface as TdxErrors of the same builtin kind."""
 
     inplace = fn.__name__.endswith("_") and not fn.__name__.endswith("__")
+    overlap = inplace and fn.__name__ not in _VALUE_AS_NUMBER
 
     @functools.wraps(fn)
     def method(self, *args, **kwargs):
-        if inplace and (args or kwargs) and not getattr(getattr(self, "_ex", None), "mutable", True):
+        if overlap and (args or kwargs) and not getattr(getattr(self, "_ex", None), "mutable", True):
             _views.check_overlap(self, (*args, *kwargs.values()))  # torch's native in-place ops check it
         if _TAPE[0] and _MODE.enabled and _tape.wants(self, *args, **kwargs):
             if inplace:  # recorded as: clone, apply, rebind
