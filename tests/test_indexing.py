@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -54,6 +56,33 @@ INDEX_CASES = [
     # a range reads as the list of its values (transformers indexes with one)
     ("range", lambda m: range(2)), ("range step", lambda m: (slice(None), range(1, 4, 2))),
     ("range with int", lambda m: (range(1, 3), 0)), ("empty range", lambda m: range(0)),
+    # a list holding a tensor, a sequence, a slice, None or Ellipsis is read as a tuple (torch warns it is deprecated);
+    # a list of numbers is an index tensor (floats cut toward zero, bools and ints mixed: ints)
+    ("list int none", lambda m: [0, None]), ("list none int", lambda m: [None, 0]), ("list none", lambda m: [None]),
+    ("list int ellipsis", lambda m: [0, Ellipsis]), ("list ellipsis", lambda m: [Ellipsis]),
+    ("list ellipsis none", lambda m: [Ellipsis, None]), ("list int slice", lambda m: [1, slice(1, 3)]),
+    ("list slice int", lambda m: [slice(None), 0]), ("list int list", lambda m: [0, [0, 2]]),
+    ("list none list", lambda m: [None, [0, 1]]), ("list of a list", lambda m: [[0, 2]]),
+    ("list of a 2d list", lambda m: [[[0, 1], [1, 2]]]), ("list of a mask list", lambda m: [[True, False, True]]),
+    ("list int 0-d tensor", lambda m: [0, m.tensor(1)]), ("list tensor none", lambda m: [m.tensor([0, 2]), None]),
+    ("list bool none", lambda m: [True, None]), ("list false none", lambda m: [False, None]),
+    ("list one bool", lambda m: [True]), ("list bool int", lambda m: [True, 0]),
+    ("list floats", lambda m: [1.7, -1.5]),
+    ("tuple in a tuple", lambda m: (slice(None), (0, 3))), ("list of a tuple", lambda m: [(0, 2)]),
+    # more than one Ellipsis: each spans the dims the others leave, so torch reads a later one as spanning
+    # none where nothing but Ellipsis follows it, and refuses an index after it
+    ("ellipsis none ellipsis", lambda m: (Ellipsis, None, Ellipsis)),
+    ("ellipsis int ellipsis", lambda m: (Ellipsis, 0, Ellipsis)),
+    ("int ellipsis int ellipsis", lambda m: (0, Ellipsis, 1, Ellipsis)),
+    ("ellipses", lambda m: (Ellipsis, Ellipsis, Ellipsis)),
+    ("ellipsis list ellipsis", lambda m: (Ellipsis, [0, 1], Ellipsis)),
+    ("ellipsis slice ellipsis", lambda m: (Ellipsis, slice(1, None), Ellipsis)),
+    ("ellipsis mask ellipsis", lambda m: (Ellipsis, m.tensor([True, False, True, False, True]), Ellipsis)),
+    ("ellipsis int ellipsis int", lambda m: (Ellipsis, 0, Ellipsis, 0)),
+    ("ellipsis none ellipsis none", lambda m: (Ellipsis, None, Ellipsis, None)),
+    ("ellipses spanning none", lambda m: (0, Ellipsis, 1, Ellipsis, 2, Ellipsis, None)),
+    ("none ellipsis none", lambda m: (None, Ellipsis, None)),
+    ("ellipsis 0-d bool ellipsis", lambda m: (Ellipsis, m.tensor(True), Ellipsis)),
 ]
 
 
@@ -72,6 +101,7 @@ def _index(case, module, device):
     return case[1](m)
 
 
+@pytest.mark.filterwarnings("ignore:Using a non-tuple sequence")  # torch's deprecation of a list read as a tuple
 @pytest.mark.parametrize("case", INDEX_CASES, ids=lambda c: c[0])
 @pytest.mark.parametrize("dtype", ["float32", "int64"])
 def test_getitem(device, case, dtype):
@@ -84,6 +114,7 @@ def test_getitem(device, case, dtype):
 SET_CASES = [c for c in INDEX_CASES if c[0] not in ("neg step", "float tensor", "empty list")]
 
 
+@pytest.mark.filterwarnings("ignore:Using a non-tuple sequence")  # torch's deprecation of a list read as a tuple
 @pytest.mark.parametrize("case", SET_CASES, ids=lambda c: c[0])
 @pytest.mark.parametrize("value", ["scalar", "float scalar", "tensor"])
 def test_setitem(device, case, value):
@@ -229,3 +260,36 @@ def test_a_slice_of_a_0d_tensor_is_refused_as_torch(device, index):
     with pytest.raises(IndexError) as theirs:
         t[index]
     assert str(info.value) == str(theirs.value)
+
+
+@pytest.mark.parametrize("index", [(Ellipsis, None), (Ellipsis, None, Ellipsis), (None, Ellipsis, None),
+                                   (Ellipsis, Ellipsis), (Ellipsis, None, Ellipsis, None), (Ellipsis, slice(1, None)),
+                                   (Ellipsis, 0, Ellipsis), [None], [Ellipsis, None], [None, None]], ids=repr)
+@pytest.mark.filterwarnings("ignore:Using a non-tuple sequence")
+def test_getitem_and_setitem_of_a_0d_tensor(device, index):
+    """A 0-d tensor takes None and Ellipsis (any number of them) and refuses a slice or an int, as torch's."""
+    x, t = pair(np.float32(3.5), device, "float32")
+    check(lambda: x[index], lambda: t[index], msg=repr(index))
+
+    def write(a):
+        a = a.clone()
+        a[index] = -1.0
+        return a
+
+    check(lambda: write(x), lambda: write(t), msg=f"{index!r} = -1")
+
+
+@pytest.mark.parametrize("index", [[0, None], [Ellipsis, 1], [slice(1, None), 0], (Ellipsis, None, Ellipsis),
+                                   (0, Ellipsis, 1, Ellipsis)], ids=repr)
+def test_tuple_like_indices_are_views(device, index):
+    """``x[[0, None]]`` and ``x[..., None, ...]`` are basic indices: views whose writes reach ``x``, with torch's
+    strides; a list read as a tuple warns as torch's does."""
+    x, t = pair(sample((3, 4, 5), "float32", seed=32), device, "float32")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        v, w = x[index], t[index]
+    assert any("non-tuple sequence" in str(s.message) for s in seen) == isinstance(index, list), seen
+    assert v.stride() == w.stride() and v.storage_offset() == w.storage_offset()
+    v.mul_(-2)
+    w.mul_(-2)
+    assert_close(x, t)

@@ -607,7 +607,7 @@ class Tensor:
         else:
             plain = False
             if cls is not int:
-                index = _unwrap_index(index, ex)
+                index = _unwrap_index(wrapping.list_index(index) if cls is list else index, ex)
                 basic = False
         try:
             n = ex.getitem_slices(self._n, index) if plain else ex.getitem(self._n, index)
@@ -638,7 +638,7 @@ class Tensor:
         ex = self._ex
         if value.__class__ is Tensor:
             value = value._n if value._ex is ex else _foreign("index_put_", ex, value)
-        index = _unwrap_index(index, ex)
+        index = _unwrap_index(wrapping.list_index(index) if index.__class__ is list else index, ex)
         if ex.mutable:
             try:
                 ex.setitem(self._n, index, value)

@@ -458,15 +458,17 @@ def basic_index(lay: Layout, index):
             return None
     shape, strides, offset, d = [], [], lay.offset, 0
     lshape, lstrides = lay.shape, lay.strides  # read once: a lazy layout's are properties
+    spanned = len(lshape) - consumed  # by the first Ellipsis; a later one spans none (the executor checked it)
     for it in items:
         if it is None:  # torch's unsqueeze stride: what the next dim spans, or 1 at the end
             shape.append(1)
             strides.append(lshape[d] * lstrides[d] if d < len(lshape) else 1)
         elif it is Ellipsis:
-            for _ in range(len(lshape) - consumed):
+            for _ in range(spanned):
                 shape.append(lshape[d])
                 strides.append(lstrides[d])
                 d += 1
+            spanned = 0
         elif isinstance(it, slice):
             start, stop, step = it.indices(lshape[d])
             shape.append(len(range(start, stop, step)))

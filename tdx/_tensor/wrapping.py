@@ -593,6 +593,24 @@ def dims_arg(dims, op: str) -> tuple:
     return tuple(int_arg(d, op, "dims") for d in dims)
 
 
+def list_index(index: list):
+    """A list index as torch reads it: a tuple (with torch's deprecation warning) where the list is shorter than 32
+    and holds a tensor, a sequence (a list, a tuple, a NumPy array...), a slice, None or Ellipsis (``x[[0, None]]``
+    is ``x[0, None]``); else the list, an index tensor (``x[[0, 2]]``). Only a whole index is read so: a list
+    inside a tuple is an index tensor."""
+    if len(index) < 32:
+        for i in index:
+            c = i.__class__
+            if c is slice or i is None or i is Ellipsis or isinstance(i, (Tensor, list, tuple, range)) or \
+                    c.__name__ == "ndarray":
+                warnings.warn("Using a non-tuple sequence for multidimensional indexing is deprecated and will be "
+                              "changed in pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this will "
+                              "be interpreted as tensor index, x[torch.tensor(seq)], which will result either in an "
+                              "error or a different result", UserWarning, stacklevel=3)
+                return tuple(index)
+    return index
+
+
 def dtype_or_none(dtype):
     """``dtype`` as a tdx dtype, or None."""
     return None if dtype is None else D.as_dtype(dtype)

@@ -22,7 +22,7 @@ _INDEX_INTS = frozenset((mx.int64, mx.int32, mx.uint8))  # torch's index dtypes 
 def _integer_indexed(index) -> bool:
     """Whether ``index`` holds an integer index array (torch's ``index_put_``, which wants the value's dtype)."""
     items = index if isinstance(index, tuple) else (index,)
-    return any(isinstance(it, (list, np.ndarray)) or (isinstance(it, mx.array) and it.dtype != mx.bool_)
+    return any(isinstance(it, (list, tuple, range, np.ndarray)) or (isinstance(it, mx.array) and it.dtype != mx.bool_)
                for it in items)
 
 
@@ -38,6 +38,8 @@ class MLXGatherOps:
         out, dim = [], 0
         consumed = sum(it.ndim if isinstance(it, mx.array) and it.dtype == mx.bool_ else
                        0 if it is None or it is Ellipsis or isinstance(it, bool) else 1 for it in items)
+        if consumed > x.ndim:  # an Ellipsis spans no dims then, never fewer: x[..., 1:] of a 0-d tensor
+            raise TdxIndexError(f"too many indices for tensor of dimension {x.ndim}")
         for it in items:
             if it is None:
                 out.append(None)
@@ -46,8 +48,12 @@ class MLXGatherOps:
                 out.append(it)
                 dim += x.ndim - consumed
                 continue
-            if isinstance(it, (list, range)):  # torch reads a range as the list of its values
-                it = mx.array(np.asarray(it)) if it else mx.array([], dtype=mx.int64)
+            if isinstance(it, (list, tuple, range)):  # torch reads a tuple in an index, or a range, as a list
+                if not it:
+                    it = mx.array([], dtype=mx.int64)
+                else:  # all bools: a mask; else int64, floats cut toward zero (torch's x[[1.7]] is x[[1]])
+                    it = np.asarray(it)
+                    it = mx.array(it.astype(np.int64) if it.dtype.kind == "f" else it)
             if isinstance(it, np.ndarray):
                 it = mx.array(it)
             if isinstance(it, int):
@@ -93,6 +99,34 @@ class MLXGatherOps:
         if dim > x.ndim:
             raise TdxIndexError(f"too many indices for tensor of dimension {x.ndim}")
         return tuple(out)
+
+    @staticmethod
+    def _one_ellipsis(x, index):
+        """``index`` with every Ellipsis after the first dropped, as torch reads it: each Ellipsis moves torch's
+        dim by the dims the others leave, so a later one spans dims already passed and is valid only where those
+        are none, or where nothing but Ellipsis follows it (``x[..., None, ...]`` is ``x[..., None]``).
+
+        Raises:
+            TdxIndexError: an index follows a later Ellipsis that spans some dims (torch's IndexError).
+        """
+        if index.__class__ is not tuple:
+            return index
+        first = second = -1
+        for k, it in enumerate(index):  # a loop that stops at the second Ellipsis: every write's path
+            if it is Ellipsis:
+                if first >= 0:
+                    second = k
+                    break
+                first = k
+        if second < 0:
+            return index
+        spanned = x.ndim - sum(it.ndim if isinstance(it, mx.array) and it.dtype == mx.bool_ else
+                               0 if it is None or it is Ellipsis or isinstance(it, bool) else 1 for it in index)
+        if spanned > 0 and any(it is not Ellipsis for it in index[second:]):
+            raise TdxIndexError(f"too many indices for tensor of dimension {x.ndim}: each Ellipsis ('...') spans the "
+                                f"{spanned} dims the other indices leave, so an index after the second one "
+                                "passes the last dim")
+        return tuple(it for k, it in enumerate(index) if it is not Ellipsis or k == first)
 
     @staticmethod
     def _scalar_bools(x, index):
@@ -170,6 +204,7 @@ class MLXGatherOps:
                 return carry_bounds(x, out) if KNOWN and id(x) in KNOWN else out
         if index.__class__ is slice and not x.ndim:
             raise TdxIndexError("slice() cannot be applied to a 0-dim tensor.")
+        index = self._one_ellipsis(x, index)
         split = self._scalar_bools(x, index)
         if split is not None:
             return self.getitem(*split)
@@ -187,6 +222,7 @@ class MLXGatherOps:
             raise TdxRuntimeError(f"Index put requires the source and destination dtypes match, got "
                                   f"{scalar_name(self._tdx(x))} for the destination and "
                                   f"{scalar_name(self._tdx(value))} for the source.")
+        index = self._one_ellipsis(x, index)
         split = self._scalar_bools(x, index)
         if split is not None:  # written through the array with the bools' axes added, then reshaped back
             return mx.reshape(self.setitem(*split, value), x.shape, stream=self.s)
