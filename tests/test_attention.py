@@ -543,6 +543,36 @@ def test_automatic_choice_prefers_fast_kernels(device):
         assert A.explain(*tiny).kernel is SDPBackend.MLX_FUSED  # the bridge's fixed cost dominates
 
 
+def test_choosing_a_kernel_hands_no_array_over(device, monkeypatch):
+    """The automatic choice weighs the bridge (the peer executor's kernels) from shapes, dtypes and flags: no
+    input is handed to the peer while a kernel is only being chosen (on MLX that would evaluate the pending
+    graph of every new shape's call, a blocking read inside an op); the values stay torch's."""
+    import tdx.interop as interop
+
+    handed = []
+    real = interop.transfer
+    monkeypatch.setattr(interop, "transfer", lambda x, *a, **k: handed.append(x) or real(x, *a, **k))
+    ex = tdx.backends.get(device)
+    gen = np.random.default_rng(7)
+    for shape, mask in (((1, 2, 5, 8), None), ((2, 4, 3, 16), "bool"), ((1, 8, 96, 64), None)):
+        q, k, v = (gen.standard_normal(shape).astype(np.float32) for _ in range(3))
+        m = None if mask is None else gen.random((shape[-2], shape[-2])) > 0.3
+        t = [tdx.tensor(a, device=device) for a in (q, k, v)]
+        tm = None if m is None else tdx.tensor(m, device=device)
+        chosen = A.explain(*t, attn_mask=tm).kernel
+        handed.clear()
+        out = None
+        if chosen is SDPBackend.BRIDGE:  # its run hands the arrays over; only a choice must not
+            A.explain(*t, attn_mask=tm)
+        else:
+            out = F.scaled_dot_product_attention(*t, attn_mask=tm)
+        assert handed == [], (device, shape, chosen, ex.caps.dlpack_zero_copy_export)
+        if out is not None:
+            want = torch.nn.functional.scaled_dot_product_attention(
+                *(torch.from_numpy(a) for a in (q, k, v)), attn_mask=None if m is None else torch.from_numpy(m))
+            np.testing.assert_allclose(out.cpu().numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+
+
 def test_no_kernel_left_is_a_typed_error(device):
     q, k, v, _, _ = _case("plain")
     t = [_tdx(a, device, "float32") for a in (q, k, v)]

@@ -57,13 +57,14 @@ def peer(ex):
     return hit
 
 
-def _moved(p, ex, arrays=None):
+def _moved(p, ex, arrays=None, mask=None):
     """``p`` with its arrays handed to executor ``ex`` (zero-copy where the pair allows).
 
     Args:
         p: canonical params.
         ex: the peer executor.
         arrays: (q, k, v) already on ``ex``, or None to transfer ``p``'s.
+        mask: with ``arrays``, the mask already on ``ex`` (None: ``p``'s transferred, where it has one).
     """
     from ..interop import transfer
     from ._ops import ops_for
@@ -72,14 +73,25 @@ def _moved(p, ex, arrays=None):
     if arrays is None:
         arrays = [transfer(x, p.ex, ex) for x in (p.q, p.k, p.v)]
     n.q, n.k, n.v = arrays
-    n.mask = None if p.mask is None else transfer(p.mask, p.ex, ex)
+    n.mask = mask if mask is not None or p.mask is None else transfer(p.mask, p.ex, ex)
     n.requires_grad = False
     n.mask_requires_grad = False
     return n
 
 
+def _stand_ins(p, ex) -> tuple:
+    """``(q, k, v, mask)`` as natives of the peer ``ex`` with ``p``'s shapes and dtypes, their values never
+    read: what the peer's kernel rules and costs look at (shapes, dtypes, flags), without handing ``p``'s
+    arrays over, which would evaluate a lazy executor's pending graph while a kernel is only being chosen."""
+    dtype = p.dtype
+    q, k, v = (ex.empty((p.B, h, t, e), dtype) for h, t, e in ((p.Hq, p.Tq, p.E), (p.Hk, p.Tk, p.E),
+                                                                (p.Hk, p.Tk, p.Ev)))
+    return q, k, v, None if p.mask is None else ex.empty(tuple(p.mask_shape), p.mask_dtype)
+
+
 def _peer_choice(p):
-    """(peer params, peer backend) or (None, reason)."""
+    """(peer params with stand-in arrays, peer backend) or (None, reason): decided from shapes, dtypes and
+    flags alone (the run hands the real arrays over)."""
     ex, why = peer(p.ex)
     if ex is None:
         return None, why
@@ -93,7 +105,8 @@ def _peer_choice(p):
         return None, f"gradients would not flow back from {ex.device} to {p.ex.device}'s autograd"
     from . import _dropout, _kernels
 
-    pp = _moved(p, ex)
+    *arrays, mask = _stand_ins(p, ex)
+    pp = _moved(p, ex, arrays, mask)
     want = _dropout.key(p)
     if want is not None and _dropout.key(pp) != want:
         return None, (f"dropout on {p.ex.device} draws torch's mask from {want}'s generator, and {ex.device}'s "
