@@ -292,6 +292,7 @@ _SELF_READS = {
     "y.mul_(y.detach())": lambda y, w: y.mul_(y.detach()), "y[0].mul_(y[1])": lambda y, w: y[0].mul_(y[1]),
     "y.addcmul_(y, y)": lambda y, w: y.addcmul_(y, y), "y.addcdiv_(w, y)": lambda y, w: y.addcdiv_(w, y),
     "y.clamp_(min=y)": lambda y, w: y.clamp_(min=y), "y.lerp_(w, y)": lambda y, w: y.lerp_(w, y),
+    "y.lerp_(w, weight=y)": lambda y, w: y.lerp_(w, weight=y),
     "y.addmm_(w, y)": lambda y, w: y.addmm_(w, y), "y.atan2_(y)": lambda y, w: y.atan2_(y),
     # nothing saved, or nothing shared: torch differentiates them
     "y.add_(y)": lambda y, w: y.add_(y), "y.sub_(y)": lambda y, w: y.sub_(y), "y += y": lambda y, w: y.__iadd__(y),

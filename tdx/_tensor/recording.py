@@ -293,10 +293,12 @@ def _stale(t, root, fn, args, kwargs):
     """The error the backward of the in-place op ``fn`` on ``t`` (of family ``root``) raises, as torch's, where
     the op reads an operand that shares ``t``'s memory (torch saved it, then the write changed it); else None."""
     name = getattr(fn, "__name__", "op")
-    if name not in _READS_OPERANDS and not (name == "lerp" and len(args) > 2 and args[2].__class__ is t.__class__):
+    Tensor = _tensor_class()
+    if name not in _READS_OPERANDS and not (  # lerp_ by a tensor weight reads all three (by a number, none)
+            name == "lerp" and isinstance(args[2] if len(args) > 2 else kwargs.get("weight"), Tensor)):
         return None
     for a in (*args[1:], *kwargs.values()):
-        if a.__class__ is t.__class__:
+        if isinstance(a, Tensor):
             lay = getattr(a, "_view", None)
             if (a if lay is None else lay.root) is root:
                 return (f"one of the variables needed for gradient computation has been modified by an inplace "
