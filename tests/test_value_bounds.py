@@ -133,3 +133,64 @@ def test_arange_that_wraps_in_its_dtype_knows_no_bounds(device, op, dtype, end):
         return m.nn.functional.embedding(idx, table.reshape(end, 1))
 
     check(lambda: run(tdx, device), lambda: run(torch, None))
+
+
+def _static_cache(m, dev, start, counter: str, steps=4, size=8):
+    """transformers' static KV cache: positions ``arange(n) + offset`` with the offset counted up in place
+    (a host 0-d tensor or ``zeros``), each step's keys written by ``index_copy_`` (a prefill of 3, then one
+    at a time); ``start`` sets the offset first (past the end: torch's IndexError)."""
+    kw = {} if dev is None else {"device": dev}
+    keys = m.zeros(1, 2, size, 4, **kw)
+    offset = m.tensor(0, **kw) if counter == "host" else m.zeros((), dtype=m.long, **kw)
+    offset.add_(start)
+    for step, n in enumerate([3] + [1] * steps):
+        position = m.arange(n, **kw) + offset
+        offset.add_(n)
+        new = m.arange(8 * n, dtype=m.float32, **kw).reshape(1, 2, n, 4) + 100 * step
+        keys.index_copy_(2, position, new)
+    offset.sub_(2)  # a crop: the next write lands two back
+    keys.index_copy_(2, m.arange(1, **kw) + offset, m.full((1, 2, 1, 4), -1.0, **kw))
+    return keys, offset
+
+
+@pytest.mark.parametrize("counter", ["host", "zeros"])
+@pytest.mark.parametrize("start", [0, 1, 2], ids=["from 0", "to the last slot", "one past the end"])
+def test_static_cache_positions(device, counter, start):
+    check(lambda: _static_cache(tdx, device, start, counter), lambda: _static_cache(torch, None, start, counter))
+
+
+@pytest.mark.parametrize("dtype,value,shift", [("int32", 2**31 - 1, 1), ("int8", 127, 1), ("int8", -128, -1),
+                                               ("uint8", 0, -1)],
+                         ids=["int32 past its max", "int8 past its max", "int8 below its min", "uint8 below zero"])
+def test_counted_position_that_wraps_knows_no_bounds(device, dtype, value, shift):
+    """A position counted past its dtype's range wraps (torch's arithmetic): the lookup reads it and raises
+    torch's error, never trusting the interval sum."""
+    def run(m, dev):
+        kw = {} if dev is None else {"device": dev}
+        pos = m.full((1,), value, dtype=getattr(m, dtype), **kw)
+        pos.add_(shift)
+        return m.arange(300.0, **kw).index_select(0, pos.long())  # an unwrapped sum would fit the table
+
+    check(lambda: run(tdx, device), lambda: run(torch, None))
+
+
+def test_counted_positions_read_nothing(device, monkeypatch):
+    """On MLX a static cache's writes at counted positions neither read an index nor wait on one."""
+    if tdx.backends.get(device).name != "mlx":
+        pytest.skip("torch checks indices inside its kernels: there is nothing to read")
+    from tdx.backends.mlx import _executor, _indexing
+
+    class NoRead:
+        def __getattr__(self, name):
+            raise AssertionError(f"the index was read (np.{name})")
+
+    def no_item(x):
+        raise AssertionError("an index was read (item)")
+
+    want = _static_cache(torch, None, 0, "zeros", steps=3)
+    monkeypatch.setattr(_indexing, "np", NoRead())
+    monkeypatch.setattr(_executor.MLXExecutor, "item", staticmethod(no_item))
+    got = _static_cache(tdx, device, 0, "zeros", steps=3)
+    monkeypatch.undo()
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g.cpu().numpy(), w.numpy())

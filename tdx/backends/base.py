@@ -203,6 +203,11 @@ class Executor:
         """Refuse ``native``, a result not yet computed, whose memory cannot be allocated (lazy executors,
         whose framework crashes where an evaluation's allocation fails); eager ones allocated it already."""
 
+    def known_bounds(self, native):
+        """``(lo, hi)`` that every value of integer ``native`` is known to lie in without reading it, or None
+        (an eager executor reads its values at no wait: it keeps no such facts)."""
+        return None
+
     def settle(self, native) -> None:
         """Start computing ``native``'s pending work so that the graph behind it can go (a tensor written in
         place many times holds the chain of its writes until something computes it); eager: nothing to do."""

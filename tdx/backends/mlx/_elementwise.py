@@ -28,6 +28,7 @@ from . import _summation_order as summation
 from . import _torch_order as torch_order
 from ._indexing import on_stream, scalar_name
 from ._rules import _FLOATS, _INTS, _SCALARS, _SIGNED, _clamp_exact, _is_bool, _is_bool_operand, _tie_splitting, _where_exact
+from ._value_bounds import KNOWN, shifted
 
 
 _BOOL, _COMPLEX, _F32 = mx.bool_, mx.complex64, mx.float32
@@ -336,26 +337,27 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
     @float32_kernel(mx.add)
     def add(self, a, b):
         if type(a) is mx.array and type(b) is mx.array and a.dtype == b.dtype and not (_TAPE[0] and _TAPE_STATE.differentiating):
-            return mx.add(a, b, stream=self._stream or self.s)  # the per-op path
-        a, b, _ = self._pair(a, b)
-        if self._bias_grad(a, b):
-            return summation.broadcast_add(a, b, False, self.s)
-        return mx.add(a, b, stream=self.s)
+            out = mx.add(a, b, stream=self._stream or self.s)  # the per-op path
+        else:
+            x, y, _ = self._pair(a, b)
+            out = summation.broadcast_add(x, y, False, self.s) if self._bias_grad(x, y) else mx.add(x, y, stream=self.s)
+        # an index moved by another or by a count (``pos.add_(1)``): its bounds move with it
+        return shifted(a, b, out) if KNOWN and id(a) in KNOWN and (b.__class__ is int or id(b) in KNOWN) else out
 
     @float32_kernel(mx.subtract)
     def sub(self, a, b):
-        if type(a) is mx.array and type(b) is mx.array and not (_TAPE[0] and _TAPE_STATE.differentiating):  # the per-op path
-            d = a.dtype
-            if d == b.dtype and d != _BOOL:
-                return mx.subtract(a, b, stream=self._stream or self.s)
-        if _is_bool(a) or _is_bool(b):
-            raise OpDtypeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
-                               "If you are trying to invert a mask, use the `~` or `logical_not()` "
-                               "operator instead.")
-        a, b, _ = self._pair(a, b)
-        if self._bias_grad(a, b):
-            return summation.broadcast_add(a, b, True, self.s)
-        return mx.subtract(a, b, stream=self.s)
+        if type(a) is mx.array and type(b) is mx.array and not (_TAPE[0] and _TAPE_STATE.differentiating) \
+                and a.dtype == b.dtype and a.dtype != _BOOL:  # the per-op path
+            out = mx.subtract(a, b, stream=self._stream or self.s)
+        else:
+            if _is_bool(a) or _is_bool(b):
+                raise OpDtypeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                                   "If you are trying to invert a mask, use the `~` or `logical_not()` "
+                                   "operator instead.")
+            x, y, _ = self._pair(a, b)
+            out = (summation.broadcast_add(x, y, True, self.s) if self._bias_grad(x, y)
+                   else mx.subtract(x, y, stream=self.s))
+        return shifted(a, b, out, True) if KNOWN and id(a) in KNOWN and (b.__class__ is int or id(b) in KNOWN) else out
 
     @float32_kernel(mx.multiply)
     def mul(self, a, b):

@@ -39,7 +39,8 @@ from ._inverse_functions import MLXInverseFunctionOps
 from ._complex import MLXComplexOps
 from ._convolution import MLXConvolutionOps
 from ._shape import MLXShapeOps
-from ._value_bounds import carry as carry_bounds, note as note_bounds, note_host as note_host_bounds
+from ._value_bounds import (bounds as value_bounds, carry as carry_bounds, constant as constant_bounds, note as note_bounds,
+                            note_host as note_host_bounds)
 from ._streams import THREAD as _THREAD, enter_thread as _enter_thread, shared_stream as _shared_stream
 
 _TABLE = {
@@ -178,12 +179,12 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
     def zeros(self, shape, dtype, requires_grad=False):
         self._no_grad(requires_grad)
         check_alloc(shape, dtype.itemsize, "zeros")
-        return mx.zeros(shape, self._nd(dtype), stream=self.s)
+        return constant_bounds(mx.zeros(shape, self._nd(dtype), stream=self.s), 0)
 
     def ones(self, shape, dtype, requires_grad=False):
         self._no_grad(requires_grad)
         check_alloc(shape, dtype.itemsize, "ones")
-        return mx.ones(shape, self._nd(dtype), stream=self.s)
+        return constant_bounds(mx.ones(shape, self._nd(dtype), stream=self.s), 1)
 
     empty = zeros
 
@@ -192,7 +193,7 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
         check_alloc(shape, dtype.itemsize, "full")
         if not isinstance(value, mx.array):
             value = fit_scalar(value, dtype)
-        return mx.full(shape, mx.array(value, self._nd(dtype)), self._nd(dtype), stream=self.s)
+        return constant_bounds(mx.full(shape, mx.array(value, self._nd(dtype)), self._nd(dtype), stream=self.s), value)
 
     def arange(self, start, end, step, dtype, requires_grad=False):
         self._no_grad(requires_grad)
@@ -320,6 +321,13 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
     def check_result(native, op: str) -> None:
         """Refuse a lazy result whose buffer cannot be allocated (``_memory.check_result``)."""
         check_result(native, op)
+
+    @staticmethod
+    def known_bounds(native):
+        """The bounds :mod:`._value_bounds` knows for ``native`` (an ``arange``, an ``argmax``, a position
+        counted up from host data), or None: a check that fits them reads nothing, so waits on nothing."""
+        known = value_bounds(native)
+        return None if known is None else known[:2]
 
     @staticmethod
     def settle(native) -> None:

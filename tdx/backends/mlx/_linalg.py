@@ -14,6 +14,7 @@ import numpy as np
 from ..._errors import DtypeMismatchError, OpDtypeError, ShapeError, TdxRuntimeError, TdxTypeError
 from ._indexing import broadcast_shape, fit_scalar, on_stream, scalar_name
 from ._rules import _INTS
+from ._value_bounds import constant as constant_bounds
 
 
 @on_stream
@@ -118,7 +119,7 @@ class MLXLinalgOpsStreamed:
             raise TdxRuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                                   f"{value.ndim} dimensions.")
         value = fit_scalar(value, self._tdx(x))
-        return mx.full(x.shape, self._cast(value, self._tdx(x)), stream=self.s)
+        return constant_bounds(mx.full(x.shape, self._cast(value, self._tdx(x)), stream=self.s), value)
 
     def copy_(self, x, src):
         if not isinstance(src, mx.array):

@@ -6,11 +6,14 @@ largest index; reading them evaluates the array, and when the index is the resul
 every step. MLX arrays carry no such facts, so this module keeps them beside the arrays:
 
 - producers note what they know: ``argmax``/``argmin`` give ``[0, n - 1]`` over their dim, integer
-  ``arange`` its first and last values, host data (``from_host``) is marked *read on demand* (its values
+  ``arange`` its first and last values, an integer constant (``zeros``, ``full``, ``fill_``) its value, host data (``from_host``) is marked *read on demand* (its values
   are on the host already: reading them waits for nothing);
 - ops that only move or copy values (basic indexing, reshape, squeeze/unsqueeze, transpose, ``cat``,
   ``clone``, widening integer casts) carry their input's bounds to their output: the output's values are a
   sub-multiset of the inputs' (``cat``: the union of its inputs' bounds, known only when every input's is);
+- integer ``add``/``sub`` of arrays (or a Python int) whose bounds are known give the interval sum or
+  difference (:func:`shifted`), where the result's dtype holds all of it (else it could wrap): a KV cache's
+  write position, ``arange(n) + offset`` with the offset counted up in place, is known every step;
 - a checker asks :func:`bounds` and reads the values only where nothing is known.
 
 Bounds are a superset of the values, never narrower: a checker may skip a check only when the known bounds
@@ -27,6 +30,7 @@ import weakref
 import mlx.core as mx
 import numpy as np
 
+_INTEGER = (mx.int8, mx.int16, mx.int32, mx.int64, mx.uint8, mx.uint16, mx.uint32, mx.uint64)
 KNOWN: dict = {}  # id(array) -> [weak reference, lo, hi, pending]; lo None: host data, read on first use
 
 
@@ -41,6 +45,16 @@ def note(arr, lo, hi, pending: bool = True) -> None:
     values are host data, read on demand). ``pending``: the values come from work that may not have run."""
     key = id(arr)
     KNOWN[key] = [weakref.ref(arr, _forget(key)), lo, hi, pending]
+
+
+def constant(arr, value):
+    """``arr`` (every element ``value``: ``zeros``, ``full``, ``fill_``) with its bounds ``[value, value]`` where it
+    is an integer array and ``value`` a Python int (a position counter starts so); returns ``arr``."""
+    if value.__class__ is int and arr.dtype in _INTEGER:
+        info = np.iinfo(str(arr.dtype).rsplit(".", 1)[-1])
+        if info.min <= value <= info.max:  # a value that wrapped on its way in is not the one stored
+            note(arr, value, value, False)
+    return arr
 
 
 def note_host(arr) -> None:
@@ -92,6 +106,29 @@ def carry_all(srcs, out):
             pending = pending or e[3]
         if lo is not None:
             note(out, lo, hi, pending)
+    return out
+
+
+def shifted(a, b, out, negate: bool = False):
+    """``out`` (``a + b``, or ``a - b`` with ``negate``: integer arrays, ``b`` an array or a Python int) with
+    the interval sum (difference) of ``a``'s and ``b``'s bounds, where both are known and ``out``'s dtype holds
+    every value of it; returns ``out``. Callers skip the call where ``KNOWN`` is empty."""
+    ea = _entry(a) if out.dtype in _INTEGER else None
+    if ea is None:
+        return out
+    if b.__class__ is int:
+        lo, hi, pending = b, b, False
+    else:
+        eb = _entry(b)
+        if eb is None:
+            return out
+        lo, hi, pending = eb[1], eb[2], eb[3]
+    if ea[1] > ea[2] or lo > hi:  # an empty operand: its result is empty too, nothing to bound
+        return out
+    lo, hi = (ea[1] - hi, ea[2] - lo) if negate else (ea[1] + lo, ea[2] + hi)
+    info = np.iinfo(str(out.dtype).rsplit(".", 1)[-1])
+    if info.min <= lo and hi <= info.max:  # never a wrapped value's bounds
+        note(out, lo, hi, ea[3] or pending)
     return out
 
 
