@@ -39,8 +39,8 @@ from ._inverse_functions import MLXInverseFunctionOps
 from ._complex import MLXComplexOps
 from ._convolution import MLXConvolutionOps
 from ._shape import MLXShapeOps
-from ._value_bounds import (bounds as value_bounds, carry as carry_bounds, constant as constant_bounds, note as note_bounds,
-                            note_host as note_host_bounds)
+from ._value_bounds import (bounds as value_bounds, carry as carry_bounds, constant as constant_bounds, holds,
+                            note as note_bounds, note_host as note_host_bounds)
 from ._streams import THREAD as _THREAD, enter_thread as _enter_thread, shared_stream as _shared_stream
 
 _TABLE = {
@@ -216,8 +216,7 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
         if n and dtype is not D.bool_:
             last = start + (n - 1) * step
             lo, hi = min(start, last), max(start, last)
-            info = np.iinfo(str(dtype).rsplit(".", 1)[-1])  # tdx's integer dtypes carry NumPy's names
-            if info.min <= lo and hi <= info.max:  # values that wrap in the dtype have no such bounds
+            if holds(out.dtype, lo, hi):  # values that wrap in the dtype have no such bounds
                 note_bounds(out, lo, hi, False)
         return out
 

@@ -31,6 +31,15 @@ import mlx.core as mx
 import numpy as np
 
 _INTEGER = (mx.int8, mx.int16, mx.int32, mx.int64, mx.uint8, mx.uint16, mx.uint32, mx.uint64)
+_RANGES = {d: (int(np.iinfo(str(d).rsplit(".", 1)[-1]).min), int(np.iinfo(str(d).rsplit(".", 1)[-1]).max))
+           for d in _INTEGER}  # MLX's integer dtypes carry NumPy's names
+
+
+def holds(dtype, lo: int, hi: int) -> bool:
+    """Whether integer MLX ``dtype`` holds every value of ``[lo, hi]`` (else values wrap and bounds lie)."""
+    r = _RANGES[dtype]
+    return r[0] <= lo and hi <= r[1]
+
 KNOWN: dict = {}  # id(array) -> [weak reference, lo, hi, pending]; lo None: host data, read on first use
 
 
@@ -50,10 +59,8 @@ def note(arr, lo, hi, pending: bool = True) -> None:
 def constant(arr, value):
     """``arr`` (every element ``value``: ``zeros``, ``full``, ``fill_``) with its bounds ``[value, value]`` where it
     is an integer array and ``value`` a Python int (a position counter starts so); returns ``arr``."""
-    if value.__class__ is int and arr.dtype in _INTEGER:
-        info = np.iinfo(str(arr.dtype).rsplit(".", 1)[-1])
-        if info.min <= value <= info.max:  # a value that wrapped on its way in is not the one stored
-            note(arr, value, value, False)
+    if value.__class__ is int and arr.dtype in _INTEGER and holds(arr.dtype, value, value):  # (a value that
+        note(arr, value, value, False)  # wrapped on its way in is not the one stored)
     return arr
 
 
@@ -126,8 +133,7 @@ def shifted(a, b, out, negate: bool = False):
     if ea[1] > ea[2] or lo > hi:  # an empty operand: its result is empty too, nothing to bound
         return out
     lo, hi = (ea[1] - hi, ea[2] - lo) if negate else (ea[1] + lo, ea[2] + hi)
-    info = np.iinfo(str(out.dtype).rsplit(".", 1)[-1])
-    if info.min <= lo and hi <= info.max:  # never a wrapped value's bounds
+    if holds(out.dtype, lo, hi):  # never a wrapped value's bounds
         note(out, lo, hi, ea[3] or pending)
     return out
 
