@@ -13,7 +13,8 @@ generations of ``--tokens`` new tokens after a warm-up, and the table gives the 
 the ratios. The greedy tokens of every contender are checked against torch's (MLX's float32 CPU
 kernels may round differently, so a mismatch is reported, not raised). Usage:
 ``python bench/hf_generate.py [--tokens 128] [--repeats 3] [--rounds 2] [--profile]``;
-``--profile`` also prints cProfile's top functions of one generation of every tdx contender.
+``--profile`` also prints cProfile's top functions of one generation of every tdx contender; ``--cache static``
+runs the transformers contenders with transformers' preallocated cache (written in place by ``index_copy_``).
 ``main ms/tok`` is the CPU time of the thread that runs the program (``time.thread_time``) per new token:
 Python's share (graph building, dispatch), without the framework's worker threads that ``tok/cpu-s`` counts.
 After its timed runs each contender counts, over one more generation, the Python calls per new token
@@ -114,8 +115,10 @@ def count_calls(fn, tokens: int) -> tuple[float, float, float, float]:
     return (calls - own) / tokens, (builtins - own_builtins) / tokens, events["sync"] / tokens, events["start"] / tokens
 
 
-def transformers_worker(path: str, tokens: int, repeats: int, profile: bool) -> dict:
-    """Run under real torch or under ``python -m tdx run`` (the same code)."""
+def transformers_worker(path: str, tokens: int, repeats: int, profile: bool, cache: str = "dynamic") -> dict:
+    """Run under real torch or under ``python -m tdx run`` (the same code); ``cache`` is transformers'
+    ``cache_implementation`` (``dynamic``: its default, the cache grown by ``cat``; ``static``: preallocated,
+    written in place by ``index_copy_``)."""
     import torch
     from transformers import LlamaForCausalLM
     from transformers.utils import logging
@@ -125,8 +128,10 @@ def transformers_worker(path: str, tokens: int, repeats: int, profile: bool) -> 
     model.eval()
     prompt = torch.tensor([PROMPT])
 
+    kw = {} if cache == "dynamic" else {"cache_implementation": cache}
+
     def once(n):
-        return model.generate(prompt, max_new_tokens=n, min_new_tokens=n, do_sample=False)
+        return model.generate(prompt, max_new_tokens=n, min_new_tokens=n, do_sample=False, **kw)
 
     out = once(tokens)  # warm-up (and the tokens)
     times, cpu, main = [], [], []
@@ -184,7 +189,7 @@ CONTENDERS = {"torch cpu": None, "tdx cpu": "cpu", "tdx mlx:cpu": "mlx:cpu", "ml
 def run_contender(name: str, path: str, args) -> dict:
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONWARNINGS="ignore")
     me = [str(pathlib.Path(__file__).resolve()), "--worker", name, "--path", path, "--tokens", str(args.tokens),
-          "--repeats", str(args.repeats)] + (["--threads", str(args.threads)] if args.threads else [])
+          "--repeats", str(args.repeats), "--cache", args.cache] + (["--threads", str(args.threads)] if args.threads else [])
     if args.profile and name.startswith("tdx"):
         me.append("--profile")
     device = CONTENDERS[name]
@@ -205,6 +210,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, help="torch's intra-op threads in every contender "
                         "(default: torch's own default)")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--cache", choices=("dynamic", "static"), default="dynamic",
+                        help="transformers' KV cache for its contenders (mlx-lm always runs its own)")
     parser.add_argument("--only", help="comma-separated contenders to run (default: all)")
     parser.add_argument("--worker")
     parser.add_argument("--path")
@@ -217,7 +224,7 @@ def main() -> None:
         if args.worker == "mlx-lm":
             result = mlx_lm_worker(args.path, args.tokens, args.repeats)
         else:
-            result = transformers_worker(args.path, args.tokens, args.repeats, args.profile)
+            result = transformers_worker(args.path, args.tokens, args.repeats, args.profile, args.cache)
         print(json.dumps(result))
         return
     names = args.only.split(",") if args.only else list(CONTENDERS)
@@ -237,7 +244,8 @@ def main() -> None:
     med = {name: statistics.median(r["tps"]) for name, r in results.items()}
     med_cpu = {name: statistics.median(r["cpu_tps"]) for name, r in results.items()}
     print(f"Llama-style model {CONFIG['num_hidden_layers']} layers, hidden {CONFIG['hidden_size']}, "
-          f"{args.tokens} new tokens greedy with the KV cache; median of {args.rounds * args.repeats} runs, "
+          f"{args.tokens} new tokens greedy with transformers' {args.cache} KV cache; median of "
+          f"{args.rounds * args.repeats} runs, "
           f"threads: {args.threads or 'default'}")
     print(f"{'contender':<14}{'tokens/s':>10}{'tok/cpu-s':>11}{'main ms/tok':>13}{'py calls/tok':>14}{'builtins/tok':>14}"
           f"{'syncs/tok':>11}{'starts/tok':>12}  same tokens as torch")
