@@ -573,6 +573,31 @@ def test_choosing_a_kernel_hands_no_array_over(device, monkeypatch):
             np.testing.assert_allclose(out.cpu().numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("kind", ["bool", "float"])
+def test_masked_calls_reuse_their_plan(device, kind, monkeypatch):
+    """A decode loop with a rank-4 mask (a static KV cache's, or padding): each call's own mask and key length
+    give torch's values, while the checked parameters are made once per length class, not every call."""
+    from tdx.attention import _plan
+
+    made = []
+    real = _plan.prepare
+    monkeypatch.setattr(_plan, "prepare", lambda *a, **k: made.append(1) or real(*a, **k))
+    _plan.clear()
+    gen = np.random.default_rng(11)
+    q = gen.standard_normal((1, 4, 2, 8)).astype(np.float32)
+    for tk in range(17, 24):  # one length class: 16..31
+        k, v = (gen.standard_normal((1, 4, tk, 8)).astype(np.float32) for _ in range(2))
+        m = gen.random((1, 1, 2, tk)) > 0.4
+        m[..., 0] = True
+        mask = m if kind == "bool" else np.where(m, gen.standard_normal(m.shape), -np.inf).astype(np.float32)
+        out = F.scaled_dot_product_attention(*(tdx.tensor(a, device=device) for a in (q, k, v)),
+                                             attn_mask=tdx.tensor(mask, device=device))
+        want = torch.nn.functional.scaled_dot_product_attention(*(torch.from_numpy(a) for a in (q, k, v)),
+                                                                 attn_mask=torch.from_numpy(mask))
+        np.testing.assert_allclose(out.cpu().numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+    assert len(made) == 1, made
+
+
 def test_no_kernel_left_is_a_typed_error(device):
     q, k, v, _, _ = _case("plain")
     t = [_tdx(a, device, "float32") for a in (q, k, v)]

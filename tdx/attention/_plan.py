@@ -9,8 +9,9 @@ the switches of the candidates it tries. The key/value length enters the key by 
 length), so a generation whose KV cache grows by one each token re-plans only at each power of two:
 the kernels' rules ask only whether a length is non-zero, and within a class the kernel is the one
 chosen for the class's first call (the costs' ranking changes only at crossovers between lengths;
-every kernel computes torch's attention). Calls with a mask or dropout, and inputs that are not
-already rank-4 ``(B, H, T, E)`` tensors of one executor, take the full path every time.
+every kernel computes torch's attention). A mask that is already rank 4 enters the key by its dims, its key
+length as "full" or 1; calls with dropout, another mask, and inputs that are not already rank-4
+``(B, H, T, E)`` tensors of one executor, take the full path every time.
 
 This module must never import a framework and never decides anything itself: a cached plan is
 the full path's answer, and a switch turned off since falls back to the full path.
@@ -29,7 +30,7 @@ _MAX = 1024
 
 def _key(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
     """The plan's key, or None for a call the plan does not cover (the full path checks it)."""
-    if attn_mask is not None or dropout_p.__class__ is not float or dropout_p != 0.0:
+    if dropout_p.__class__ is not float or dropout_p != 0.0:
         return None
     if is_causal.__class__ is not bool or enable_gqa.__class__ is not bool or not (
             scale is None or scale.__class__ is float):
@@ -50,11 +51,22 @@ def _key(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
     ks, vs = kn.shape, vn.shape
     if len(ks) != 4 or len(vs) != 4 or ks[2] != vs[2]:
         return None  # a plan is for canonical rank-4 inputs; unequal key/value lengths raise on the full path
+    mask = None
+    if attn_mask is not None:  # a rank-4 mask is canonical as given: keyed by its dims but the key length's
+        if attn_mask.__class__ is not cls or attn_mask._ex is not ex:
+            return None
+        mn = attn_mask._n
+        ms = mn.shape
+        if len(ms) != 4 or (ms[3] != 1 and ms[3] != ks[2]):
+            return None
+        mg = attn_mask._ag
+        mask = (ms[0], ms[1], ms[2], ms[3] == 1, mn.dtype,
+                (mg is not None and mg.requires_grad) if ex.taped else mn.requires_grad)
     # the key/value length by its class (its bit length: 0, 1, 2-3, 4-7, ...): a generation's growing KV
     # cache re-plans at each power of two, not at every token; a shape is a torch.Size or a tuple, equal
     # and hashed alike
     return (ex, qn.shape, ks[0], ks[1], ks[2].bit_length(), ks[3], vs[0], vs[1], vs[3], qn.dtype, kn.dtype,
-            vn.dtype, grads, is_causal, scale, enable_gqa, _override(), _priority[0] if _priority else _state.config_priority(),
+            vn.dtype, grads, is_causal, scale, enable_gqa, mask, _override(), _priority[0] if _priority else _state.config_priority(),
             (_tracing[0] or _bind_tracing())())
 
 
@@ -95,20 +107,19 @@ def resolve(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, s
     plan = None if k is None else _plans.get(k)
     if plan is not None:
         template, orders, allowed, _ = plan
-        p = template.copy()
-        p.q, p.k, p.v = query._n, key._n, value._n
-        p.Tk = p.k.shape[2]
+        p = _planned(template, query, key, value, attn_mask)
         chosen = _kernels.pick(orders, allowed, p)
         if chosen is not None and chosen is not _state.SDPBackend.MATH:  # math may warn: the full path decides
             return p, chosen
     p = prepare(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     orders, allowed = _kernels.passes(p)
     chosen = _kernels.chosen_or_raise(p, _kernels.pick(orders, allowed, p))
-    if k is not None and p.q is query._n and p.k is key._n and p.v is value._n:  # canonical as given
+    if k is not None and p.q is query._n and p.k is key._n and p.v is value._n and (
+            attn_mask is None or p.mask is attn_mask._n):  # canonical as given
         if len(_plans) >= _MAX:
             _plans.clear()
         template = p.copy()
-        template.q = template.k = template.v = None  # the plan keeps no arrays alive
+        template.q = template.k = template.v = template.mask = None  # the plan keeps no arrays alive
         _plans[k] = (template, orders, allowed, _direct(p, orders, allowed, chosen, attn_mask))
     return p, chosen
 
@@ -133,9 +144,17 @@ def params(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, sc
     plan = None if k is None else _plans.get(k)
     if plan is None:
         return prepare(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
-    p = plan[0].copy()
+    return _planned(plan[0], query, key, value, attn_mask)
+
+
+def _planned(template, query, key, value, attn_mask):
+    """The canonical parameters of a call whose plan's parameters are ``template``: its arrays put in."""
+    p = template.copy()
     p.q, p.k, p.v = query._n, key._n, value._n
     p.Tk = p.k.shape[2]
+    if attn_mask is not None:  # canonical as given (rank 4: _key)
+        p.mask = attn_mask._n
+        p.mask_shape = tuple(p.mask.shape)
     return p
 
 
