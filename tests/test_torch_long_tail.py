@@ -164,10 +164,67 @@ def test_value_in_tensor(device):
         "a" in tdx.ones(2, device=device)  # noqa: B015
 
 
-def test_version_counts_in_place_writes_on_torch_executors():
-    x, y = tdx.ones(2), torch.ones(2)
-    x.add_(1), y.add_(1)
-    assert x._version == y._version == 1
+def _versions(L, d):
+    """``_version`` after each kind of in-place write: through the tensor, a view, ``detach()``, ``.data``
+    (which torch counts apart), setitem, copy_/fill_/zero_, init, an optimizer step, an op on the tape."""
+    x = L.zeros(3, device=d)
+    out = [x._version]
+    x.add_(1)
+    v = x[1:]
+    v.mul_(2)
+    out += [x._version, v._version]
+    x.data = x.data - 1
+    x.data.add_(1)
+    out.append(x._version)
+    x[0] = 5
+    y = x.detach()
+    y.add_(1)
+    out += [x._version, y._version]
+    x.copy_(L.ones(3, device=d))
+    x.fill_(2)
+    x.zero_()
+    L.nn.init.normal_(x)
+    out.append(x._version)
+    p = L.nn.Parameter(L.zeros(2, device=d))
+    p.grad = L.ones(2, device=d)
+    L.optim.SGD([p], lr=0.1).step()
+    w = L.ones(3, device=d, requires_grad=True).clone()
+    w.mul_(2)
+    w[0] += 1
+    return out + [p._version, w._version, x[0]._version]
+
+
+def test_version_counts_in_place_writes(device):
+    """torch's version counter on every executor (MLX keeps one per root, shared by its views)."""
+    got, want = _pair(device, _versions)
+    assert got == want
+
+
+def test_caches_keyed_by_version_see_in_place_edits(device):
+    """The idiom libraries cache by (kornia's transform matrix, pyro's memoized functions): a result is reused
+    while the inputs' versions are unchanged, and an input edited in place (even through a view) is seen."""
+    def memoized(L, d):
+        cache, calls = {}, []
+
+        def fn(a, b):
+            key = (id(a), id(b))
+            version = (a._version, b._version)
+            if key in cache and cache[key][0] == version:
+                return cache[key][1]
+            calls.append(1)
+            cache[key] = (version, (a * b).sum().item())
+            return cache[key][1]
+
+        a, b = L.arange(4.0, device=d), L.ones(4, device=d)
+        out = [fn(a, b), fn(a, b)]
+        a[:2].mul_(3)
+        out.append(fn(a, b))
+        b.add_(1)
+        out += [fn(a, b), fn(a, b), len(calls)]
+        return out
+
+    got, want = _pair(device, memoized)
+    assert got == want and want[-1] == 3
 
 
 def test_to_empty_after_meta(device):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from .. import _dtypes
 from .._errors import NATIVE_ERRORS, CastError, TdxRuntimeError, UnsupportedOpError
+from . import versions
 # the facade's op families reach the tape through this one module: its state is re-exported here
 from ..autograd.grad_mode import MODE, is_grad_enabled  # noqa: F401
 from ..autograd.tape import (_FREED, ACTIVE, Invalid, Meta, _differentiable, _local, _recording,  # noqa: F401
@@ -273,6 +274,7 @@ def record_inplace(t, fn, args, kwargs):
         updates += [(root, "_n", new_root), (anchor, "_ag", new_meta)]
         if anchor is not root:
             updates.append((anchor, "_n", new_root))
+    versions.written(t, root)  # one in-place write in the version counter (Tensor._version)
     for v in _views.family(root):  # every view shows the new values, read from the new root
         if v is anchor:
             continue

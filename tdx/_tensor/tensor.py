@@ -23,7 +23,7 @@ from ..backends.base import norm_dim as _norm_dim
 from .._errors import NATIVE_ERRORS, TdxRuntimeError, TdxTypeError, TdxValueError, UnsupportedOpError
 from . import recording as _tape
 from ..autograd.tape import ACTIVE as _TAPE, MODE as _MODE, STATE as _TAPE_STATE
-from . import views as _views, wrapping
+from . import versions as _versions, views as _views, wrapping
 from .hooks import HookHandle
 from .formats import check_memory_format, contiguous_format as _CONTIGUOUS
 from .wrapping import (LARGE_RESULT as _LARGE_RESULT, NO_KERNEL as _NO_KERNEL, SCALARS as _SCALARS, Size,
@@ -118,7 +118,6 @@ _INPLACE = {"add": "add_", "sub": "sub_", "mul": "mul_", "truediv": "div_",
             "lshift": "bitwise_left_shift_", "rshift": "bitwise_right_shift_"}
 
 
-
 def _inplace(name: str):
     method = _INPLACE[name]
     out_of_place = _binary(name)
@@ -158,7 +157,7 @@ class Tensor:
     # the first write
     # __dict__: attributes libraries set on tensors (torch's tensors take them); CPython creates the dict on the
     # first such assignment, so a tensor that never gets one carries only a null pointer
-    __slots__ = ("_n", "_ex", "_ag", "_view", "_dt", "_w", "__weakref__", "__dict__")
+    __slots__ = ("_n", "_ex", "_ag", "_view", "_dt", "_w", "_ver", "__weakref__", "__dict__")
     __array_priority__ = 1000  # NumPy defers binary ops to Tensor
 
     # ``Tensor(...)`` is torch's legacy constructor (legacy.py); the facade makes its tensors with object.__new__
@@ -389,9 +388,10 @@ class Tensor:
 
     @property
     def data(self) -> "Tensor":
-        """This tensor's value without autograd history, sharing its memory; ``t.data = value`` makes
-        ``t`` (the same object) take ``value``'s data, shape, device and dtype."""
-        return self.detach()
+        """This tensor's value without autograd history, sharing its memory but not its version counter, as
+        torch's; ``t.data = value`` makes ``t`` (the same object) take ``value``'s data, shape, device and dtype."""
+        ex = self._ex
+        return wrap(self._n.data, ex) if ex.caps.native_autograd else _versions.counted_apart(self.detach())
 
     @data.setter
     def data(self, value) -> None:
@@ -417,7 +417,7 @@ class Tensor:
         self._ag = self._view = None
         self._ex = new
         self._n = value._n.detach() if new.caps.native_autograd else value._n
-        _views.count_write(self, self._n)  # ``p.data = p.data - lr * g`` chains as an in-place write does
+        _views.count_write(self, self._n)  # ``p.data = p.data - lr * g`` chains as a write does (uncounted: torch's)
         if rg:
             self.requires_grad_(True)
         if grad is not None and grad._ex is new and grad.dtype is self.dtype and grad.shape == self.shape:
@@ -668,9 +668,10 @@ class Tensor:
 
     @property
     def _version(self) -> int:
-        """The count of in-place writes to the tensor's data, as torch's version counter: on torch executors
-        the native's own; on executors whose arrays are immutable (MLX) 0, as they keep no counter."""
-        return getattr(self._n, "_version", 0)
+        """The count of in-place writes to the tensor's data, as torch's version counter: on torch executors the
+        native's own; on MLX its root's, counting writes through the root and its views (``views.count_write``)."""
+        v = getattr(self._n, "_version", None)
+        return v if v is not None else _versions.version(self)
 
     def __deepcopy__(self, memo):
         """A new leaf with a copy of the values, ``requires_grad`` and a deep copy of ``.grad``, as torch's.

@@ -30,6 +30,7 @@ import weakref
 import numpy as np
 
 from .._errors import TdxRuntimeError, UnsupportedOpError
+from . import versions
 from .view_bits import reinterpreted, unit
 
 
@@ -664,6 +665,7 @@ def assign(t, native, overlap_ok: bool = False) -> None:
             new_root = native
         else:
             new_root = _scatter(root._n, native, write_index(lay, overlap_ok), ex, lay.cast)
+    versions.written(t, root)
     count_write(root, new_root)
     views = family(root)
     if not views:

@@ -20,7 +20,7 @@ import warnings
 import weakref
 
 from .. import _dtypes as D
-from . import views as _views
+from . import versions as _versions, views as _views
 from .._errors import (NATIVE_ERRORS, TdxRuntimeError, TdxTypeError, UnsupportedOpError, mismatch,
                       translate)
 from . import recording as _tape
@@ -366,6 +366,7 @@ def native_inplace(native: str, checked):
                         if _views.WRITE_WATCHERS:
                             _views.note_write(self)
                         _views.count_write(self, out)
+                        _versions.bump(self)
                         self._n = out
                         return self
                 return checked(self, *args, **kwargs)
