@@ -49,7 +49,11 @@ def test_torch_prefixed_packages_in_the_alias_block(device):
             assert aliased is tdx and torchfake.TORCH is tdx and torchy_pkg.NAME == "torchy_pkg"
             assert pathlib.Path(torchfake.__file__).parent == PACKAGES / "torchfake"
             assert torchfake.double(tdx.ones(2, device=device)).tolist() == [2.0, 2.0]
+            x = tdx.ones(2, device=device, dtype=tdx.int64)  # old code compares x.type() with torch's names
+            kind = {"cuda": "cuda.", "mps": "mps."}.get(x.device.type, "")
+            assert x.type() == aliased.typename(x) == f"torch.{kind}LongTensor"
             assert "tdxfake" not in sys.modules and "tdxy_pkg" not in sys.modules
+        assert x.type() == f"tdx.{kind}LongTensor"  # tdx's own names outside the alias
     finally:
         sys.path.remove(str(PACKAGES))
         for name in [m for m in sys.modules if m.partition(".")[0] in ("torchfake", "torchy_pkg")]:

@@ -87,12 +87,14 @@ LEGACY_TENSORS = {f"{n}Tensor": _legacy(f"{n}Tensor", getattr(D, d)) for n, d in
 
 
 def type_name(t) -> str:
-    """torch's ``x.type()`` for ``t``: ``tdx.FloatTensor``, ``tdx.cuda.DoubleTensor``..."""
+    """torch's ``x.type()`` for ``t``: ``tdx.FloatTensor``, ``tdx.cuda.DoubleTensor``, ``tdx.mps.LongTensor``...,
+    named ``torch.*`` under the torch alias, as the program comparing it with torch's names expects."""
     name = next((n for n, cls in LEGACY_TENSORS.items() if cls.dtype is t.dtype), None)
     if name is None:
         name = {"complex64": "ComplexFloatTensor", "complex128": "ComplexDoubleTensor"}.get(t.dtype.name,
                                                                                          f"{t.dtype.name}Tensor")
-    return f"tdx.cuda.{name}" if t.device.type == "cuda" else f"tdx.{name}"
+    kind = t.device.type
+    return f"{D._state['prefix']}.{kind + '.' if kind in ('cuda', 'mps') else ''}{name}"
 
 
 def dtype_of(spec):
