@@ -52,6 +52,9 @@ def test_torch_prefixed_packages_in_the_alias_block(device):
             x = tdx.ones(2, device=device, dtype=tdx.int64)  # old code compares x.type() with torch's names
             kind = {"cuda": "cuda.", "mps": "mps."}.get(x.device.type, "")
             assert x.type() == aliased.typename(x) == f"torch.{kind}LongTensor"
+            pdict = tdx.nn.ParameterDict({"a": tdx.nn.Parameter(tdx.ones(2, device=device))})
+            infix = "" if x.device.type == "cpu" else f"{x.device.type}."  # torch names other devices' classes so
+            assert f"[torch.{infix}FloatTensor of size 2" in repr(pdict)  # torch's repr, as printed under it
             assert "tdxfake" not in sys.modules and "tdxy_pkg" not in sys.modules
         assert x.type() == f"tdx.{kind}LongTensor"  # tdx's own names outside the alias
     finally:

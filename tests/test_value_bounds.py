@@ -18,6 +18,13 @@ from conftest import check
 VOCAB = 12
 
 
+class NoRead:
+    """NumPy's stand-in in the MLX indexing module: any use of it (reading an index's values) fails the test."""
+
+    def __getattr__(self, name):
+        raise AssertionError(f"the index was read (np.{name})")
+
+
 def _logits(m, device, peak: int, width: int):
     """(1, 3, width) logits whose last row peaks at ``peak``."""
     arr = np.zeros((1, 3, width), np.float32)
@@ -77,10 +84,6 @@ def test_known_bounds_read_nothing(device, monkeypatch):
     if tdx.backends.get(device).name != "mlx":
         pytest.skip("torch checks indices inside its kernels: there is nothing to read")
     from tdx.backends.mlx import _indexing
-
-    class NoRead:
-        def __getattr__(self, name):
-            raise AssertionError(f"the index was read (np.{name})")
 
     out_ref = _generation_step(torch, None, 3, VOCAB)[0]
     monkeypatch.setattr(_indexing, "np", NoRead())
@@ -179,10 +182,6 @@ def test_counted_positions_read_nothing(device, monkeypatch):
     if tdx.backends.get(device).name != "mlx":
         pytest.skip("torch checks indices inside its kernels: there is nothing to read")
     from tdx.backends.mlx import _executor, _indexing
-
-    class NoRead:
-        def __getattr__(self, name):
-            raise AssertionError(f"the index was read (np.{name})")
 
     def no_item(x):
         raise AssertionError("an index was read (item)")

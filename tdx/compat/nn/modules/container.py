@@ -13,6 +13,7 @@ from itertools import chain, islice
 
 import tdx
 
+from .... import _dtypes
 from ...._errors import TdxRuntimeError
 from ..parameter import Parameter
 from .module import Module, _addindent
@@ -30,10 +31,11 @@ def _index_error(message: str):
 
 
 def _tensor_typename(t) -> str:
-    """torch.typename for a tensor, in tdx's namespace: ``tdx.FloatTensor``, ``tdx.cuda.FloatTensor``."""
+    """torch.typename for a tensor: ``tdx.FloatTensor``, ``tdx.cuda.FloatTensor`` (``torch.*`` under the alias)."""
     name = _LEGACY_TYPES.get(t.dtype.name, "Tensor")
     kind = t.device.type
-    return f"tdx.{name}" if kind == "cpu" else f"tdx.{kind}.{name}"
+    prefix = _dtypes._state["prefix"]
+    return f"{prefix}.{name}" if kind == "cpu" else f"{prefix}.{kind}.{name}"
 
 
 def _device_suffix(t) -> str:
