@@ -40,12 +40,13 @@ def _check_index(index, op):
 
 def _in_range(index, input, d: int, op: str, low: int = 0):
     """Refuse an index outside ``[low, size)`` of ``input``'s dim ``d`` as torch does (IndexError; the
-    scatter these ops lower to would say RuntimeError, as torch's scatter does)."""
+    scatter these ops lower to would say RuntimeError, as torch's scatter does). Returns the index's bounds
+    where its executor knows them without a read (then fitting: nothing was read), else None."""
     n = input.shape[d] if input.ndim else 1
     if index.numel():
         known = index._ex.known_bounds(index._n)  # a lazy executor's facts: fitting them, nothing is read
         if known is not None and low <= known[0] and known[1] < n:
-            return
+            return known
         lo, hi = int(index.min()), int(index.max())
         if lo < low or hi >= n:
             raise TdxIndexError(f"{op}(): index {hi if hi >= n else lo} is out of bounds for dimension {d} with "
@@ -67,24 +68,16 @@ def index_copy(input, dim, index, source):  # noqa: A002
     """``input`` with ``source`` slices written at ``index`` along ``dim``."""
     _check_index(index, "index_copy")
     d = _dim(dim, input)
-    _in_range(index, input, d, "index_copy_")
+    known = _in_range(index, input, d, "index_copy_")
     if input.ndim == 0:
         return source.reshape(()).to(input.dtype)
-    at = _one_known_position(index)
-    if at is not None and source.dtype is input.dtype and tuple(source.shape) == (
-            *input.shape[:d], 1, *input.shape[d + 1:]):  # a static KV cache's step: one slice, where is known
+    if known is not None and known[0] == known[1] and index.ndim == 1 and index.numel() == 1 and \
+            source.dtype is input.dtype and tuple(source.shape) == (*input.shape[:d], 1, *input.shape[d + 1:]):
+        at = known[0]  # a static KV cache's step: one slice, its position known without a read
         out = input.clone()
         out[(slice(None),) * d + (slice(at, at + 1),)] = source
         return out
     return input.scatter(d, _along(index.long(), d, source), source)
-
-
-def _one_known_position(index):
-    """The value of a one-element 1-D ``index`` where its executor knows it without a read, else None."""
-    if index.ndim != 1 or index.numel() != 1:
-        return None
-    known = index._ex.known_bounds(index._n)
-    return known[0] if known is not None and known[0] == known[1] else None
 
 
 def index_fill(input, dim, index, value):  # noqa: A002

@@ -669,7 +669,7 @@ class Tensor:
     @property
     def _version(self) -> int:
         """The count of in-place writes to the tensor's data, as torch's version counter: on torch executors the
-        native's own; on MLX its root's, counting writes through the root and its views (``views.count_write``)."""
+        native's own; on MLX its root's, counting writes through the root and its views (:mod:`.versions`)."""
         v = getattr(self._n, "_version", None)
         return v if v is not None else _versions.version(self)
 

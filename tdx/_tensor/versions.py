@@ -25,15 +25,11 @@ def bump(t) -> None:
     t._ver = getattr(t, "_ver", 0) + 1
 
 
-def written(t, root) -> bool:
+def written(t, root) -> None:
     """Count a write through ``t`` (``root``'s view, or ``root`` itself) where torch counts it: in the root's
-    counter, or in ``t``'s own for a ``.data`` view. Returns whether the root's counter took it."""
+    counter, or in ``t``'s own for a ``.data`` view."""
     lay = t._view
-    if lay is not None and lay.detached is DATA:
-        bump(t)
-        return False
-    bump(root)
-    return True
+    bump(t if lay is not None and lay.detached is DATA else root)
 
 
 def version(t) -> int:

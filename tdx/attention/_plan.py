@@ -66,8 +66,8 @@ def _key(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
     # cache re-plans at each power of two, not at every token; a shape is a torch.Size or a tuple, equal
     # and hashed alike
     return (ex, qn.shape, ks[0], ks[1], ks[2].bit_length(), ks[3], vs[0], vs[1], vs[3], qn.dtype, kn.dtype,
-            vn.dtype, grads, is_causal, scale, enable_gqa, mask, _override(), _priority[0] if _priority else _state.config_priority(),
-            (_tracing[0] or _bind_tracing())())
+            vn.dtype, grads, is_causal, scale, enable_gqa, mask, _override(),
+            _priority[0] if _priority else _state.config_priority(), (_tracing[0] or _bind_tracing())())
 
 
 _priority = _state.PRIORITY

@@ -19,6 +19,13 @@ from ._value_bounds import KNOWN, bounds as value_bounds, carry as carry_bounds,
 _INDEX_INTS = frozenset((mx.int64, mx.int32, mx.uint8))  # torch's index dtypes besides bool (byte: a mask)
 
 
+def _consumed(items) -> int:
+    """The dims of the indexed array that index ``items`` take (a bool array its own ndim; None, Ellipsis and a
+    scalar bool none; anything else one): what an Ellipsis leaves to span."""
+    return sum(it.ndim if isinstance(it, mx.array) and it.dtype == mx.bool_ else
+               0 if it is None or it is Ellipsis or isinstance(it, bool) else 1 for it in items)
+
+
 def _integer_indexed(index) -> bool:
     """Whether ``index`` holds an integer index array (torch's ``index_put_``, which wants the value's dtype)."""
     items = index if isinstance(index, tuple) else (index,)
@@ -36,8 +43,7 @@ class MLXGatherOps:
         """Turn a torch-style index into one MLX accepts, checking bounds as torch does."""
         items = index if isinstance(index, tuple) else (index,)
         out, dim = [], 0
-        consumed = sum(it.ndim if isinstance(it, mx.array) and it.dtype == mx.bool_ else
-                       0 if it is None or it is Ellipsis or isinstance(it, bool) else 1 for it in items)
+        consumed = _consumed(items)
         if consumed > x.ndim:  # an Ellipsis spans no dims then, never fewer: x[..., 1:] of a 0-d tensor
             raise TdxIndexError(f"too many indices for tensor of dimension {x.ndim}")
         for it in items:
@@ -120,8 +126,7 @@ class MLXGatherOps:
                 first = k
         if second < 0:
             return index
-        spanned = x.ndim - sum(it.ndim if isinstance(it, mx.array) and it.dtype == mx.bool_ else
-                               0 if it is None or it is Ellipsis or isinstance(it, bool) else 1 for it in index)
+        spanned = x.ndim - _consumed(index)
         if spanned > 0 and any(it is not Ellipsis for it in index[second:]):
             raise TdxIndexError(f"too many indices for tensor of dimension {x.ndim}: each Ellipsis ('...') spans the "
                                 f"{spanned} dims the other indices leave, so an index after the second one "

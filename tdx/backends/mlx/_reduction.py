@@ -228,7 +228,8 @@ class MLXReductionOps(MLXReductionOpsStreamed):
         """How to sum the float32 ``x`` over ``dim``: a function of the array, in torch's order of additions
         on a CPU stream (:func:`._summation_order.plan`), in MLX's own elsewhere, with the number of
         elements per sum as its ``count`` (``mean``'s float32 divisor: an array of the sum's shape up to
-        ``_KEPT_DIVISOR`` elements, 0-d past that); decided once per (shape, dim, keepdim) and cached. None for a 0-d or empty ``x`` (the general path's)."""
+        ``_KEPT_DIVISOR`` elements, 0-d past that); decided once per (shape, dim, keepdim) and cached. None for
+        a 0-d or empty ``x`` (the general path's)."""
         shape = x.shape
         try:
             key = (shape, dim, keepdim)

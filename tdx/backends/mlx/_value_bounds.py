@@ -6,8 +6,9 @@ largest index; reading them evaluates the array, and when the index is the resul
 every step. MLX arrays carry no such facts, so this module keeps them beside the arrays:
 
 - producers note what they know: ``argmax``/``argmin`` give ``[0, n - 1]`` over their dim, integer
-  ``arange`` its first and last values, an integer constant (``zeros``, ``full``, ``fill_``) its value, host data (``from_host``) is marked *read on demand* (its values
-  are on the host already: reading them waits for nothing);
+  ``arange`` its first and last values, an integer constant (``zeros``, ``full``, ``fill_``) its value, host
+  data (``from_host``) is marked *read on demand* (its values are on the host already: reading them waits
+  for nothing);
 - ops that only move or copy values (basic indexing, reshape, squeeze/unsqueeze, transpose, ``cat``,
   ``clone``, widening integer casts) carry their input's bounds to their output: the output's values are a
   sub-multiset of the inputs' (``cat``: the union of its inputs' bounds, known only when every input's is);
@@ -31,14 +32,15 @@ import mlx.core as mx
 import numpy as np
 
 _INTEGER = (mx.int8, mx.int16, mx.int32, mx.int64, mx.uint8, mx.uint16, mx.uint32, mx.uint64)
-_RANGES = {d: (int(np.iinfo(str(d).rsplit(".", 1)[-1]).min), int(np.iinfo(str(d).rsplit(".", 1)[-1]).max))
-           for d in _INTEGER}  # MLX's integer dtypes carry NumPy's names
+_RANGES = {d: (int(i.min), int(i.max)) for d in _INTEGER
+           for i in (np.iinfo(str(d).rsplit(".", 1)[-1]),)}  # MLX's integer dtypes carry NumPy's names
 
 
 def holds(dtype, lo: int, hi: int) -> bool:
     """Whether integer MLX ``dtype`` holds every value of ``[lo, hi]`` (else values wrap and bounds lie)."""
     r = _RANGES[dtype]
     return r[0] <= lo and hi <= r[1]
+
 
 KNOWN: dict = {}  # id(array) -> [weak reference, lo, hi, pending]; lo None: host data, read on first use
 
