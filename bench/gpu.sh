@@ -2,8 +2,9 @@
 # The GPU checks, in two stages, run from the repository root of a copied tree on a CUDA machine
 # (python3 holding a CUDA torch; tdx is pure Python, so PYTHONPATH=. is its install):
 #
-#   bench/gpu.sh torch OUT   the suite's cuda rows, then bench/dispatch.py, bench/sdpa.py and
-#                            bench/train.py on cuda against native torch
+#   bench/gpu.sh torch OUT   the suite's cuda rows, then bench/dispatch.py, bench/sdpa.py, bench/train.py,
+#                            and transformers generation and training (bench/hf_generate.py,
+#                            bench/hf_train.py) on cuda against native torch
 #   bench/gpu.sh mlx OUT     MLX's CUDA build (wheels in WHEELS, default .whl1 .whl2: the `mlx` wheel and
 #                            the parts of `mlx-cuda-13` as written by `split`, joined here), then the
 #                            suite's mlx:gpu rows and the same benchmarks on mlx:gpu against native MLX
@@ -42,7 +43,7 @@ extra=$(ls "${wheels[0]}"/expecttest-*.whl 2>/dev/null)
 
 if [ "$stage" = torch ]; then
     python3 -m tdx info | head -n 20
-    OMP_NUM_THREADS=2 step 300 suite_cuda python3 -m pytest -p tdx.testing.plugin -n "$jobs" -v -rfE --timeout=60 \
+    OMP_NUM_THREADS=2 step ${SUITE_LIMIT:-300} suite_cuda python3 -m pytest -p tdx.testing.plugin -n "$jobs" -v -rfE --timeout=60 \
         --max-worker-restart=100 --tdx-devices=cuda:0 -k cuda -p no:cacheprovider tests
     failures suite_cuda
     LOG=/tmp step 40 dispatch_cuda python3 bench/dispatch.py --devices cpu,cuda:0 --repeats 7 --number 4000 --out "$out"
@@ -50,6 +51,8 @@ if [ "$stage" = torch ]; then
         --repeat 5 --budget 2 --min-time 0.05 --long 0 --no-memory --out "$out"
     step 70 train_cuda python3 bench/train.py --configs S M --steps 12 --warmup 3 --torch-device cuda:0 \
         --no-rss --cpu-turns 1 --only "torch F" "tdx F" "torch nn" "tdx nn"
+    step 110 models_cuda bash -c 'python3 bench/hf_generate.py --tokens 64 --repeats 3 --rounds 2 \
+        --only "torch cuda,tdx cuda" && python3 bench/hf_train.py --gpu --models llama gpt2 --rounds 2 --steps 6'
     # the second stage's wheel part, kept outside the tree for the next call on this machine
     mkdir -p /tmp/gpu_wheels && cp "${wheels[0]}"/* /tmp/gpu_wheels/ 2>/dev/null
     exit 0

@@ -115,10 +115,12 @@ def count_calls(fn, tokens: int) -> tuple[float, float, float, float]:
     return (calls - own) / tokens, (builtins - own_builtins) / tokens, events["sync"] / tokens, events["start"] / tokens
 
 
-def transformers_worker(path: str, tokens: int, repeats: int, profile: bool, cache: str = "dynamic") -> dict:
+def transformers_worker(path: str, tokens: int, repeats: int, profile: bool, cache: str = "dynamic",
+                        place: str | None = None) -> dict:
     """Run under real torch or under ``python -m tdx run`` (the same code); ``cache`` is transformers'
     ``cache_implementation`` (``dynamic``: its default, the cache grown by ``cat``; ``static``: preallocated,
-    written in place by ``index_copy_``)."""
+    written in place by ``index_copy_``); ``place``: the device real torch moves the model to (tdx's
+    contenders take theirs from ``--device``)."""
     import torch
     from transformers import LlamaForCausalLM
     from transformers.utils import logging
@@ -127,6 +129,9 @@ def transformers_worker(path: str, tokens: int, repeats: int, profile: bool, cac
     model = LlamaForCausalLM.from_pretrained(path)
     model.eval()
     prompt = torch.tensor([PROMPT])
+    if place:
+        model.to(place)
+        prompt = prompt.to(place)
 
     kw = {} if cache == "dynamic" else {"cache_implementation": cache}
 
@@ -184,6 +189,10 @@ def mlx_lm_worker(path: str, tokens: int, repeats: int) -> dict:
 
 
 CONTENDERS = {"torch cpu": None, "tdx cpu": "cpu", "tdx mlx:cpu": "mlx:cpu", "mlx-lm": None}
+# on request only (``--only "torch cuda,tdx cuda"``): real torch moves the model to the GPU, tdx is told by --device
+ON_REQUEST = {"torch cuda": None, "tdx cuda": "cuda:0"}
+PLACES = {"torch cuda": "cuda"}
+PAIRS = (("tdx cpu", "torch cpu"), ("tdx mlx:cpu", "mlx-lm"), ("tdx cuda", "torch cuda"))
 
 
 def run_contender(name: str, path: str, args) -> dict:
@@ -192,7 +201,9 @@ def run_contender(name: str, path: str, args) -> dict:
           "--repeats", str(args.repeats), "--cache", args.cache] + (["--threads", str(args.threads)] if args.threads else [])
     if args.profile and name.startswith("tdx"):
         me.append("--profile")
-    device = CONTENDERS[name]
+    if name in PLACES:
+        me += ["--place", PLACES[name]]
+    device = {**CONTENDERS, **ON_REQUEST}[name]
     cmd = [sys.executable, "-m", "tdx", "run", "--device", device, *me] if device else [sys.executable, *me]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
     if done.returncode != 0:
@@ -215,6 +226,7 @@ def main() -> None:
     parser.add_argument("--only", help="comma-separated contenders to run (default: all)")
     parser.add_argument("--worker")
     parser.add_argument("--path")
+    parser.add_argument("--place")
     args = parser.parse_args()
     if args.worker:
         if args.threads:
@@ -224,7 +236,7 @@ def main() -> None:
         if args.worker == "mlx-lm":
             result = mlx_lm_worker(args.path, args.tokens, args.repeats)
         else:
-            result = transformers_worker(args.path, args.tokens, args.repeats, args.profile, args.cache)
+            result = transformers_worker(args.path, args.tokens, args.repeats, args.profile, args.cache, args.place)
         print(json.dumps(result))
         return
     names = args.only.split(",") if args.only else list(CONTENDERS)
@@ -240,21 +252,22 @@ def main() -> None:
                 results[name]["cpu_tps"] += res["cpu_tps"]
                 results[name]["main_ms"] += res["main_ms"]
                 results[name].update({k: v for k, v in res.items() if not k.endswith("tps") and k != "main_ms"})
-    want = results["torch cpu"]["tokens"] if "torch cpu" in results else None
+    oracle = next((name for name in ("torch cpu", "torch cuda") if name in results), None)
+    want = results[oracle]["tokens"] if oracle else None
     med = {name: statistics.median(r["tps"]) for name, r in results.items()}
     med_cpu = {name: statistics.median(r["cpu_tps"]) for name, r in results.items()}
     print(f"Llama-style model {CONFIG['num_hidden_layers']} layers, hidden {CONFIG['hidden_size']}, "
           f"{args.tokens} new tokens greedy with transformers' {args.cache} KV cache; median of "
-          f"{args.rounds * args.repeats} runs, "
+          f"{args.rounds * args.repeats} runs, tokens compared with {oracle or 'nothing'}'s, "
           f"threads: {args.threads or 'default'}")
     print(f"{'contender':<14}{'tokens/s':>10}{'tok/cpu-s':>11}{'main ms/tok':>13}{'py calls/tok':>14}{'builtins/tok':>14}"
-          f"{'syncs/tok':>11}{'starts/tok':>12}  same tokens as torch")
+          f"{'syncs/tok':>11}{'starts/tok':>12}  same tokens")
     for name in names:
         r = results[name]
         same = "-" if want is None else r["tokens"] == want
         print(f"{name:<14}{med[name]:>10.1f}{med_cpu[name]:>11.1f}{statistics.median(r['main_ms']):>13.2f}{r['calls']:>14.0f}"
               f"{r['builtins']:>14.0f}{r['syncs']:>11.1f}{r['starts']:>12.1f}  {same}")
-    for mine, theirs in (("tdx cpu", "torch cpu"), ("tdx mlx:cpu", "mlx-lm")):
+    for mine, theirs in PAIRS:
         if mine in med and theirs in med:
             print(f"{mine + ' / ' + theirs:<25}= {med[mine] / med[theirs]:.2f}x tokens/s, "
                   f"{med_cpu[mine] / med_cpu[theirs]:.2f}x tokens per CPU second, "

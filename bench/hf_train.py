@@ -39,6 +39,9 @@ CONFIGS = {
 }
 BATCH, SEQ = 4, 64
 CONTENDERS = {"torch cpu": None, "tdx cpu": "cpu"}
+# ``--gpu``: the same pair on cuda; real torch moves the model and batches there, tdx is told by --device
+GPU_CONTENDERS = {"torch cuda": None, "tdx cuda": "cuda:0"}
+PLACES = {"torch cuda": "cuda"}
 
 
 def make_model(kind: str, path: str) -> None:
@@ -50,8 +53,9 @@ def make_model(kind: str, path: str) -> None:
     getattr(transformers, model_cls)(getattr(transformers, config_cls)(**cfg)).save_pretrained(path)
 
 
-def worker(kind: str, path: str, steps: int, warmup: int) -> dict:
-    """One contender's run (under real torch or under ``python -m tdx run``: the same code)."""
+def worker(kind: str, path: str, steps: int, warmup: int, place: str | None = None) -> dict:
+    """One contender's run (under real torch or under ``python -m tdx run``: the same code); ``place``: the
+    device real torch moves the model and batches to."""
     import torch
     import transformers
     from transformers.utils import logging
@@ -60,10 +64,14 @@ def worker(kind: str, path: str, steps: int, warmup: int) -> dict:
     torch.set_num_threads(1)
     model = getattr(transformers, CONFIGS[kind][1]).from_pretrained(path, attn_implementation="sdpa")
     model.train()
+    if place:
+        model.to(place)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     vocab = CONFIGS[kind][2]["vocab_size"]
     batches = [torch.tensor([[(b * 131 + t * 31 + s * 17) % vocab for t in range(SEQ)] for b in range(BATCH)])
                for s in range(warmup + steps)]
+    if place:
+        batches = [ids.to(place) for ids in batches]
     times, cpu, losses = [], [], []
     for i, ids in enumerate(batches):
         t0, c0 = time.perf_counter(), time.process_time()
@@ -83,8 +91,8 @@ def worker(kind: str, path: str, steps: int, warmup: int) -> dict:
 def run_contender(name: str, kind: str, path: str, steps: int, warmup: int) -> dict:
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONWARNINGS="ignore")
     me = [str(pathlib.Path(__file__).resolve()), "--worker", kind, "--path", path, "--steps", str(steps),
-          "--warmup", str(warmup)]
-    device = CONTENDERS[name]
+          "--warmup", str(warmup)] + (["--place", PLACES[name]] if name in PLACES else [])
+    device = {**CONTENDERS, **GPU_CONTENDERS}[name]
     cmd = [sys.executable, "-m", "tdx", "run", "--device", device, *me] if device else [sys.executable, *me]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
     if done.returncode != 0:
@@ -92,25 +100,28 @@ def run_contender(name: str, kind: str, path: str, steps: int, warmup: int) -> d
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def measure(kinds, rounds: int = 3, steps: int = 8, warmup: int = 3) -> list[dict]:
-    """One row per model kind and contender: median ms/step (wall, CPU), the paired ratios, the losses' diff."""
+def measure(kinds, rounds: int = 3, steps: int = 8, warmup: int = 3, gpu: bool = False) -> list[dict]:
+    """One row per model kind and contender: median ms/step (wall, CPU), the paired ratios, the losses' diff
+    (``gpu``: the cuda pair instead of the cpu pair)."""
+    contenders = GPU_CONTENDERS if gpu else CONTENDERS
+    native = next(iter(contenders))
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for kind in kinds:
             path = os.path.join(tmp, kind)
             make_model(kind, path)
-            runs = {name: [] for name in CONTENDERS}
+            runs = {name: [] for name in contenders}
             for r in range(rounds):
-                order = list(CONTENDERS) if r % 2 == 0 else list(CONTENDERS)[::-1]
+                order = list(contenders) if r % 2 == 0 else list(contenders)[::-1]
                 for name in order:
                     runs[name].append(run_contender(name, kind, path, steps, warmup))
-            ref = runs["torch cpu"][0]["losses"]
+            ref = runs[native][0]["losses"]
             for name, res in runs.items():
                 diff = max(abs(a - b) / abs(b) for run in res for a, b in zip(run["losses"], ref))
                 row = {"model": kind, "contender": name, "ms": statistics.median(x["wall"] for x in res) * 1e3,
                        "cpu_ms": statistics.median(x["cpu"] for x in res) * 1e3, "diff": diff}
-                if name != "torch cpu":
-                    base = runs["torch cpu"]
+                if name != native:
+                    base = runs[native]
                     row["ratio"] = statistics.median(a["wall"] / b["wall"] for a, b in zip(res, base))
                     row["cpu_ratio"] = statistics.median(a["cpu"] / b["cpu"] for a, b in zip(res, base))
                 rows.append(row)
@@ -118,8 +129,8 @@ def measure(kinds, rounds: int = 3, steps: int = 8, warmup: int = 3) -> list[dic
 
 
 def table(rows: list[dict], rounds: int, steps: int) -> list[str]:
-    lines = [f"transformers training step (batch {BATCH} x {SEQ} tokens, AdamW, torch threads = 1), tdx cpu vs "
-             f"torch cpu: each contender its own process, {rounds} rounds in turns, median of {steps} timed steps "
+    pair = " vs ".join(reversed(list(dict.fromkeys(r["contender"] for r in rows))))
+    lines = [f"transformers training step (batch {BATCH} x {SEQ} tokens, AdamW, torch threads = 1), {pair}: each contender its own process, {rounds} rounds in turns, median of {steps} timed steps "
              "a process; 'vs native': median over rounds of the paired processes' ratio",
              "| model | contender | ms/step | vs native | CPU ms/step | CPU vs native | max loss rel diff |",
              "|---|---|---|---|---|---|---|"]
@@ -139,11 +150,13 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--worker")
     ap.add_argument("--path")
+    ap.add_argument("--place")
+    ap.add_argument("--gpu", action="store_true", help="torch cuda against tdx cuda instead of the cpu pair")
     args = ap.parse_args()
     if args.worker:
-        print(json.dumps(worker(args.worker, args.path, args.steps, args.warmup)))
+        print(json.dumps(worker(args.worker, args.path, args.steps, args.warmup, args.place)))
         return
-    rows = measure(args.models, args.rounds, args.steps, args.warmup)
+    rows = measure(args.models, args.rounds, args.steps, args.warmup, args.gpu)
     print("\n".join(table(rows, args.rounds, args.steps)))
     ok = all(r["diff"] < 1e-4 for r in rows)
     print("losses agree (rel diff < 1e-4): " + ("yes" if ok else "NO"))
