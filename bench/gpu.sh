@@ -44,11 +44,12 @@ extra=$(ls "${wheels[0]}"/expecttest-*.whl 2>/dev/null)
 if [ "$stage" = torch ]; then
     python3 -m tdx info | head -n 20
     OMP_NUM_THREADS=2 step ${SUITE_LIMIT:-300} suite_cuda python3 -m pytest -p tdx.testing.plugin -n "$jobs" -v -rfE --timeout=60 \
-        --max-worker-restart=100 --tdx-devices=cuda:0 -k cuda -p no:cacheprovider tests
+        --max-worker-restart=100 --tdx-devices=cuda:0 -k cuda -p no:cacheprovider --tdx-failures "$out/suite_cuda.failures.txt" ${TESTS:-tests}
     failures suite_cuda
-    LOG=/tmp step 40 dispatch_cuda python3 bench/dispatch.py --devices cpu,cuda:0 --repeats 7 --number 4000 --out "$out"
+    LOG=/tmp step 40 dispatch_cuda python3 bench/dispatch.py --devices cpu,cuda:0 --repeats 7 --number 4000 --out /tmp/bench_out
     LOG=/tmp step 60 sdpa_cuda python3 bench/sdpa.py --devices cuda:0 --lengths 512,2048,8192 --dims 64,128 \
-        --repeat 5 --budget 2 --min-time 0.05 --long 0 --no-memory --out "$out"
+        --repeat 5 --budget 2 --min-time 0.05 --long 0 --no-memory --out /tmp/bench_out
+    cp /tmp/bench_out/*.md "$out"  # the tables (their plots stay behind: eight files come back)
     step 70 train_cuda python3 bench/train.py --configs S M --steps 12 --warmup 3 --torch-device cuda:0 \
         --no-rss --cpu-turns 1 --only "torch F" "tdx F" "torch nn" "tdx nn"
     step 110 models_cuda bash -c 'python3 bench/hf_generate.py --tokens 64 --repeats 3 --rounds 2 \
@@ -65,11 +66,13 @@ python3 -m pip install -q --no-index --no-deps --no-cache-dir /tmp/gpu_wheels/ml
 python3 -c "import mlx.core as mx; print('mlx', mx.__version__, 'cuda', mx.cuda.is_available(), mx.default_device())"
 python3 -m tdx info | head -n 20
 OMP_NUM_THREADS=2 step 150 suite_mlx_gpu python3 -m pytest -p tdx.testing.plugin -n "$jobs" -v -rfE --timeout=60 \
-    --max-worker-restart=100 --tdx-devices=mlx:gpu -k "mlx and gpu" -p no:cacheprovider tests
+    --max-worker-restart=100 --tdx-devices=mlx:gpu -k "mlx and gpu" -p no:cacheprovider \
+    --tdx-failures "$out/suite_mlx_gpu.failures.txt" tests
 failures suite_mlx_gpu
-LOG=/tmp step 30 dispatch_mlx_gpu python3 bench/dispatch.py --devices mlx:cpu,mlx:gpu --repeats 7 --number 4000 --out "$out"
+LOG=/tmp step 30 dispatch_mlx_gpu python3 bench/dispatch.py --devices mlx:cpu,mlx:gpu --repeats 7 --number 4000 --out /tmp/bench_out
 LOG=/tmp step 45 sdpa_mlx_gpu python3 bench/sdpa.py --devices mlx:gpu --lengths 512,2048,8192 --dims 64 \
-    --repeat 5 --budget 2 --min-time 0.05 --long 0 --no-memory --out "$out"
+    --repeat 5 --budget 2 --min-time 0.05 --long 0 --no-memory --out /tmp/bench_out
+cp /tmp/bench_out/*.md "$out"
 step 70 train_mlx_gpu python3 bench/train.py --configs S --steps 8 --warmup 2 --mlx-device mlx:gpu \
     --no-rss --only mlx "tdx F mlx" "tdx nn mlx"
 exit 0

@@ -45,6 +45,7 @@ _devices_seen: list = []
 _lost: dict = {}  # device -> node id of the test after which the device faulted, in this process
 _ending: list = []  # set when this xdist worker must end after the current test's reports
 _worker: list = []  # [True] in an xdist worker process (not in one it started, which inherits its environment)
+_failure_log: list = []  # [path] where the controller appends each failure as it arrives (--tdx-failures)
 
 
 def _adopt_run_alias() -> None:
@@ -67,10 +68,16 @@ def pytest_addoption(parser):
     group.addoption("--tdx-devices", default=None,
                     help="comma-separated devices to run tdx device tests on (default: every known device)")
     group.addoption("--tdx-no-matrix", action="store_true", help="do not print the devices x modules table")
+    group.addoption("--tdx-failures", default=None, metavar="PATH",
+                    help="append each failure's report to PATH as it arrives, so a run cut by a time limit "
+                         "still leaves its messages (the summary at the end does not)")
 
 
 def pytest_configure(config):
     _worker.append(hasattr(config, "workerinput"))  # an xdist worker (its controller sets workerinput)
+    path = config.getoption("--tdx-failures", default=None)
+    if path and not _worker[-1]:
+        _failure_log.append(path)
     config.addinivalue_line("markers", f"{MARKER}(argname='device'): run the test once per tdx device, "
                                        "passing it as ``argname``")
 
@@ -191,6 +198,9 @@ def pytest_runtest_makereport(item, call):
 
 
 def pytest_runtest_logreport(report):
+    if _failure_log and report.failed:
+        with open(_failure_log[-1], "a", encoding="utf-8") as f:
+            f.write(f"==== {report.nodeid} ({report.when})\n{report.longreprtext[-4000:]}\n")
     device = dict(report.user_properties).get(_KEY) if report.user_properties else None
     if device is None:
         return

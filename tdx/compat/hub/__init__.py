@@ -50,14 +50,18 @@ class HubDownloadError(TdxError, OSError):
     """A hub download could not reach its URL (no network, refused connection, missing file)."""
 
 
+def _get_torch_home() -> str:
+    """torch's cache root: ``$TORCH_HOME``, else ``$XDG_CACHE_HOME/torch`` (``~/.cache/torch``); transformers
+    before 5.20 imports this private name of torch's."""
+    return os.path.expanduser(os.getenv(ENV_TORCH_HOME, os.path.join(os.getenv(ENV_XDG_CACHE_HOME,
+                                                                              DEFAULT_CACHE_DIR), "torch")))
+
+
 def get_dir() -> str:
-    """The hub cache: ``set_dir``'s directory, else ``$TORCH_HOME/hub`` (``$XDG_CACHE_HOME/torch/hub``,
-    ``~/.cache/torch/hub``)."""
+    """The hub cache: ``set_dir``'s directory, else ``_get_torch_home()/hub``."""
     if _hub_dir[0] is not None:
         return _hub_dir[0]
-    home = os.path.expanduser(os.getenv(ENV_TORCH_HOME, os.path.join(os.getenv(ENV_XDG_CACHE_HOME,
-                                                                              DEFAULT_CACHE_DIR), "torch")))
-    return os.path.join(home, "hub")
+    return os.path.join(_get_torch_home(), "hub")
 
 
 def set_dir(d) -> None:
