@@ -165,6 +165,45 @@ def test_layers_initialize_as_torch(device, name, where):
             _same(g, w, f"{name}.{k} seed {seed}")
 
 
+def test_draws_with_no_device_take_the_default_devices_generator(monkeypatch):
+    """What is built or drawn with no device argument draws from the default device's generator, as torch's:
+    a layer's initial weights, and ``sparse_``'s permutations even for a tensor on another device. Seen here
+    where the default device's generator is not torch's CPU one without a GPU: mlx:cpu under MLX's own stream
+    (``"native"``). On a GPU machine tdx's default device is cuda and the same rule draws CUDA's numbers, so a
+    reference for a layer built with no device is torch's under the same default device (the tests above)."""
+    if not any(r.device == "mlx:cpu" and r.available for r in tdx.backends.available()):
+        pytest.skip("mlx:cpu unavailable")
+    monkeypatch.setenv("TDX_RANDOM_STREAM", "native")
+
+    def weight(layer):
+        return layer.weight.detach().numpy(force=True)
+
+    def zeros_of_sparse(default):
+        tdx.manual_seed(1)
+        t = tdx.zeros(8, 5, device="cpu")
+        with tdx.device(default):
+            tnn.init.sparse_(t, 0.5)
+        return t.numpy() == 0
+
+    torch.manual_seed(0)
+    want = torch.nn.Linear(6, 4).weight.detach().numpy()
+    tdx.manual_seed(0)
+    with tdx.device("mlx:cpu"):
+        on_mlx = tnn.Linear(6, 4)
+    tdx.manual_seed(0)
+    made_there = tnn.Linear(6, 4, device="mlx:cpu")
+    tdx.manual_seed(0)
+    with tdx.device("cpu"):
+        on_cpu = tnn.Linear(6, 4)
+    assert on_mlx.weight.device.type == "mlx" and np.array_equal(weight(on_mlx), weight(made_there))
+    assert not np.array_equal(weight(on_mlx), want), "a layer built under mlx:cpu drew torch's CPU numbers"
+    assert np.array_equal(weight(on_cpu), want)
+    torch.manual_seed(1)
+    torch_zeros = torch.nn.init.sparse_(torch.zeros(8, 5), 0.5).numpy() == 0
+    assert np.array_equal(zeros_of_sparse("cpu"), torch_zeros)
+    assert not np.array_equal(zeros_of_sparse("mlx:cpu"), torch_zeros), "sparse_ drew on the tensor's device"
+
+
 def test_layers_made_on_the_device_initialize_as_torch(device):
     torch.manual_seed(3)
     want = torch.nn.Linear(5, 3, device=torch_twin(device))
