@@ -33,7 +33,8 @@ NN_KERNELS = frozenset((
     "gaussian_nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "hinge_embedding_loss",
     "margin_ranking_loss", "cosine_embedding_loss", "triplet_margin_loss",
     # activations and norms tdx composes elsewhere
-    "elu", "selu", "celu", "silu", "mish", "hardswish", "logsigmoid", "softplus", "glu", "group_norm", "rms_norm", "pdist",
+    "elu", "selu", "celu", "silu", "mish", "hardswish", "hardsigmoid", "logsigmoid", "softplus", "glu", "group_norm",
+    "rms_norm", "pdist",
     "grid_sample", "bilinear", "conv_tbc", "dropout", "alpha_dropout", "rrelu", "gumbel_softmax"))
 
 
