@@ -174,7 +174,15 @@ def test_draws_with_no_device_take_the_default_devices_generator(monkeypatch):
     if not any(r.device == "mlx:cpu" and r.available for r in tdx.backends.available()):
         pytest.skip("mlx:cpu unavailable")
     monkeypatch.setenv("TDX_RANDOM_STREAM", "native")
+    tdx.config.reload()
+    try:
+        _default_device_draws()
+    finally:
+        monkeypatch.delenv("TDX_RANDOM_STREAM")
+        tdx.config.reload()
 
+
+def _default_device_draws():
     def weight(layer):
         return layer.weight.detach().numpy(force=True)
 
