@@ -14,7 +14,9 @@ the ratios. The greedy tokens of every contender are checked against torch's (ML
 kernels may round differently, so a mismatch is reported, not raised). Usage:
 ``python bench/hf_generate.py [--tokens 128] [--repeats 3] [--rounds 2] [--profile]``;
 ``--profile`` also prints cProfile's top functions of one generation of every tdx contender; ``--cache static``
-runs the transformers contenders with transformers' preallocated cache (written in place by ``index_copy_``).
+runs the transformers contenders with transformers' preallocated cache (written in place by ``index_copy_``);
+``--compile`` adds transformers' recipe for fast generation, ``model.forward = torch.compile(model.forward)`` (with
+the static cache, which it needs): torch's inductor on torch cpu, ``tdx.compile`` (an MLX trace) on MLX.
 ``main ms/tok`` is the CPU time of the thread that runs the program (``time.thread_time``) per new token:
 Python's share (graph building, dispatch), without the framework's worker threads that ``tok/cpu-s`` counts.
 After its timed runs each contender counts, over one more generation, the Python calls per new token
@@ -116,7 +118,7 @@ def count_calls(fn, tokens: int) -> tuple[float, float, float, float]:
 
 
 def transformers_worker(path: str, tokens: int, repeats: int, profile: bool, cache: str = "dynamic",
-                        place: str | None = None) -> dict:
+                        place: str | None = None, compiled: bool = False) -> dict:
     """Run under real torch or under ``python -m tdx run`` (the same code); ``cache`` is transformers'
     ``cache_implementation`` (``dynamic``: its default, the cache grown by ``cat``; ``static``: preallocated,
     written in place by ``index_copy_``); ``place``: the device real torch moves the model to (tdx's
@@ -132,6 +134,8 @@ def transformers_worker(path: str, tokens: int, repeats: int, profile: bool, cac
     if place:
         model.to(place)
         prompt = prompt.to(place)
+    if compiled:
+        model.forward = torch.compile(model.forward)
 
     kw = {} if cache == "dynamic" else {"cache_implementation": cache}
 
@@ -198,7 +202,7 @@ PAIRS = (("tdx cpu", "torch cpu"), ("tdx mlx:cpu", "mlx-lm"), ("tdx cuda", "torc
 def run_contender(name: str, path: str, args) -> dict:
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONWARNINGS="ignore")
     me = [str(pathlib.Path(__file__).resolve()), "--worker", name, "--path", path, "--tokens", str(args.tokens),
-          "--repeats", str(args.repeats), "--cache", args.cache] + (["--threads", str(args.threads)] if args.threads else [])
+          "--repeats", str(args.repeats), "--cache", args.cache] + (["--compile"] if args.compile else []) + (["--threads", str(args.threads)] if args.threads else [])
     if args.profile and name.startswith("tdx"):
         me.append("--profile")
     if name in PLACES:
@@ -223,11 +227,15 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--cache", choices=("dynamic", "static"), default="dynamic",
                         help="transformers' KV cache for its contenders (mlx-lm always runs its own)")
+    parser.add_argument("--compile", action="store_true", help="model.forward = torch.compile(model.forward) in "
+                        "the transformers contenders (with the static cache)")
     parser.add_argument("--only", help="comma-separated contenders to run (default: all)")
     parser.add_argument("--worker")
     parser.add_argument("--path")
     parser.add_argument("--place")
     args = parser.parse_args()
+    if args.compile:
+        args.cache = "static"  # transformers compiles generation with a static cache
     if args.worker:
         if args.threads:
             import torch  # under ``tdx run`` this is tdx, which sets the torch executor's threads
@@ -236,7 +244,8 @@ def main() -> None:
         if args.worker == "mlx-lm":
             result = mlx_lm_worker(args.path, args.tokens, args.repeats)
         else:
-            result = transformers_worker(args.path, args.tokens, args.repeats, args.profile, args.cache, args.place)
+            result = transformers_worker(args.path, args.tokens, args.repeats, args.profile, args.cache, args.place,
+                                         args.compile)
         print(json.dumps(result))
         return
     names = args.only.split(",") if args.only else list(CONTENDERS)
@@ -257,7 +266,8 @@ def main() -> None:
     med = {name: statistics.median(r["tps"]) for name, r in results.items()}
     med_cpu = {name: statistics.median(r["cpu_tps"]) for name, r in results.items()}
     print(f"Llama-style model {CONFIG['num_hidden_layers']} layers, hidden {CONFIG['hidden_size']}, "
-          f"{args.tokens} new tokens greedy with transformers' {args.cache} KV cache; median of "
+          f"{args.tokens} new tokens greedy with transformers' {args.cache} KV cache"
+          f"{', model.forward compiled' if args.compile else ''}; median of "
           f"{args.rounds * args.repeats} runs, tokens compared with {oracle or 'nothing'}'s, "
           f"threads: {args.threads or 'default'}")
     print(f"{'contender':<14}{'tokens/s':>10}{'tok/cpu-s':>11}{'main ms/tok':>13}{'py calls/tok':>14}{'builtins/tok':>14}"

@@ -44,7 +44,10 @@ import threading
 import warnings
 
 from .._errors import TdxTypeError, TdxValueError
+from .._device import device as _Device
+from .._tensor.tensor import Tensor as _Tensor
 from .._tensor.tracing import TRACE as _local  # whether this thread traces a step (the facade reads it too)
+from .._tensor.wrapping import wrap as _wrap
 
 __all__ = ["compile", "is_compiling", "is_dynamo_compiling", "is_exporting", "disable", "reset", "allow_in_graph",
            "assume_constant_result", "cudagraph_mark_step_begin", "set_stance"]
@@ -174,9 +177,7 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
 
 def _tensors_of(obj, out: list) -> None:
     """Append the state tensors ``obj`` stands for (a Tensor, a Module, an Optimizer or a list)."""
-    import tdx
-
-    if isinstance(obj, tdx.Tensor):
+    if isinstance(obj, _Tensor):
         out.append(obj)
     elif isinstance(getattr(obj, "_modules", None), dict) and isinstance(getattr(obj, "_parameters", None), dict):
         _module_tensors(obj, out, set())
@@ -187,7 +188,7 @@ def _tensors_of(obj, out: list) -> None:
         for group in obj.param_groups:
             out.extend(group["params"])
         for st in obj.state.values():
-            out.extend(v for v in st.values() if isinstance(v, tdx.Tensor))
+            out.extend(v for v in st.values() if isinstance(v, _Tensor))
     elif isinstance(obj, (list, tuple)):
         for o in obj:
             _tensors_of(o, out)
@@ -212,8 +213,6 @@ def _named_by(fn) -> list:
     reads, a bound method's object. A step that trains a global model with a global optimizer
     (``@tdx.compile def step(x, y): ... opt.step()``) writes them as torch.compile's would see them, without
     declaring them as state; what it reaches only through other functions must still be declared."""
-    import tdx
-
     owner = getattr(fn, "__self__", None)
     func = getattr(fn, "__func__", fn)
     code = getattr(func, "__code__", None)
@@ -227,12 +226,25 @@ def _named_by(fn) -> list:
             continue
     names = getattr(func, "__globals__", {})
     found += [names[n] for n in code.co_names if n in names]
-    return [o for o in found if isinstance(o, tdx.Tensor) or (not isinstance(o, type) and (
+    return [o for o in found if isinstance(o, _Tensor) or (not isinstance(o, type) and (
         (hasattr(o, "parameters") and hasattr(o, "buffers")) or (hasattr(o, "param_groups") and hasattr(o, "state"))))]
 
 
 _PLAIN = (int, float, bool, str, bytes, complex, type(None))
+_PLAIN_CLASSES = frozenset(_PLAIN)
 _NO_GRAD = [None]  # MLX's 0.0, the compiled step's input for a state tensor without .grad (made on first use)
+_MX = [None]  # mlx.core, imported by the first MLX step
+
+
+def _mlx():
+    mx = _MX[0]
+    if mx is None:
+        import mlx.core as mx
+
+        _MX[0] = mx
+    return mx
+
+
 _HELD_DEPTH = 4  # how deep into argument objects held tensors are looked for (a cache, its layers, their buffers)
 _UNSETTLED_WARN = 3  # eager calls in a row whose held tensors were replaced, before the one warning says so
 
@@ -241,29 +253,32 @@ def _held(values, out: list, seen: set, depth: int = _HELD_DEPTH) -> bool:
     """Append the tdx tensors ``values`` hold inside objects, lists, tuples and dicts (not the tensors among
     ``values`` themselves: those are the step's arguments). Modules, optimizers, classes and functions are not
     looked into: a Module's tensors are state when it is the step or is declared. Returns whether an object's
-    attributes were looked into (one that holds no tensor yet, a cache before its first call, may make some)."""
-    import tdx
-
+    attributes were looked into (one that holds no tensor yet, a cache before its first call, may make some).
+    Runs at every call of a compiled step: the common classes are told apart by identity first."""
     holder = False
     for v in values:
-        if isinstance(v, _PLAIN) or isinstance(v, tdx.Tensor) or id(v) in seen:
+        cls = v.__class__
+        if cls in _PLAIN_CLASSES or cls is _Tensor or id(v) in seen:
             continue
         seen.add(id(v))
-        if isinstance(v, (list, tuple)):
+        if cls is list or cls is tuple or isinstance(v, (list, tuple)):
             inner = v
         elif isinstance(v, dict):
-            inner = list(v.values())
-        elif isinstance(v, type) or callable(v) or hasattr(v, "param_groups") or hasattr(v, "parameters"):
+            inner = v.values()
+        elif isinstance(v, (type, _Device)) or callable(v) or hasattr(v, "param_groups") or hasattr(v, "parameters"):
             continue
         else:
-            inner = list(getattr(v, "__dict__", {}).values())
+            inner = getattr(v, "__dict__", None)
+            if inner is None:
+                continue
+            inner = inner.values()
             holder = True
         for x in inner:
-            if isinstance(x, tdx.Tensor):
+            if x.__class__ is _Tensor:
                 if id(x) not in seen:
                     seen.add(id(x))
                     out.append(x)
-            elif depth > 1:
+            elif depth > 1 and x.__class__ not in _PLAIN_CLASSES:
                 holder = _held((x,), out, seen, depth - 1) or holder
     return holder
 
@@ -334,12 +349,10 @@ class _Compiled:
         return unique
 
     def __call__(self, *args, **kwargs):
-        import tdx
-
         if _STANCE[0] == "force_eager":
             return self.fn(*args, **kwargs)
         state = self._state_tensors()
-        flat_args = [a for a in list(args) + list(kwargs.values()) if isinstance(a, tdx.Tensor)]
+        flat_args = [a for a in list(args) + list(kwargs.values()) if isinstance(a, _Tensor)]
         ex = getattr((flat_args or state or [None])[0], "_ex", None)
         named = []  # looked for only where a trace needs them (torch.compile sees the function's names itself)
         if ex is None or not ex.caps.native_autograd:
@@ -365,14 +378,9 @@ class _Compiled:
         return self._mlx_call(ex, state, args, kwargs, held, holder)
 
     def _mlx_call(self, ex, state, args, kwargs, held=(), holder=False):
-        import mlx.core as mx
-
-        import tdx
-
-        from .._tensor.wrapping import wrap
-
-        arg_pos = [i for i, a in enumerate(args) if isinstance(a, tdx.Tensor)]
-        kw_keys = [k for k, v in kwargs.items() if isinstance(v, tdx.Tensor)]
+        mx = _mlx()
+        arg_pos = [i for i, a in enumerate(args) if isinstance(a, _Tensor)]
+        kw_keys = [k for k, v in kwargs.items() if isinstance(v, _Tensor)]
         # the state by identity, except the tensors argument objects hold, by count: a new cache object of the
         # same structure (transformers makes one per generate call) hands its buffers to the same trace
         held_ids = {id(t) for t in held}
@@ -386,7 +394,7 @@ class _Compiled:
         compiled, layout = entry
         self._live.call = (state, args, kwargs)  # what a retrace (MLX's, on new shapes) runs the step on
         state_in = [t._n for t in state]
-        before = [t.grad for t in state]
+        before = [None if getattr(t, "_ag", None) is None else t.grad for t in state]  # MLX: .grad lives in _ag
         if _NO_GRAD[0] is None:
             _NO_GRAD[0] = mx.array(0.0)  # the stand-in of a missing .grad (one array, never written)
         grads_in = [_NO_GRAD[0] if g is None else g._n for g in before]
@@ -397,10 +405,10 @@ class _Compiled:
             t._dt = None  # the traced step may have given it another dtype
         for t, has, g, old in zip(state, layout["grads"], grads_out, before):
             if has:
-                t.grad = wrap(g, ex)
+                t.grad = _wrap(g, ex)
             elif old is not None:
                 t.grad = None
-        return _rebuild(layout["out"], [wrap(o, ex) for o in outs], args, kwargs)
+        return _rebuild(layout["out"], [_wrap(o, ex) for o in outs], args, kwargs)
 
     def _settling_call(self, key, held, args, kwargs):
         """Run the step eagerly; where it left the tensors its arguments hold in place, the next call with the
@@ -419,10 +427,7 @@ class _Compiled:
         return out
 
     def _trace(self, ex, arg_pos, kw_keys):
-        import mlx.core as mx
-
-        from .._tensor.wrapping import wrap
-
+        mx = _mlx()
         layout = {"grads": [], "out": None}
         fn = self.fn
 
@@ -434,13 +439,13 @@ class _Compiled:
                 for t, n, g, (_, old_g) in zip(state, state_in, grads_in, saved):
                     t._n = n
                     t._dt = None
-                    t.grad = wrap(g, ex) if old_g is not None else None
+                    t.grad = _wrap(g, ex) if old_g is not None else None
                 call_args = list(args)
                 for i, n in zip(arg_pos, arg_natives):
-                    call_args[i] = wrap(n, ex)
+                    call_args[i] = _wrap(n, ex)
                 call_kw = dict(kwargs)
                 for k, n in zip(kw_keys, kw_natives):
-                    call_kw[k] = wrap(n, ex)
+                    call_kw[k] = _wrap(n, ex)
                 outs = []
                 given = {id(v): ("arg", i) for i, v in enumerate(args) if not isinstance(v, _PLAIN)}
                 given.update({id(v): ("kwarg", k) for k, v in kwargs.items() if not isinstance(v, _PLAIN)})
@@ -463,9 +468,7 @@ def _flatten(out, leaves: list, given: dict):
     """``out``'s structure, with each tdx tensor in it appended to ``leaves`` (rebuilt by :func:`_rebuild`); an
     argument returned as it was (a cache object in a model's output) is its place among the arguments (``given``:
     id -> place), so a later call returns its own."""
-    import tdx
-
-    if isinstance(out, tdx.Tensor):
+    if isinstance(out, _Tensor):
         leaves.append(out)
         return ("leaf", len(leaves) - 1)
     place = given.get(id(out))
