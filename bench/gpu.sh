@@ -50,7 +50,7 @@ if [ "$stage" = torch ]; then
     LOG=/tmp step 60 sdpa_cuda python3 bench/sdpa.py --devices cuda:0 --lengths 512,2048,8192 --dims 64,128 \
         --repeat 5 --budget 2 --min-time 0.05 --long 0 --no-memory --out /tmp/bench_out
     cp /tmp/bench_out/*.md "$out"  # the tables (their plots stay behind: eight files come back)
-    step 70 train_cuda python3 bench/train.py --configs S M --steps 12 --warmup 3 --torch-device cuda:0 \
+    step 70 train_cuda python3 bench/train.py --models gpt --configs S M --steps 12 --warmup 3 --torch-device cuda:0 \
         --no-rss --cpu-turns 1 --only "torch F" "tdx F" "torch nn" "tdx nn"
     step 110 models_cuda bash -c 'python3 bench/hf_generate.py --tokens 64 --repeats 3 --rounds 2 \
         --only "torch cuda,tdx cuda" && python3 bench/hf_train.py --gpu --models llama gpt2 --rounds 2 --steps 6'
@@ -73,6 +73,6 @@ LOG=/tmp step 30 dispatch_mlx_gpu python3 bench/dispatch.py --devices mlx:cpu,ml
 LOG=/tmp step 45 sdpa_mlx_gpu python3 bench/sdpa.py --devices mlx:gpu --lengths 512,2048,8192 --dims 64 \
     --repeat 5 --budget 2 --min-time 0.05 --long 0 --no-memory --out /tmp/bench_out
 cp /tmp/bench_out/*.md "$out"
-step 70 train_mlx_gpu python3 bench/train.py --configs S --steps 8 --warmup 2 --mlx-device mlx:gpu \
-    --no-rss --only mlx "tdx F mlx" "tdx nn mlx"
+step 100 train_mlx_gpu python3 bench/train.py --models gpt lstm --configs S --steps 8 --warmup 2 --mlx-device mlx:gpu \
+    --no-rss --only mlx "tdx F mlx" "tdx nn mlx" "mlx.nn lstm" "tdx nn lstm mlx"
 exit 0

@@ -804,3 +804,18 @@ def test_mlx_flags_restore_even_when_a_value_is_refused():
         with mlx_flags.flags(fused_sdpa=not before[0], downcast_float64="yes"):
             pass
     assert (mlx_flags.fused_sdpa_enabled(), mlx_flags.downcast_float64_enabled()) == before
+
+
+@pytest.mark.parametrize("preset", [None, "1"])
+def test_mlx_multiplies_float32_as_torch_unless_the_environment_says(preset):
+    """MLX defaults to TF32 products on CUDA; tdx sets MLX's switch to torch's full float32 before MLX starts,
+    leaving a value the user exported."""
+    pytest.importorskip("mlx.core")
+    env = {k: v for k, v in os.environ.items() if k != "MLX_ENABLE_TF32"}
+    if preset is not None:
+        env["MLX_ENABLE_TF32"] = preset
+    code = ("import os, tdx; x = tdx.ones(2, device='mlx:cpu'); (x @ x).sum().item(); "
+            "print(os.environ.get('MLX_ENABLE_TF32'))")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == (preset or "0")

@@ -471,3 +471,39 @@ def test_gradient_errors_default_generator_and_grad_scaler_as_torchs(device):
     gen = tdx.default_generator
     assert isinstance(gen, tdx.Generator) and gen is tdx.manual_seed(3) and gen.initial_seed() == 3
     assert "default_generator" in dir(tdx)
+
+
+@torch.library.custom_op("tdxtest::scaled_add", mutates_args=())
+def _scaled_add(x: torch.Tensor, y: torch.Tensor, alpha: float) -> torch.Tensor:
+    return x + alpha * y
+
+
+def test_operators_of_compiled_libraries_take_tdx_tensors(device):
+    """An operator registered with torch by a compiled library (a C++ extension, torchvision's ``_C``; here
+    one registered through torch.library) is ``tdx.ops.<ns>.<name>``: torch's kernel on the native tensors of
+    torch executors, tdx tensors back; MLX tensors are refused with a typed error."""
+    x, y = torch.randn(3, 4), torch.randn(3, 4)
+    want = torch.ops.tdxtest.scaled_add(x, y, 0.5)
+    a, b = tdx.tensor(x.numpy(), device=device), tdx.tensor(y.numpy(), device=device)
+    if tdx.device(device).type == "mlx":
+        with pytest.raises(tdx.TdxError, match="compiled torch operator") as err:
+            tdx.ops.tdxtest.scaled_add(a, b, 0.5)
+        assert isinstance(err.value, NotImplementedError)
+        return
+    for op in (tdx.ops.tdxtest.scaled_add, tdx.ops.tdxtest.scaled_add.default):
+        got = op(a, b, alpha=0.5)
+        assert isinstance(got, tdx.Tensor) and got.device == a.device
+        assert_close(got, want, rtol=0, atol=0)
+    with pytest.raises(AttributeError):
+        tdx.ops.tdxtest.not_registered
+
+
+def test_load_library_loads_into_torch(tmp_path):
+    """``ops.load_library`` is torch's: a library that cannot be loaded raises torch's OSError."""
+    missing = str(tmp_path / "libmissing.so")
+    with pytest.raises(OSError) as want:
+        torch.ops.load_library(missing)
+    with pytest.raises(OSError) as got:
+        tdx.ops.load_library(missing)
+    assert type(got.value) is type(want.value)
+    assert tdx.ops.loaded_libraries is torch.ops.loaded_libraries

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import sys
 import threading
 import types
@@ -28,7 +29,7 @@ from .._errors import TdxError
 
 __all__ = ["BackendUnavailableError", "FlagValueError", "Flag", "FP32Precision", "torch_loaded",
            "torch_module", "require_torch", "torch_backend", "defer", "pending", "on_torch_loaded",
-           "mlx_core", "installed", "check_bool", "check_precision", "flag_property", "install",
+           "mlx_core", "prepare_mlx", "installed", "check_bool", "check_precision", "flag_property", "install",
            "read_only_property", "mutable", "disable_global_flags", "flags_frozen", "set_flags", "flags",
            "BackendsModule"]
 
@@ -123,10 +124,25 @@ def torch_backend(torch, name: str):
 _backend_modules: dict = {}  # (torch, name) -> torch.backends.<name>, looked up once
 
 
+# MLX's environment switches whose defaults differ from torch's, with torch's value. MLX reads
+# MLX_ENABLE_TF32 once, at its first float32 matrix product or convolution on a CUDA GPU, and defaults to
+# TF32 (10-bit mantissa) there; torch multiplies float32 matrices in full float32 unless asked
+# (``allow_tf32``/``set_float32_matmul_precision``), so MLX is told the same unless the environment
+# already says otherwise.
+MLX_ENVIRONMENT = {"MLX_ENABLE_TF32": "0"}
+
+
+def prepare_mlx() -> None:
+    """Set MLX's environment switches to torch's behaviour where the user's environment left them unset."""
+    for key, value in MLX_ENVIRONMENT.items():
+        os.environ.setdefault(key, value)
+
+
 def mlx_core():
-    """``mlx.core`` when MLX is installed (importing it), else None."""
+    """``mlx.core`` when MLX is installed (importing it, after :func:`prepare_mlx`), else None."""
     if not installed("mlx"):
         return None
+    prepare_mlx()
     try:
         return importlib.import_module("mlx.core")
     except ImportError:

@@ -18,6 +18,8 @@ from ... import config as _config
 from ..._device import device as _device
 from .. import _flags
 
+_flags.prepare_mlx()  # before the executor imports mlx.core: torch's float32 matmul precision on CUDA
+
 _TDX_EXTENSIONS = ("is_built", "is_available", "default_device", "is_metal_available", "is_cuda_available",
                    "is_gpu_available", "get_memory_limit", "set_memory_limit", "set_cache_limit",
                    "set_wired_limit", "fused_sdpa_enabled", "enable_fused_sdpa", "downcast_float64_enabled",

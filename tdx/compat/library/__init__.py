@@ -9,12 +9,20 @@ that backward on every executor). ``register_fake``, ``register_torch_dispatch``
 vmap rules are torch-compiler machinery). :class:`Library` defines and implements ops by schema the same
 way. Difference, stated: an op without ``register_autograd`` is differentiated through the tdx ops its
 function calls (torch refuses to backward through it). ``tdx.ops.aten.<name>`` is tdx's function of that
-name. Must never import a framework.
+name.
+
+Compiled libraries (a torch C++ extension, torchvision's ``_C``) register their operators with torch itself:
+``tdx.ops.load_library(path)`` loads one into torch, and ``tdx.ops.<ns>.<name>`` that tdx does not define
+reaches torch's operator of that name, handing it the native tensors of tdx tensors on torch executors and
+wrapping what it returns (tensors on MLX are refused: the compiled kernels are torch's). Must never import a
+framework at import; torch is reached only once loaded (or by ``load_library``, which needs it).
 """
 
 from __future__ import annotations
 
-from ..._errors import NotProvidedAttributeError, TdxRuntimeError, TdxValueError, UnsupportedOpError
+from ..._errors import (NotProvidedAttributeError, TdxNotImplementedError, TdxRuntimeError, TdxValueError,
+                       UnsupportedOpError)
+from ...backends import _flags
 
 __all__ = ["custom_op", "CustomOpDef", "Library", "define", "impl", "register_fake", "impl_abstract",
            "register_kernel", "register_autograd", "register_torch_dispatch", "register_vmap", "register_autocast",
@@ -290,17 +298,92 @@ class _Namespace:
             fn = _aten(name)
             if fn is not None:
                 return _Overloads(fn)
+        compiled = _compiled(self._name, name)
+        if compiled is not None:
+            return compiled
         raise NotProvidedAttributeError(f"torch.ops.{self._name}.{name} is not provided by tdx (no such op is "
                                         "defined: custom_op or Library.define defines one)", name=name)
 
 
+def _compiled(ns: str, name: str):
+    """torch's operator ``ns::name`` registered by a compiled library, as a :class:`_CompiledOp`; None when
+    torch is not loaded or has no such operator."""
+    torch = _flags.torch_loaded()
+    if torch is None or ns == "aten":
+        return None
+    try:
+        return _CompiledOp(f"{ns}::{name}", getattr(getattr(torch.ops, ns), name))
+    except (AttributeError, RuntimeError):
+        return None
+
+
+class _CompiledOp:
+    """An operator a compiled library registered with torch, called with tdx tensors."""
+
+    def __init__(self, qualname: str, op):
+        self._qualname, self._op = qualname, op
+        self.__name__ = qualname.partition("::")[2]
+
+    def __repr__(self) -> str:
+        return f"<compiled torch operator {self._qualname}>"
+
+    def __getattr__(self, overload):  # op.default, op.out...
+        if overload.startswith("__"):
+            raise AttributeError(overload)
+        return _CompiledOp(f"{self._qualname}.{overload}", getattr(self._op, overload))
+
+    def __call__(self, *args, **kwargs):
+        return _tdx_side(self._op(*_native_side(args, self._qualname), **_native_side(kwargs, self._qualname)))
+
+
+def _native_side(value, qualname: str):
+    """``value`` with every tdx tensor replaced by its torch tensor (lists, tuples and dicts walked)."""
+    from ..._tensor.tensor import Tensor
+
+    if isinstance(value, Tensor):
+        if value._ex.name != "torch":
+            raise TdxNotImplementedError(f"torch.ops.{qualname.replace('::', '.')} is a compiled torch operator: "
+                                         f"it runs on torch's devices (cpu, cuda, mps), not on {value.device}; "
+                                         "move the tensor with .to('cpu') first")
+        return value._n
+    if isinstance(value, (list, tuple)):
+        return type(value)(_native_side(v, qualname) for v in value)
+    if isinstance(value, dict):
+        return {k: _native_side(v, qualname) for k, v in value.items()}
+    return value
+
+
+def _tdx_side(value):
+    """``value`` with every torch tensor wrapped as a tdx tensor on its device's executor."""
+    torch = _flags.torch_loaded()
+    if isinstance(value, torch.Tensor):
+        from ... import interop
+        from ..._tensor.wrapping import wrap
+
+        return wrap(value, interop._torch_executor(value, "a compiled operator's result"))
+    if isinstance(value, (list, tuple)):
+        return type(value)(_tdx_side(v) for v in value)
+    return value
+
+
 class _Ops:
-    """``tdx.ops`` (``torch.ops``): ``tdx.ops.<namespace>.<op>``."""
+    """``tdx.ops`` (``torch.ops``): ``tdx.ops.<namespace>.<op>``; ``load_library`` loads a compiled one."""
 
     def __getattr__(self, ns):
         if ns.startswith("__"):
             raise AttributeError(ns)
         return _Namespace(ns)
+
+    @property
+    def loaded_libraries(self) -> set:
+        """The paths ``load_library`` loaded (torch's own set once torch is loaded)."""
+        torch = _flags.torch_loaded()
+        return set() if torch is None else torch.ops.loaded_libraries
+
+    def load_library(self, path) -> None:
+        """Load the compiled library at ``path`` into torch, whose operators it registers (torch's
+        ``torch.ops.load_library``); they are then reachable as ``tdx.ops.<namespace>.<name>``."""
+        _flags.require_torch(f"torch.ops.load_library({str(path)!r})").ops.load_library(path)
 
 
 ops = _Ops()
