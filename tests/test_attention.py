@@ -327,6 +327,34 @@ def test_torch_device_path_logic(monkeypatch):
     assert _torch.cuda_can_use(SDPBackend.FLASH_ATTENTION, p)[0] is False and asked == [False]
 
 
+def test_cuda_kernels_get_masks_they_read_as_math():
+    """The masks tdx hands torch's CUDA kernels, built on CPU tensors: cuDNN reads a bool mask as torch's finite
+    -65504 (a row seeing no key attends to every key) and a float32 mask as the query's half dtype; the efficient
+    kernel refuses a float32 mask for a half query and a broadcast last dim. Each gets the math kernel's values in
+    the query's dtype, the last dim written out; the other kernels get the mask as it is."""
+    from tdx.attention import _params, _torch
+
+    q, k, v, mask, kw = _case("bool_mask", dtype="float16")
+    t = [_tdx(a, "cpu", "float16") for a in (q, k, v)]
+    p = _params.prepare(*t, attn_mask=_tdx(mask, "cpu", "float16"))
+    cudnn = _torch.kernel_mask(p, SDPBackend.CUDNN_ATTENTION)
+    assert cudnn.dtype == torch.float16 and cudnn.shape == p.mask.shape
+    assert torch.equal(cudnn, torch.where(p.mask, 0.0, float("-inf")).half())
+    for b in (SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH, SDPBackend.FLASH_ATTENTION):
+        assert _torch.kernel_mask(p, b) is p.mask, b  # torch's own -inf conversion serves these
+    q, k, v, mask, kw = _case("float32_mask", dtype="float16")
+    t = [_tdx(a, "cpu", "float16") for a in (q, k, v)]
+    p = _params.prepare(*t, attn_mask=_tdx(mask, "cpu", "float32"))
+    for b in (SDPBackend.EFFICIENT_ATTENTION, SDPBackend.CUDNN_ATTENTION):
+        m = _torch.kernel_mask(p, b)
+        assert m.dtype == torch.float16 and m.shape == (1, 3, 5, 7) and m.stride(-1) == 1, (b, m.dtype, m.stride())
+        assert torch.equal(m, p.mask.half().expand(1, 3, 5, 7)), b
+        qf, kf, vf = (a.float() for a in (p.q, p.k, p.v))
+        got = torch.nn.functional.scaled_dot_product_attention(qf, kf, vf, attn_mask=m.float())
+        assert _rel(got.numpy(), _oracle(q, k, v, mask)) <= TOL["float16"], b
+    assert _torch.kernel_mask(p, SDPBackend.MATH) is p.mask
+
+
 def _grads_tape(device, b, q, k, v, mask, cot, dtype, md, kw, mask_grad=False):
     """Gradients through ``Tensor.backward`` on an executor that records on tdx's tape."""
     leaves = [_tdx(a, device, dtype).requires_grad_() for a in (q, k, v)]
@@ -785,7 +813,11 @@ def test_can_use_reports_reasons(device):
     assert not A.can_use_cudnn_attention(params)
     with pytest.warns(UserWarning, match="cannot be used"):
         A.can_use_flash_attention(params, debug=True)
-    assert A.can_use(SDPBackend.CHUNKED, params)
+    if tdx.device(device).type in ("cuda", "mps"):  # torch draws attention dropout inside its fused kernels there
+        assert not A.can_use(SDPBackend.CHUNKED, params)
+        assert "dropout" in A.explain(*t, dropout_p=0.5).reasons[SDPBackend.CHUNKED]
+    else:
+        assert A.can_use(SDPBackend.CHUNKED, params)
     assert A.can_use("math", A.SDPAParams(*t))
 
 

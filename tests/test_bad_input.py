@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import tdx
-from conftest import skip_value_checked
+from conftest import skip_value_checked, torch_twin
 
 
 def _builtin(err: BaseException) -> type:
@@ -191,7 +191,8 @@ def test_malformed_unrelated_pyproject_in_a_parent_folder(device, tmp_path):
     assert "REFUSED" in out.stdout and "pyproject.toml" in out.stdout and "mentions tdx" in out.stdout, out.stderr
 
 
-# where torch computes, tdx computes the same (each once raised): compared with torch on CPU
+# where torch computes, tdx computes the same (each once raised): compared with torch on the device's twin (cuda's
+# random_ draws from its Philox generator)
 WORKS = {
     "random_() of int64": lambda t, d: (t.manual_seed(0), t.zeros(5, dtype=t.int64, device=d).random_())[1],
     "random_() of int32": lambda t, d: (t.manual_seed(1), t.zeros(5, dtype=t.int32, device=d).random_())[1],
@@ -226,7 +227,7 @@ def test_torch_computes_so_does_tdx(device, name):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # uint8 indices: torch's deprecation warning
-        expected = WORKS[name](torch, "cpu")
+        expected = WORKS[name](torch, torch_twin(device))
         got = WORKS[name](tdx, device)
     assert_close(got, expected, msg=name)
 

@@ -18,6 +18,19 @@ RNG = np.random.default_rng(7)
 B = 5  # batch size of every case
 
 
+@pytest.fixture(autouse=True)
+def _device_is_the_default(request):
+    """Each device test runs with its device as tdx's default device, as a program pinned to it: torch's
+    distributions make some tensors on the default device (Multinomial's entropy, GeneralizedPareto's zero,
+    Wishart's indices) and the cases' temperatures are made there, and tdx's own default device is cuda where
+    a GPU is present, not the MLX device under test. torch's side keeps its CPU default."""
+    if "device" not in request.fixturenames:
+        yield
+        return
+    with tdx.device(request.getfixturevalue("device")):
+        yield
+
+
 def _pos(*shape, lo=0.5, hi=3.0):
     return RNG.uniform(lo, hi, size=shape).astype(np.float32)
 
@@ -376,15 +389,15 @@ def test_torch_rules_the_distributions_rely_on(device):
     on cuda torch's Philox stream there (the device's torch twin)."""
     twin = {"device": torch_twin(device)}
     x = tdx.tensor([1.0, 2.0, 3.0], device=device)
-    c = tdx.tensor(2.0)
+    c = tdx.tensor(2.0, device="cpu")  # named: tdx's default device is cuda where a GPU is present
     for got, want in ((c * x, [2.0, 4.0, 6.0]), (x - c, [-1.0, 0.0, 1.0]), (c - x, [1.0, 0.0, -1.0]),
                       (tdx.mul(c, x), [2.0, 4.0, 6.0]), (c.mul(x), [2.0, 4.0, 6.0]),
                       (tdx.isclose(x, c), [False, True, False])):
         assert got.device == x.device
         assert got.tolist() == want
-    assert x[tdx.tensor([2, 0])].tolist() == [3.0, 1.0]
+    assert x[tdx.tensor([2, 0], device="cpu")].tolist() == [3.0, 1.0]
     with pytest.raises(RuntimeError) as info:  # a non-scalar CPU operand is still torch's mixed-device error
-        _ = x + tdx.ones(3) if device != "cpu" else x + tdx.ones(3, device="mlx:cpu")
+        _ = x + tdx.ones(3, device="cpu") if device != "cpu" else x + tdx.ones(3, device="mlx:cpu")
     assert isinstance(info.value, tdx.TdxError)
     for name, args in (("exponential_", (2.0,)), ("cauchy_", (0.5, 2.0)), ("geometric_", (0.3,))):
         tdx.manual_seed(11)  # torch's stream on every executor by default: torch's very numbers

@@ -55,7 +55,10 @@ def test_nextafter_gradient(device):
     xa = tdx.tensor(ta.detach().numpy(), device=device).requires_grad_()
     xb = tdx.tensor(tb.detach().numpy(), device=device).requires_grad_()
     up = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
-    (torch.nextafter(ta, tb) * torch.tensor(up)).sum().backward()
+    try:
+        (torch.nextafter(ta, tb) * torch.tensor(up)).sum().backward()
+    except NotImplementedError as err:  # torch 2.11 has no derivative for nextafter; tdx follows 2.13's
+        pytest.skip(f"the installed torch {torch.__version__} has no nextafter derivative to compare with ({err})")
     (tdx.nextafter(xa, xb) * tdx.tensor(up, device=device)).sum().backward()
     np.testing.assert_array_equal(xa.grad.cpu().numpy(), ta.grad.numpy())
     np.testing.assert_array_equal(xb.grad.cpu().numpy(), tb.grad.numpy())

@@ -66,12 +66,16 @@ def _qr_atol(device):
 @pytest.mark.parametrize("name,shape,kw", RANDOM, ids=_ids(RANDOM))
 @pytest.mark.float64
 def test_random_init_matches_torch(device, name, shape, kw):
+    # the device under test is the default one on both sides: sparse_ draws its permutations on the default
+    # device, as torch's (tdx's default is cuda where a GPU is present, torch's the CPU)
     tdx.manual_seed(123)
     t = tdx.empty(*shape, device=device)
-    out = getattr(I, name)(t, **kw)
+    with tdx.device(device):
+        out = getattr(I, name)(t, **kw)
     assert out is t and t.shape == shape and t.dtype is tdx.float32
     torch.manual_seed(123)
-    ref = getattr(TI, name)(torch.empty(*shape, device=torch_twin(device)), **kw).cpu().numpy()
+    with torch.device(torch_twin(device)):
+        ref = getattr(TI, name)(torch.empty(*shape), **kw).cpu().numpy()
     got = t.cpu().numpy()
     if _torch_stream(device, name):
         if name == "orthogonal_":  # NumPy's QR (float64, then rounded) against torch's float32 QR

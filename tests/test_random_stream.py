@@ -94,6 +94,8 @@ STRIDED = {
     "rand_like_t": lambda m, d: m.rand_like(m.zeros(5, 7, device=d).t()),
     "randn_like_t": lambda m, d: m.randn_like(m.zeros(6, 9, device=d).t()),
     "randn_like_permuted": lambda m, d: m.randn_like(m.zeros(2, 3, 4, device=d).permute(2, 0, 1), dtype=m.float64),
+    "randn_like_permuted_half": lambda m, d: m.randn_like(m.zeros(2, 3, 4, device=d).permute(2, 0, 1),
+                                                          dtype=m.float16),
     "randint_like_t": lambda m, d: m.randint_like(m.zeros(5, 7, device=d).t(), 3, 50),
     "rand_like_t_sliced": lambda m, d: m.rand_like(m.zeros(5, 8, device=d).t()[::2]),
     "rand_like_expanded": lambda m, d: m.rand_like(m.zeros(5, 1, device=d).expand(5, 4)),
@@ -107,8 +109,14 @@ STRIDED = {
 }
 
 
+# cases holding float64, skipped on a device without it (an MLX GPU)
+STRIDED_FLOAT64 = frozenset({"randn_like_permuted"})
+
+
 @pytest.mark.parametrize("name", sorted(STRIDED))
 def test_draws_into_strided_layouts_follow_torchs_memory_order(device, name):
+    if name in STRIDED_FLOAT64 and not tdx.backends.get(device).caps.float64:
+        pytest.skip(f"{name} draws float64, which {device} does not hold")
     twin = torch_twin(device)
     for seed in SEEDS[:2]:
         torch.manual_seed(seed)
@@ -135,17 +143,73 @@ LAYERS = {
 }
 
 
+@pytest.mark.parametrize("where", ["default", "moved"])
 @pytest.mark.parametrize("name", sorted(LAYERS))
-def test_layers_initialize_as_torch(device, name):
+def test_layers_initialize_as_torch(device, name, where):
+    """A layer built with no device argument draws its weights on the default device, as torch's: ``default``
+    builds it with ``device`` as the default device (a program pinned to it: ``tdx.device``, ``tdx run --device``)
+    against torch under its twin; ``moved`` builds it on the host and moves it (``Net().to(device)``) against
+    torch's on the host. Each side's default device is named: tdx's own is cuda where a GPU is present."""
+    twin = torch_twin(device)
+    build_on, want_on = (device, twin) if where == "default" else ("cpu", "cpu")
     for seed in SEEDS[:2]:
         torch.manual_seed(seed)
-        want = LAYERS[name](torch.nn)
+        with torch.device(want_on):
+            want = LAYERS[name](torch.nn)
         tdx.manual_seed(seed)
-        got = LAYERS[name](tnn).to(device)
+        with tdx.device(build_on):
+            got = LAYERS[name](tnn).to(device)
         pairs = list(zip(got.state_dict().items(), want.state_dict().items()))
         assert len(pairs) == len(want.state_dict())
         for (k, g), (_, w) in pairs:
             _same(g, w, f"{name}.{k} seed {seed}")
+
+
+def test_draws_with_no_device_take_the_default_devices_generator(monkeypatch):
+    """What is built or drawn with no device argument draws from the default device's generator, as torch's:
+    a layer's initial weights, and ``sparse_``'s permutations even for a tensor on another device. Seen here
+    where the default device's generator is not torch's CPU one without a GPU: mlx:cpu under MLX's own stream
+    (``"native"``). On a GPU machine tdx's default device is cuda and the same rule draws CUDA's numbers, so a
+    reference for a layer built with no device is torch's under the same default device (the tests above)."""
+    if not any(r.device == "mlx:cpu" and r.available for r in tdx.backends.available()):
+        pytest.skip("mlx:cpu unavailable")
+    monkeypatch.setenv("TDX_RANDOM_STREAM", "native")
+    tdx.config.reload()
+    try:
+        _default_device_draws()
+    finally:
+        monkeypatch.delenv("TDX_RANDOM_STREAM")
+        tdx.config.reload()
+
+
+def _default_device_draws():
+    def weight(layer):
+        return layer.weight.detach().numpy(force=True)
+
+    def zeros_of_sparse(default):
+        tdx.manual_seed(1)
+        t = tdx.zeros(8, 5, device="cpu")
+        with tdx.device(default):
+            tnn.init.sparse_(t, 0.5)
+        return t.numpy() == 0
+
+    torch.manual_seed(0)
+    want = torch.nn.Linear(6, 4).weight.detach().numpy()
+    tdx.manual_seed(0)
+    with tdx.device("mlx:cpu"):
+        on_mlx = tnn.Linear(6, 4)
+    tdx.manual_seed(0)
+    made_there = tnn.Linear(6, 4, device="mlx:cpu")
+    tdx.manual_seed(0)
+    with tdx.device("cpu"):
+        on_cpu = tnn.Linear(6, 4)
+    assert on_mlx.weight.device.type == "mlx" and np.array_equal(weight(on_mlx), weight(made_there))
+    assert not np.array_equal(weight(on_mlx), want), "a layer built under mlx:cpu drew torch's CPU numbers"
+    assert np.array_equal(weight(on_cpu), want)
+    torch.manual_seed(1)
+    torch_zeros = torch.nn.init.sparse_(torch.zeros(8, 5), 0.5).numpy() == 0
+    assert np.array_equal(zeros_of_sparse("cpu"), torch_zeros)
+    assert not np.array_equal(zeros_of_sparse("mlx:cpu"), torch_zeros), "sparse_ drew on the tensor's device"
 
 
 def test_layers_made_on_the_device_initialize_as_torch(device):
@@ -178,7 +242,8 @@ def _seeding_returns(m, device):
     assert g.initial_seed() == 7 and g.device.type == "cpu"
     assert m.cuda.manual_seed(7) is None and m.cuda.manual_seed_all(7) is None and m.mps.manual_seed(7) is None
     m.manual_seed(7)
-    first = m.rand(3, generator=g)  # the default generator's draw: the stream a plain draw takes
+    first = m.rand(3, generator=g, device="cpu")  # the default generator's draw (on the CPU: the default device
+    # may be another, tdx's is cuda where one is present, and a draw there refuses a CPU generator, as torch's)
     state = g.get_state()
     nxt = m.rand(4, device=device)
     g.set_state(state)

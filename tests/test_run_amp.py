@@ -12,23 +12,27 @@ import re
 
 import pytest
 
-from test_run import PROGRAMS, _py
+from conftest import torch_twin
+from test_run import _ON_DEVICE, PROGRAMS, _py
 
 NANOGPT = PROGRAMS / "nanogpt"
 _ref: dict = {}
 
 
-def _torch_run(key, scripts, tmp_path_factory):
-    """stdout of each script run in turn under real torch, in one fresh working dir (cached per session)."""
-    if key not in _ref:
+def _torch_run(key, scripts, tmp_path_factory, device="cpu"):
+    """stdout of each script run in turn under real torch, in one fresh working dir (cached per session); with
+    ``device``, the reference of a tdx run pinned to it (``test_run.reference_args``: on cuda real torch with every
+    tensor made there, so that a layer built with no device draws CUDA's numbers, as under ``tdx run --device``)."""
+    twin = torch_twin(device)
+    if (key, twin) not in _ref:
         cwd = tmp_path_factory.mktemp(f"torch-{key}")
         outs = []
         for script in scripts:
-            done = _py([str(script)], cwd)
+            done = _py([str(script)] if twin == "cpu" else ["-c", _ON_DEVICE, twin, str(script)], cwd)
             assert done.returncode == 0, done.stderr
             outs.append(done.stdout)
-        _ref[key] = outs
-    return _ref[key]
+        _ref[key, twin] = outs
+    return _ref[key, twin]
 
 
 def _tdx_run(device, scripts, cwd):
@@ -46,7 +50,7 @@ def _numbers(pattern, out):
 
 def test_amp_training_loop(device, tmp_path_factory):
     script = PROGRAMS / "amp_loop.py"
-    (expected,) = _torch_run("amp_loop", [script], tmp_path_factory)
+    (expected,) = _torch_run("amp_loop", [script], tmp_path_factory, device)
     (got,) = _tdx_run(device, [script], tmp_path_factory.mktemp("amp_loop"))
     if device == "cpu":
         assert got == expected

@@ -114,7 +114,8 @@ def test_data_ptr_and_storage_follow_views(device):
         col = a[:, 2]
         assert row.data_ptr() - a.data_ptr() == 3 * 4  # the second row starts 12 bytes in
         assert col.data_ptr() - a.data_ptr() == 2 * 4
-        assert a.const_data_ptr() == a.data_ptr()
+        if m is tdx or hasattr(torch.Tensor, "const_data_ptr"):  # torch 2.11 binds none in Python; 2.13 does
+            assert a.const_data_ptr() == a.data_ptr() and row.const_data_ptr() == row.data_ptr()
         assert row.untyped_storage().data_ptr() == a.untyped_storage().data_ptr()
         assert row.untyped_storage().nbytes() == 24
         assert a.clone().untyped_storage().data_ptr() != a.untyped_storage().data_ptr()

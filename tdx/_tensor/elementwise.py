@@ -28,6 +28,7 @@ from .operands import (
     _operand,
     _requires_grad,
     _result_type,
+    _saturated,
     _signbit,
     _tensor,
     _work,
@@ -408,10 +409,10 @@ class ElementwiseMethods:
             if d.is_complex:
                 raise UnsupportedOpError("nan_to_num() of complex tensors is not supported")
             return self.clone()
-        big = _FMAX[d]
-        out = self.where(self.isnan().logical_not(), 0.0 if nan is None else nan)
-        out = out.where(self != math.inf, big if posinf is None else posinf)
-        return out.where(self != -math.inf, -big if neginf is None else neginf)
+        big = _FMAX[d]  # given values as the dtype holds them (torch casts them; a kernel would refuse an overflow)
+        out = self.where(self.isnan().logical_not(), 0.0 if nan is None else _saturated(nan, d))
+        out = out.where(self != math.inf, big if posinf is None else _saturated(posinf, d))
+        return out.where(self != -math.inf, -big if neginf is None else _saturated(neginf, d))
 
     def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         """Elementwise ``|self - other| <= atol + rtol * |other|`` (or equal), with broadcasting."""

@@ -14,6 +14,7 @@ from .._errors import TdxIndexError, TdxRuntimeError, TdxTypeError, TdxValueErro
 from ..backends.base import norm_dim
 from .kernels import install
 from .tensor import Tensor
+from .tracing import TRACE
 
 __all__: list = []
 
@@ -47,6 +48,8 @@ def _in_range(index, input, d: int, op: str, low: int = 0):
         known = index._ex.known_bounds(index._n)  # a lazy executor's facts: fitting them, nothing is read
         if known is not None and low <= known[0] and known[1] < n:
             return known
+        if TRACE.tracing:  # a traced step reads no value: the check runs where the step runs eagerly
+            return None
         lo, hi = int(index.min()), int(index.max())
         if lo < low or hi >= n:
             raise TdxIndexError(f"{op}(): index {hi if hi >= n else lo} is out of bounds for dimension {d} with "

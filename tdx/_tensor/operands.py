@@ -110,6 +110,39 @@ def _coerce(value, rt, op: str, arg: str):
     return value
 
 
+def _saturated(value, d):
+    """A replacement ``value`` as a float ``d`` holds it (what torch's cast of it gives): past ``d``'s largest finite
+    value by half an ulp or more, infinity; up to that, the largest finite value. In range, ``value`` itself (an
+    elementwise op then converts it as torch's does, and no kernel checks it for overflow)."""
+    big = _FMAX[d]
+    if not big < abs(value) < math.inf:
+        return value
+    mantissa, exponent = math.frexp(big)  # big = (2 - eps) * 2**(exponent - 1): the top ulp is eps * 2**(exponent - 1)
+    half_ulp = math.ldexp(2 * (1 - mantissa), exponent - 2)
+    return math.copysign(math.inf if abs(value) >= big + half_ulp else big, value)
+
+
+def _cut_points(indices, op: str):
+    """``tensor_split``'s ``indices``, a sequence or an int, as Python values (``tolist()`` where it has one); a tdx
+    tensor with torch's checks: 0-d or 1-d, int64, and on the host (torch reads it there: one on a CUDA or MPS device
+    is refused; an MLX one, whose torch twin is the CPU, is read as a CPU tensor).
+
+    Raises:
+        TdxRuntimeError: a tensor ``indices`` on a torch accelerator, not int64, or more than 1-d.
+    """
+    if not isinstance(indices, TM.Tensor):
+        return indices.tolist() if hasattr(indices, "tolist") else indices
+    if not (indices.is_cpu or indices.is_mlx):
+        raise TdxRuntimeError(f"{op} expected tensor_indices_or_sections to be on cpu, but it's on {indices.device}")
+    if indices.dtype is not D.int64:
+        raise TdxRuntimeError(f"{op} expected tensor_indices_or_sections to have dtype of long, but got "
+                              f"{_TORCH_NAMES.get(indices.dtype.name, indices.dtype.name)}")
+    if indices.ndim > 1:
+        raise TdxRuntimeError(f"{op} expected tensor_indices_or_sections to be a zero-dimensional or one-dimensional "
+                              f"tensor, but got a tensor with {indices.ndim} dims")
+    return indices.tolist()
+
+
 def _full(t, shape, value, dtype):
     """A new tensor of ``shape`` filled with ``value`` on ``t``'s executor."""
     return wrap(t._ex.full(tuple(shape), value, dtype), t._ex)
@@ -148,7 +181,9 @@ def _fused(op: str, t, shape, product, mats, beta, alpha, skip_zero_alpha: bool,
     """``beta * t + alpha * product`` with torch's rules for the addmm family.
 
     ``product(dtype)`` computes the matrix product in ``dtype``. ``beta == 0`` ignores ``t`` (its NaNs
-    included); ``alpha == 0`` skips the product where torch's kernel skips it (``skip_zero_alpha``).
+    included); ``alpha == 0`` drops the product where torch's kernel skips it (``skip_zero_alpha``): a floating
+    product is then not computed, an integer one is (the executor's kernel refuses it where torch's refuses the
+    call, whatever alpha).
     A product that sums over nothing (``empty_sum``) gives ``beta * t``, cast back to ``t``'s dtype
     under the in-place rule, as torch's shortcut for it; an empty result skips every dtype rule.
     """
@@ -166,7 +201,9 @@ def _fused(op: str, t, shape, product, mats, beta, alpha, skip_zero_alpha: bool,
     if alpha != 0 or not skip_zero_alpha:
         prod = product(work)
         out = prod if alpha == 1 else prod * alpha
-    elif _requires_grad(*mats):  # torch still gives the matrices (zero) gradients
+    elif _requires_grad(*mats) or not _is_float(rt):
+        # torch still gives the matrices (zero) gradients, and refuses an integer product where its device has no
+        # integer kernel (CUDA) before it looks at alpha: the product is computed and its values dropped
         out = product(work).masked_fill(_full(t, shape, True, D.bool_), 0)
     if beta != 0:
         scaled = base._cast(work) if beta == 1 else base._cast(work) * beta

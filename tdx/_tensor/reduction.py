@@ -162,9 +162,13 @@ class ReductionMethods:
 
     # reductions and scans ------------------------------------------------------------------------
     def nansum(self, dim=None, keepdim=False, *, dtype=None):
-        """Sum over ``dim`` (all when None) counting NaN as zero."""
+        """Sum over ``dim`` (all when None) counting NaN as zero: the executor's own kernel where it has one (torch's,
+        with its dtype coverage), else composed."""
         if self.dtype.is_complex:
             raise TdxRuntimeError("nansum does not support complex inputs")
+        kernel = self._ex.nansum_kernel
+        if kernel is not None:
+            return wrap(kernel(self._n, dim, keepdim, dtype), self._ex)
         x = self.where(self.isnan().logical_not(), 0) if self.dtype.is_floating_point else self
         return x.sum(dim, keepdim, dtype=dtype)
 

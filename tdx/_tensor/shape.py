@@ -29,7 +29,7 @@ from ..autograd.tape import ACTIVE as _TAPE, MODE as _MODE
 from ..backends.base import norm_dim
 from . import view_bits as _view_bits, views as _views
 from .formats import check_memory_format
-from .operands import _tensor, cat_promoted
+from .operands import _cut_points, _tensor, cat_promoted
 from .tensor import Tensor
 from .wrapping import (
     Size,
@@ -419,7 +419,7 @@ class ShapeMethods:
                 at += small + (1 if i < extra else 0)
                 cuts.append(at)
         else:
-            items = indices_or_sections.tolist() if hasattr(indices_or_sections, "tolist") else indices_or_sections
+            items = _cut_points(indices_or_sections, "tensor_split")
             if isinstance(items, int):
                 return self.tensor_split(items, d)
             cuts = [int(i) for i in items]

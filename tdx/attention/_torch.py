@@ -6,7 +6,8 @@ choice made in one thread cannot change another thread's kernel. Masks are prepa
 ``F.scaled_dot_product_attention`` prepares them (bool masks become additive ``0/-inf`` masks,
 which gives torch's zeros on fully-masked rows). On CUDA and MPS tdx calls
 ``F.scaled_dot_product_attention`` itself, directly when torch would pick the same kernel and
-otherwise inside torch's ``sdpa_kernel`` (torch's flags are process-wide there).
+otherwise inside torch's ``sdpa_kernel`` (torch's flags are process-wide there), with the mask in the
+form the chosen CUDA kernel reads as the math kernel does (:func:`kernel_mask`).
 
 Imported on first use of a torch kernel; it imports torch, never MLX.
 """
@@ -17,12 +18,13 @@ import torch
 
 from ._state import SDPBackend
 
-__all__ = ["run", "direct", "cuda_can_use", "own_choice"]
+__all__ = ["run", "direct", "cuda_can_use", "own_choice", "kernel_mask"]
 
 # torch's own bindings of its CPU kernels (the direct ones; ``torch.ops.aten`` adds ~2 us a call)
 _flash_cpu = getattr(torch, "_scaled_dot_product_flash_attention_for_cpu", None) or \
     torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
 _math = getattr(torch, "_scaled_dot_product_attention_math", None) or torch.ops.aten._scaled_dot_product_attention_math
+_FUSED_CUDA = (SDPBackend.CUDNN_ATTENTION, SDPBackend.EFFICIENT_ATTENTION)  # the kernels :func:`kernel_mask` serves
 _CAN_USE = {SDPBackend.FLASH_ATTENTION: "can_use_flash_attention",
             SDPBackend.EFFICIENT_ATTENTION: "can_use_efficient_attention",
             SDPBackend.CUDNN_ATTENTION: "can_use_cudnn_attention"}
@@ -35,6 +37,30 @@ def additive(mask, dtype):
     return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill_(mask.logical_not(), float("-inf"))
 
 
+def kernel_mask(p, backend):
+    """``p``'s mask as torch's fused CUDA kernel ``backend`` reads it with the math kernel's meaning.
+
+    torch's own entry point hands its kernels masks they misread or refuse: the cuDNN kernel gets a bool
+    mask as a finite ``-65504`` bias (a row that sees no key then attends to every key, where the math kernel
+    gives zeros) and reads a float mask of another dtype than the query's as the query's dtype; the
+    memory-efficient kernel refuses a float mask of another dtype and one whose last dim is broadcast (stride
+    0 after torch expands it). So for these two kernels a bool mask becomes the additive ``0 / -inf`` mask
+    (cuDNN), a float mask takes the query's dtype, and a last dim of 1 is written out to the ``Tk`` keys; the
+    values the kernel adds are the math kernel's. Other kernels and masks are handed over as they are.
+    """
+    mask = p.mask
+    if mask is None or backend not in _FUSED_CUDA:
+        return mask
+    if mask.dtype == torch.bool:
+        if backend is SDPBackend.CUDNN_ATTENTION:
+            mask = additive(mask, p.q.dtype)
+    elif mask.dtype != p.q.dtype:
+        mask = mask.to(p.q.dtype)
+    if mask.shape[-1] == 1 and p.Tk > 1:
+        mask = mask.expand(*mask.shape[:-1], p.Tk).contiguous()
+    return mask
+
+
 def run(p, backend):
     """Run torch kernel ``backend`` on canonical params ``p``; the ``(B, Hq, Tq, Ev)`` result."""
     if p.ex.device.type == "cpu":
@@ -43,7 +69,7 @@ def run(p, backend):
             return _flash_cpu(p.q, p.k, p.v, 0.0, p.is_causal, attn_mask=mask, scale=p.scale)[0]
         return _math(p.q, p.k, p.v, mask, p.dropout_p, p.is_causal, None, scale=p.scale,
                      enable_gqa=p.groups > 1)[0]
-    kw = dict(attn_mask=p.mask, dropout_p=p.dropout_p, is_causal=p.is_causal, scale=p.scale,
+    kw = dict(attn_mask=kernel_mask(p, backend), dropout_p=p.dropout_p, is_causal=p.is_causal, scale=p.scale,
               enable_gqa=p.groups > 1)
     sdpa = torch.nn.functional.scaled_dot_product_attention
     if int(torch._fused_sdp_choice(p.q, p.k, p.v, **kw)) == int(backend):
@@ -92,5 +118,5 @@ def cuda_can_use(backend, p) -> tuple:
     params = torch.backends.cuda.SDPAParams(p.q, p.k, p.v, p.mask, p.dropout_p, p.is_causal, p.groups > 1)
     if fn(params, False):
         return True, ""
-    return False, (f"torch's {name} refuses these inputs on {p.q.device} ({p.q.dtype}, head dim {p.q.shape[-1]}; "
-                   f"torch.backends.cuda.{name}(params, debug=True) prints torch's reasons)")
+    return False, (f"torch's {name} refuses these inputs on {p.q.device} (dtype {p.q.dtype}, head dim "
+                   f"{p.q.shape[-1]}; torch.backends.cuda.{name}(params, debug=True) prints torch's reasons)")

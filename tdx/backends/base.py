@@ -141,6 +141,9 @@ class Executor:
     # kernel, fused: transformers' Conv1D calls it in every GPT-2 layer), which ``addmm`` calls first; None: tdx's
     # composed path
     addmm_kernel = None
+    # ``nansum_kernel(x, dim, keepdim, dtype)`` on natives, the framework's own nansum (its dtype coverage: torch's CUDA
+    # kernel has no integer result for a float input), which ``nansum`` calls first; None: tdx's composed path
+    nansum_kernel = None
     # {op name: (kernel, result tdx dtype, takes Python scalars, takes two 1-d operands)}: ops whose float32
     # operands the facade may hand to ``kernel(*natives, stream=...)`` itself, without the op reading their
     # dtypes (MLX, where a dtype read is the per-op cost: :func:`tdx.backends.mlx._elementwise.float32_kernel`);

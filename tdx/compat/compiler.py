@@ -9,10 +9,17 @@ the executor of the tensors the call sees:
   the compiled function as inputs and their new values come back as outputs, then are
   rebound to the same ``tdx.Tensor`` objects. A Module's parameters and buffers are state
   by default, and so are the tensors, modules and optimizers the function names directly
-  (its closure, the globals its code reads); anything else is declared with
+  (its closure, the globals its code reads) and the tensors its arguments hold (a KV cache
+  object's buffers, written in place by the step); anything else is declared with
   ``options={"state": [...]}`` (tensors, modules, optimizers). The state is gathered again
   at every call, and a change in its structure (an optimizer creating its state on the first
-  step) traces again. The step may
+  step) traces again. A step whose arguments hold tensors runs eagerly until a call leaves
+  those tensors as it found them (a cache allocating its buffers on its first call, as
+  transformers' static cache does, allocates them eagerly; one that replaces them at every
+  call, a cache grown by ``cat``, keeps running eagerly, with one warning): a trace runs the
+  step's Python once, so it must find the tensors it writes already in place. Calls that pass
+  other plain values (ints, floats, strings, None) trace again for each new value, as
+  TorchDynamo guards on them. The step may
   return tensors in tuples, lists, named tuples and dicts (transformers' ``ModelOutput``
   included), nested, beside values that are not tensors (kept as the trace saw them).
 - torch executors: ``torch.compile`` with the caller's switches (``fullgraph``, ``dynamic``,
@@ -37,18 +44,10 @@ import threading
 import warnings
 
 from .._errors import TdxTypeError, TdxValueError
+from .._tensor.tracing import TRACE as _local  # whether this thread traces a step (the facade reads it too)
 
 __all__ = ["compile", "is_compiling", "is_dynamo_compiling", "is_exporting", "disable", "reset", "allow_in_graph",
            "assume_constant_result", "cudagraph_mark_step_begin", "set_stance"]
-
-class _Tracing(threading.local):
-    """Whether this thread traces a step (``tracing``): a class default, so reading it in a thread that never
-    traced is a plain attribute read (``is_compiling`` runs on every attention call and in library code)."""
-
-    tracing = False
-
-
-_local = _Tracing()
 
 
 _DYNAMO = [None]  # real torch's torch.compiler.is_compiling, set when tdx.compile first hands a step to torch.compile
@@ -179,6 +178,8 @@ def _tensors_of(obj, out: list) -> None:
 
     if isinstance(obj, tdx.Tensor):
         out.append(obj)
+    elif isinstance(getattr(obj, "_modules", None), dict) and isinstance(getattr(obj, "_parameters", None), dict):
+        _module_tensors(obj, out, set())
     elif hasattr(obj, "parameters") and hasattr(obj, "buffers"):
         out.extend(obj.parameters())
         out.extend(b for b in obj.buffers() if b is not None)
@@ -193,6 +194,17 @@ def _tensors_of(obj, out: list) -> None:
     else:
         raise TdxTypeError(f"compile(): state entries must be tensors, modules or optimizers, got "
                            f"{type(obj).__name__}")
+
+
+def _module_tensors(module, out: list, seen: set) -> None:
+    """Append a Module's parameters and buffers, its own then its submodules' (each module once): what
+    ``parameters()`` and ``buffers()`` give, read from the module dicts directly, since every call gathers them."""
+    seen.add(id(module))
+    out.extend(p for p in module._parameters.values() if p is not None)
+    out.extend(b for b in module._buffers.values() if b is not None)
+    for child in module._modules.values():
+        if child is not None and id(child) not in seen:
+            _module_tensors(child, out, seen)
 
 
 def _named_by(fn) -> list:
@@ -219,12 +231,60 @@ def _named_by(fn) -> list:
         (hasattr(o, "parameters") and hasattr(o, "buffers")) or (hasattr(o, "param_groups") and hasattr(o, "state"))))]
 
 
+_PLAIN = (int, float, bool, str, bytes, complex, type(None))
+_NO_GRAD = [None]  # MLX's 0.0, the compiled step's input for a state tensor without .grad (made on first use)
+_HELD_DEPTH = 4  # how deep into argument objects held tensors are looked for (a cache, its layers, their buffers)
+_UNSETTLED_WARN = 3  # eager calls in a row whose held tensors were replaced, before the one warning says so
+
+
+def _held(values, out: list, seen: set, depth: int = _HELD_DEPTH) -> bool:
+    """Append the tdx tensors ``values`` hold inside objects, lists, tuples and dicts (not the tensors among
+    ``values`` themselves: those are the step's arguments). Modules, optimizers, classes and functions are not
+    looked into: a Module's tensors are state when it is the step or is declared. Returns whether an object's
+    attributes were looked into (one that holds no tensor yet, a cache before its first call, may make some)."""
+    import tdx
+
+    holder = False
+    for v in values:
+        if isinstance(v, _PLAIN) or isinstance(v, tdx.Tensor) or id(v) in seen:
+            continue
+        seen.add(id(v))
+        if isinstance(v, (list, tuple)):
+            inner = v
+        elif isinstance(v, dict):
+            inner = list(v.values())
+        elif isinstance(v, type) or callable(v) or hasattr(v, "param_groups") or hasattr(v, "parameters"):
+            continue
+        else:
+            inner = list(getattr(v, "__dict__", {}).values())
+            holder = True
+        for x in inner:
+            if isinstance(x, tdx.Tensor):
+                if id(x) not in seen:
+                    seen.add(id(x))
+                    out.append(x)
+            elif depth > 1:
+                holder = _held((x,), out, seen, depth - 1) or holder
+    return holder
+
+
+def _plain_key(args, kwargs) -> tuple:
+    """The plain values among the arguments (ints, strings, None...), with their places: a trace keeps them as
+    constants, so another value traces again."""
+    key = [(i, a) for i, a in enumerate(args) if isinstance(a, _PLAIN)]
+    key += [(k, v) for k, v in kwargs.items() if isinstance(v, _PLAIN)]
+    return tuple(key)
+
+
 class _Compiled:
     """The callable ``tdx.compile`` returns."""
 
     def __init__(self, fn, state, torch_switches):
         self.fn, self.state = fn, state
         self._cache = {}
+        self._settled = set()  # keys of calls whose held tensors one eager call left in place: the next one traces
+        self._live = threading.local()  # .call: the state, args and kwargs of the call running the compiled step
+        self._unsettled = 0  # eager calls in a row that replaced held tensors
         self._warned = False
         self._torch_switches = torch_switches
         self._torch_fn = None  # torch.compile(fn), made on the first call on a torch executor
@@ -236,11 +296,15 @@ class _Compiled:
         return self.fn
 
     def _eager(self, why: str, args, kwargs):
+        self._eager_warning(why, stacklevel=4)
+        return self.fn(*args, **kwargs)
+
+    def _eager_warning(self, why: str, stacklevel: int) -> None:
+        """Say once why this step runs eagerly (``stacklevel``: the frames up to the caller's call)."""
         if not self._warned:
             self._warned = True
             warnings.warn(f"tdx.compile: {getattr(self.fn, '__name__', type(self.fn).__name__)} runs eagerly ({why})",
-                          UserWarning, stacklevel=3)
-        return self.fn(*args, **kwargs)
+                          UserWarning, stacklevel=stacklevel)
 
     def _torch_call(self, args, kwargs):
         """The call through ``torch.compile``; on its failure, eagerly from then on (one warning)."""
@@ -288,15 +352,19 @@ class _Compiled:
             return self._eager("its tensors live on several executors; tdx compiles steps on one", args, kwargs)
         if ex.caps.native_autograd:
             return self._torch_call(args, kwargs)
-        if named:  # the tensors the step names on its executor are state too (a trace would keep them as constants)
-            seen = {id(t) for t in state}
-            for t in named:
-                if t._ex is ex and id(t) not in seen:
-                    seen.add(id(t))
-                    state.append(t)
-        return self._mlx_call(ex, state, args, kwargs)
+        held = []
+        holder = _held((*args, *kwargs.values()), held, set())
+        if any(t._ex is not ex for t in held):  # a trace would write another executor's tensor only once
+            return self._eager("its arguments hold tensors on several executors; tdx compiles steps on one", args,
+                               kwargs)
+        seen = {id(t) for t in state}
+        for t in named + held:  # named: a trace would keep them as constants; held: the step writes them
+            if t._ex is ex and id(t) not in seen:
+                seen.add(id(t))
+                state.append(t)
+        return self._mlx_call(ex, state, args, kwargs, held, holder)
 
-    def _mlx_call(self, ex, state, args, kwargs):
+    def _mlx_call(self, ex, state, args, kwargs, held=(), holder=False):
         import mlx.core as mx
 
         import tdx
@@ -305,23 +373,52 @@ class _Compiled:
 
         arg_pos = [i for i, a in enumerate(args) if isinstance(a, tdx.Tensor)]
         kw_keys = [k for k, v in kwargs.items() if isinstance(v, tdx.Tensor)]
-        key = (tuple(id(t) for t in state), tuple(arg_pos), tuple(kw_keys))
+        # the state by identity, except the tensors argument objects hold, by count: a new cache object of the
+        # same structure (transformers makes one per generate call) hands its buffers to the same trace
+        held_ids = {id(t) for t in held}
+        key = (tuple(id(t) for t in state if id(t) not in held_ids), len(held), tuple(arg_pos), tuple(kw_keys),
+               _plain_key(args, kwargs))
         entry = self._cache.get(key)
         if entry is None:
-            entry = self._cache[key] = self._trace(ex, state, args, kwargs, arg_pos, kw_keys)
+            if holder and key not in self._settled:
+                return self._settling_call(key, held, args, kwargs)
+            entry = self._cache[key] = self._trace(ex, arg_pos, kw_keys)
         compiled, layout = entry
+        self._live.call = (state, args, kwargs)  # what a retrace (MLX's, on new shapes) runs the step on
         state_in = [t._n for t in state]
-        grads_in = [g._n if (g := t.grad) is not None else mx.array(0.0) for t in state]
+        before = [t.grad for t in state]
+        if _NO_GRAD[0] is None:
+            _NO_GRAD[0] = mx.array(0.0)  # the stand-in of a missing .grad (one array, never written)
+        grads_in = [_NO_GRAD[0] if g is None else g._n for g in before]
         outs, state_out, grads_out = compiled(state_in, grads_in, [args[i]._n for i in arg_pos],
                                               [kwargs[k]._n for k in kw_keys])
         for t, n in zip(state, state_out):
             t._n = n
             t._dt = None  # the traced step may have given it another dtype
-        for t, has, g in zip(state, layout["grads"], grads_out):
-            t.grad = wrap(g, ex) if has else None
-        return _rebuild(layout["out"], [wrap(o, ex) for o in outs])
+        for t, has, g, old in zip(state, layout["grads"], grads_out, before):
+            if has:
+                t.grad = wrap(g, ex)
+            elif old is not None:
+                t.grad = None
+        return _rebuild(layout["out"], [wrap(o, ex) for o in outs], args, kwargs)
 
-    def _trace(self, ex, state, args, kwargs, arg_pos, kw_keys):
+    def _settling_call(self, key, held, args, kwargs):
+        """Run the step eagerly; where it left the tensors its arguments hold in place, the next call with the
+        same key traces it (a trace runs the step's Python once and cannot see a buffer made or replaced)."""
+        out = self.fn(*args, **kwargs)
+        after = []
+        _held((*args, *kwargs.values()), after, set())
+        if [id(t) for t in after] == [id(t) for t in held]:
+            self._settled.add(key)
+            self._unsettled = 0
+        else:
+            self._unsettled += 1
+            if self._unsettled == _UNSETTLED_WARN and not self._cache:  # never traced: say why
+                self._eager_warning("the tensors its arguments hold are replaced at every call (a cache grown by "
+                                    "cat): a trace needs them written in place", stacklevel=5)
+        return out
+
+    def _trace(self, ex, arg_pos, kw_keys):
         import mlx.core as mx
 
         from .._tensor.wrapping import wrap
@@ -330,6 +427,7 @@ class _Compiled:
         fn = self.fn
 
         def pure(state_in, grads_in, arg_natives, kw_natives):
+            state, args, kwargs = self._live.call  # this call's tensors and objects, not the first trace's
             saved = [(t._n, t.grad) for t in state]
             _local.tracing = True
             try:
@@ -344,7 +442,9 @@ class _Compiled:
                 for k, n in zip(kw_keys, kw_natives):
                     call_kw[k] = wrap(n, ex)
                 outs = []
-                layout["out"] = _flatten(fn(*call_args, **call_kw), outs)
+                given = {id(v): ("arg", i) for i, v in enumerate(args) if not isinstance(v, _PLAIN)}
+                given.update({id(v): ("kwarg", k) for k, v in kwargs.items() if not isinstance(v, _PLAIN)})
+                layout["out"] = _flatten(fn(*call_args, **call_kw), outs, given)
                 grads = [t.grad for t in state]
                 layout["grads"] = [g is not None for g in grads]
                 return ([o._n for o in outs], [t._n for t in state],
@@ -359,33 +459,43 @@ class _Compiled:
         return mx.compile(pure), layout
 
 
-def _flatten(out, leaves: list):
-    """``out``'s structure, with each tdx tensor in it appended to ``leaves`` (rebuilt by :func:`_rebuild`)."""
+def _flatten(out, leaves: list, given: dict):
+    """``out``'s structure, with each tdx tensor in it appended to ``leaves`` (rebuilt by :func:`_rebuild`); an
+    argument returned as it was (a cache object in a model's output) is its place among the arguments (``given``:
+    id -> place), so a later call returns its own."""
     import tdx
 
     if isinstance(out, tdx.Tensor):
         leaves.append(out)
         return ("leaf", len(leaves) - 1)
+    place = given.get(id(out))
+    if place is not None:
+        return place
     if isinstance(out, dict):  # dict, OrderedDict, transformers' ModelOutput: a copy gets the new values
-        return ("map", out, [(k, _flatten(v, leaves)) for k, v in out.items()])
+        return ("map", out, [(k, _flatten(v, leaves, given)) for k, v in out.items()])
     if isinstance(out, (tuple, list)):
-        return ("seq", out, [_flatten(v, leaves) for v in out])
+        return ("seq", out, [_flatten(v, leaves, given) for v in out])
     return ("const", out)
 
 
-def _rebuild(spec, values: list):
-    """The output :func:`_flatten` described, with ``values`` (the compiled step's tensors) in its leaves."""
+def _rebuild(spec, values: list, args: tuple, kwargs: dict):
+    """The output :func:`_flatten` described, with ``values`` (the compiled step's tensors) in its leaves and this
+    call's ``args``/``kwargs`` in an argument's places."""
     kind, obj = spec[0], spec[1]
     if kind == "leaf":
         return values[obj]
     if kind == "const":
         return obj
+    if kind == "arg":
+        return args[obj]
+    if kind == "kwarg":
+        return kwargs[obj]
     if kind == "map":
         new = copy.copy(obj)
         for k, sub in spec[2]:
-            new[k] = _rebuild(sub, values)
+            new[k] = _rebuild(sub, values, args, kwargs)
         return new
-    items = [_rebuild(sub, values) for sub in spec[2]]
+    items = [_rebuild(sub, values, args, kwargs) for sub in spec[2]]
     if hasattr(obj, "_fields"):  # a named tuple
         return type(obj)(*items)
     return type(obj)(items)

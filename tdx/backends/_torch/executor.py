@@ -188,6 +188,9 @@ class TorchExecutor(TorchNNOps, TorchAdaptedOps, TorchKernelOps, TorchNamespaceO
             return torch.sum(x, dtype=nd)
         return torch.sum(x, dim, keepdim, dtype=nd)
 
+    def nansum_kernel(self, x, dim=None, keepdim=False, dtype=None):
+        return torch.nansum(x, dim, keepdim, dtype=None if dtype is None else self.native_dtype(dtype))
+
     def mean(self, x, dim=None, keepdim=False, dtype=None):
         nd = None if dtype is None else self.native_dtype(dtype)
         if dim is None and not keepdim:  # torch's overload of x.mean(): its node is MeanBackward0

@@ -33,8 +33,9 @@ NN_KERNELS = frozenset((
     "gaussian_nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "hinge_embedding_loss",
     "margin_ranking_loss", "cosine_embedding_loss", "triplet_margin_loss",
     # activations and norms tdx composes elsewhere
-    "elu", "selu", "celu", "silu", "mish", "hardswish", "logsigmoid", "softplus", "glu", "group_norm", "rms_norm", "pdist",
-    "grid_sample", "bilinear", "conv_tbc", "dropout", "alpha_dropout", "rrelu", "gumbel_softmax"))
+    "elu", "selu", "celu", "silu", "mish", "hardsigmoid", "hardswish", "logsigmoid", "softplus", "glu", "group_norm",
+    "rms_norm", "local_response_norm", "pdist", "grid_sample", "bilinear", "conv_tbc", "dropout", "alpha_dropout",
+    "rrelu", "gumbel_softmax"))
 
 
 class TorchNNOps:

@@ -449,6 +449,7 @@ def tanh(input):  # noqa: A002 - torch's name
 _ONE_SIXTH_F32 = 0.16666667163372040  # float32(1 / 6), the constant of torch's hardsigmoid_backward
 
 
+@_kernels.torch_kernel
 def hardsigmoid(input, inplace=False):  # noqa: A002 - torch's name
     """``relu6(x + 3) / 6``; the gradient is zero outside ``(-3, 3)``.
 

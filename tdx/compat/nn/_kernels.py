@@ -14,7 +14,6 @@ Like :mod:`._native_rnn`, this module touches tensor internals (``Tensor._n``, `
 from __future__ import annotations
 
 import functools
-import inspect
 
 import tdx
 from ..._errors import NATIVE_ERRORS, mismatch
@@ -171,20 +170,16 @@ def linear_kernel(x, weight, bias):
 def torch_kernel(fn):
     """Decorate a composed ``nn.functional`` function so that, on an executor with ``nn_functional``
     (torch), torch's own kernel of the same name runs first (its values, gradients and reductions bit for
-    bit); elsewhere, where the kernel refuses the arguments, and for an ``inplace=True`` call (which must
-    return its input), the composed function runs (and raises tdx's typed error for bad input). The cost
-    off torch executors is one ``isinstance`` and one ``hasattr``.
+    bit; with ``inplace=True`` torch's in-place kernel, which writes the native and returns it, so the call
+    returns its input); elsewhere, and where the kernel refuses the arguments, the composed function runs
+    (and raises tdx's typed error for bad input). The cost off torch executors is one ``isinstance`` and
+    one ``hasattr``.
     """
     name = fn.__name__
-    params = list(inspect.signature(fn).parameters)
-    at = params.index("inplace") if "inplace" in params else None
-
     bound = [(None, None)]  # (the last executor, its kernel for name or None)
 
     @functools.wraps(fn)
     def routed(*args, **kwargs):
-        if at is not None and (kwargs.get("inplace") or (len(args) > at and args[at])):
-            return fn(*args, **kwargs)
         if len(args) == 1 and type(args[0]) is _Tensor:  # one plain tensor, flags by keyword (F.silu(x, inplace=False))
             x = args[0]
             ex = x._ex

@@ -1,14 +1,17 @@
 """Local response normalization of ``tdx.nn.functional`` (``local_response_norm``): each value is
 divided by ``(k + alpha * mean of the squares of its ``size`` neighbouring channels)**beta``.
 
-Composed from tdx ops (a zero-padded window sum over the channel dim), so it runs and
-differentiates on every executor. This module must never import torch or mlx.
+On an executor with torch's kernels the call is torch's own (its average pooling: values, and errors
+where a device's pooling lacks a dtype, as CUDA's for int64). Elsewhere composed from tdx ops (a
+zero-padded window sum over the channel dim), so it runs and differentiates on every executor. This
+module must never import torch or mlx.
 """
 
 from __future__ import annotations
 
 import tdx
 from ..._errors import TdxNotImplementedError
+from . import _kernels
 from ._activations import need_tensor, torch_name
 
 __all__ = ["local_response_norm"]
@@ -28,6 +31,9 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):  # noqa: A00
         TdxNotImplementedError: an integer or bool input other than int64 (torch's pooling has no kernel).
     """
     x = need_tensor(input, "local_response_norm")
+    done = _kernels.native("local_response_norm", x, size, alpha, beta, k)
+    if done is not _kernels.NOT_NATIVE:
+        return done
     if x.ndim < 3:
         raise tdx.TdxValueError(f"Expected 3D or higher dimensionality input (got {x.ndim} dimensions)")
     exact = not (x.dtype.is_floating_point or x.dtype.is_complex)
