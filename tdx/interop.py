@@ -150,13 +150,13 @@ def _rule(s: str, t: str, env: Env) -> tuple:
         return ZERO_COPY, ("one MLX array serves both devices (MLX arrays carry no device); "
                            "float64 cannot go to mlx:gpu")
     if s in mlx and t in host:
-        if unified and t == "numpy":
+        if t == "numpy":  # MLX exports every array's buffer as host memory (CUDA's too: the host reads it)
             return ZERO_COPY, ("NumPy gets a read-only view of the evaluated MLX buffer (MLX arrays "
                                "are immutable); the view keeps the array alive")
         if unified:
             return ZERO_COPY, ("torch views the evaluated MLX buffer over DLPack; the view keeps the "
                                "array alive, and a torch write shows in the MLX array")
-        return COPY, f"MLX CUDA arrays are copied to host memory (no host export in mlx {_v(env.mlx)})"
+        return COPY, f"tdx copies MLX CUDA arrays to torch's host memory (mlx {_v(env.mlx)}; NumPy views them)"
     if s in host and t in mlx:
         if t == "mlx:gpu" and not unified:
             return COPY, "host memory is copied into MLX CUDA memory"
@@ -739,8 +739,9 @@ def share(t, dst=None):
     earlier keep the old buffer, so a later write reaches ``t`` (as the matrix promises) and nothing else.
     ``t`` is rebound to the executor's lazy copy before it runs, so MLX hands the copy the old buffer
     itself where nothing else reads it (a fresh transfer handed out costs one copy) and copies where
-    something does."""
-    if t._ex.name == "mlx" and (dst is None or dst.name == "torch") and _mlx_host_memory():
+    something does. A DLPack consumer views MLX's export on every build; tdx's move to torch, where MLX memory
+    is host memory (else it copies)."""
+    if t._ex.name == "mlx" and (dst is None or dst.name == "torch" and _mlx_host_memory()):
         t._n = out = t._ex.share(t._n)
         t._ex.share_commit(out)
     return t._n

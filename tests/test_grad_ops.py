@@ -267,9 +267,31 @@ def test_sort_topk_grads(device, shape, dtype, seed, data, flag):
     dim = dim_of(data.draw, shape)
     size = shape[dim] if shape else 1
     k = data.draw(st.integers(0, size))
-    # cuda's sort and topk place equal values (half precision rounds values together) by their own kernels
+    # cuda's sort and topk place equal values (half precision rounds values together) by their own kernels; a 0-d
+    # input's topk(0) is CPU's (test_topk_0_of_a_0d_tensor): cuda's kernel leaves it unwritten
     grad_check(device, dtype, [x], lambda m, v: v.sort(dim, descending=flag).values, seed, twin=True)
-    grad_check(device, dtype, [x], lambda m, v: m.topk(v, k, dim, largest=flag).values, seed, twin=True)
+    grad_check(device, dtype, [x], lambda m, v: m.topk(v, k, dim, largest=flag).values, seed, twin=bool(shape or k))
+
+
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_0_of_a_0d_tensor(device, largest, monkeypatch):
+    """torch's meta function gives ``topk(x, 0)`` of a 0-d ``x`` a 0-d result; torch's CPU kernel fills it with the
+    element (index 0), its CUDA kernel returns it unwritten, and the backward's scatter at that index is a device
+    assert. tdx gives CPU's answer on every device (on torch executors also with a kernel that behaves as CUDA's)."""
+    grad_check(device, "float32", [np.float32(1.5)], lambda m, v: m.topk(v, 0, largest=largest), 3)
+    x = tdx.tensor(-2.5, device=device)
+    if tdx.backends.get(device).name == "torch":
+        real = torch.topk
+
+        def cuda_like(t, k, *args):  # CUDA's kernel: nothing written for k=0
+            if k:
+                return real(t, k, *args)
+            return torch.return_types.topk((torch.full_like(t, float("nan")), torch.full_like(t, 7, dtype=torch.long)))
+
+        monkeypatch.setattr(torch, "topk", cuda_like)
+    values, indices = x.topk(0, largest=largest)
+    monkeypatch.undo()
+    assert values.shape == indices.shape == () and values.item() == -2.5 and indices.item() == 0
 
 
 @SETTINGS

@@ -65,7 +65,9 @@ def test_einops_matches_torch_with_gradients(device):
         assert_close(got, want)
 
 
-@pytest.mark.parametrize("name", ["einops_safetensors", "vision_models"])
+# einops_safetensors computes its data in float64 and saves a float64 tensor: a device without float64 (MLX's GPU)
+# refuses it, as tdx does every float64 tensor there
+@pytest.mark.parametrize("name", [pytest.param("einops_safetensors", marks=pytest.mark.float64), "vision_models"])
 @pytest.mark.timeout(PROGRAM_TIMEOUT)
 def test_library_programs_run_unmodified(name, device, tmp_path_factory):
     """einops layers and safetensors files (byte-identical: same SHA-256 on every device, against ``python
@@ -82,6 +84,32 @@ def test_library_programs_run_unmodified(name, device, tmp_path_factory):
     for g, w in zip(got, want):
         assert float(number.search(g).group(1)) == pytest.approx(float(number.search(w).group(1)), rel=1e-4)
         assert g.split(" loss ")[0] == w.split(" loss ")[0]
+
+
+def test_safetensors_reads_device_memory_through_the_host(device):
+    """safetensors reads a tensor's bytes at ``data_ptr`` after ``tensor.to("cpu")``, which a device pin keeps on
+    the device (on cuda: device memory read from the host ends the process). Its per-tensor read is wrapped: a
+    tensor off the cpu executor gives torch's bytes read through the host, a cpu tensor the library's own read."""
+    import safetensors.torch
+
+    from tdx.compat.integrations import safetensors as integration
+
+    assert safetensors.torch._to_ndarray.__module__ == integration.__name__
+    caps = tdx.backends.get(device).caps
+    for dtype in ("float32", "float16", "bfloat16", "float64", "int64", "int32", "uint8", "bool"):
+        if dtype not in caps.dtypes:
+            continue
+        for shape in ((2, 3), (), (0, 4)):
+            arr = np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape) * 0.37
+            t = torch.tensor(arr).to(getattr(torch, dtype))
+            x = tdx.tensor(arr, dtype=getattr(tdx, dtype), device=device)
+            library_read = []
+            data, _ = integration.host_ndarray(x, lambda v: library_read.append(v) or (np.zeros(0, np.uint8), v))
+            if x.device.type == "cpu":
+                assert library_read == [x]
+                continue
+            assert not library_read and data.dtype == np.uint8, (dtype, shape)
+            assert data.tobytes() == t.reshape(-1).view(torch.uint8).numpy().tobytes(), (dtype, shape)
 
 
 def test_torch_prefixed_packages_import_as_themselves(tmp_path, device):

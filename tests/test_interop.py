@@ -179,7 +179,10 @@ def test_mlx_cuda_has_no_exchange_with_torch_cuda():
     mode, why = interop.decide("torch:cuda", "mlx:gpu", env)
     assert mode == "copy" and "no DLPack exchange" in why
     assert interop.decide("mlx:gpu", "torch:cuda", env)[0] == "copy"
-    assert interop.decide("mlx:gpu", "numpy", env)[0] == "copy"
+    # MLX's CUDA build exports its arrays' buffers as host memory: NumPy views them (an H200 run saw the array's own
+    # address, read-only); tdx's own move to torch copies
+    assert interop.decide("mlx:gpu", "numpy", env)[0] == "zero-copy"
+    assert interop.decide("mlx:gpu", "torch:cpu", env)[0] == "copy"
     assert interop.decide("mlx:cpu", "torch:cpu", _env(platform="linux", mlx_gpu=None))[0] == "zero-copy"
 
 
@@ -369,20 +372,25 @@ HAND_OFFS = {"numpy": np.from_dlpack, "torch": torch.from_dlpack, "to cpu": lamb
 @pytest.mark.parametrize("consumer", sorted(HAND_OFFS))
 def test_a_fresh_move_to_mlx_is_handed_out_without_a_second_copy(device, consumer, fill, monkeypatch):
     """``x.to("mlx:cpu")`` then a hand-off to NumPy or torch is one copy: the consumer gets the buffer the
-    move filled (nothing else reads it), with the values, the read-only rule and the writes torch's."""
+    move filled (nothing else reads it), with the values, the read-only rule and the writes torch's. tdx's own
+    move to torch's cpu shares that buffer where the matrix says so (MLX memory is host memory), else copies."""
     if fill:
         monkeypatch.setattr(interop, "_FAST_MIN_BYTES", 1)
     want = oracle("float32", (64, 33))
     m = tdx.as_tensor(want.clone()).to(device).to("mlx:cpu")
     filled = addr(m)
+    to_cpu_shares = interop.decide("mlx:cpu", "torch:cpu", interop._runtime_env())[0] == "zero-copy"  # the move's
     out = HAND_OFFS[consumer](m)
+    if consumer == "to cpu" and not to_cpu_shares:
+        assert addr(out) != filled and torch.equal(out, want)
+        return
     assert addr(out) == filled, "the hand-off copied the fresh buffer a second time"
     if consumer == "numpy":
         assert not out.flags.writeable and torch.equal(torch.from_numpy(out.copy()), want)
         return
     assert torch.equal(out, want)
     out[0, 0] = 7.0  # torch's consumers share the buffer, as the matrix promises
-    assert m[0, 0].item() == 7.0 and m.to("cpu").native.data_ptr() == filled
+    assert m[0, 0].item() == 7.0 and (m.to("cpu").native.data_ptr() == filled) == to_cpu_shares
 
 
 READERS = {"lazy result": lambda x: x * 2, "sum": lambda x: x.sum(), "clone": lambda x: x.clone(),
@@ -403,6 +411,25 @@ def test_a_hand_off_copies_where_an_earlier_result_still_reads_the_buffer(device
     handed = torch.from_dlpack(m)
     handed.fill_(1.0)
     assert got.tolist() == want.tolist() and m.tolist() == t.tolist()
+
+
+def _as_mlx_cuda(monkeypatch):
+    """The runtime seen as MLX's CUDA build (its arrays in memory tdx does not treat as host memory), on the CPU
+    build: tdx's moves to torch copy, while a DLPack consumer of a tensor still views MLX's export."""
+    env = interop._runtime_env()
+    monkeypatch.setitem(interop._RUNTIME, "env", interop.Env(env.platform, env.torch, env.mlx, "cuda"))
+
+
+@pytest.mark.parametrize("reader", sorted(READERS))
+def test_a_hand_off_on_mlx_cuda_copies_where_an_earlier_result_still_reads_the_buffer(reader, monkeypatch):
+    _as_mlx_cuda(monkeypatch)
+    test_a_hand_off_copies_where_an_earlier_result_still_reads_the_buffer("mlx:cpu", reader, monkeypatch)
+
+
+@pytest.mark.parametrize("consumer", sorted(HAND_OFFS))
+def test_a_fresh_move_on_mlx_cuda_is_handed_out_as_the_matrix_says(consumer, monkeypatch):
+    _as_mlx_cuda(monkeypatch)
+    test_a_fresh_move_to_mlx_is_handed_out_without_a_second_copy("mlx:cpu", consumer, False, monkeypatch)
 
 
 @pytest.fixture

@@ -429,6 +429,24 @@ def test_embedding(device, rows, width, ishape, idtype, pad_idx, dtype, seed):
                lambda m, v: nnf(m).embedding(const(m, idx, idtype, device), v, pad_idx), seed)
 
 
+@pytest.mark.parametrize("kw", [{}, {"max_norm": 1.0}, {"scale_grad_by_freq": True}], ids=["plain", "max_norm", "freq"])
+def test_embedding_of_a_zero_width_table(device, kw):
+    """torch's CUDA embedding kernels read a zero-width table's rows as one element wide (backward, max_norm's
+    renorm): a device fault. Such a table takes tdx's composed lookup on every device, with torch's result and
+    gradient (empty, of the table's shape)."""
+    idx = np.array([[0, 3], [1, 1]])
+    w, tw = make(np.zeros((4, 0), np.float32), device, "float32")
+    i, ti = make(idx, device, "int64")
+    w.requires_grad_(True)
+    tw.requires_grad_(True)
+    out, want = XF.embedding(i, w, **kw), TF.embedding(ti, tw, **kw)
+    assert tuple(out.shape) == tuple(want.shape) == (2, 2, 0)
+    assert "Embedding" not in type(out.grad_fn).__name__ + (out.grad_fn.name() if out.grad_fn else "")
+    out.sum().backward()
+    want.sum().backward()
+    assert tuple(w.grad.shape) == tuple(tw.grad.shape) == (4, 0)
+
+
 def test_embedding_max_norm(device):
     arr = values((5, 3), "float32", 7)
     idx = np.array([[0, 2], [2, 4]])
@@ -580,8 +598,9 @@ def test_binary_cross_entropy_with_logits(device, shape, dtype, seed, reduction,
                    pos_weight=None if pa is None else const(m, pa, dtype, device, a)), seed)
 
 
-def _class_case(data, seed, allow_bad=True):
-    """(input shape, target array, class count) for nll_loss / cross_entropy."""
+def _class_case(data, seed, ignore=-100):
+    """(input shape, target array, class count) for nll_loss / cross_entropy: every target a class, or
+    ``ignore`` at one drawn position (ignored). Targets out of range are :func:`test_nll_loss_bad_targets`'s."""
     n_classes = data.draw(st.integers(1, 4))
     kind = data.draw(st.sampled_from(["1d", "2d", "2d", "3d", "4d"]))
     batch = data.draw(st.integers(0, 3))
@@ -589,10 +608,9 @@ def _class_case(data, seed, allow_bad=True):
     ishape = (n_classes,) if kind == "1d" else (batch, n_classes) + extra
     tshape = () if kind == "1d" else (batch,) + extra
     rng = np.random.default_rng(seed)
-    high = n_classes + (1 if allow_bad and data.draw(st.integers(0, 6)) == 0 else 0)
-    target = rng.integers(0, high, size=tshape)
+    target = rng.integers(0, n_classes, size=tshape)
     if target.size and data.draw(st.booleans()):
-        target.reshape(-1)[rng.integers(0, target.size)] = -100  # ignored
+        target.reshape(-1)[rng.integers(0, target.size)] = ignore
     return ishape, target, n_classes
 
 
@@ -601,9 +619,7 @@ def _class_case(data, seed, allow_bad=True):
        tdtype=st.sampled_from(["int64", "int64", "uint8"]))
 def test_nll_loss(device, dtype, seed, reduction, data, weighted, tdtype):
     assume(supported(device, dtype))
-    ishape, target, n_classes = _class_case(data, seed)
-    if tdtype == "uint8":
-        target = np.where(target < 0, 0, target)
+    ishape, target, n_classes = _class_case(data, seed, ignore=0 if tdtype == "uint8" else -100)
     x, t = make(values(ishape, dtype, seed, low=-4, high=0), device, dtype)
     y, ty = make(target, device, tdtype)
     wa = values((n_classes,), "float32", seed + 2, low=0.5, high=2) if weighted else None
@@ -623,7 +639,7 @@ def test_nll_loss(device, dtype, seed, reduction, data, weighted, tdtype):
        smoothing=st.sampled_from([0.0, 0.0, 0.1, 0.5]), ignore=st.sampled_from([-100, 1]))
 def test_cross_entropy_indices(device, dtype, seed, reduction, data, weighted, smoothing, ignore):
     assume(supported(device, dtype))
-    ishape, target, n_classes = _class_case(data, seed)
+    ishape, target, n_classes = _class_case(data, seed, ignore)
     x, t = make(values(ishape, dtype, seed, data.draw(st.booleans()) and smoothing == 0), device, dtype)
     y, ty = make(target, device, "int64")
     wa = values((n_classes,), "float32", seed + 2, low=0.5, high=2) if weighted else None
@@ -635,6 +651,33 @@ def test_cross_entropy_indices(device, dtype, seed, reduction, data, weighted, s
                lambda m, a: nnf(m).cross_entropy(a, const(m, target, "int64", device),
                                                      None if wa is None else const(m, wa, dtype, device, a), **kw),
                seed)
+
+
+# a class target out of range: torch's IndexError (cpu, MLX); on cuda an assert inside the kernel
+BAD_TARGETS = [((3,), 3), ((3,), -1), ((2, 3), [0, 3]), ((2, 3), [-2, 1]), ((2, 3, 2), [[0, 1], [2, 7]]),
+               ((1, 2, 2, 2), [[[0, 1], [-5, 1]]])]
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("ishape,target", BAD_TARGETS, ids=[f"{len(s)}d-{t}" for s, t in BAD_TARGETS])
+def test_nll_loss_bad_targets(device, ishape, target, reduction):
+    skip_value_checked(device, "nll_loss's class targets")
+    x, t = make(values(ishape, "float32", 3, low=-4, high=0), device, "float32")
+    y, ty = make(np.asarray(target), device, "int64")
+    check(lambda: XF.nll_loss(x, y, reduction=reduction), lambda: TF.nll_loss(t, ty, reduction=reduction),
+          msg="nll_loss")
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+@pytest.mark.parametrize("ishape,target", BAD_TARGETS, ids=[f"{len(s)}d-{t}" for s, t in BAD_TARGETS])
+def test_cross_entropy_bad_targets(device, ishape, target, smoothing):
+    """A target past the last class, or negative and not ``ignore_index`` (-100 with ``ignore_index=1``)."""
+    skip_value_checked(device, "cross_entropy's class targets")
+    x, t = make(values(ishape, "float32", 4), device, "float32")
+    for tgt, ignore in ((np.asarray(target), -100), (np.full(np.shape(target), -100), 1)):
+        y, ty = make(tgt, device, "int64")
+        check(lambda: XF.cross_entropy(x, y, ignore_index=ignore, label_smoothing=smoothing),
+              lambda: TF.cross_entropy(t, ty, ignore_index=ignore, label_smoothing=smoothing), msg="ce")
 
 
 @SETTINGS

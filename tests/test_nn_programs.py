@@ -16,6 +16,7 @@ import torch
 
 import tdx
 from conftest import torch_twin
+from nn_oracle import torch_repr
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 VOCAB, BLOCK, EMBD, HEADS, LAYERS = 29, 12, 32, 4, 2
@@ -216,7 +217,7 @@ def test_gpt(device):
     ref = build_gpt(torch)
     tdx.manual_seed(0)
     mod = build_gpt(tdx)
-    assert repr(mod) == repr(ref)
+    assert torch_repr(mod) == repr(ref)  # the installed torch's repr (2.11 prints no norm bias=)
     _place(ref, mod, device)
     twin = torch_twin(device)  # torch on the device whose kernels tdx runs (cuda: its matmuls, its reductions)
     want = _gpt_run(torch, ref.to(twin), twin, (xs, ys))
@@ -254,7 +255,7 @@ def test_cnn(device):
     ref = build_cnn(torch, p_drop)
     tdx.manual_seed(0)
     mod = build_cnn(tdx, p_drop)
-    assert repr(mod) == repr(ref)
+    assert torch_repr(mod) == repr(ref)  # the installed torch's repr (2.11 prints no norm bias=)
     _place(ref, mod, device)
     twin = torch_twin(device)  # cuda: cuDNN's TF32 convolutions, torch's numbers there
     ref.to(twin)
@@ -287,7 +288,7 @@ def test_lstm_lm(device):
     ref = build_lstm_lm(torch)
     tdx.manual_seed(0)
     mod = build_lstm_lm(tdx)
-    assert repr(mod) == repr(ref)
+    assert torch_repr(mod) == repr(ref)  # the installed torch's repr (2.11 prints no norm bias=)
     _place(ref, mod, device)
 
     def adam(t, m):

@@ -400,11 +400,13 @@ def test_composed_recurrence_on_cpu(mode, cls, kw, packed):
 @pytest.mark.parametrize("packed", [False, True])
 def test_gates_kernels_are_the_composed_cells_bit_for_bit(device, mode, packed, monkeypatch):
     """Where an executor has the ``lstm_gates``/``gru_gates`` kernels (MLX) a step's gates run as one tape
-    node: the same outputs and gradients as the composed cell bit for bit, torch's within tolerance."""
+    node: the same outputs and gradients as the composed cell bit for bit, torch's within tolerance. The
+    composed cells compute in float32 everywhere: on cuda torch's layer is asked for float32 too (cuDNN's
+    recurrences take TF32 by default)."""
     from tdx.compat.nn import _recurrent
 
     tm, xm = make_pair(mode, device, "float32", 3, 4, num_layers=2, bidirectional=True)
-    x_t = leaf(rand(5, 3, 3))
+    x_t = leaf(rand(5, 3, 3, on=torch_twin(device)))
     lengths = [5, 3, 2]
 
     def run():
@@ -422,7 +424,8 @@ def test_gates_kernels_are_the_composed_cells_bit_for_bit(device, mode, packed, 
         return out, x
 
     def run_torch():
-        t_out, t_h = tm(TR.pack_padded_sequence(x_t, lengths) if packed else x_t)
+        with torch.backends.cudnn.flags(enabled=torch.backends.cudnn.enabled, allow_tf32=False):
+            t_out, t_h = tm(TR.pack_padded_sequence(x_t, lengths) if packed else x_t)
         return t_out.data if packed else t_out, t_h
 
     fused, x = run()

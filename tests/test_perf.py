@@ -4,6 +4,7 @@ choice in training on MLX, and tdx.compile. Every numeric check compares with re
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -292,6 +293,30 @@ def test_compiled_module_returning_a_dict_matches_torch(device, step):
                                    rtol=1e-5, atol=1e-5)
 
 
+@functools.cache
+def _dynamo_traces_object_new_by_alias() -> bool:
+    """Whether the installed torch's TorchDynamo traces ``object.__new__`` called through a module-level alias, as
+    tdx's ``wrap`` makes every result (torch 2.13's does; torch 2.11's stops there: "Dynamo does not know how to
+    trace the builtin object.__new__")."""
+    new = object.__new__
+
+    class Box:
+        __slots__ = ("v",)
+
+    def make(x):
+        box = new(Box)
+        box.v = x + 1
+        return box.v
+
+    try:
+        torch.compile(make, fullgraph=True, backend="eager")(torch.ones(2))
+    except torch._dynamo.exc.TorchDynamoException:
+        return False
+    finally:
+        torch._dynamo.reset()
+    return True
+
+
 def test_is_compiling_is_true_while_a_step_is_traced(device):
     """Libraries branch on ``torch.compiler.is_compiling()`` to take a traceable path (transformers' output
     capture keeps a plain value instead of calling ``ContextVar.set``, which TorchDynamo cannot trace): it is
@@ -300,6 +325,9 @@ def test_is_compiling_is_true_while_a_step_is_traced(device):
     import contextvars
     import warnings
 
+    if tdx.backends.get(device).name == "torch" and not _dynamo_traces_object_new_by_alias():
+        pytest.skip(f"torch {torch.__version__}'s Dynamo cannot trace object.__new__ through an alias (tdx's wrap): "
+                    "fullgraph=True falls back to eager there")
     collector, seen = contextvars.ContextVar("collector", default=None), []
 
     def step(x):

@@ -86,6 +86,8 @@ class TorchAdaptedOps:
 
     @staticmethod
     def topk(x, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - torch's name
+        if not k and not x.ndim:  # a 0-d result either way: CPU's holds the element and index 0; CUDA's kernel
+            k = 1  # leaves it unwritten for k=0, and its backward scatters at that garbage index (a device assert)
         r = torch.topk(x, k, dim, largest, sorted)
         return r.values, r.indices
 

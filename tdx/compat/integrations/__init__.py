@@ -1,8 +1,8 @@
 """What third-party libraries need to see tdx as torch, attached when (and only when) the library is imported.
 
 Each library with an integration (``einops``, ``safetensors``) has a module here whose
-``attach(library_module)`` runs right after the library's top-level package has executed, or at once
-when it is already imported. :func:`install` puts :class:`_AfterImport` on ``sys.meta_path``: it
+``attach(library_module)`` runs right after the library's top-level package (or a watched submodule of it,
+``safetensors.torch``) has executed, or at once when it is already imported. :func:`install` puts :class:`_AfterImport` on ``sys.meta_path``: it
 answers no import itself, it wraps the loader of a watched name so that ``attach`` runs after the
 library's own code. Nothing here edits a library's files; each integration uses the extension point
 the library offers (einops: a backend subclass) or wraps one of its public entry points by
@@ -17,8 +17,10 @@ import sys
 
 __all__ = ["install", "WATCHED"]
 
-# library top-level name -> the integration module attached to it
-WATCHED = {"einops": "tdx.compat.integrations.einops", "safetensors": "tdx.compat.integrations.safetensors"}
+# library module name (a top-level package, or a submodule its integration wraps) -> the integration module whose
+# ``attach`` is called with it
+WATCHED = {"einops": "tdx.compat.integrations.einops", "safetensors": "tdx.compat.integrations.safetensors",
+           "safetensors.torch": "tdx.compat.integrations.safetensors"}
 _attached: set = set()
 
 

@@ -9,15 +9,21 @@
 gives tdx tensors (the real tensor adopted without a copy on the cpu executor, or moved to the device
 asked for, which a device pin remaps); opened by tdx's or torch's own code, or outside the alias, it is
 the library's own object. The library's files are not touched.
+
+Saving reads each tensor's bytes by its ``data_ptr`` after ``tensor.to("cpu")`` (``safetensors.torch._to_ndarray``,
+``_tobytes`` before it). Under a device pin ``"cpu"`` is the pinned device, so on cuda that address is device memory
+and reading it from the host ends the process. :func:`attach_torch` wraps that per-tensor read by delegation: a
+tensor off the cpu executor gives its bytes read through the host (:func:`host_ndarray`); a cpu tensor goes to the
+library's own. This module must never let the library read device memory as host memory.
 """
 
 from __future__ import annotations
 
 import sys
 
-__all__ = ["attach", "safe_open"]
+__all__ = ["attach", "attach_torch", "host_ndarray", "safe_open"]
 
-_state = {"real": None}
+_state = {"real": None, "to_ndarray": None, "tobytes": None}
 
 
 def _program_side() -> bool:
@@ -80,7 +86,42 @@ class safe_open:  # noqa: N801 - safetensors' name
 
 
 def attach(safetensors_module) -> None:
-    """Make ``safetensors.safe_open`` the wrapper (``safetensors.torch`` imports it from there)."""
-    if _state["real"] is None:
+    """Make ``safetensors.safe_open`` the wrapper (``safetensors.torch`` imports it from there); for the module
+    ``safetensors.torch``, :func:`attach_torch`."""
+    if safetensors_module.__name__ == "safetensors.torch":
+        attach_torch(safetensors_module)
+    elif _state["real"] is None:
         _state["real"] = safetensors_module.safe_open
         safetensors_module.safe_open = safe_open
+
+
+def host_ndarray(tensor, real):
+    """``(uint8 array of tensor's bytes, object to keep alive)``, as ``safetensors.torch._to_ndarray`` returns.
+
+    A tdx tensor off the cpu executor is read through the host (a copy where its memory is a device's); anything
+    else goes to ``real``, the library's own (which reads ``data_ptr`` as host memory).
+    """
+    import tdx
+
+    if not isinstance(tensor, tdx.Tensor) or tensor.device.type == "cpu" or sys.byteorder == "big":
+        return real(tensor)
+    import numpy as np
+
+    data = np.ascontiguousarray(tensor.detach().reshape(-1).view(tdx.uint8))
+    return data, data
+
+
+def attach_torch(safetensors_torch) -> None:
+    """Make ``safetensors.torch``'s per-tensor read :func:`host_ndarray` (see the module)."""
+    module = safetensors_torch
+    if getattr(module, "_to_ndarray", None) is not None and _state["to_ndarray"] is None:
+        real = _state["to_ndarray"] = module._to_ndarray
+        module._to_ndarray = lambda tensor: host_ndarray(tensor, real)
+    elif getattr(module, "_tobytes", None) is not None and _state["tobytes"] is None:
+        real_bytes = _state["tobytes"] = module._tobytes
+
+        def tobytes(tensor, name):
+            data, _ = host_ndarray(tensor, lambda t: (None, None))
+            return real_bytes(tensor, name) if data is None else data.tobytes()
+
+        module._tobytes = tobytes

@@ -328,7 +328,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
         TdxValueError: ``padding_idx`` is out of range (torch raises AssertionError).
         UnsupportedOpError: ``sparse`` is true.
     """
-    if not sparse and padding_idx is None:  # torch's kernel (and its in-place renorm for max_norm)
+    if not sparse and padding_idx is None and _has_width(weight):  # torch's kernel (and its renorm for max_norm)
         done = _kernels.fast("embedding", input, weight, None, max_norm, norm_type, scale_grad_by_freq, False)
         if done is not _kernels.NOT_NATIVE:
             return done
@@ -357,6 +357,15 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     if padding_idx is not None and wants_grad(w):
         out = tdx.where((idx == padding_idx).unsqueeze(-1), out.detach(), out)
     return out
+
+
+def _has_width(weight) -> bool:
+    """Whether ``weight``'s rows hold elements. torch's CUDA embedding kernels read a zero-width table's rows
+    as one element wide (its row stride), outside any allocation: the backward and ``max_norm``'s renorm end the
+    process's use of the device. Zero-width tables take the composed path (``index_select``), whose kernels
+    touch nothing for an empty slice, on every device alike."""
+    shape = getattr(weight, "shape", None)
+    return shape is None or len(shape) != 2 or shape[1] != 0
 
 
 def scale_grad_by_count(rows, flat, num_rows: int):
