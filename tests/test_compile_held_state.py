@@ -147,3 +147,30 @@ def test_a_cache_that_replaces_its_buffers_runs_eagerly_with_one_warning(device)
     said = [w for w in seen if "runs eagerly" in str(w.message)]
     if tdx.device(device).type == "mlx":
         assert len(said) == 1 and "replaced at every call" in str(said[0].message)
+
+
+def test_a_parameter_replaced_between_calls_is_read(device):
+    """A compiled module reads its parameters as they are at each call: one replaced (``net.weight =
+    Parameter(...)``), or a submodule swapped, after the trace is read by the next call, as torch's module is."""
+    def build(lib):
+        net = lib.nn.Sequential(lib.nn.Linear(4, 4), lib.nn.Linear(4, 2))
+        with lib.no_grad():
+            for i, p in enumerate(net.parameters()):
+                p.copy_(lib.tensor(np.full(tuple(p.shape), 0.1 * (i + 1), np.float32)))
+        return net
+
+    ref, net = build(torch), build(tdx).to(device)
+    fn = tdx.compile(net)
+    x = XS[0]
+    outs = []
+    for change in range(3):
+        if change == 1:  # a parameter replaced
+            new = np.arange(16, dtype=np.float32).reshape(4, 4) / 10
+            ref[0].weight = torch.nn.Parameter(torch.tensor(new))
+            net[0].weight = tdx.nn.Parameter(tdx.tensor(new, device=device))
+        if change == 2:  # a submodule swapped
+            ref[1], net[1] = torch.nn.Identity(), tdx.nn.Identity()
+        for _ in range(2):  # the second call runs the trace the first made
+            outs.append((_host(fn(tdx.tensor(x, device=device))), ref(torch.tensor(x)).detach().numpy()))
+    for got, want in outs:
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

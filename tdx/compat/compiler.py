@@ -40,8 +40,10 @@ from __future__ import annotations
 
 import copy
 import functools
+import itertools
 import threading
 import warnings
+import weakref
 
 from .._errors import TdxTypeError, TdxValueError
 from .._device import device as _Device
@@ -197,15 +199,43 @@ def _tensors_of(obj, out: list) -> None:
                            f"{type(obj).__name__}")
 
 
+_WALKS: dict = {}  # id(module) -> (a weak reference to it, the dicts of its tree, their values' ids, its tensors)
+
+
 def _module_tensors(module, out: list, seen: set) -> None:
-    """Append a Module's parameters and buffers, its own then its submodules' (each module once): what
-    ``parameters()`` and ``buffers()`` give, read from the module dicts directly, since every call gathers them."""
+    """Append a Module's parameters and buffers, its own then its submodules' (each module once), as
+    ``parameters()`` and ``buffers()`` give them. Every call of a compiled step gathers them: the walk is kept
+    while the ids of the values of every ``_parameters``/``_buffers``/``_modules`` dict of the tree are the same
+    (read in one pass of C, where walking the tree in Python takes many times longer)."""
+    entry = _WALKS.get(id(module))
+    if entry is not None and entry[0]() is module and _values_ids(entry[1]) == entry[2]:
+        out.extend(entry[3])
+        return
+    dicts, tensors = [], []
+    _walk(module, dicts, tensors, seen)
+    try:
+        ref = weakref.ref(module)
+    except TypeError:  # a module class without weak references: walked at every call
+        out.extend(tensors)
+        return
+    if len(_WALKS) >= 64:  # a bound, not a policy: a program compiles a few models
+        _WALKS.clear()
+    _WALKS[id(module)] = (ref, dicts, _values_ids(dicts), tensors)
+    out.extend(tensors)
+
+
+def _values_ids(dicts: list) -> tuple:
+    return tuple(map(id, itertools.chain.from_iterable(map(dict.values, dicts))))
+
+
+def _walk(module, dicts: list, out: list, seen: set) -> None:
     seen.add(id(module))
+    dicts += (module._parameters, module._buffers, module._modules)
     out.extend(p for p in module._parameters.values() if p is not None)
     out.extend(b for b in module._buffers.values() if b is not None)
     for child in module._modules.values():
         if child is not None and id(child) not in seen:
-            _module_tensors(child, out, seen)
+            _walk(child, dicts, out, seen)
 
 
 def _named_by(fn) -> list:
