@@ -202,7 +202,8 @@ PAIRS = (("tdx cpu", "torch cpu"), ("tdx mlx:cpu", "mlx-lm"), ("tdx cuda", "torc
 def run_contender(name: str, path: str, args) -> dict:
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONWARNINGS="ignore")
     me = [str(pathlib.Path(__file__).resolve()), "--worker", name, "--path", path, "--tokens", str(args.tokens),
-          "--repeats", str(args.repeats), "--cache", args.cache] + (["--compile"] if args.compile else []) + (["--threads", str(args.threads)] if args.threads else [])
+          "--repeats", str(args.repeats), "--cache", args.cache] + (["--compile"] if args.compile else []) \
+        + (["--threads", str(args.threads)] if args.threads else [])
     if args.profile and name.startswith("tdx"):
         me.append("--profile")
     if name in PLACES:
