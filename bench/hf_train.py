@@ -130,7 +130,8 @@ def measure(kinds, rounds: int = 3, steps: int = 8, warmup: int = 3, gpu: bool =
 
 def table(rows: list[dict], rounds: int, steps: int) -> list[str]:
     pair = " vs ".join(reversed(list(dict.fromkeys(r["contender"] for r in rows))))
-    lines = [f"transformers training step (batch {BATCH} x {SEQ} tokens, AdamW, torch threads = 1), {pair}: each contender its own process, {rounds} rounds in turns, median of {steps} timed steps "
+    lines = [f"transformers training step (batch {BATCH} x {SEQ} tokens, AdamW, torch threads = 1), {pair}: each "
+             f"contender its own process, {rounds} rounds in turns, median of {steps} timed steps "
              "a process; 'vs native': median over rounds of the paired processes' ratio",
              "| model | contender | ms/step | vs native | CPU ms/step | CPU vs native | max loss rel diff |",
              "|---|---|---|---|---|---|---|"]
