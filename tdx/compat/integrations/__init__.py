@@ -2,8 +2,9 @@
 
 Each library with an integration (``einops``, ``safetensors``) has a module here whose
 ``attach(library_module)`` runs right after the library's top-level package (or a watched submodule of it,
-``safetensors.torch``) has executed, or at once when it is already imported. :func:`install` puts :class:`_AfterImport` on ``sys.meta_path``: it
-answers no import itself, it wraps the loader of a watched name so that ``attach`` runs after the
+``safetensors.torch``) has executed, or at once when it is already imported. :func:`install` puts
+:class:`_AfterImport` on ``sys.meta_path``: it answers no import itself, it wraps the loader of a watched
+name so that ``attach`` runs after the
 library's own code. Nothing here edits a library's files; each integration uses the extension point
 the library offers (einops: a backend subclass) or wraps one of its public entry points by
 delegation (safetensors' ``safe_open``). This package must never import a framework or a library
