@@ -103,3 +103,24 @@ def test_alias_import_forms(device, tmp_path):
         sys.path.remove(str(PACKAGES))
         for name in [m for m in sys.modules if m.partition(".")[0] in ("torchfake", "torchy_pkg")]:
             del sys.modules[name]
+
+
+COMPILED_PROGRAM = """
+import torch
+import visionext
+x = torch.arange(4.0)
+y = visionext.scale(x, 2.5)
+print(visionext.NAME, type(y).__name__, y.tolist(), isinstance(y, torch.Tensor))
+"""
+
+
+def test_a_library_with_a_compiled_extension_imports_and_runs(tmp_path):
+    """A library whose compiled extension registers operators with torch, and whose Python code registers fakes
+    and autocast kernels through ``torch.library`` and ``torch._C``'s dispatcher at import (torchvision's way),
+    imports under ``python -m tdx run`` and its operators take tdx tensors: the output is real torch's."""
+    prog = _script(tmp_path, COMPILED_PROGRAM)
+    env = {"PYTHONPATH": f"{PACKAGES}:{pathlib.Path(tdx.__file__).resolve().parent.parent}"}
+    expected = _py([str(prog)], tmp_path, **env)
+    got = _py(["-m", "tdx", "run", "--device", "cpu", str(prog)], tmp_path, **env)
+    assert expected.returncode == 0 and got.returncode == 0, expected.stderr[-1500:] + got.stderr[-1500:]
+    assert got.stdout == expected.stdout == "visionext Tensor [0.0, 2.5, 5.0, 7.5] True\n"

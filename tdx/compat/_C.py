@@ -7,9 +7,11 @@ usage logging torchmetrics and Lightning call) records nothing, ``_are_functorch
 (tdx's transforms run no functorch interpreter stack), ``_disabled_torch_function_impl`` is what a tensor
 subclass sets as ``__torch_function__`` to opt out of the protocol (``DisableTorchFunctionSubclass`` and
 ``DisableTorchFunction`` are torch's, from ``tdx._tensor.subclassing``), and ``_nn._parse_to`` parses ``Tensor.to``'s/``Module.to``'s arguments as torch's does, ``device`` is ``tdx.device``
-and ``_distributed_rpc._is_current_rpc_agent_set()`` is False (tdx has no RPC agent). TorchScript's IR
+and ``_distributed_rpc._is_current_rpc_agent_set()`` is False (tdx has no RPC agent). torch's dispatcher
+names (``DispatchKey``, ``DispatchKeySet``, ``_ExcludeDispatchKeyGuard``, ``_dispatch_*``), with which compiled
+libraries register their kernels, are real torch's, reached when asked for. TorchScript's IR
 types (``Graph``, ``Value``...), which libraries name in annotations, are classes that refuse to be made. A name
-not here is a ``NotProvidedAttributeError`` naming it. This module must never import a framework.
+not here is a ``NotProvidedAttributeError`` naming it. This module must never import a framework at import.
 """
 
 from __future__ import annotations
@@ -80,5 +82,19 @@ _nn = _types.ModuleType("torch._C._nn", "torch._C._nn: the argument parser of to
 _nn._parse_to = _parse_to
 _distributed_rpc = _types.ModuleType("torch._C._distributed_rpc", "torch._C._distributed_rpc: no RPC agent in tdx.")
 _distributed_rpc._is_current_rpc_agent_set = lambda: False  # tdx never sets an RPC agent
+
+# torch's dispatcher, where compiled libraries (torchvision's extension) register their kernels: these names are
+# real torch's, reached once asked for (torchvision's registrations exclude autocast keys while they run)
+_DISPATCHER = ("DispatchKey", "DispatchKeySet", "_ExcludeDispatchKeyGuard", "_IncludeDispatchKeyGuard",
+               "_AutoDispatchBelowAutograd", "_dispatch_")
+
+
+def __getattr__(name: str):
+    if name.startswith(_DISPATCHER):
+        from ..backends import _flags
+
+        return getattr(_flags.require_torch(f"torch._C.{name}")._C, name)
+    raise AttributeError(f"module 'tdx.compat._C' has no attribute '{name}'")
+
 
 globals().update(_refused.namespace_names("torch._C"))  # TorchScript's IR types: isinstance is False, making one raises

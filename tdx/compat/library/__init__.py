@@ -163,18 +163,40 @@ def _op(op) -> CustomOpDef:
     raise TdxValueError(f"expected an op name or a CustomOpDef, got {type(op).__name__}")
 
 
+def _torch_library(op):
+    """Real torch's ``torch.library`` where ``op`` is the name of an operator a compiled library registered with
+    torch itself (torchvision's ``torchvision::nms``), not with tdx: its kernels, fakes and autograd rules are
+    registered there, with torch's dispatcher, as the library's own code does under torch. None otherwise."""
+    if not isinstance(op, str) or "::" not in op:
+        return None
+    ns, name = _split(op)
+    if f"{ns}::{name}" in _REGISTRY or _compiled(ns, name) is None:
+        return None
+    return _flags.torch_loaded().library
+
+
 def register_kernel(op, device_types, func=None, /, *, lib=None):
-    """``_op(op).register_kernel(device_types, func)``."""
+    """``_op(op).register_kernel(device_types, func)`` (torch's, for an operator registered with torch)."""
+    real = _torch_library(op)
+    if real is not None:
+        return real.register_kernel(op, device_types, func)
     return _op(op).register_kernel(device_types, func)
 
 
 def register_autograd(op, backward, /, *, setup_context=None, lib=None) -> None:
-    """``_op(op).register_autograd(backward, setup_context=...)``."""
+    """``_op(op).register_autograd(backward, setup_context=...)`` (torch's, for an operator registered with
+    torch)."""
+    real = _torch_library(op)
+    if real is not None:
+        return real.register_autograd(op, backward, setup_context=setup_context)
     _op(op).register_autograd(backward, setup_context=setup_context)
 
 
 def register_fake(op, func=None, /, *, lib=None, _stacklevel=1, allow_override=True):
-    """Record the fake implementation of ``op``; eagerly unused."""
+    """Record the fake implementation of ``op``; eagerly unused (torch's, for an operator registered with torch)."""
+    real = _torch_library(op)
+    if real is not None:
+        return real.register_fake(op, func)
     return _op(op).register_fake(func)
 
 
@@ -187,12 +209,18 @@ def register_torch_dispatch(op, torch_dispatch_class, func=None, /, *, lib=None)
 
 
 def register_vmap(op, func=None, /, *, lib=None):
-    """Record a vmap rule of ``op``; eagerly unused."""
+    """Record a vmap rule of ``op``; eagerly unused (torch's, for an operator registered with torch)."""
+    real = _torch_library(op)
+    if real is not None:
+        return real.register_vmap(op, func)
     return _op(op).register_vmap(func)
 
 
 def register_autocast(op, device_type, cast_inputs, /, *, lib=None) -> None:
-    """Record an autocast rule of ``op``; eagerly unused."""
+    """Record an autocast rule of ``op``; eagerly unused (torch's, for an operator registered with torch)."""
+    real = _torch_library(op)
+    if real is not None:
+        return real.register_autocast(op, device_type, cast_inputs)
     _op(op).register_autocast(device_type, cast_inputs)
 
 
@@ -232,6 +260,7 @@ class Library:
         if kind not in ("IMPL", "DEF", "FRAGMENT"):
             raise TdxValueError(f"Unsupported kind: {kind}")
         self.ns, self.kind, self.dispatch_key = ns, kind, dispatch_key
+        self._real = None  # torch's Library of this namespace, made for a compiled library's operators
 
     def define(self, schema: str, alias_analysis: str = "", *, tags=()) -> str:
         """Declare the op of ``schema`` (``"name(Tensor x) -> Tensor"``) in this namespace; return its name."""
@@ -242,9 +271,16 @@ class Library:
         return name
 
     def impl(self, op_name, fn, dispatch_key: str = "", *, with_keyset=False, allow_override=True) -> None:
-        """Use ``fn`` for ``op_name`` under ``dispatch_key`` (a device key, or composite: every device)."""
+        """Use ``fn`` for ``op_name`` under ``dispatch_key`` (a device key, or composite: every device); for an
+        operator a compiled library registered with torch, torch's ``Library.impl`` of the same namespace."""
         name = getattr(op_name, "__name__", op_name)
         qual = name if isinstance(name, str) and "::" in name else f"{self.ns}::{name}"
+        real = _torch_library(qual)
+        if real is not None:
+            if self._real is None:
+                self._real = real.Library(self.ns, self.kind, self.dispatch_key)
+            self._real.impl(op_name, fn, dispatch_key, with_keyset=with_keyset)
+            return
         _op(qual).register_kernel(dispatch_key or self.dispatch_key or None, fn)
 
     def _destroy(self) -> None:
