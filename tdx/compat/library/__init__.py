@@ -151,52 +151,70 @@ def custom_op(name: str, fn=None, /, *, mutates_args, device_types=None, schema=
     return make if fn is None else make(fn)
 
 
-def _op(op) -> CustomOpDef:
+def _op(op):
+    """The operator named or given by ``op``: tdx's :class:`CustomOpDef`, or a :class:`_TorchRegistered` for an
+    operator a compiled library registered with torch itself."""
     if isinstance(op, CustomOpDef):
         return op
     if isinstance(op, str):
         ns, name = _split(op)
         found = _REGISTRY.get(f"{ns}::{name}")
         if found is None:
+            found = _torch_registered(op)
+        if found is None:
             raise TdxRuntimeError(f"operator {op} does not exist (define it with custom_op or Library.define)")
         return found
     raise TdxValueError(f"expected an op name or a CustomOpDef, got {type(op).__name__}")
 
 
-def _torch_library(op):
-    """Real torch's ``torch.library`` where ``op`` is the name of an operator a compiled library registered with
-    torch itself (torchvision's ``torchvision::nms``), not with tdx: its kernels, fakes and autograd rules are
-    registered there, with torch's dispatcher, as the library's own code does under torch. None otherwise."""
-    if not isinstance(op, str) or "::" not in op:
-        return None
+class _TorchRegistered:
+    """An operator a compiled library registered with torch itself (torchvision's ``torchvision::nms``), not with
+    tdx: its kernels, fakes and autograd rules are registered with torch's dispatcher, by torch's ``torch.library``,
+    as the library's own code does under torch."""
+
+    def __init__(self, qualname: str, library):
+        self._qualname, self._library = qualname, library
+
+    def register_kernel(self, device_types, fn=None):
+        return self._library.register_kernel(self._qualname, device_types, fn)
+
+    def register_autograd(self, backward, /, *, setup_context=None) -> None:
+        self._library.register_autograd(self._qualname, backward, setup_context=setup_context)
+
+    def register_fake(self, fn=None, /):
+        return self._library.register_fake(self._qualname, fn)
+
+    def register_torch_dispatch(self, torch_dispatch_class, fn=None, /):
+        return self._library.register_torch_dispatch(self._qualname, torch_dispatch_class, fn)
+
+    def register_vmap(self, func=None, /):
+        return self._library.register_vmap(self._qualname, func)
+
+    def register_autocast(self, device_type, cast_inputs):
+        self._library.register_autocast(self._qualname, device_type, cast_inputs)
+
+
+def _torch_registered(op: str):
+    """A :class:`_TorchRegistered` for ``op`` (``"ns::name"``, not tdx's) where torch has such an operator, else
+    None."""
     ns, name = _split(op)
-    if f"{ns}::{name}" in _REGISTRY or _compiled(ns, name) is None:
+    if _compiled(ns, name) is None:
         return None
-    return _flags.torch_loaded().library
+    return _TorchRegistered(op, _flags.torch_loaded().library)
 
 
 def register_kernel(op, device_types, func=None, /, *, lib=None):
-    """``_op(op).register_kernel(device_types, func)`` (torch's, for an operator registered with torch)."""
-    real = _torch_library(op)
-    if real is not None:
-        return real.register_kernel(op, device_types, func)
+    """``_op(op).register_kernel(device_types, func)``."""
     return _op(op).register_kernel(device_types, func)
 
 
 def register_autograd(op, backward, /, *, setup_context=None, lib=None) -> None:
-    """``_op(op).register_autograd(backward, setup_context=...)`` (torch's, for an operator registered with
-    torch)."""
-    real = _torch_library(op)
-    if real is not None:
-        return real.register_autograd(op, backward, setup_context=setup_context)
+    """``_op(op).register_autograd(backward, setup_context=...)``."""
     _op(op).register_autograd(backward, setup_context=setup_context)
 
 
 def register_fake(op, func=None, /, *, lib=None, _stacklevel=1, allow_override=True):
-    """Record the fake implementation of ``op``; eagerly unused (torch's, for an operator registered with torch)."""
-    real = _torch_library(op)
-    if real is not None:
-        return real.register_fake(op, func)
+    """Record the fake implementation of ``op``; eagerly unused."""
     return _op(op).register_fake(func)
 
 
@@ -209,18 +227,12 @@ def register_torch_dispatch(op, torch_dispatch_class, func=None, /, *, lib=None)
 
 
 def register_vmap(op, func=None, /, *, lib=None):
-    """Record a vmap rule of ``op``; eagerly unused (torch's, for an operator registered with torch)."""
-    real = _torch_library(op)
-    if real is not None:
-        return real.register_vmap(op, func)
+    """Record a vmap rule of ``op``; eagerly unused."""
     return _op(op).register_vmap(func)
 
 
 def register_autocast(op, device_type, cast_inputs, /, *, lib=None) -> None:
-    """Record an autocast rule of ``op``; eagerly unused (torch's, for an operator registered with torch)."""
-    real = _torch_library(op)
-    if real is not None:
-        return real.register_autocast(op, device_type, cast_inputs)
+    """Record an autocast rule of ``op``; eagerly unused."""
     _op(op).register_autocast(device_type, cast_inputs)
 
 
@@ -275,13 +287,13 @@ class Library:
         operator a compiled library registered with torch, torch's ``Library.impl`` of the same namespace."""
         name = getattr(op_name, "__name__", op_name)
         qual = name if isinstance(name, str) and "::" in name else f"{self.ns}::{name}"
-        real = _torch_library(qual)
-        if real is not None:
+        op = _op(qual)
+        if isinstance(op, _TorchRegistered):  # torch's Library takes its dispatch keys (AutocastCPU, Meta...)
             if self._real is None:
-                self._real = real.Library(self.ns, self.kind, self.dispatch_key)
+                self._real = op._library.Library(self.ns, self.kind, self.dispatch_key)
             self._real.impl(op_name, fn, dispatch_key, with_keyset=with_keyset)
             return
-        _op(qual).register_kernel(dispatch_key or self.dispatch_key or None, fn)
+        op.register_kernel(dispatch_key or self.dispatch_key or None, fn)
 
     def _destroy(self) -> None:
         for qual in [q for q in _REGISTRY if q.startswith(self.ns + "::")]:
