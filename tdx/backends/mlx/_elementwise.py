@@ -28,7 +28,7 @@ from . import _summation_order as summation
 from . import _torch_order as torch_order
 from ._indexing import on_stream, scalar_name
 from ._rules import _FLOATS, _INTS, _SCALARS, _SIGNED, _clamp_exact, _is_bool, _is_bool_operand, _tie_splitting, _where_exact
-from ._value_bounds import KNOWN, shifted
+from ._value_bounds import KNOWN, combined, compared, inverted, shifted
 
 
 _BOOL, _COMPLEX, _F32 = mx.bool_, mx.complex64, mx.float32
@@ -484,10 +484,11 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
         return fn(a, b, stream=self.s)
 
     def _bitwise(self, fn, name, a, b):
-        a, b, rt = self._args(a, b)
+        x, y, rt = self._args(a, b)
         if not D.is_integral(rt, include_bool=True):
             raise OpDtypeError(f"\"{name}_cpu\" not implemented for '{scalar_name(rt)}'")
-        return fn(a, b, stream=self.s)
+        out = fn(x, y, stream=self.s)
+        return combined(name, a, b, out) if KNOWN and (id(a) in KNOWN or id(b) in KNOWN) else out  # pinned flags
 
     def and_(self, a, b):
         return self._bitwise(mx.bitwise_and, "bitwise_and", a, b)
@@ -678,10 +679,12 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
 
     def bitwise_not(self, x):
         if x.dtype == mx.bool_:
-            return mx.logical_not(x, stream=self.s)
-        if x.dtype not in _INTS:
+            out = mx.logical_not(x, stream=self.s)
+        elif x.dtype not in _INTS:
             raise OpDtypeError(f"\"bitwise_not_cpu\" not implemented for '{scalar_name(self._tdx(x))}'")
-        return mx.bitwise_invert(x, stream=self.s)
+        else:
+            out = mx.bitwise_invert(x, stream=self.s)
+        return inverted(x, out) if KNOWN and id(x) in KNOWN else out
 
     def isnan(self, x):
         return mx.isnan(x, stream=self.s) if x.dtype not in _INTS else mx.zeros(x.shape, mx.bool_)
@@ -702,13 +705,16 @@ _FLOAT_UNARY = {"exp": mx.exp, "expm1": mx.expm1, "log": mx.log, "log2": mx.log2
 
 def _comparison(fn, name, ordered: bool):
     """The comparison ``name`` (MLX's ``fn``): operands of one dtype (a real one, for an ordering) go
-    straight to MLX, the per-op path; others through :meth:`MLXElementwiseOps._order`/``_compare``."""
+    straight to MLX, the per-op path; others through :meth:`MLXElementwiseOps._order`/``_compare``. An answer
+    the operands' known bounds decide is pinned on the result (:func:`._value_bounds.compared`)."""
     def op(self, a, b):
         if type(a) is mx.array and type(b) is mx.array:
             d = a.dtype
             if d == b.dtype and not (ordered and d == _COMPLEX):
-                return fn(a, b, stream=self._stream or self.s)
-        return self._order(fn, name, a, b) if ordered else self._compare(fn, a, b)
+                out = fn(a, b, stream=self._stream or self.s)
+                return compared(name, a, b, out) if KNOWN and (id(a) in KNOWN or id(b) in KNOWN) else out
+        out = self._order(fn, name, a, b) if ordered else self._compare(fn, a, b)
+        return compared(name, a, b, out) if KNOWN and (id(a) in KNOWN or id(b) in KNOWN) else out
 
     op.__name__ = name
     return float32_kernel(fn, result="bool")(op)

@@ -39,8 +39,8 @@ from ._inverse_functions import MLXInverseFunctionOps
 from ._complex import MLXComplexOps
 from ._convolution import MLXConvolutionOps
 from ._shape import MLXShapeOps
-from ._value_bounds import (bounds as value_bounds, carry as carry_bounds, constant as constant_bounds, holds,
-                            note as note_bounds, note_host as note_host_bounds)
+from ._value_bounds import (KNOWN, bounds as value_bounds, carry as carry_bounds, constant as constant_bounds,
+                            holds, note as note_bounds, note_host as note_host_bounds, pinned as pinned_value)
 from ._streams import THREAD as _THREAD, enter_thread as _enter_thread, shared_stream as _shared_stream
 
 _TABLE = {
@@ -302,6 +302,10 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
     def item(x):
         if x.size != 1:
             raise TdxRuntimeError(f"a Tensor with {x.size} elements cannot be converted to Scalar")
+        if KNOWN:  # a value its bounds pin down is known here: read without waiting on the work before it
+            v = pinned_value(x)
+            if v is not None:
+                return bool(v) if x.dtype == mx.bool_ else v
         return x.item()
 
     @staticmethod

@@ -21,7 +21,7 @@ from . import _summation_order as summation
 from . import _torch_order as torch_order
 from ._indexing import on_stream, scalar_name
 from ._memory import check_alloc
-from ._value_bounds import note as note_bounds
+from ._value_bounds import KNOWN, carry as carry_bounds, note as note_bounds
 from ._rules import _HALF, _INTS, _axes, _dims, _kw, _out_shape, _reduced_shape
 
 
@@ -365,11 +365,13 @@ class MLXReductionOps(MLXReductionOpsStreamed):
 
     def amax(self, x, dim=(), keepdim=False):
         self._nonempty(x, dim, "amax")
-        return mx.max(x, **_kw(x, dim, keepdim), stream=self.s)
+        out = mx.max(x, **_kw(x, dim, keepdim), stream=self.s)
+        return carry_bounds(x, out) if KNOWN and id(x) in KNOWN else out  # its values are x's
 
     def amin(self, x, dim=(), keepdim=False):
         self._nonempty(x, dim, "amin")
-        return mx.min(x, **_kw(x, dim, keepdim), stream=self.s)
+        out = mx.min(x, **_kw(x, dim, keepdim), stream=self.s)
+        return carry_bounds(x, out) if KNOWN and id(x) in KNOWN else out
 
     def _arg(self, fn, op, x, dim, keepdim):
         if x.dtype == mx.bool_ and op.startswith("arg"):

@@ -15,7 +15,14 @@ every step. MLX arrays carry no such facts, so this module keeps them beside the
 - integer ``add``/``sub`` of arrays (or a Python int) whose bounds are known give the interval sum or
   difference (:func:`shifted`), where the result's dtype holds all of it (else it could wrap): a KV cache's
   write position, ``arange(n) + offset`` with the offset counted up in place, is known every step;
-- a checker asks :func:`bounds` and reads the values only where nothing is known.
+- bool arrays are integers here (``False`` 0, ``True`` 1): ``~`` turns the bounds over (:func:`inverted`),
+  ``&``/``|``/``^`` of two pinned operands give the pinned result (:func:`combined`), a comparison whose
+  answer the intervals decide gives a pinned bool (:func:`compared`), ``amax``/``amin`` keep their input's
+  bounds (their values are the input's);
+- a checker asks :func:`bounds` and reads the values only where nothing is known; a host read of one
+  element (``item()``, ``bool()``) asks :func:`pinned` first: bounds with ``lo == hi`` are the value itself,
+  read without waiting on anything. A decoding loop's stop check (``bool(unfinished.max() == 0)``, the flags
+  built by ``full`` from Python bools) is answered so, and the next step's graph is built while this one runs.
 
 Bounds are a superset of the values, never narrower: a checker may skip a check only when the known bounds
 fit, and where they do not fit it must read the values (an index that could be out of range may still be in
@@ -34,6 +41,8 @@ import numpy as np
 _INTEGER = (mx.int8, mx.int16, mx.int32, mx.int64, mx.uint8, mx.uint16, mx.uint32, mx.uint64)
 _RANGES = {d: (int(i.min), int(i.max)) for d in _INTEGER
            for i in (np.iinfo(str(d).rsplit(".", 1)[-1]),)}  # MLX's integer dtypes carry NumPy's names
+_RANGES[mx.bool_] = (0, 1)
+_KNOWABLE = (*_INTEGER, mx.bool_)  # the dtypes whose arrays can have bounds
 
 
 def holds(dtype, lo: int, hi: int) -> bool:
@@ -61,8 +70,9 @@ def note(arr, lo, hi, pending: bool = True) -> None:
 def constant(arr, value):
     """``arr`` (every element ``value``: ``zeros``, ``full``, ``fill_``) with its bounds ``[value, value]`` where it
     is an integer array and ``value`` a Python int (a position counter starts so); returns ``arr``."""
-    if value.__class__ is int and arr.dtype in _INTEGER and holds(arr.dtype, value, value):  # (a value that
-        note(arr, value, value, False)  # wrapped on its way in is not the one stored)
+    if (value.__class__ is int or value.__class__ is bool) and arr.dtype in _KNOWABLE \
+            and holds(arr.dtype, value, value):  # (a value that wrapped on its way in is not the one stored)
+        note(arr, int(value), int(value), False)
     return arr
 
 
@@ -152,3 +162,68 @@ def start_pending(arr) -> None:
     except (ValueError, RuntimeError) as err:  # "Not allowed inside a graph transformation", and kin
         if "transformation" not in str(err) and "without a primitive" not in str(err):
             raise
+
+
+def pinned(arr):
+    """The one value every element of ``arr`` holds, where its bounds pin it down (``lo == hi``), as an int;
+    else None. The value of a pinned array is known on the host: reading it waits on nothing."""
+    if not KNOWN:
+        return None
+    e = _entry(arr)
+    return e[1] if e is not None and e[1] == e[2] else None
+
+
+def _interval(x):
+    """``(lo, hi, pending)`` of an operand: an array with known bounds, or a Python int, bool or float."""
+    c = x.__class__
+    if c is int or c is bool or c is float:
+        return x, x, False
+    e = _entry(x) if c is mx.array else None
+    return None if e is None else (e[1], e[2], e[3])
+
+
+def inverted(x, out):
+    """``out = ~x``: bool bounds turn over, an integer's become ``[-hi - 1, -lo - 1]``; returns ``out``."""
+    e = _entry(x)
+    if e is not None:
+        lo, hi = (1 - e[2], 1 - e[1]) if out.dtype == mx.bool_ else (-e[2] - 1, -e[1] - 1)
+        if holds(out.dtype, lo, hi):
+            note(out, lo, hi, e[3])
+    return out
+
+
+_BITWISE = {"bitwise_and": int.__and__, "bitwise_or": int.__or__, "bitwise_xor": int.__xor__}
+
+
+def combined(name: str, a, b, out):
+    """``out = a op b`` (``name`` one of ``bitwise_and``/``or``/``xor``; ``a``, ``b`` arrays or Python ints
+    and bools): pinned where both operands are; returns ``out``."""
+    ea, eb = _interval(a), _interval(b)
+    if ea is None or eb is None or ea[0] != ea[1] or eb[0] != eb[1] or ea[0].__class__ is float \
+            or eb[0].__class__ is float:
+        return out
+    v = _BITWISE[name](int(ea[0]), int(eb[0]))
+    if out.dtype in _KNOWABLE and holds(out.dtype, v, v):
+        note(out, v, v, ea[2] or eb[2])
+    return out
+
+
+def compared(name: str, a, b, out):
+    """``out = a op b`` (``name`` one of ``eq``/``ne``/``lt``/``le``/``gt``/``ge``), pinned to True or False
+    where ``a``'s and ``b``'s intervals decide it for every element; returns ``out``."""
+    ea, eb = _interval(a), _interval(b)
+    if ea is None or eb is None or ea[0] > ea[1] or eb[0] > eb[1]:  # unknown, or an empty operand
+        return out
+    (alo, ahi, ap), (blo, bhi, bp) = ea, eb
+    if name == "eq" or name == "ne":
+        same = True if alo == ahi == blo == bhi else (False if ahi < blo or bhi < alo else None)
+        answer = same if same is None or name == "eq" else not same
+    elif name == "lt" or name == "ge":
+        answer = True if ahi < blo else (False if alo >= bhi else None)
+        answer = answer if answer is None or name == "lt" else not answer
+    else:  # le, gt
+        answer = True if ahi <= blo else (False if alo > bhi else None)
+        answer = answer if answer is None or name == "le" else not answer
+    if answer is not None:
+        note(out, int(answer), int(answer), ap or bp)
+    return out
