@@ -85,6 +85,9 @@ def run_planned(query, key, value, dropout_p=0.0, is_causal=False, scale=None, e
     """The result native of a call without a mask whose plan runs its kernel on the inputs as they are
     (:func:`._kernels.direct`), while that kernel is still the one :func:`resolve` picks; else None, and the
     caller takes :func:`resolve`'s path. Never on an executor that records on tdx's tape."""
+    ex = getattr(query, "_ex", None)
+    if ex is None or ex.taped:  # no direct plan there (never made below): no key to build twice
+        return None
     k = _key(query, key, value, None, dropout_p, is_causal, scale, enable_gqa)
     if k is None:
         return None
