@@ -141,3 +141,18 @@ def test_in_place_flags_as_torch(device):
         return answers
 
     assert run(tdx, device) == run(torch, None)
+
+
+@pytest.mark.parametrize("dtype,value,scalar", [("uint8", 44, 300), ("uint8", 44, -212), ("int8", 5, 261),
+                                                ("int32", 1, 2 ** 40), ("bool", True, 2)])
+@pytest.mark.parametrize("op", ["eq", "ne", "lt", "ge", "and", "or"])
+def test_a_scalar_the_dtype_wraps_reads_as_torch(device, dtype, value, scalar, op):
+    """A Python int outside the array's dtype is wrapped into it first (``uint8 == 300`` compares with 44), as
+    torch does: the read answers as torch's, never from the raw value's interval."""
+    def run(m, dev):
+        kw = {} if dev is None else {"device": dev}
+        x = m.full((1,), value, dtype=getattr(m, dtype), **kw).amax()
+        out = getattr(x, f"__{op}__")(scalar)
+        return out.item(), bool(out), str(out.dtype).rsplit(".", 1)[-1]
+
+    assert run(tdx, device) == run(torch, None)

@@ -182,6 +182,20 @@ def _interval(x):
     return None if e is None else (e[1], e[2], e[3])
 
 
+def _intervals(a, b):
+    """The intervals of operands ``a`` and ``b`` (:func:`_interval`), or None where either is unknown or is a
+    Python int that the other operand's dtype does not hold: torch wraps such a value into that dtype first
+    (``uint8 == 300`` compares with 44), which no interval of the raw value describes."""
+    ea, eb = _interval(a), _interval(b)
+    if ea is None or eb is None:
+        return None
+    for x, other in ((a, b), (b, a)):
+        if (x.__class__ is int or x.__class__ is bool) and other.__class__ is mx.array and not (
+                other.dtype in _KNOWABLE and holds(other.dtype, int(x), int(x))):
+            return None
+    return ea, eb
+
+
 def inverted(x, out):
     """``out = ~x``: bool bounds turn over, an integer's become ``[-hi - 1, -lo - 1]``; returns ``out``."""
     e = _entry(x)
@@ -198,9 +212,11 @@ _BITWISE = {"bitwise_and": int.__and__, "bitwise_or": int.__or__, "bitwise_xor":
 def combined(name: str, a, b, out):
     """``out = a op b`` (``name`` one of ``bitwise_and``/``or``/``xor``; ``a``, ``b`` arrays or Python ints
     and bools): pinned where both operands are; returns ``out``."""
-    ea, eb = _interval(a), _interval(b)
-    if ea is None or eb is None or ea[0] != ea[1] or eb[0] != eb[1] or ea[0].__class__ is float \
-            or eb[0].__class__ is float:
+    known = _intervals(a, b)
+    if known is None:
+        return out
+    ea, eb = known
+    if ea[0] != ea[1] or eb[0] != eb[1] or ea[0].__class__ is float or eb[0].__class__ is float:
         return out
     v = _BITWISE[name](int(ea[0]), int(eb[0]))
     if out.dtype in _KNOWABLE and holds(out.dtype, v, v):
@@ -211,10 +227,10 @@ def combined(name: str, a, b, out):
 def compared(name: str, a, b, out):
     """``out = a op b`` (``name`` one of ``eq``/``ne``/``lt``/``le``/``gt``/``ge``), pinned to True or False
     where ``a``'s and ``b``'s intervals decide it for every element; returns ``out``."""
-    ea, eb = _interval(a), _interval(b)
-    if ea is None or eb is None or ea[0] > ea[1] or eb[0] > eb[1]:  # unknown, or an empty operand
+    known = _intervals(a, b)
+    if known is None or known[0][0] > known[0][1] or known[1][0] > known[1][1]:  # unknown, or an empty operand
         return out
-    (alo, ahi, ap), (blo, bhi, bp) = ea, eb
+    (alo, ahi, ap), (blo, bhi, bp) = known
     if name == "eq" or name == "ne":
         same = True if alo == ahi == blo == bhi else (False if ahi < blo or bhi < alo else None)
         answer = same if same is None or name == "eq" else not same
