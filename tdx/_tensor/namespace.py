@@ -48,7 +48,7 @@ def _unary_fn(name):
         if k[1] is not None:  # float32_unary, inlined: the per-op path on MLX
             d = input._dt
             if d is None:
-                d = input._dt = ex.dtype(input._n)
+                d = input._dt = ex._from_native[input._n.dtype]
             if d is _F32 and not (_TAPE[0] and _TAPE_STATE.differentiating):
                 try:
                     n = k[1](input._n, stream=k[5])
@@ -94,9 +94,9 @@ def _binary_fn(name):
             if k[1] is not None and other._ex is ex:  # float32_binary's common case, inlined: the per-op path
                 a, b = input._dt, other._dt
                 if a is None:
-                    a = input._dt = ex.dtype(input._n)
+                    a = input._dt = ex._from_native[input._n.dtype]
                 if b is None:
-                    b = other._dt = ex.dtype(other._n)
+                    b = other._dt = ex._from_native[other._n.dtype]
                 if a is _F32 and b is _F32 and (k[4] or input._n.ndim > 1 or other._n.ndim > 1) and not (
                         _TAPE[0] and _TAPE_STATE.differentiating):
                     try:

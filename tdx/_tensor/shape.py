@@ -15,15 +15,8 @@ import operator
 import warnings
 
 from .. import _dtypes as D
-from .._errors import (
-    NATIVE_ERRORS,
-    DtypeMismatchError,
-    ShapeError,
-    TdxIndexError,
-    TdxRuntimeError,
-    TdxTypeError,
-    TdxValueError,
-)
+from .._errors import (NATIVE_ERRORS, DtypeMismatchError, ShapeError, TdxIndexError, TdxRuntimeError, TdxTypeError,
+                       TdxValueError)
 from . import recording as _tape
 from ..autograd.tape import ACTIVE as _TAPE, MODE as _MODE
 from ..backends.base import norm_dim
@@ -285,6 +278,8 @@ class ShapeMethods:
             out._ex = ex
             out._ag = out._view = out._dt = None
             return out
+        if memory_format is None and not ex.mutable:  # _contiguous's, inlined: a non-contiguous view becomes a copy
+            return self if self._view is None or self._view.is_contiguous() else wrap(self._n, ex)
         return _contiguous_checked(self, memory_format)
 
     def split(self, split_size_or_sections, dim=0):

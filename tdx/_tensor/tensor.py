@@ -60,13 +60,13 @@ def _binary(name: str, reverse: bool = False):
         if k[1] is not None:  # float32_binary, inlined: the per-op path on MLX
             d = self._dt
             if d is None:
-                d = self._dt = ex.dtype(mine)
+                d = self._dt = ex._from_native[mine.dtype]  # Executor.dtype, read in this frame
             if d is _F32:
                 if other.__class__ is Tensor:
                     if other._ex is ex:
                         d = other._dt
                         if d is None:
-                            d = other._dt = ex.dtype(other._n)
+                            d = other._dt = ex._from_native[other._n.dtype]
                         b = other._n if d is _F32 and (k[4] or mine.ndim > 1 or other._n.ndim > 1) else None
                     else:
                         b = None

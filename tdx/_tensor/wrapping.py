@@ -156,7 +156,7 @@ def _float32_kernel(seen: list, name: str, t):
         return None
     d = t._dt
     if d is None:
-        d = t._dt = ex.dtype(t._n)
+        d = t._dt = ex._from_native[t._n.dtype]  # Executor.dtype, read in this frame
     return k if d is _F32 and not (_TAPE[0] and _TAPE_STATE.differentiating) else None
 
 
@@ -180,7 +180,7 @@ def float32_binary(seen: list, name: str, t, other, reverse: bool = False):
             return None
         d = other._dt
         if d is None:
-            d = other._dt = ex.dtype(other._n)
+            d = other._dt = ex._from_native[other._n.dtype]
         if d is not _F32 or not (k[4] or t._n.ndim > 1 or other._n.ndim > 1):
             return None
         b = other._n
