@@ -122,6 +122,24 @@ def test_bounds_die_with_their_array():
     assert key not in vb.KNOWN
 
 
+def test_a_freed_array_leaves_a_newer_entry_at_its_address():
+    """The entry dropped when an array is freed is that array's own: another array's entry made at the same
+    address since (``id`` reused) keeps its facts."""
+    mx = pytest.importorskip("mlx.core")
+    from tdx.backends.mlx import _value_bounds as vb
+
+    a, b = mx.array([1, 2]), mx.array([3, 4])
+    vb.note(a, 0, 9)
+    key = id(a)
+    own = vb.KNOWN[key][0]  # a's reference, alive (its callback runs when a is freed)
+    newer = [weakref.ref(b), 3, 4, False]  # as if the address now held another array's facts
+    vb.KNOWN[key] = newer
+    del a
+    gc.collect()
+    assert own() is None and vb.KNOWN.get(key) is newer
+    del vb.KNOWN[key]
+
+
 def test_lookup_of_argmax_under_vmap(device):
     """Under ``vmap`` (MLX's transform: its arrays cannot be evaluated) the known bounds still serve."""
     def run(m, dev):

@@ -54,17 +54,25 @@ def holds(dtype, lo: int, hi: int) -> bool:
 KNOWN: dict = {}  # id(array) -> [weak reference, lo, hi, pending]; lo None: host data, read on first use
 
 
-def _forget(key):
-    def gone(_ref):
-        KNOWN.pop(key, None)
-    return gone
+class _Ref(weakref.ref):
+    """A weak reference to a noted array that knows its entry's key (one callback for all entries)."""
+
+    __slots__ = ("key",)
+
+
+def _gone(ref) -> None:
+    """Drop the entry of a freed array, unless the address already holds a newer array's entry."""
+    e = KNOWN.get(ref.key)
+    if e is not None and e[0] is ref:
+        del KNOWN[ref.key]
 
 
 def note(arr, lo, hi, pending: bool = True) -> None:
     """Record that every value of MLX array ``arr`` lies in ``[lo, hi]`` (ints; ``lo is None``: the
     values are host data, read on demand). ``pending``: the values come from work that may not have run."""
-    key = id(arr)
-    KNOWN[key] = [weakref.ref(arr, _forget(key)), lo, hi, pending]
+    ref = _Ref(arr, _gone)
+    ref.key = key = id(arr)
+    KNOWN[key] = [ref, lo, hi, pending]
 
 
 def constant(arr, value):
