@@ -64,7 +64,7 @@ def _gone(ref) -> None:
     """Drop the entry of a freed array, unless the address already holds a newer array's entry."""
     e = KNOWN.get(ref.key)
     if e is not None and e[0] is ref:
-        del KNOWN[ref.key]
+        KNOWN.pop(ref.key, None)  # (another thread may have dropped it meanwhile)
 
 
 def note(arr, lo, hi, pending: bool = True) -> None:
