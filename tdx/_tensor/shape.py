@@ -278,7 +278,7 @@ class ShapeMethods:
             out._ex = ex
             out._ag = out._view = out._dt = None
             return out
-        if memory_format is None and not ex.mutable:  # _contiguous's, inlined: a non-contiguous view becomes a copy
+        if memory_format is None and not (ex.mutable or _TAPE[0]):  # _contiguous's, inlined: nothing to record
             return self if self._view is None or self._view.is_contiguous() else wrap(self._n, ex)
         return _contiguous_checked(self, memory_format)
 
