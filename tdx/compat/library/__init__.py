@@ -160,7 +160,7 @@ def _op(op):
         ns, name = _split(op)
         found = _REGISTRY.get(f"{ns}::{name}")
         if found is None:
-            found = _torch_registered(op)
+            found = _torch_registered(op, ns, name)
         if found is None:
             raise TdxRuntimeError(f"operator {op} does not exist (define it with custom_op or Library.define)")
         return found
@@ -194,10 +194,9 @@ class _TorchRegistered:
         self._library.register_autocast(self._qualname, device_type, cast_inputs)
 
 
-def _torch_registered(op: str):
-    """A :class:`_TorchRegistered` for ``op`` (``"ns::name"``, not tdx's) where torch has such an operator, else
-    None."""
-    ns, name = _split(op)
+def _torch_registered(op: str, ns: str, name: str):
+    """A :class:`_TorchRegistered` for ``op`` (``ns::name`` split by the caller; not tdx's) where torch has such an
+    operator, else None."""
     if _compiled(ns, name) is None:
         return None
     return _TorchRegistered(op, _flags.torch_loaded().library)
