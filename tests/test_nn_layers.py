@@ -318,6 +318,69 @@ def test_lazy_linear(device):
     assert tuple(mod.weight.grad.shape) == (3, 4)
 
 
+
+def test_linear_forward_reads_what_attribute_lookup_finds(device):
+    """``nn.Linear``'s forward uses the weight and bias that ``self.weight``/``self.bias`` give, however they were
+    put there: a write into ``_parameters`` (how accelerate places a loaded tensor), a deleted bias, a weight moved
+    into the instance's ``__dict__`` or a buffer (weight norm's style), a parametrization's property, a subclass's
+    ``__getattr__``; the values and
+    errors are torch's."""
+    rng = np.random.default_rng(3)
+    x, w, w2, b = (rng.standard_normal(s).astype(np.float32) for s in ((2, 4), (3, 4), (3, 4), (3,)))
+
+    def run(m):
+        d = device if m is tdx else "cpu"
+        lin = m.nn.Linear(4, 3).to(d)
+        with m.no_grad():
+            lin.weight.copy_(m.tensor(w, device=d))
+            lin.bias.copy_(m.tensor(b, device=d))
+        inp = m.tensor(x, device=d)
+        outs = [lin(inp)]
+        lin._parameters["weight"] = m.nn.Parameter(m.tensor(w2, device=d))  # a direct write into the table
+        outs.append(lin(inp))
+        lin.__dict__["weight"] = m.tensor(w, device=d) * 4  # an instance entry shadows the registered weight
+        outs.append(lin(inp))
+        del lin.__dict__["weight"]
+        lin.bias = None  # a registered None: no bias
+        outs.append(lin(inp))
+        del lin._parameters["weight"]  # the weight as a plain attribute of the instance
+        lin.__dict__["weight"] = m.tensor(w, device=d) * 2
+        outs.append(lin(inp))
+        del lin.__dict__["weight"]
+        lin.register_buffer("weight", m.tensor(w2, device=d) * 3)  # ...and as a buffer
+        outs.append(lin(inp))
+        bare = m.nn.Linear(4, 3).to(d)
+        del bare.bias  # a missing bias: torch's AttributeError
+        with pytest.raises(AttributeError, match="has no attribute 'bias'"):
+            bare(inp)
+
+        class Doubled(m.nn.Linear):  # a subclass whose own lookup of the registered weight answers otherwise
+            def __getattr__(self, name):
+                found = super().__getattr__(name)
+                return found * 2 if name == "weight" else found
+
+        dbl = Doubled(4, 3).to(d)
+        with m.no_grad():
+            dbl.weight.copy_(m.tensor(w, device=d))  # (the doubled weight is a new tensor: the copy is lost)
+            dbl._parameters["weight"].copy_(m.tensor(w, device=d))
+            dbl.bias.copy_(m.tensor(b, device=d))
+        outs.append(dbl(inp))
+
+        class Half(m.nn.Module):
+            def forward(self, weight):
+                return weight * 0.5
+
+        sub = m.nn.Linear(4, 3).to(d)
+        with m.no_grad():
+            sub.weight.copy_(m.tensor(w, device=d))
+            sub.bias.copy_(m.tensor(b, device=d))
+        m.nn.utils.parametrize.register_parametrization(sub, "weight", Half())  # a class property from then on
+        outs.append(sub(inp))
+        return [o.detach().cpu().numpy() for o in outs]
+
+    for got, want in zip(run(tdx), run(torch)):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
 @pytest.mark.float64
 def test_embedding_from_pretrained(device):
     arr = u(4, 3)

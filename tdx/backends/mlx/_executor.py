@@ -43,6 +43,8 @@ from ._value_bounds import (KNOWN, bounds as value_bounds, carry as carry_bounds
                             holds, note as note_bounds, note_host as note_host_bounds, pinned as pinned_value)
 from ._streams import THREAD as _THREAD, enter_thread as _enter_thread, shared_stream as _shared_stream
 
+_SMALL_RANGE = 1 << 16  # arange's fast path: at most this many elements, bounds within +-2**56
+
 _TABLE = {
     D.bool_: mx.bool_, D.uint8: mx.uint8, D.int8: mx.int8, D.int16: mx.int16, D.int32: mx.int32,
     D.int64: mx.int64, D.float16: mx.float16, D.bfloat16: mx.bfloat16, D.float32: mx.float32,
@@ -196,6 +198,16 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
         return constant_bounds(mx.full(shape, mx.array(value, self._nd(dtype)), self._nd(dtype), stream=self.s), value)
 
     def arange(self, start, end, step, dtype, requires_grad=False):
+        if start.__class__ is int and end.__class__ is int and step.__class__ is int and dtype is D.int64 \
+                and 0 < step <= _SMALL_RANGE and -_SMALL_RANGE << 40 <= start <= end <= start + _SMALL_RANGE * step \
+                and end <= _SMALL_RANGE << 40:
+            # the per-token position counter (int64 by ints, a few elements, far from the dtype's ends): its length by
+            # integer arithmetic, no allocation check (a small buffer), the bounds the general path below notes
+            n = (end - start + step - 1) // step
+            out = mx.arange(start, end, step, dtype=mx.int64, stream=self._stream or self.s)
+            if n:
+                note_bounds(out, start, start + (n - 1) * step, False)
+            return out
         self._no_grad(requires_grad)
         if step == 0:
             raise DtypeError("arange: step must be nonzero")

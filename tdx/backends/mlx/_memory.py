@@ -75,6 +75,9 @@ def check_alloc(shape, itemsize: int, op: str = "tensor") -> None:
         TdxRuntimeError: a negative dimension; more bytes than this process can still get
             (torch's "can't allocate memory"); or a dimension over MLX's 32-bit limit.
     """
+    if shape.__class__ is tuple and (not shape or (len(shape) == 1 and shape[0].__class__ is int
+                                                   and 0 <= shape[0] * itemsize <= 64 << 20)):
+        return  # a scalar or a vector of at most 64 MiB: every check below passes it
     dims = check_shape(shape, op)
     numel = math.prod(dims)
     nbytes = numel * itemsize

@@ -21,6 +21,7 @@ from .module import Module
 
 _Tensor = tdx.Tensor
 _new = object.__new__
+_MISSING = object()  # a parameter absent from the table
 
 __all__ = ["Linear", "Bilinear", "LazyLinear", "NonDynamicallyQuantizableLinear"]
 
@@ -73,7 +74,17 @@ class Linear(Module):
 
     def forward(self, input):  # noqa: A002 - torch's name
         """``F.linear(input, weight, bias)``."""
-        weight, bias = self.weight, self.bias
+        d = self.__dict__
+        if type(self) is Linear and "weight" not in d and "bias" not in d:
+            # a plain Linear's parameters, read from its table: what ``self.weight`` finds through __getattr__ (no
+            # class attribute or instance entry shadows them), without the failed lookup before it; missing ones
+            # (deleted, or moved to a buffer) take that lookup, with its error
+            p = d["_parameters"]
+            weight, bias = p.get("weight", _MISSING), p.get("bias", _MISSING)
+            if weight is _MISSING or weight is None or bias is _MISSING:
+                weight, bias = self.weight, self.bias
+        else:
+            weight, bias = self.weight, self.bias
         # the per-call path on torch executors, inlined (no autocast region, plain tensors and Parameters of one
         # executor; a subclass, whose __torch_function__ torch would call, takes F.linear):
         # torch's kernel on the natives and the result wrapped, in this one frame
