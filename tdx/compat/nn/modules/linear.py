@@ -22,6 +22,7 @@ from .module import Module
 _Tensor = tdx.Tensor
 _new = object.__new__
 _MISSING = object()  # a parameter absent from the table
+_NO_TABLE: dict = {}  # the table of a module whose __init__ never ran: nothing in it
 
 __all__ = ["Linear", "Bilinear", "LazyLinear", "NonDynamicallyQuantizableLinear"]
 
@@ -79,7 +80,7 @@ class Linear(Module):
             # a plain Linear's parameters, read from its table: what ``self.weight`` finds through __getattr__ (no
             # class attribute or instance entry shadows them), without the failed lookup before it; missing ones
             # (deleted, or moved to a buffer) take that lookup, with its error
-            p = d["_parameters"]
+            p = d.get("_parameters", _NO_TABLE)
             weight, bias = p.get("weight", _MISSING), p.get("bias", _MISSING)
             if weight is _MISSING or weight is None or bias is _MISSING:
                 weight, bias = self.weight, self.bias
