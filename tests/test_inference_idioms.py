@@ -10,6 +10,9 @@ mean added in torch's order), and to the path's own value after every kind of wr
 
 from __future__ import annotations
 
+import itertools
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -185,3 +188,23 @@ def test_linear_in_inference_refuses_an_input_of_another_dtype(device, dtype):
             lin.double()
             ref.double()
             np.testing.assert_allclose(lin(x).numpy(force=True), ref(xt).numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_a_fresh_tensors_transpose_reports_torchs_contiguity(device):
+    """``x.transpose(a, b).is_contiguous()`` of a fresh tensor (an attention output made contiguous again) is
+    torch's for every shape of up to three dims of 0-3 elements and every pair of dims, before and after its
+    strides are read (and they are torch's); ``contiguous()`` returns the same tensor exactly where torch's does,
+    with torch's values."""
+    for nd in range(1, 4):
+        for shape in itertools.product((0, 1, 2, 3), repeat=nd):
+            data = np.arange(math.prod(shape), dtype=np.float32).reshape(shape)
+            x, xt = tdx.tensor(data, device=device), torch.tensor(data)
+            for a, b in itertools.product(range(-nd, nd), repeat=2):
+                ours, theirs = x.transpose(a, b), xt.transpose(a, b)
+                assert ours.is_contiguous() == theirs.is_contiguous(), (shape, a, b)
+                made, made_t = ours.contiguous(), theirs.contiguous()
+                assert (made is ours) == (made_t is theirs), (shape, a, b)
+                np.testing.assert_array_equal(made.numpy(force=True), made_t.numpy())
+                if 0 not in shape:  # (torch.tensor of an empty 1-d array has stride 0, torch.zeros(0) stride 1)
+                    assert ours.stride() == theirs.stride(), (shape, a, b)
+                assert ours.is_contiguous() == theirs.is_contiguous(), (shape, a, b)

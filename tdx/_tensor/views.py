@@ -292,7 +292,13 @@ class _LazyLayout(Layout):
     detached = owner = False
 
     def is_contiguous(self) -> bool:  # all of a fresh tensor, reshaped: contiguous, with no layout computed
-        return self.recipe[0] is whole or Layout.is_contiguous(self)
+        recipe = self.recipe
+        f = recipe[0]
+        if f is whole:
+            return True
+        if f is swapped_root and self.resolved is None:  # a fresh tensor's transpose, decided from its shape
+            return swap_keeps_order(*recipe[1:])
+        return Layout.is_contiguous(self)
 
     def _resolve(self) -> tuple:
         recipe = self.recipe
@@ -383,6 +389,24 @@ def _swapped_view(lay, a: int, b: int) -> tuple:
 def swapped_root(shape: tuple, a: int, b: int) -> tuple:
     """``(shape, strides, 0)`` of a contiguous tensor of ``shape`` with dims ``a`` and ``b`` swapped."""
     return _swapped(shape, _contiguous(shape), 0, a, b)
+
+
+def swap_keeps_order(shape: tuple, a: int, b: int) -> bool:
+    """Whether a contiguous tensor of ``shape`` with dims ``a`` and ``b`` swapped (maybe negative) is contiguous
+    by torch's rule (dims of size 1 take any stride): where the dims of more than one element keep their order,
+    that is, the two swapped dims are of one element, or the one that is not crosses only dims of one element."""
+    n = len(shape)
+    if n < 2 or 0 in shape:  # (an empty tensor is contiguous)
+        return True
+    a, b = sorted((a % n, b % n))
+    if shape[a] == 1 and shape[b] == 1:
+        return True
+    if shape[a] != 1 and shape[b] != 1:
+        return a == b
+    for d in range(a + 1, b):
+        if shape[d] != 1:
+            return False
+    return True
 
 
 def _swapped(shape: tuple, strides: tuple, offset: int, a: int, b: int) -> tuple:
