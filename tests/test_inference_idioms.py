@@ -191,15 +191,18 @@ def test_linear_in_inference_refuses_an_input_of_another_dtype(device, dtype):
 
 
 def test_a_fresh_tensors_transpose_reports_torchs_contiguity(device):
-    """``x.transpose(a, b).is_contiguous()`` of a fresh tensor (an attention output made contiguous again) is
-    torch's for every shape of up to three dims of 0-3 elements and every pair of dims, before and after its
-    strides are read (and they are torch's); ``contiguous()`` returns the same tensor exactly where torch's does,
-    with torch's values."""
+    """``x.transpose(a, b).is_contiguous()`` of a fresh tensor, its reshape (an attention output made contiguous
+    again) or its transpose is torch's for every shape of up to three dims of 0-3 elements and every pair of dims,
+    before and after its strides are read (and they are torch's); ``contiguous()`` returns the same tensor exactly
+    where torch's does, with torch's values."""
     for nd in range(1, 4):
         for shape in itertools.product((0, 1, 2, 3), repeat=nd):
-            data = np.arange(math.prod(shape), dtype=np.float32).reshape(shape)
-            x, xt = tdx.tensor(data, device=device), torch.tensor(data)
-            for a, b in itertools.product(range(-nd, nd), repeat=2):
+            data = np.arange(math.prod(shape), dtype=np.float32)
+            fresh = (tdx.tensor(data.reshape(shape), device=device), torch.tensor(data.reshape(shape)))
+            reshaped = (tdx.tensor(data, device=device).reshape(shape), torch.tensor(data).reshape(shape))
+            swapped = (fresh[0].transpose(0, -1), fresh[1].transpose(0, -1))  # transposed twice below
+            for (x, xt), (a, b) in itertools.product((fresh, reshaped, swapped),
+                                                     itertools.product(range(-nd, nd), repeat=2)):
                 ours, theirs = x.transpose(a, b), xt.transpose(a, b)
                 assert ours.is_contiguous() == theirs.is_contiguous(), (shape, a, b)
                 made, made_t = ours.contiguous(), theirs.contiguous()

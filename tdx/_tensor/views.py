@@ -296,8 +296,11 @@ class _LazyLayout(Layout):
         f = recipe[0]
         if f is whole:
             return True
-        if f is swapped_root and self.resolved is None:  # a fresh tensor's transpose, decided from its shape
-            return swap_keeps_order(*recipe[1:])
+        if self.resolved is None:  # a transpose of a fresh tensor, or of its reshape: decided from the shape
+            if f is swapped_root:
+                return swap_keeps_order(*recipe[1:])
+            if f is _swapped_view and recipe[1].recipe[0] is whole:
+                return swap_keeps_order(recipe[1].recipe[1], recipe[2], recipe[3])
         return Layout.is_contiguous(self)
 
     def _resolve(self) -> tuple:
