@@ -8,9 +8,11 @@ fixed seed) is saved once with ``save_pretrained``; every contender loads those 
 - ``tdx mlx:cpu``: under ``python -m tdx run --device mlx:cpu``;
 - ``mlx-lm``: mlx-lm's own Llama loading the folder transformers wrote (``mlx_lm.utils.load_model``),
   generating with ``generate_step`` and an argmax sampler.
-Each contender is its own process, started in turns (``--rounds``); each times ``--repeats``
-generations of ``--tokens`` new tokens after a warm-up, and the table gives the median tokens/s and
-the ratios. The greedy tokens of every contender are checked against torch's (MLX's float32 CPU
+Each contender is its own process, loaded once and warmed up; then the contenders take turns, one
+generation of ``--tokens`` new tokens a turn and never two at once, ``--rounds`` x ``--repeats`` generations
+each, the order turning by one each pass, so a slow or fast phase of the machine falls on every contender
+alike. The table gives the median tokens/s; each ratio is the ratio of the medians, with the median and range
+of the ratios of the runs of one pass (seconds apart) beside it. The greedy tokens of every contender are checked against torch's (MLX's float32 CPU
 kernels may round differently, so a mismatch is reported, not raised). Usage:
 ``python bench/hf_generate.py [--tokens 128] [--repeats 3] [--rounds 2] [--profile]``;
 ``--profile`` also prints cProfile's top functions of one generation of every tdx contender; ``--cache static``
@@ -117,12 +119,13 @@ def count_calls(fn, tokens: int) -> tuple[float, float, float, float]:
     return (calls - own) / tokens, (builtins - own_builtins) / tokens, events["sync"] / tokens, events["start"] / tokens
 
 
-def transformers_worker(path: str, tokens: int, repeats: int, profile: bool, cache: str = "dynamic",
-                        place: str | None = None, compiled: bool = False) -> dict:
-    """Run under real torch or under ``python -m tdx run`` (the same code); ``cache`` is transformers'
-    ``cache_implementation`` (``dynamic``: its default, the cache grown by ``cat``; ``static``: preallocated,
-    written in place by ``index_copy_``); ``place``: the device real torch moves the model to (tdx's
-    contenders take theirs from ``--device``)."""
+def transformers_worker(path: str, cache: str = "dynamic", place: str | None = None,
+                        compiled: bool = False):
+    """Load the model under real torch or under ``python -m tdx run`` (the same code); return ``once(n)``, which
+    generates ``n`` new tokens and returns them as a list. ``cache`` is transformers' ``cache_implementation``
+    (``dynamic``: its default, the cache grown by ``cat``; ``static``: preallocated, written in place by
+    ``index_copy_``); ``place``: the device real torch moves the model to (tdx's contenders take theirs from
+    ``--device``)."""
     import torch
     from transformers import LlamaForCausalLM
     from transformers.utils import logging
@@ -140,32 +143,13 @@ def transformers_worker(path: str, tokens: int, repeats: int, profile: bool, cac
     kw = {} if cache == "dynamic" else {"cache_implementation": cache}
 
     def once(n):
-        return model.generate(prompt, max_new_tokens=n, min_new_tokens=n, do_sample=False, **kw)
+        return model.generate(prompt, max_new_tokens=n, min_new_tokens=n, do_sample=False, **kw)[0, len(PROMPT):]
 
-    out = once(tokens)  # warm-up (and the tokens)
-    times, cpu, main = [], [], []
-    for _ in range(repeats):
-        start, start_cpu, start_main = time.perf_counter(), time.process_time(), time.thread_time()
-        once(tokens)
-        times.append(time.perf_counter() - start)
-        cpu.append(time.process_time() - start_cpu)
-        main.append(time.thread_time() - start_main)
-    if profile:
-        import cProfile
-        import pstats
-
-        prof = cProfile.Profile()
-        prof.enable()
-        once(tokens)
-        prof.disable()
-        pstats.Stats(prof, stream=sys.stderr).sort_stats("tottime").print_stats(40)
-    calls, builtins, syncs, starts = count_calls(lambda: once(tokens), tokens)
-    return {"tps": [tokens / t for t in times], "cpu_tps": [tokens / t for t in cpu], "tokens": out[0, len(PROMPT):].tolist(),
-            "main_ms": [1e3 * t / tokens for t in main], "calls": calls, "builtins": builtins, "syncs": syncs,
-            "starts": starts}
+    return once
 
 
-def mlx_lm_worker(path: str, tokens: int, repeats: int) -> dict:
+def mlx_lm_worker(path: str):
+    """mlx-lm's own Llama on the same folder; ``once(n)`` generates ``n`` greedy tokens with ``generate_step``."""
     import mlx.core as mx
     from mlx_lm.generate import generate_step
     from mlx_lm.utils import load_model
@@ -179,17 +163,41 @@ def mlx_lm_worker(path: str, tokens: int, repeats: int) -> dict:
                                                                           sampler=lambda x: mx.argmax(x, -1))),
                                        range(n))]
 
-    out = once(tokens)
-    times, cpu, main = [], [], []
-    for _ in range(repeats):
-        start, start_cpu, start_main = time.perf_counter(), time.process_time(), time.thread_time()
-        once(tokens)
-        times.append(time.perf_counter() - start)
-        cpu.append(time.process_time() - start_cpu)
-        main.append(time.thread_time() - start_main)
-    calls, builtins, syncs, starts = count_calls(lambda: once(tokens), tokens)
-    return {"tps": [tokens / t for t in times], "cpu_tps": [tokens / t for t in cpu], "tokens": out, "calls": calls, "builtins": builtins,
-            "main_ms": [1e3 * t / tokens for t in main], "syncs": syncs, "starts": starts}
+    return once
+
+
+def serve(once, tokens: int) -> None:
+    """The worker's loop: warm up, say so, then answer the parent's commands on stdin, one JSON line each.
+
+    ``run``: time one generation (tokens/s by the wall clock, by the process's CPU time, and the main thread's
+    CPU ms a token); ``count``: the calls, waits and starts per token of one generation; ``profile``: cProfile's
+    top functions of one generation, on stderr; ``quit``."""
+    out = [int(t) for t in once(tokens)]  # warm-up (and the tokens)
+    print(json.dumps({"tokens": out}), flush=True)
+    for line in sys.stdin:
+        command = line.strip()
+        if command == "run":
+            start, start_cpu, start_main = time.perf_counter(), time.process_time(), time.thread_time()
+            once(tokens)
+            wall, cpu, main = time.perf_counter() - start, time.process_time() - start_cpu, time.thread_time() - start_main
+            reply = {"tps": tokens / wall, "cpu_tps": tokens / cpu, "main_ms": 1e3 * main / tokens}
+        elif command == "count":
+            calls, builtins, syncs, starts = count_calls(lambda: once(tokens), tokens)
+            reply = {"calls": calls, "builtins": builtins, "syncs": syncs, "starts": starts}
+        elif command == "profile":
+            import cProfile
+            import pstats
+
+            prof = cProfile.Profile()
+            prof.enable()
+            once(tokens)
+            prof.disable()
+            pstats.Stats(prof, stream=sys.stderr).sort_stats("tottime").print_stats(40)
+            sys.stderr.flush()
+            reply = {}
+        else:
+            return
+        print(json.dumps(reply), flush=True)
 
 
 CONTENDERS = {"torch cpu": None, "tdx cpu": "cpu", "tdx mlx:cpu": "mlx:cpu", "mlx-lm": None}
@@ -199,23 +207,70 @@ PLACES = {"torch cuda": "cuda"}
 PAIRS = (("tdx cpu", "torch cpu"), ("tdx mlx:cpu", "mlx-lm"), ("tdx cuda", "torch cuda"))
 
 
-def run_contender(name: str, path: str, args) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONWARNINGS="ignore")
-    me = [str(pathlib.Path(__file__).resolve()), "--worker", name, "--path", path, "--tokens", str(args.tokens),
-          "--repeats", str(args.repeats), "--cache", args.cache] + (["--compile"] if args.compile else []) \
-        + (["--threads", str(args.threads)] if args.threads else [])
-    if args.profile and name.startswith("tdx"):
-        me.append("--profile")
-    if name in PLACES:
-        me += ["--place", PLACES[name]]
-    device = {**CONTENDERS, **ON_REQUEST}[name]
-    cmd = [sys.executable, "-m", "tdx", "run", "--device", device, *me] if device else [sys.executable, *me]
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
-    if done.returncode != 0:
-        raise SystemExit(f"{name} failed:\n{done.stderr[-3000:]}")
-    if args.profile and name.startswith("tdx"):
-        sys.stderr.write(f"==== {name}\n{done.stderr}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+class Contender:
+    """One contender's worker process, loaded once and kept waiting on its stdin between turns."""
+
+    def __init__(self, name: str, path: str, args, log) -> None:
+        env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONWARNINGS="ignore")
+        me = [str(pathlib.Path(__file__).resolve()), "--worker", name, "--path", path, "--tokens", str(args.tokens),
+              "--cache", args.cache] + (["--compile"] if args.compile else []) \
+            + (["--threads", str(args.threads)] if args.threads else [])
+        if name in PLACES:
+            me += ["--place", PLACES[name]]
+        device = {**CONTENDERS, **ON_REQUEST}[name]
+        cmd = [sys.executable, "-m", "tdx", "run", "--device", device, *me] if device else [sys.executable, *me]
+        self.name, self.log = name, log
+        self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                                     text=True)
+
+    def ask(self, command: str | None = None) -> dict:
+        """Send ``command`` (none: just read the next reply) and return the worker's JSON reply."""
+        if command:
+            self.proc.stdin.write(command + "\n")
+            self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            self.proc.wait(timeout=60)
+            self.log.seek(0)
+            raise SystemExit(f"{self.name} failed:\n{self.log.read()[-3000:]}")
+        return json.loads(line)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.stdin.write("quit\n")
+            self.proc.stdin.close()
+            self.proc.wait(timeout=60)
+
+
+def measure(names: list[str], path: str, args) -> dict:
+    """Load every contender, then time ``rounds * repeats`` generations of each, one generation a turn: in every
+    pass each contender runs once, the order turning by one each pass, so every contender's runs are spread over
+    the same minutes and the runs of one pass are seconds apart."""
+    logs = {name: tempfile.TemporaryFile("w+") for name in names}
+    procs = {}
+    try:
+        for name in names:  # loaded one after another: the loads' CPU time is no contender's
+            procs[name] = Contender(name, path, args, logs[name])
+            procs[name].tokens = procs[name].ask()["tokens"]
+        runs = {name: [] for name in names}
+        for turn in range(args.rounds * args.repeats):
+            for i in range(len(names)):
+                name = names[(turn + i) % len(names)]
+                runs[name].append(procs[name].ask("run"))
+        results = {}
+        for name in names:
+            results[name] = {key: [r[key] for r in runs[name]] for key in ("tps", "cpu_tps", "main_ms")}
+            results[name].update(procs[name].ask("count"), tokens=procs[name].tokens)
+            if args.profile and name.startswith("tdx"):
+                procs[name].ask("profile")
+                logs[name].seek(0)
+                sys.stderr.write(f"==== {name}\n{logs[name].read()}")
+        return results
+    finally:
+        for proc in procs.values():
+            proc.close()
+        for log in logs.values():
+            log.close()
 
 
 def main() -> None:
@@ -243,25 +298,16 @@ def main() -> None:
 
             torch.set_num_threads(args.threads)
         if args.worker == "mlx-lm":
-            result = mlx_lm_worker(args.path, args.tokens, args.repeats)
+            once = mlx_lm_worker(args.path)
         else:
-            result = transformers_worker(args.path, args.tokens, args.repeats, args.profile, args.cache, args.place,
-                                         args.compile)
-        print(json.dumps(result))
+            once = transformers_worker(args.path, args.cache, args.place, args.compile)
+        serve(once, args.tokens)
         return
     names = args.only.split(",") if args.only else list(CONTENDERS)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "llama")
         make_model(path)
-        results = {name: {"tps": [], "cpu_tps": [], "main_ms": [], "tokens": None} for name in names}
-        for r in range(args.rounds):
-            for name in names:
-                res = run_contender(name, path, args if r == 0 else argparse.Namespace(**{**vars(args),
-                                                                                       "profile": False}))
-                results[name]["tps"] += res["tps"]
-                results[name]["cpu_tps"] += res["cpu_tps"]
-                results[name]["main_ms"] += res["main_ms"]
-                results[name].update({k: v for k, v in res.items() if not k.endswith("tps") and k != "main_ms"})
+        results = measure(names, path, args)
     oracle = next((name for name in ("torch cpu", "torch cuda") if name in results), None)
     want = results[oracle]["tokens"] if oracle else None
     med = {name: statistics.median(r["tps"]) for name, r in results.items()}
@@ -269,7 +315,7 @@ def main() -> None:
     print(f"Llama-style model {CONFIG['num_hidden_layers']} layers, hidden {CONFIG['hidden_size']}, "
           f"{args.tokens} new tokens greedy with transformers' {args.cache} KV cache"
           f"{', model.forward compiled' if args.compile else ''}; median of "
-          f"{args.rounds * args.repeats} runs, tokens compared with {oracle or 'nothing'}'s, "
+          f"{args.rounds * args.repeats} runs a contender, one run a turn, tokens compared with {oracle or 'nothing'}'s, "
           f"threads: {args.threads or 'default'}")
     print(f"{'contender':<14}{'tokens/s':>10}{'tok/cpu-s':>11}{'main ms/tok':>13}{'py calls/tok':>14}{'builtins/tok':>14}"
           f"{'syncs/tok':>11}{'starts/tok':>12}  same tokens")
@@ -280,7 +326,9 @@ def main() -> None:
               f"{r['builtins']:>14.0f}{r['syncs']:>11.1f}{r['starts']:>12.1f}  {same}")
     for mine, theirs in PAIRS:
         if mine in med and theirs in med:
-            print(f"{mine + ' / ' + theirs:<25}= {med[mine] / med[theirs]:.2f}x tokens/s, "
+            paired = [a / b for a, b in zip(results[mine]["tps"], results[theirs]["tps"])]
+            print(f"{mine + ' / ' + theirs:<25}= {med[mine] / med[theirs]:.2f}x tokens/s "
+                  f"(paired runs: median {statistics.median(paired):.2f}x, {min(paired):.2f}..{max(paired):.2f}), "
                   f"{med_cpu[mine] / med_cpu[theirs]:.2f}x tokens per CPU second, "
                   f"same tokens: {results[mine]['tokens'] == results[theirs]['tokens']}")
 
