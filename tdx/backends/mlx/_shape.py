@@ -181,24 +181,18 @@ class MLXShapeOps:
         # plain loops, no generator: the per-token path of a KV cache growing by cat
         first = xs[0].dtype
         for x in xs:
-            if x.dtype != first:
+            if x.dtype != first or x.size == 0 and x.ndim == 1:  # to promote, or a legacy empty input to drop
                 xs = self._same_dtype(xs)  # before dropping empty 1-D inputs: they still promote
-                break
-        for x in xs:
-            if x.ndim == 1 and x.size == 0:
                 xs = [x for x in xs if not (x.ndim == 1 and x.size == 0)] or xs[:1]
                 break
-        ref = xs[0]
-        n = ref.ndim
+        n = xs[0].ndim
         d = dim % n if dim.__class__ is int and -n <= dim < n else norm_dim(dim, n)  # norm_dim's, inlined
-        rs = ref.shape
-        head, tail = rs[:d], rs[d + 1:]
-        for i, x in enumerate(xs):
-            s = x.shape
-            if len(s) != len(rs) or s[:d] != head or s[d + 1:] != tail:
-                raise ShapeError(f"Sizes of tensors must match except in dimension {d}. Expected "
-                                 f"{list(ref.shape)} but got {list(x.shape)} for tensor number {i} in the list.")
-        out = mx.concatenate(xs, axis=d, stream=self._stream or self.s)
+        try:
+            out = mx.concatenate(xs, axis=d, stream=self._stream or self.s)
+        except (ValueError, IndexError):  # MLX checks what torch checks (a rank of 1 or more, the same for all, and
+            # equal sizes but at d); the error in torch's words
+            _check_cat_shapes(xs, d)
+            raise
         return carry_all_bounds(xs, out) if KNOWN and id(xs[0]) in KNOWN else out  # the union needs every input's
 
     def stack(self, xs, dim=0):
@@ -217,3 +211,16 @@ class MLXShapeOps:
                              f"(input tensor's size at dimension {d}), but got split_sizes={list(sizes)}")
         cuts = list(np.cumsum(sizes)[:-1])
         return tuple(mx.split(x, [int(c) for c in cuts], axis=d, stream=self.s)) if cuts else (x,)
+
+
+def _check_cat_shapes(xs, d: int) -> None:
+    """Raise torch's error for the first input that is 0-d, or whose rank or sizes (but at ``d``) differ from the
+    first input's."""
+    ref = xs[0].shape
+    for i, x in enumerate(xs):
+        s = x.shape
+        if not s:
+            raise ShapeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
+        if len(s) != len(ref) or s[:d] != ref[:d] or s[d + 1:] != ref[d + 1:]:
+            raise ShapeError(f"Sizes of tensors must match except in dimension {d}. Expected "
+                             f"{list(ref)} but got {list(s)} for tensor number {i} in the list.")
