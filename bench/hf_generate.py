@@ -12,8 +12,9 @@ Each contender is its own process, loaded once and warmed up; then the contender
 generation of ``--tokens`` new tokens a turn and never two at once, ``--rounds`` x ``--repeats`` generations
 each, the order turning by one each pass, so a slow or fast phase of the machine falls on every contender
 alike. The table gives the median tokens/s; each ratio is the ratio of the medians, with the median and range
-of the ratios of the runs of one pass (seconds apart) beside it. The greedy tokens of every contender are checked against torch's (MLX's float32 CPU
-kernels may round differently, so a mismatch is reported, not raised). Usage:
+of the ratios of the runs of one pass (seconds apart) beside it. The greedy tokens of every contender are
+checked against torch's (MLX's float32 CPU kernels may round differently, so a mismatch is reported, not
+raised). Usage:
 ``python bench/hf_generate.py [--tokens 128] [--repeats 3] [--rounds 2] [--profile]``;
 ``--profile`` also prints cProfile's top functions of one generation of every tdx contender; ``--cache static``
 runs the transformers contenders with transformers' preallocated cache (written in place by ``index_copy_``);
@@ -179,7 +180,8 @@ def serve(once, tokens: int) -> None:
         if command == "run":
             start, start_cpu, start_main = time.perf_counter(), time.process_time(), time.thread_time()
             once(tokens)
-            wall, cpu, main = time.perf_counter() - start, time.process_time() - start_cpu, time.thread_time() - start_main
+            wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
+            main = time.thread_time() - start_main
             reply = {"tps": tokens / wall, "cpu_tps": tokens / cpu, "main_ms": 1e3 * main / tokens}
         elif command == "count":
             calls, builtins, syncs, starts = count_calls(lambda: once(tokens), tokens)
@@ -220,6 +222,7 @@ class Contender:
         device = {**CONTENDERS, **ON_REQUEST}[name]
         cmd = [sys.executable, "-m", "tdx", "run", "--device", device, *me] if device else [sys.executable, *me]
         self.name, self.log = name, log
+        self.tokens = None  # the greedy tokens of its warm-up generation
         self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                                      text=True)
 

@@ -90,9 +90,8 @@ def reference_args(name: str, device: str = "cpu") -> list:
     """The arguments of the reference run of program ``name`` for tdx runs pinned to ``device``: ``python
     program.py`` under real torch where tdx promises torch's CPU numbers, else the program under real torch with
     its tensors on the device whose kernels tdx runs there (``torch_twin``)."""
-    path, twin = str(PROGRAMS / f"{name}.py"), torch_twin(device)
-    return [path, *PROGRAM_ARGS.get(name, ())] if twin == "cpu" else ["-c", _ON_DEVICE, twin, path,
-                                                                     *PROGRAM_ARGS.get(name, ())]
+    path, twin = [str(PROGRAMS / f"{name}.py"), *PROGRAM_ARGS.get(name, ())], torch_twin(device)
+    return path if twin == "cpu" else ["-c", _ON_DEVICE, twin, *path]
 
 
 def _reference(name: str, tmp_path_factory, device: str = "cpu"):
