@@ -223,8 +223,9 @@ class Contender:
         cmd = [sys.executable, "-m", "tdx", "run", "--device", device, *me] if device else [sys.executable, *me]
         self.name, self.log = name, log
         self.tokens = None  # the greedy tokens of its warm-up generation
-        self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-                                     text=True)
+        # run from the bench's own tree: ``python -m tdx`` looks in the working directory first
+        self.proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=log, text=True)
 
     def ask(self, command: str | None = None) -> dict:
         """Send ``command`` (none: just read the next reply) and return the worker's JSON reply."""
