@@ -90,8 +90,13 @@ def reference_args(name: str, device: str = "cpu") -> list:
     """The arguments of the reference run of program ``name`` for tdx runs pinned to ``device``: ``python
     program.py`` under real torch where tdx promises torch's CPU numbers, else the program under real torch with
     its tensors on the device whose kernels tdx runs there (``torch_twin``)."""
-    path, twin = [str(PROGRAMS / f"{name}.py"), *PROGRAM_ARGS.get(name, ())], torch_twin(device)
-    return path if twin == "cpu" else ["-c", _ON_DEVICE, twin, *path]
+    program, twin = _program(name), torch_twin(device)
+    return program if twin == "cpu" else ["-c", _ON_DEVICE, twin, *program]
+
+
+def _program(name: str) -> list:
+    """Program ``name``'s path and its arguments (``PROGRAM_ARGS``), as both runs pass them."""
+    return [str(PROGRAMS / f"{name}.py"), *PROGRAM_ARGS.get(name, ())]
 
 
 def _reference(name: str, tmp_path_factory, device: str = "cpu"):
@@ -111,7 +116,7 @@ def _reference(name: str, tmp_path_factory, device: str = "cpu"):
 @pytest.mark.timeout(PROGRAM_TIMEOUT)
 def test_program_runs_unmodified(name, device, tmp_path_factory):
     cwd, expected = _reference(name, tmp_path_factory, device)
-    done = _py(["-m", "tdx", "run", "--device", device, str(PROGRAMS / f"{name}.py"), *PROGRAM_ARGS.get(name, ())], cwd)
+    done = _py(["-m", "tdx", "run", "--device", device, *_program(name)], cwd)
     assert done.returncode == 0, done.stderr
     if device == "cpu":
         assert done.stdout == expected
