@@ -47,6 +47,8 @@ BAD = {  # name -> call(lib, device); torch must raise
     "stack []": lambda t, d: t.stack([]),
     "hstack []": lambda t, d: t.hstack([]),
     "cat mismatched shapes": lambda t, d: t.cat([_ones(t, d, 2, 3), _ones(t, d, 2, 4)]),
+    "cat mismatched ranks": lambda t, d: t.cat([_ones(t, d, 2, 3), _ones(t, d, 3)]),
+    "cat of 0-d tensors": lambda t, d: t.cat([t.tensor(1.0, device=d), t.tensor(2.0, device=d)]),
     "index_select out of range": lambda t, d: t.arange(4.0, device=d).index_select(0, t.tensor([7], device=d)),
     "index_add_ out of range": lambda t, d: t.zeros(4, device=d).index_add_(0, t.tensor([7], device=d),
                                                                          _ones(t, d, 1)),
