@@ -609,7 +609,7 @@ def _move(native, src, dst, copy, source):
     if src.name == dst.name == "mlx":
         return native, False
     if src.name == "mlx" and dst.name == "torch":
-        return _mlx_to_torch(native, src, dst, copy, source)
+        return _mlx_to_torch(src.row_major(native), src, dst, copy, source)  # relaid weights leave row-major
     if src.name == "torch" and dst.name == "mlx":
         return _torch_to_mlx(native, src, dst, copy, source)
     if copy is False:

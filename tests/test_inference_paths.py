@@ -51,3 +51,59 @@ def test_linear_records_where_grad_is_on(device, bias):
     assert_close(mine.weight.grad, ref.weight.grad)
     if bias:
         assert_close(mine.bias.grad, ref.bias.grad)
+
+
+def _used_linear(device):
+    """A Linear (300 -> 70) on ``device`` and torch's, after two inference calls on ``device``: on MLX's CPU the
+    first product relays the weight out for its products (``linear_last``); (mine, ref, the two outputs, torch's)."""
+    torch.manual_seed(0)
+    ref = torch.nn.Linear(300, 70)
+    mine = tdx.nn.Linear(300, 70).to(device)
+    mine.load_state_dict({k: tdx.tensor(v.detach().numpy()) for k, v in ref.state_dict().items()})
+    x_np = np.random.default_rng(3).standard_normal((4, 300)).astype(np.float32)
+    x = tdx.tensor(x_np, device=device)
+    with tdx.no_grad():
+        first, second = mine(x), mine(x)
+    return mine, ref, first, second, ref(torch.from_numpy(x_np)).detach()
+
+
+def test_linear_weight_used_at_inference_leaves_as_torch_lays_it_out(device, tmp_path):
+    mine, ref, first, second, want = _used_linear(device)
+    assert np.array_equal(first.cpu().numpy(), second.cpu().numpy())  # the relaid weight changes no bit
+    assert_close(second, want)
+    w, w_ref = mine.weight.detach(), ref.weight.detach()
+    assert w.numpy().flags.c_contiguous == w_ref.numpy().flags.c_contiguous
+    assert np.array_equal(w.numpy(), w_ref.numpy())
+    moved = w.to("cpu")
+    assert moved.is_contiguous() and moved.view(-1).shape == w_ref.view(-1).shape
+    shared = torch.from_dlpack(w)
+    assert shared.is_contiguous() == w_ref.is_contiguous() and shared.stride() == w_ref.stride()
+    assert torch.equal(shared, w_ref)
+    assert mine.weight.data_ptr() != 0
+    tdx.save(mine.state_dict(), tmp_path / "linear.pt")
+    loaded = torch.load(tmp_path / "linear.pt")
+    assert torch.equal(loaded["weight"], w_ref) and torch.equal(loaded["bias"], ref.bias.detach())
+
+
+def test_mlx_linear_relays_its_weight_without_a_second_copy():
+    """On MLX's CPU the first inference product stores the weight column by column (its ``.T`` row-major: the
+    BLAS's fast operand) in place of the old array: the product's bits are the transposed view's, and the memory
+    held is still one copy of the weight."""
+    mx = pytest.importorskip("mlx.core")
+    from tdx.backends.mlx import _nn
+    if not _nn._rows_same_bits(mx.default_stream(mx.cpu)):
+        pytest.skip("this CPU's BLAS gives other bits with a row-major operand: weights stay as they are")
+    lin = tdx.nn.Linear(1024, 1024).to("mlx:cpu")  # a 4 MiB weight
+    x = tdx.tensor(np.random.default_rng(4).standard_normal((3, 1024)).astype(np.float32), device="mlx:cpu")
+    w = lin.weight._n
+    plain = mx.add(mx.matmul(x._n, mx.transpose(w)), lin.bias._n)
+    mx.eval(plain)
+    del w
+    before = mx.get_active_memory()
+    with tdx.no_grad():
+        y = lin(x)
+    mx.eval(y._n)
+    assert _nn.column_major(lin.weight._n)
+    assert np.array_equal(np.array(y._n), np.array(plain))
+    del y
+    assert mx.get_active_memory() - before < 1 << 20  # not the 4 MiB a kept second copy would hold

@@ -34,7 +34,10 @@ def _root_pointer(t) -> int:
     native = root._n
     if native.size == 0:
         return 0
-    return np.frombuffer(memoryview(native), dtype=np.uint8).__array_interface__["data"][0]
+    try:
+        return np.frombuffer(memoryview(native), dtype=np.uint8).__array_interface__["data"][0]
+    except BufferError:  # stored column by column (a relaid weight): NumPy's strided view starts at the buffer
+        return np.array(native, copy=False).__array_interface__["data"][0]
 
 
 def data_ptr(t) -> int:

@@ -27,7 +27,7 @@ from ._gather import MLXGatherOps
 from ._indexing import MLXIndexOps, fit_scalar
 from ._linalg import MLXLinalgOps
 from ._namespaces import MLXNamespaceOps
-from ._nn import MLXNNOps
+from ._nn import _COLUMN_MAJOR, MLXNNOps, column_major
 from ._optim import MLXOptimOps
 from ._memory import check_alloc, check_result, sized
 from ._random import MLXRandomOps, seed_default
@@ -302,13 +302,24 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
         if x.dtype == mx.bfloat16:
             raise DtypeError("Got unsupported ScalarType BFloat16: NumPy has no bfloat16; "
                              "call .float() first")
-        return _read_only(np.array(x, copy=False))
+        return _read_only(np.array(self.row_major(x), copy=False))
 
     def host_numpy(self, x):
         """A read-only NumPy view of ``x`` (bfloat16 widened to float32, a copy)."""
         if x.dtype == mx.bfloat16:
             x = x.astype(mx.float32, stream=self.s)
-        return _read_only(np.array(x, copy=False))
+        return _read_only(np.array(self.row_major(x), copy=False))
+
+    def row_major(self, x):
+        """``x``, or a row-major copy of it where ``x`` is a weight ``linear_last`` stored column by column:
+        what leaves for NumPy, DLPack or torch is laid out as torch's contiguous tensor is."""
+        return mx.contiguous(x, stream=self.s) if _COLUMN_MAJOR and column_major(x) else x
+
+    @staticmethod
+    def shares_memory(x) -> bool:
+        """Whether torch may hold a writable view of ``x``'s buffer (:meth:`share`)."""
+        ref = _SHARED.get(id(x))
+        return ref is not None and ref() is x
 
     @staticmethod
     def item(x):
@@ -383,6 +394,8 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
         ref = _SHARED.get(id(x))
         if ref is not None and ref() is x:
             return x
+        if _COLUMN_MAJOR and column_major(x):  # a relaid weight: torch gets a row-major buffer
+            return mx.contiguous(x, stream=self.s)
         return carry_bounds(x, mx.array(x))  # a new array object; MLX arrays are values
 
     def share_commit(self, out) -> None:

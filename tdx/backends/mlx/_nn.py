@@ -11,6 +11,15 @@ gradients. Must never import torch or tdx's facade.
 the transpose of one weight array is made once and, computed with the first graph that uses it, is a
 constant from then on instead of a node of every call's graph. A weight written in place is a new array
 (tdx rebinds the tensor), so it gets its own.
+
+On a CPU stream a product runs about twice as fast with its right operand stored row by row as with the
+transposed view ``w.T`` (MLX's Linux CPU build hands both to a reference BLAS, whose loop over the transposed
+operand's columns does not vectorize), and gives the same bits. So where the caller can rebind the tensor that
+owns ``w`` (``linear_last``'s ``offer``), the first product with a weight array makes ``w.T`` once as a
+contiguous array and offers, in ``w``'s place, its transpose: the same values, stored column by column, whose
+``.T`` is that contiguous array. The memory stays one copy of the weight. :func:`column_major` tells the paths
+that hand out an array's memory (NumPy views, DLPack, torch) which arrays are stored so: they hand out a
+row-major copy, as torch's contiguous tensors are.
 """
 
 from __future__ import annotations
@@ -20,6 +29,10 @@ import weakref
 import mlx.core as mx
 
 _TRANSPOSED: dict = {}  # id(array) -> (weak reference to it, its transpose); an entry dies with its array
+
+
+_COLUMN_MAJOR: dict = {}  # id(array) -> weak reference: weights relaid by linear_last (their .T is contiguous)
+_ROWS_SAME_BITS: dict = {}  # the device's name -> whether a row-major right operand gives the same bits
 
 
 def transposed(w, s):
@@ -33,17 +46,82 @@ def transposed(w, s):
     return t
 
 
+def column_major(x) -> bool:
+    """Whether ``x`` is a weight :meth:`MLXNNOps.linear_last` relaid (stored column by column)."""
+    ref = _COLUMN_MAJOR.get(id(x))
+    return ref is not None and ref() is x
+
+
+def _relaid(w, s):
+    """``w``'s values stored column by column (the transpose of a contiguous ``w.T``), registered so that
+    :func:`transposed` returns that contiguous ``w.T``; None inside a transformation (``mx.compile``,
+    ``mx.vjp``), whose placeholders must not leave it."""
+    t = mx.contiguous(mx.transpose(w, stream=s), stream=s)
+    try:
+        mx.async_eval(t)  # computed once, on MLX's worker; a transformation's placeholder refuses
+    except (ValueError, RuntimeError):
+        return None
+    out = mx.transpose(t, stream=s)
+    key = id(out)
+
+    def gone(_ref, key=key):
+        _TRANSPOSED.pop(key, None)
+        _COLUMN_MAJOR.pop(key, None)
+
+    ref = weakref.ref(out, gone)
+    _TRANSPOSED[key] = (ref, t)
+    _COLUMN_MAJOR[key] = ref
+    return out
+
+
+def _rows_same_bits(s) -> bool:
+    """Whether products on ``s``'s device take row-major right operands with the same bits as transposed views:
+    checked once per device on fixed probe values (vector and matrix left operands, lengths across the BLAS's
+    blocks); only CPU streams are asked (GPU kernels read a transposed operand natively)."""
+    name = str(s.device)
+    known = _ROWS_SAME_BITS.get(name)
+    if known is None:
+        same = True
+        for m, k, n in ((1, 300, 70), (5, 1100, 33), (16, 64, 129)):
+            a = mx.sin(mx.arange(m * k, dtype=mx.float32, stream=s) * 0.37, stream=s).reshape(m, k)
+            b = mx.cos(mx.arange(n * k, dtype=mx.float32, stream=s) * 0.23, stream=s).reshape(n, k)
+            view = mx.matmul(a, mx.transpose(b, stream=s), stream=s)
+            rows = mx.matmul(a, mx.contiguous(mx.transpose(b, stream=s), stream=s), stream=s)
+            same = same and bool(mx.array_equal(view, rows, stream=s).item())
+        known = _ROWS_SAME_BITS[name] = same
+    return known
+
+
 class MLXNNOps:
     """Convolution on MLX arrays in torch's layouts; layer norm over the last axis."""
 
     __slots__ = ()
 
-    def linear_last(self, x, w, b):
+    def linear_last(self, x, w, b, offer=None):
         """``x @ w.T + b`` (``b`` may be None) of float32 arrays: the product and the sum rounded as
-        the composed ``matmul`` and ``add`` round them, in one call (one tape node)."""
+        the composed ``matmul`` and ``add`` round them, in one call (one tape node).
+
+        Args:
+            x, w, b: the input, the weight ``(out, in)`` and the bias or None.
+            offer: a list where a caller that will rebind the tensor owning ``w`` (a root, outside any
+                transformation) takes ``(w, relaid)`` from the first product with ``w`` on a CPU stream:
+                ``w``'s values stored column by column, whose products run on a row-major operand (the
+                module docstring). None: ``w`` stays as it is.
+        """
         s = self._stream or self.s  # both calls name it: the per-op path
         entry = _TRANSPOSED.get(id(w))  # transposed's lookup, inlined: every nn.Linear of an MLX model
-        y = mx.matmul(x, entry[1] if entry is not None and entry[0]() is w else transposed(w, s), stream=s)
+        if entry is not None and entry[0]() is w:
+            t = entry[1]
+        elif offer is not None and s.device == mx.cpu and not self.shares_memory(w) and _rows_same_bits(s):
+            relaid = _relaid(w, s)
+            if relaid is None:
+                t = transposed(w, s)
+            else:
+                t = _TRANSPOSED[id(relaid)][1]
+                offer.append((w, relaid))
+        else:
+            t = transposed(w, s)
+        y = mx.matmul(x, t, stream=s)
         return y if b is None else mx.add(y, b, stream=s)
 
     def lstm_gates(self, hidden_part, input_part, c):

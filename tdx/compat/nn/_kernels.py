@@ -144,9 +144,13 @@ def linear_kernel(x, weight, bias):
                     bias._dt or bias.dtype) is _F32 and bias._n.ndim == 1 and bias._n.shape[0] == ws[0]):
                 return NOT_NATIVE
             try:  # _linear's, inlined: every nn.Linear of an MLX model in inference
-                n = ex.linear_last(x._n, weight._n, None if bias is None else bias._n)
+                n = ex.linear_last(x._n, weight._n, None if bias is None else bias._n,
+                                   _OFFER if weight._view is None else None)
             except NATIVE_ERRORS:
+                _OFFER.clear()
                 return NOT_NATIVE
+            if _OFFER:  # the executor relaid the weight for its products (its first product): rebind it
+                _take_offer(weight)
             out = _new(_Tensor)  # wrap's, inlined
             out._n = n
             out._ex = ex
@@ -165,6 +169,18 @@ def linear_kernel(x, weight, bias):
                 except NATIVE_ERRORS:
                     return NOT_NATIVE
     return NOT_NATIVE
+
+
+_OFFER: list = []  # (weight array, the same values as the executor prefers them) from linear_last
+
+
+def _take_offer(weight) -> None:
+    """Rebind ``weight`` (a root tensor) to the array ``linear_last`` offered in place of its current one: the
+    same values, laid out for the executor's products (MLX's ``linear_last``)."""
+    old, relaid = _OFFER.pop()
+    _OFFER.clear()
+    if weight._n is old:
+        weight._n = relaid
 
 
 def torch_kernel(fn):
