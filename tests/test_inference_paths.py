@@ -107,3 +107,34 @@ def test_mlx_linear_relays_its_weight_without_a_second_copy():
     assert np.array_equal(np.array(y._n), np.array(plain))
     del y
     assert mx.get_active_memory() - before < 1 << 20  # not the 4 MiB a kept second copy would hold
+
+
+@pytest.mark.parametrize("change", ["bias of another size", "float64 weight", "3-D weight", "narrower input"])
+def test_linear_checks_follow_a_parameter_changed_after_use(device, change):
+    """A Linear used at inference, then given a parameter (or input) torch refuses: tdx refuses it with torch's
+    class as well, however the first calls' checks were kept."""
+    def run(mod, **kw):
+        torch.manual_seed(0)
+        lin = mod.nn.Linear(8, 4).to(**kw)
+        x = mod.ones(2, 8, **kw)
+        with mod.no_grad():
+            lin(x)
+            lin(x)
+            if change == "bias of another size":
+                lin.bias = mod.nn.Parameter(mod.zeros(3, **kw))
+            elif change == "float64 weight":
+                lin.weight = mod.nn.Parameter(lin.weight.double())
+            elif change == "3-D weight":
+                lin.weight = mod.nn.Parameter(mod.ones(4, 8, 1, **kw))
+            else:
+                x = mod.ones(2, 7, **kw)
+            try:
+                return lin(x).shape
+            except Exception as err:  # noqa: BLE001 - the class is the result compared
+                return type(err).__mro__
+    want = run(torch)
+    got = run(tdx, device=device)
+    if isinstance(want, tuple) and isinstance(want[0], type):
+        assert isinstance(got, tuple) and want[0] in got, (got, want)
+    else:
+        assert tuple(got) == tuple(want)

@@ -14,6 +14,7 @@ Like :mod:`._native_rnn`, this module touches tensor internals (``Tensor._n``, `
 from __future__ import annotations
 
 import functools
+import weakref
 
 import tdx
 from ..._errors import NATIVE_ERRORS, mismatch
@@ -124,7 +125,7 @@ def linear_kernel(x, weight, bias):
     The per-call path of ``nn.Linear`` and ``F.linear``: on torch executors tensors of one executor go to
     the kernel as they are, nothing repacked; on a taped executor (MLX), where the tape records nothing
     (grad mode off, or no tensor ever required grad), the float32 cases :func:`fused_linear` takes go to
-    ``linear_last`` at once, the same kernel without the tape's wrapper. Anything else (another executor, a tensor on another
+    ``linear_last`` at once (:func:`untaped_linear`). Anything else (another executor, a tensor on another
     device, an autocast region in force, an input the kernel refuses) is :data:`NOT_NATIVE`: the caller's
     full path then casts, raises torch's mixed-device error or tdx's typed error.
     """
@@ -132,31 +133,7 @@ def linear_kernel(x, weight, bias):
         ex = x._ex
         k = ex.linear_kernel
         if k is None:  # a taped executor: its fused kernel where the tape records nothing (no_grad, inference)
-            if _AUTOCAST[0] or (_TAPE[0] and _MODE.enabled) or weight._ex is not ex:
-                return NOT_NATIVE
-            # _fusable's checks, inlined (the types are checked above): every nn.Linear of an MLX model
-            xs, ws = x._n.shape, weight._n.shape
-            if (len(xs) < 2 or len(ws) != 2 or xs[-1] != ws[1] or (x._dt or x.dtype) is not _F32
-                    or (weight._dt or weight.dtype) is not _F32 or 0 in xs or 0 in ws
-                    or getattr(ex, "linear_last", None) is None):
-                return NOT_NATIVE
-            if bias is not None and not ((type(bias) is _Tensor or type(bias) is _Parameter) and bias._ex is ex and (
-                    bias._dt or bias.dtype) is _F32 and bias._n.ndim == 1 and bias._n.shape[0] == ws[0]):
-                return NOT_NATIVE
-            try:  # _linear's, inlined: every nn.Linear of an MLX model in inference
-                n = ex.linear_last(x._n, weight._n, None if bias is None else bias._n,
-                                   _OFFER if weight._view is None else None)
-            except NATIVE_ERRORS:
-                _OFFER.clear()
-                return NOT_NATIVE
-            if _OFFER:  # the executor relaid the weight for its products (its first product): rebind it
-                _take_offer(weight)
-            out = _new(_Tensor)  # wrap's, inlined
-            out._n = n
-            out._ex = ex
-            out._ag = out._view = None
-            out._dt = _F32  # float32 operands (_fusable), a float32 product: the next op reads no dtype
-            return out
+            return NOT_NATIVE if _AUTOCAST[0] else untaped_linear(x, weight, bias, ex)
         if weight._ex is ex and not _AUTOCAST[0]:
             if bias is None:
                 try:
@@ -169,6 +146,69 @@ def linear_kernel(x, weight, bias):
                 except NATIVE_ERRORS:
                     return NOT_NATIVE
     return NOT_NATIVE
+
+
+# id(weight array) -> [weak reference to it, its executor, in_features, out_features, a bias array checked with it]:
+# the weights whose checks for linear_last passed (2-D, float32, not empty); an entry goes with its array
+_FIT: dict = {}
+
+
+def untaped_linear(x, weight, bias, ex):
+    """``linear`` by a taped executor's ``linear_last`` where its tape records nothing, or :data:`NOT_NATIVE`.
+
+    The caller has checked that ``x`` is a plain tensor on ``ex`` (which has no ``linear_kernel``), ``weight`` a
+    plain tensor or Parameter, and that no autocast region is in force. :func:`_fusable`'s checks: the weight's
+    (2-D, float32, not empty) once per weight array, the bias's (float32, 1-D of the output size) once per bias
+    array beside it, the input's (float32, at least 2-D, not empty, ``in_features`` wide) every call: every
+    ``nn.Linear`` of an MLX model in inference.
+    """
+    if (_TAPE[0] and _MODE.enabled) or weight._ex is not ex:
+        return NOT_NATIVE
+    wn = weight._n
+    fit = _FIT.get(id(wn))
+    if fit is None or fit[0]() is not wn or fit[1] is not ex:
+        fit = _fit_weight(weight, ex)
+        if fit is None:
+            return NOT_NATIVE
+    xn = x._n
+    xs = xn.shape
+    if len(xs) < 2 or xs[-1] != fit[2] or 0 in xs or (x._dt or x.dtype) is not _F32:
+        return NOT_NATIVE
+    if bias is None:
+        bn = None
+    elif (type(bias) is _Tensor or type(bias) is _Parameter) and bias._ex is ex:
+        bn = bias._n
+        if bn is not fit[4]:
+            if (bias._dt or bias.dtype) is not _F32 or bn.ndim != 1 or bn.shape[0] != fit[3]:
+                return NOT_NATIVE
+            fit[4] = bn
+    else:
+        return NOT_NATIVE
+    try:  # _linear's: the same kernel without the tape's wrapper
+        n = ex.linear_last(xn, wn, bn, _OFFER if weight._view is None else None)
+    except NATIVE_ERRORS:
+        _OFFER.clear()
+        return NOT_NATIVE
+    if _OFFER:  # the executor relaid the weight for its products (its first product): rebind it
+        _take_offer(weight)
+    out = _new(_Tensor)  # wrap's, inlined
+    out._n = n
+    out._ex = ex
+    out._ag = out._view = None
+    out._dt = _F32  # float32 operands, a float32 product: the next op reads no dtype
+    return out
+
+
+def _fit_weight(weight, ex):
+    """The :data:`_FIT` entry of ``weight``'s array, made now, or None where ``linear_last`` does not take it."""
+    wn = weight._n
+    ws = wn.shape
+    if len(ws) != 2 or 0 in ws or (weight._dt or weight.dtype) is not _F32 or getattr(ex, "linear_last", None) is None:
+        return None
+    key = id(wn)
+    fit = [weakref.ref(wn, lambda _ref: _FIT.pop(key, None)), ex, ws[1], ws[0], None]
+    _FIT[key] = fit
+    return fit
 
 
 _OFFER: list = []  # (weight array, the same values as the executor prefers them) from linear_last

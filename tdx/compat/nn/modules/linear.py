@@ -12,7 +12,7 @@ import math
 
 import tdx
 from .. import functional as F
-from .._kernels import NOT_NATIVE as _NOT_NATIVE, linear_kernel as _linear_kernel
+from .._kernels import NOT_NATIVE as _NOT_NATIVE, linear_kernel as _linear_kernel, untaped_linear as _untaped_linear
 from ...._errors import NATIVE_ERRORS, TdxRuntimeError
 from ...amp.autocast_state import ON as _AUTOCAST
 from ..parameter import Parameter, UninitializedParameter
@@ -107,6 +107,9 @@ class Linear(Module):
                     t._ex = ex
                     t._ag = t._view = t._dt = None
                     return t
+            elif k is None:  # a taped executor (MLX): its kernel at once where the tape records nothing
+                done = _untaped_linear(input, weight, bias, ex)
+                return F.linear(input, weight, bias) if done is _NOT_NATIVE else done
         done = _linear_kernel(input, weight, bias)  # torch's kernel at once on torch executors
         return F.linear(input, weight, bias) if done is _NOT_NATIVE else done
 
