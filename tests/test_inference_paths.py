@@ -5,6 +5,9 @@ torch's gradients where grad mode is on."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -138,3 +141,33 @@ def test_linear_checks_follow_a_parameter_changed_after_use(device, change):
         assert isinstance(got, tuple) and want[0] in got, (got, want)
     else:
         assert tuple(got) == tuple(want)
+
+
+_THREADS = """
+import threading, numpy as np, tdx
+lins = [tdx.nn.Linear(64, 64).to("mlx:cpu") for _ in range(4)]
+x = tdx.randn(2, 64, device="mlx:cpu")
+def work():
+    with tdx.no_grad():
+        for _ in range(20):
+            for lin in lins:
+                lin.weight.data = lin.weight.data + 0  # a new weight array: its first product relays it
+                lin(x)
+threads = [threading.Thread(target=work) for _ in range(4)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+with tdx.no_grad():
+    for lin in lins:
+        want = x.numpy() @ lin.weight.detach().numpy().T + lin.bias.detach().numpy()
+        assert np.allclose(lin(x).numpy(), want, atol=1e-5)
+"""
+
+
+def test_mlx_linear_in_several_threads_relays_without_evaluating():
+    """Inference Linears called from several threads at once (each weight array relaid on its first product):
+    the relayout evaluates nothing in the calling thread (MLX's stream must not be evaluated from two threads
+    at once), so the threads only build graphs; the values are the product's."""
+    pytest.importorskip("mlx.core")
+    run = subprocess.run([sys.executable, "-X", "faulthandler", "-c", _THREADS], capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]

@@ -24,6 +24,7 @@ row-major copy, as torch's contiguous tensors are.
 
 from __future__ import annotations
 
+import threading
 import weakref
 
 import mlx.core as mx
@@ -33,6 +34,7 @@ _TRANSPOSED: dict = {}  # id(array) -> (weak reference to it, its transpose); an
 
 _COLUMN_MAJOR: dict = {}  # id(array) -> weak reference: weights relaid by linear_last (their .T is contiguous)
 _ROWS_SAME_BITS: dict = {}  # the device's name -> whether a row-major right operand gives the same bits
+_PROBE_LOCK = threading.Lock()
 
 
 def transposed(w, s):
@@ -53,14 +55,10 @@ def column_major(x) -> bool:
 
 
 def _relaid(w, s):
-    """``w``'s values stored column by column (the transpose of a contiguous ``w.T``), registered so that
-    :func:`transposed` returns that contiguous ``w.T``; None inside a transformation (``mx.compile``,
-    ``mx.vjp``), whose placeholders must not leave it."""
+    """``w``'s values stored column by column (the transpose of a contiguous ``w.T``, computed with the first graph
+    that reads it: nothing is evaluated here), registered so that :func:`transposed` returns that contiguous
+    ``w.T``."""
     t = mx.contiguous(mx.transpose(w, stream=s), stream=s)
-    try:
-        mx.async_eval(t)  # computed once, on MLX's worker; a transformation's placeholder refuses
-    except (ValueError, RuntimeError):
-        return None
     out = mx.transpose(t, stream=s)
     key = id(out)
 
@@ -77,8 +75,17 @@ def _relaid(w, s):
 def _rows_same_bits(s) -> bool:
     """Whether products on ``s``'s device take row-major right operands with the same bits as transposed views:
     checked once per device on fixed probe values (vector and matrix left operands, lengths across the BLAS's
-    blocks); only CPU streams are asked (GPU kernels read a transposed operand natively)."""
+    blocks), by one thread while the others wait; only CPU streams are asked (GPU kernels read a transposed
+    operand natively)."""
     name = str(s.device)
+    known = _ROWS_SAME_BITS.get(name)
+    if known is not None:
+        return known
+    with _PROBE_LOCK:
+        return _probe_rows(s, name)
+
+
+def _probe_rows(s, name: str) -> bool:
     known = _ROWS_SAME_BITS.get(name)
     if known is None:
         same = True
@@ -103,7 +110,7 @@ class MLXNNOps:
 
         Args:
             x, w, b: the input, the weight ``(out, in)`` and the bias or None.
-            offer: a list where a caller that will rebind the tensor owning ``w`` (a root, outside any
+            offer: a list where a caller that will rebind the tensor owning ``w`` (a root, unless it is tracing a
                 transformation) takes ``(w, relaid)`` from the first product with ``w`` on a CPU stream:
                 ``w``'s values stored column by column, whose products run on a row-major operand (the
                 module docstring). None: ``w`` stays as it is.
@@ -114,11 +121,8 @@ class MLXNNOps:
             t = entry[1]
         elif offer is not None and s.device == mx.cpu and not self.shares_memory(w) and _rows_same_bits(s):
             relaid = _relaid(w, s)
-            if relaid is None:
-                t = transposed(w, s)
-            else:
-                t = _TRANSPOSED[id(relaid)][1]
-                offer.append((w, relaid))
+            t = _TRANSPOSED[id(relaid)][1]
+            offer.append((w, relaid))
         else:
             t = transposed(w, s)
         y = mx.matmul(x, t, stream=s)

@@ -21,6 +21,7 @@ from ..._errors import NATIVE_ERRORS, mismatch
 from ..._tensor.wrapping import typed_function, wrap
 from ...autograd.tape import ACTIVE as _TAPE, MODE as _MODE
 from ..amp.autocast_state import ON as _AUTOCAST
+from ..compiler import is_compiling as _is_compiling
 from .parameter import Parameter as _Parameter
 
 __all__ = ["native", "fast", "linear_kernel", "torch_kernel", "NOT_NATIVE", "fused_linear", "conv_nd", "has_conv", "rows_cross_entropy", "has_rows_cross_entropy",
@@ -217,9 +218,12 @@ _OFFER: list = []  # (weight array, the same values as the executor prefers them
 def _take_offer(weight) -> None:
     """Rebind ``weight`` (a root tensor) to the array ``linear_last`` offered in place of its current one: the
     same values, laid out for the executor's products (MLX's ``linear_last``)."""
-    old, relaid = _OFFER.pop()
+    try:
+        old, relaid = _OFFER.pop()
+    except IndexError:  # another thread's call took it (its weight is relaid at its next product)
+        return
     _OFFER.clear()
-    if weight._n is old:
+    if weight._n is old and not _is_compiling():  # a traced step's arrays must not outlive its trace
         weight._n = relaid
 
 
