@@ -572,7 +572,7 @@ def _mlx_host_view(a):
 
 def _mlx_to_torch(a, src, dst, copy, source):
     torch, mx = _torch(), _mx()
-    mx.eval(a)
+    src.evaluate((a,))  # one thread at a time (the executor's evaluation lock)
     env = _runtime_env()
     if dst.device.type == "mps" and _metal_dlpack(env)[0] and copy is not True:
         src.synchronize()  # MLX's queued GPU work must finish before torch reads the buffer
@@ -763,7 +763,7 @@ def export_dlpack(t, stream=None, max_version=None, dl_device=None, copy=None):
     ex = t._ex
     native = share(t) if ex.name == "mlx" else t._n  # the consumer may write (torch ignores read-only)
     if ex.name == "mlx":
-        _mx().eval(native)
+        ex.evaluate((native,))
     if ex.device.type == "mps" or ex.name == "mlx" and ex.device.kind == "gpu":
         ex.synchronize()  # no DLPack stream handshake here: wait for queued work
     kwargs = {k: v for k, v in (("stream", stream), ("max_version", max_version),

@@ -143,6 +143,40 @@ def test_four_threads_train_write_and_draw_at_once(device, tmp_path):
     assert result["shared"] == 4 * sum(range(500))
 
 
+_READS = textwrap.dedent("""
+    import sys, threading, tdx
+    x = tdx.randn(64, 64, device=sys.argv[1])
+    want = (x @ x + 1).sum().item()
+    wrong = []
+
+    def read():
+        for k in range(600):
+            y = x @ x + 1
+            got = y.sum().item() if k % 3 else (y.sum().tolist() if k % 2 else float(y.sum().numpy()))
+            if got != want:
+                wrong.append(got)
+
+    threads = [threading.Thread(target=read) for _ in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not wrong, wrong[:3]
+""")
+
+
+def test_eight_threads_read_values_at_once(device, tmp_path):
+    """Eight threads computing and reading values (``item``, ``tolist``, ``numpy``) at once, as torch allows:
+    every read is the single thread's value, and the process lives (on MLX two evaluations of one stream at once
+    crash inside MLX: tdx's reads take turns)."""
+    script = tmp_path / "reads.py"
+    script.write_text(_READS)
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-X", "faulthandler", str(script), device], capture_output=True,
+                          text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
 @pytest.mark.parametrize("name", ["Adam", "AdamW", "NAdam", "RMSprop", "Adagrad", "Adadelta", "Rprop"])
 def test_optimizer_step_counter_stays_a_value(device, name):
     """The counter torch keeps as a tensor never becomes a chain of lazy adds: its read takes constant

@@ -41,7 +41,8 @@ from ._convolution import MLXConvolutionOps
 from ._shape import MLXShapeOps
 from ._value_bounds import (KNOWN, bounds as value_bounds, carry as carry_bounds, constant as constant_bounds,
                             holds, note as note_bounds, note_host as note_host_bounds, pinned as pinned_value)
-from ._streams import THREAD as _THREAD, enter_thread as _enter_thread, shared_stream as _shared_stream
+from ._streams import (EVAL_LOCK as _EVAL_LOCK, THREAD as _THREAD, enter_thread as _enter_thread,
+                       shared_stream as _shared_stream)
 
 _SMALL_RANGE = 1 << 16  # arange's fast path: at most this many elements, bounds within +-2**56
 
@@ -302,13 +303,17 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
         if x.dtype == mx.bfloat16:
             raise DtypeError("Got unsupported ScalarType BFloat16: NumPy has no bfloat16; "
                              "call .float() first")
-        return _read_only(np.array(self.row_major(x), copy=False))
+        x = self.row_major(x)
+        with _EVAL_LOCK:
+            return _read_only(np.array(x, copy=False))
 
     def host_numpy(self, x):
         """A read-only NumPy view of ``x`` (bfloat16 widened to float32, a copy)."""
         if x.dtype == mx.bfloat16:
             x = x.astype(mx.float32, stream=self.s)
-        return _read_only(np.array(self.row_major(x), copy=False))
+        x = self.row_major(x)
+        with _EVAL_LOCK:
+            return _read_only(np.array(x, copy=False))
 
     def row_major(self, x):
         """``x``, or a row-major copy of it where ``x`` is a weight ``linear_last`` stored column by column:
@@ -329,19 +334,23 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
             v = pinned_value(x)
             if v is not None:
                 return bool(v) if x.dtype == mx.bool_ else v
-        return x.item()
+        with _EVAL_LOCK:
+            return x.item()
 
     @staticmethod
     def tolist(x):
-        return x.tolist()
+        with _EVAL_LOCK:
+            return x.tolist()
 
     def synchronize(self) -> None:
-        mx.synchronize(self.s)
+        with _EVAL_LOCK:
+            mx.synchronize(self.s)
 
     @staticmethod
     def evaluate(natives) -> None:
         """Compute ``natives`` now (MLX builds lazily; the profiler times the work itself)."""
-        mx.eval(*natives)
+        with _EVAL_LOCK:
+            mx.eval(*natives)
 
     @staticmethod
     def check_result(native, op: str) -> None:
@@ -362,7 +371,8 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
         state, ``.grad`` accumulation) that nothing reads stops growing. Inside a transform (``mx.compile``,
         ``mx.vmap``), where an array is a placeholder that cannot be evaluated, the transform decides."""
         try:
-            mx.async_eval(native)
+            with _EVAL_LOCK:
+                mx.async_eval(native)
         except ValueError:
             return  # a placeholder of a transform: evaluated with the transform's own output
         except RuntimeError:
@@ -379,7 +389,8 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
         shared with torch (a later write through torch must not reach it)."""
         out = mx.array(x)  # a new array object; MLX arrays are values
         if _SHARED and id(x) in _SHARED:
-            mx.eval(out)
+            with _EVAL_LOCK:
+                mx.eval(out)
         return carry_bounds(x, out)
 
     def share(self, x):
@@ -403,7 +414,8 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
         ref = _SHARED.get(id(out))
         if ref is not None and ref() is out:
             return
-        mx.eval(out)
+        with _EVAL_LOCK:
+            mx.eval(out)
         if len(_SHARED) >= _SHARED_SWEEP[0]:
             for key in [k for k, r in _SHARED.items() if r() is None]:
                 del _SHARED[key]

@@ -6,6 +6,10 @@ them. tdx runs every op of a device on one process-wide stream (MLX's thread-uns
 any thread) and makes it each thread's default the first time the thread reaches an executor, so that
 MLX calls naming no stream (operators, indexing, ``mx.vjp``'s cotangents) run on it too.
 
+Evaluating the shared stream from two threads at once races inside MLX (a crash, not an error), so the
+evaluations tdx starts for a caller (a value read, a NumPy view, a hand-off to torch, a block's scheduled
+output) take :data:`EVAL_LOCK`, one thread at a time; building graphs needs no lock.
+
 At interpreter exit, a daemon thread still inside an MLX evaluation (which runs without the GIL) would
 take the process down: once Python finalizes, a thread asking for the GIL back is ended by
 ``pthread_exit``, whose unwinding through MLX's C++ frames (a graph node releasing a Python callback of
@@ -41,6 +45,7 @@ class _ThreadState(threading.local):
 
 
 THREAD = _ThreadState()
+EVAL_LOCK = threading.RLock()  # held around an evaluation of the shared streams (re-entrant: a read inside one)
 
 
 def shared_stream(device):
