@@ -12,7 +12,7 @@ import numpy as np
 from ..._errors import TdxIndexError, TdxRuntimeError, TdxValueError
 from ._indexing import fit_scalar, scalar_name
 from ._rules import gathered
-from ._streams import THREAD as _THREAD
+from ._streams import EVAL_LOCK, THREAD as _THREAD
 from ._value_bounds import KNOWN, bounds as value_bounds, carry as carry_bounds, start_pending
 
 
@@ -81,7 +81,8 @@ class MLXGatherOps:
                     if it.ndim and tuple(it.shape) != tuple(x.shape[dim:dim + it.ndim]):
                         raise TdxIndexError(f"The shape of the mask {list(it.shape)} at index {dim} does "
                                             f"not match the shape of the indexed tensor {list(x.shape)}")
-                    nz = np.nonzero(np.array(it))
+                    with EVAL_LOCK:  # one thread evaluates the shared stream at a time
+                        nz = np.nonzero(np.array(it))
                     out.extend(mx.array(n.astype(np.int64)) for n in nz)
                     dim += k
                 else:
@@ -93,7 +94,8 @@ class MLXGatherOps:
                         if known[2]:
                             start_pending(it)
                     elif it.size:
-                        lo, hi = int(mx.min(it).item()), int(mx.max(it).item())
+                        with EVAL_LOCK:
+                            lo, hi = int(mx.min(it).item()), int(mx.max(it).item())
                         if lo < -size or hi >= size:
                             bad = hi if hi >= size else lo
                             raise TdxIndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")

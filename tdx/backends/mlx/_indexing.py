@@ -21,6 +21,7 @@ from ...autograd.tape import differentiating
 from ..base import norm_dim
 from ._memory import check_alloc
 from ._rules import gathered
+from ._streams import EVAL_LOCK
 from ._value_bounds import bounds as value_bounds, start_pending
 
 _INTS = frozenset((mx.bool_, mx.uint8, mx.int8, mx.int16, mx.int32, mx.int64))
@@ -266,12 +267,13 @@ class MLXIndexOps:
                 start_pending(index)
             return known[0], known[1]
         try:
-            if self._mx_device == mx.cpu:
-                values = np.array(index, copy=False)
-                return int(values.min()), int(values.max())
-            lo, hi = mx.min(index, stream=self.s), mx.max(index, stream=self.s)
-            mx.eval(lo, hi)
-            return int(lo.item()), int(hi.item())
+            with EVAL_LOCK:  # one thread evaluates the shared stream at a time
+                if self._mx_device == mx.cpu:
+                    values = np.array(index, copy=False)
+                    return int(values.min()), int(values.max())
+                lo, hi = mx.min(index, stream=self.s), mx.max(index, stream=self.s)
+                mx.eval(lo, hi)
+                return int(lo.item()), int(hi.item())
         except (ValueError, RuntimeError) as err:  # MLX refusing to evaluate a traced array
             if "function transformations" in str(err) or "without a primitive" in str(err):
                 return None

@@ -38,6 +38,8 @@ import weakref
 import mlx.core as mx
 import numpy as np
 
+from ._streams import EVAL_LOCK
+
 _INTEGER = (mx.int8, mx.int16, mx.int32, mx.int64, mx.uint8, mx.uint16, mx.uint32, mx.uint64)
 _RANGES = {d: (int(i.min), int(i.max)) for d in _INTEGER
            for i in (np.iinfo(str(d).rsplit(".", 1)[-1]),)}  # MLX's integer dtypes carry NumPy's names
@@ -94,7 +96,8 @@ def _entry(arr):
     if e is None or e[0]() is not arr:
         return None
     if e[1] is None:  # host data: read once, published whole so another thread never sees half of it
-        values = np.array(arr, copy=False)
+        with EVAL_LOCK:
+            values = np.array(arr, copy=False)
         lo, hi = (int(values.min()), int(values.max())) if values.size else (0, -1)
         e = KNOWN[id(arr)] = [e[0], lo, hi, e[3]]
     return e
@@ -166,7 +169,8 @@ def start_pending(arr) -> None:
     if e is not None:
         e[3] = False  # started once is enough
     try:
-        mx.async_eval(arr)
+        with EVAL_LOCK:
+            mx.async_eval(arr)
     except (ValueError, RuntimeError) as err:  # "Not allowed inside a graph transformation", and kin
         if "transformation" not in str(err) and "without a primitive" not in str(err):
             raise
