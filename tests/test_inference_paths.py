@@ -171,3 +171,29 @@ def test_mlx_linear_in_several_threads_relays_without_evaluating():
     run = subprocess.run([sys.executable, "-X", "faulthandler", "-c", _THREADS], capture_output=True, text=True,
                          timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
+
+
+def test_mlx_training_linear_takes_the_rows_operand_with_the_same_bits(monkeypatch):
+    """A training step's Linear on MLX's CPU multiplies by ``w.T`` stored row by row (the BLAS's fast operand, no
+    rebinding: its weights are new arrays every step): the loss and every gradient are bit for bit those of the
+    transposed view."""
+    mx = pytest.importorskip("mlx.core")
+    from tdx.backends.mlx import _nn
+    if not _nn._rows_same_bits(mx.default_stream(mx.cpu)):
+        pytest.skip("this CPU's BLAS gives other bits with a row-major operand: the view is kept")
+    made = []
+    original = _nn.transposed
+    monkeypatch.setattr(_nn, "transposed", lambda w, s, rows=False: made.append(rows) or original(w, s, rows))
+
+    def step(rows: bool):
+        monkeypatch.setitem(_nn._ROWS_SAME_BITS, str(mx.default_stream(mx.cpu).device), rows)
+        tdx.manual_seed(0)
+        model = tdx.nn.Sequential(tdx.nn.Linear(96, 160), tdx.nn.Tanh(), tdx.nn.Linear(160, 8)).to("mlx:cpu")
+        x = tdx.tensor(np.random.default_rng(5).standard_normal((33, 96)).astype(np.float32), device="mlx:cpu")
+        loss = model(x).square().mean()
+        loss.backward()
+        return [loss.detach().numpy()] + [p.grad.numpy() for p in model.parameters()]
+
+    plain, rows = step(False), step(True)
+    assert any(made)  # the rows operand was asked for
+    assert all(np.array_equal(a, b) for a, b in zip(plain, rows))

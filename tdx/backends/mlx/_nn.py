@@ -19,7 +19,8 @@ owns ``w`` (``linear_last``'s ``offer``), the first product with a weight array 
 contiguous array and offers, in ``w``'s place, its transpose: the same values, stored column by column, whose
 ``.T`` is that contiguous array. The memory stays one copy of the weight. :func:`column_major` tells the paths
 that hand out an array's memory (NumPy views, DLPack, torch) which arrays are stored so: they hand out a
-row-major copy, as torch's contiguous tensors are.
+row-major copy, as torch's contiguous tensors are. A training step's forward (``rows``), whose weights are new
+arrays every step and are rebound by nobody, keeps a row-major copy of ``w.T`` while that weight array lives.
 """
 
 from __future__ import annotations
@@ -37,13 +38,16 @@ _ROWS_SAME_BITS: dict = {}  # the device's name -> whether a row-major right ope
 _PROBE_LOCK = threading.Lock()
 
 
-def transposed(w, s):
-    """``w.T`` on stream ``s``, the same array for every call with the same ``w`` while ``w`` lives."""
+def transposed(w, s, rows: bool = False):
+    """``w.T`` on stream ``s``, the same array for every call with the same ``w`` while ``w`` lives; with ``rows``,
+    stored row by row (a copy, kept as long as ``w``)."""
     key = id(w)
     entry = _TRANSPOSED.get(key)
     if entry is not None and entry[0]() is w:
         return entry[1]
     t = mx.transpose(w, stream=s)
+    if rows:
+        t = mx.contiguous(t, stream=s)
     _TRANSPOSED[key] = (weakref.ref(w, lambda _ref: _TRANSPOSED.pop(key, None)), t)
     return t
 
@@ -104,7 +108,7 @@ class MLXNNOps:
 
     __slots__ = ()
 
-    def linear_last(self, x, w, b, offer=None):
+    def linear_last(self, x, w, b, offer=None, rows=False):
         """``x @ w.T + b`` (``b`` may be None) of float32 arrays: the product and the sum rounded as
         the composed ``matmul`` and ``add`` round them, in one call (one tape node).
 
@@ -114,6 +118,8 @@ class MLXNNOps:
                 transformation) takes ``(w, relaid)`` from the first product with ``w`` on a CPU stream:
                 ``w``'s values stored column by column, whose products run on a row-major operand (the
                 module docstring). None: ``w`` stays as it is.
+            rows: where no caller rebinds ``w`` (a training step's forward: its weights are new arrays every
+                step), take ``w.T`` row by row on a CPU stream anyway: a copy kept as long as ``w``.
         """
         s = self._stream or self.s  # both calls name it: the per-op path
         entry = _TRANSPOSED.get(id(w))  # transposed's lookup, inlined: every nn.Linear of an MLX model
@@ -124,7 +130,7 @@ class MLXNNOps:
             t = _TRANSPOSED[id(relaid)][1]
             offer.append((w, relaid))
         else:
-            t = transposed(w, s)
+            t = transposed(w, s, rows and s.device == mx.cpu and _rows_same_bits(s))
         y = mx.matmul(x, t, stream=s)
         return y if b is None else mx.add(y, b, stream=s)
 

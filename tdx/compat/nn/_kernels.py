@@ -285,9 +285,9 @@ def _bind_kernel(bound: list, ex, name: str):
     return k
 
 
-def _linear(x, weight, bias):
+def _linear(x, weight, bias):  # the tape's path (a training step): the weight's transpose taken row by row
     ex = x._ex
-    return wrap(ex.linear_last(x._n, weight._n, None if bias is None else bias._n), ex)
+    return wrap(ex.linear_last(x._n, weight._n, None if bias is None else bias._n, None, True), ex)
 
 
 linear_last = typed_function(_linear, record=True)
