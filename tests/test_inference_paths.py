@@ -88,16 +88,19 @@ def test_linear_weight_used_at_inference_leaves_as_torch_lays_it_out(device, tmp
     assert torch.equal(loaded["weight"], w_ref) and torch.equal(loaded["bias"], ref.bias.detach())
 
 
-def test_mlx_linear_relays_its_weight_without_a_second_copy():
+@pytest.mark.parametrize("trained", [False, True], ids=["fresh", "after a forward with grad enabled"])
+def test_mlx_linear_relays_its_weight_without_a_second_copy(trained):
     """On MLX's CPU the first inference product stores the weight column by column (its ``.T`` row-major: the
     BLAS's fast operand) in place of the old array: the product's bits are the transposed view's, and the memory
-    held is still one copy of the weight."""
+    held is still one copy of the weight, also where a forward with grad enabled made a row-major ``w.T`` first."""
     mx = pytest.importorskip("mlx.core")
     from tdx.backends.mlx import _nn
     if not _nn._rows_same_bits(mx.default_stream(mx.cpu)):
         pytest.skip("this CPU's BLAS gives other bits with a row-major operand: weights stay as they are")
     lin = tdx.nn.Linear(1024, 1024).to("mlx:cpu")  # a 4 MiB weight
     x = tdx.tensor(np.random.default_rng(4).standard_normal((3, 1024)).astype(np.float32), device="mlx:cpu")
+    if trained:
+        mx.eval(lin(x)._n)  # the tape's path: a row-major copy of w.T beside the weight array
     w = lin.weight._n
     plain = mx.add(mx.matmul(x._n, mx.transpose(w)), lin.bias._n)
     mx.eval(plain)

@@ -46,9 +46,12 @@ def transposed(w, s, rows: bool = False):
     if entry is not None and entry[0]() is w:
         return entry[1]
     t = mx.transpose(w, stream=s)
-    if rows:
+    ref = weakref.ref(w, lambda _ref: _TRANSPOSED.pop(key, None))
+    if rows:  # a third item marks the copy: an inference call relays ``w`` onto it (MLXNNOps.linear_last)
         t = mx.contiguous(t, stream=s)
-    _TRANSPOSED[key] = (weakref.ref(w, lambda _ref: _TRANSPOSED.pop(key, None)), t)
+        _TRANSPOSED[key] = (ref, t, True)
+    else:
+        _TRANSPOSED[key] = (ref, t)
     return t
 
 
@@ -58,11 +61,12 @@ def column_major(x) -> bool:
     return ref is not None and ref() is x
 
 
-def _relaid(w, s):
-    """``w``'s values stored column by column (the transpose of a contiguous ``w.T``, computed with the first graph
-    that reads it: nothing is evaluated here), registered so that :func:`transposed` returns that contiguous
-    ``w.T``."""
-    t = mx.contiguous(mx.transpose(w, stream=s), stream=s)
+def _relaid(w, s, t=None):
+    """``w``'s values stored column by column (the transpose of a contiguous ``w.T``: ``t`` where a training step
+    made one, else computed with the first graph that reads it; nothing is evaluated here), registered so that
+    :func:`transposed` returns that contiguous ``w.T``."""
+    if t is None:
+        t = mx.contiguous(mx.transpose(w, stream=s), stream=s)
     out = mx.transpose(t, stream=s)
     key = id(out)
 
@@ -125,6 +129,8 @@ class MLXNNOps:
         entry = _TRANSPOSED.get(id(w))  # transposed's lookup, inlined: every nn.Linear of an MLX model
         if entry is not None and entry[0]() is w:
             t = entry[1]
+            if offer is not None and len(entry) == 3 and not self.shares_memory(w):
+                offer.append((w, _relaid(w, s, t)))  # a training step's row-major copy: w moves onto it
         elif offer is not None and s.device == mx.cpu and not self.shares_memory(w) and _rows_same_bits(s):
             relaid = _relaid(w, s)
             t = _TRANSPOSED[id(relaid)][1]
