@@ -27,7 +27,7 @@ from ._gather import MLXGatherOps
 from ._indexing import MLXIndexOps, fit_scalar
 from ._linalg import MLXLinalgOps
 from ._namespaces import MLXNamespaceOps
-from ._nn import _COLUMN_MAJOR, MLXNNOps, column_major
+from ._nn import MLXNNOps, column_major
 from ._optim import MLXOptimOps
 from ._memory import check_alloc, check_result, sized
 from ._random import MLXRandomOps, seed_default
@@ -318,7 +318,7 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
     def row_major(self, x):
         """``x``, or a row-major copy of it where ``x`` is a weight ``linear_last`` stored column by column:
         what leaves for NumPy, DLPack or torch is laid out as torch's contiguous tensor is."""
-        return mx.contiguous(x, stream=self.s) if _COLUMN_MAJOR and column_major(x) else x
+        return mx.contiguous(x, stream=self.s) if column_major(x) else x
 
     @staticmethod
     def shares_memory(x) -> bool:
@@ -405,7 +405,7 @@ class MLXExecutor(MLXElementwiseOps, MLXReductionOps, MLXShapeOps, MLXGatherOps,
         ref = _SHARED.get(id(x))
         if ref is not None and ref() is x:
             return x
-        if _COLUMN_MAJOR and column_major(x):  # a relaid weight: torch gets a row-major buffer
+        if column_major(x):  # a relaid weight: torch gets a row-major buffer
             return mx.contiguous(x, stream=self.s)
         return carry_bounds(x, mx.array(x))  # a new array object; MLX arrays are values
 

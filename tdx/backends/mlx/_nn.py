@@ -32,10 +32,13 @@ import mlx.core as mx
 
 from ._streams import EVAL_LOCK
 
-_TRANSPOSED: dict = {}  # id(array) -> (weak reference to it, its transpose); an entry dies with its array
-
-
-_COLUMN_MAJOR: dict = {}  # id(array) -> weak reference: weights relaid by linear_last (their .T is contiguous)
+# id(array) -> (weak reference to it, its transpose[, kind]); an entry dies with its array. The kind, where
+# there is one, says how the transpose was made: _ROWS, a training step's row-major copy of w.T (an inference
+# call relays w onto it); _RELAID, the array is a weight linear_last relaid (stored column by column, its
+# transpose the contiguous array it was made from)
+_TRANSPOSED: dict = {}
+_ROWS = "rows"
+_RELAID = "relaid"
 _ROWS_SAME_BITS: dict = {}  # the device's name -> whether a row-major right operand gives the same bits
 _PROBE_LOCK = threading.Lock()
 
@@ -49,9 +52,9 @@ def transposed(w, s, rows: bool = False):
         return entry[1]
     t = mx.transpose(w, stream=s)
     ref = weakref.ref(w, lambda _ref: _TRANSPOSED.pop(key, None))
-    if rows:  # a third item marks the copy: an inference call relays ``w`` onto it (MLXNNOps.linear_last)
+    if rows:  # the kind marks the copy: an inference call relays ``w`` onto it (MLXNNOps.linear_last)
         t = mx.contiguous(t, stream=s)
-        _TRANSPOSED[key] = (ref, t, True)
+        _TRANSPOSED[key] = (ref, t, _ROWS)
     else:
         _TRANSPOSED[key] = (ref, t)
     return t
@@ -59,8 +62,8 @@ def transposed(w, s, rows: bool = False):
 
 def column_major(x) -> bool:
     """Whether ``x`` is a weight :meth:`MLXNNOps.linear_last` relaid (stored column by column)."""
-    ref = _COLUMN_MAJOR.get(id(x))
-    return ref is not None and ref() is x
+    entry = _TRANSPOSED.get(id(x))
+    return entry is not None and entry[-1] is _RELAID and entry[0]() is x
 
 
 def _relaid(w, s, t=None):
@@ -71,14 +74,7 @@ def _relaid(w, s, t=None):
         t = mx.contiguous(mx.transpose(w, stream=s), stream=s)
     out = mx.transpose(t, stream=s)
     key = id(out)
-
-    def gone(_ref, key=key):
-        _TRANSPOSED.pop(key, None)
-        _COLUMN_MAJOR.pop(key, None)
-
-    ref = weakref.ref(out, gone)
-    _TRANSPOSED[key] = (ref, t)
-    _COLUMN_MAJOR[key] = ref
+    _TRANSPOSED[key] = (weakref.ref(out, lambda _ref: _TRANSPOSED.pop(key, None)), t, _RELAID)
     return out
 
 
@@ -132,7 +128,7 @@ class MLXNNOps:
         entry = _TRANSPOSED.get(id(w))  # transposed's lookup, inlined: every nn.Linear of an MLX model
         if entry is not None and entry[0]() is w:
             t = entry[1]
-            if offer is not None and len(entry) == 3 and not self.shares_memory(w):
+            if offer is not None and entry[-1] is _ROWS and not self.shares_memory(w):
                 offer.append((w, _relaid(w, s, t)))  # a training step's row-major copy: w moves onto it
         elif offer is not None and s.device == mx.cpu and not self.shares_memory(w) and _rows_same_bits(s):
             relaid = _relaid(w, s)
