@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import fcntl
 import getpass
+import json
 import os
+import re
+import shutil
 import tempfile
 
 import numpy as np
@@ -110,6 +114,44 @@ def torch_twin(device: str) -> str:
     convolutions, the Philox draws), else ``"cpu"`` (MLX draws torch's CPU stream and adds in its CPU order).
     A bit-exact or random-stream check builds its reference there and compares on the host."""
     return device if tdx.backends.get(device).name == "torch" else "cpu"
+
+
+_REFERENCES: dict = {}  # tag -> (the folder the reference run wrote, its result): this process's
+
+
+def shared_reference(tag: str, tmp_path_factory, make):
+    """(a fresh working folder holding the files reference run ``tag`` wrote, the result of that run): one run a
+    session, whichever test asks first, for every device that takes the same reference (cpu and mlx:cpu).
+
+    ``make(folder)`` runs the reference in ``folder`` and returns its result (JSON). Under xdist the workers share
+    one run through a folder of the session's base temp: the first worker to ask runs it while the others wait on
+    its lock, then read the result it wrote. Each caller gets its own copy of the folder, so two tdx runs of one
+    program on two workers at once never write into each other's files. A run that fails writes no result: the
+    next caller runs it again and fails as well."""
+    if tag not in _REFERENCES:
+        _REFERENCES[tag] = _run_reference(re.sub(r"[^\w.-]", "_", tag), tmp_path_factory, make)
+    src, result = _REFERENCES[tag]
+    cwd = tmp_path_factory.mktemp(src.name)
+    shutil.copytree(src, cwd, dirs_exist_ok=True)
+    return cwd, result
+
+
+def _run_reference(name: str, tmp_path_factory, make):
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:  # one process: its own memo is the session's
+        cwd = tmp_path_factory.mktemp(f"ref-{name}")
+        return cwd, make(cwd)
+    root = tmp_path_factory.getbasetemp().parent / "references"  # the session's base temp, which workers share
+    root.mkdir(exist_ok=True)
+    cwd, done = root / name, root / f"{name}.json"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, by this worker or by its end
+        if done.exists():
+            return cwd, json.loads(done.read_text())
+        shutil.rmtree(cwd, ignore_errors=True)  # a failed run's files
+        cwd.mkdir()
+        result = make(cwd)
+        done.write_text(json.dumps(result))
+        return cwd, result
 
 
 def torch_order(device: str, *ops: str) -> tuple:

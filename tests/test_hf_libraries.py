@@ -17,24 +17,21 @@ import torch
 
 import tdx
 from tdx.testing.parity import assert_close
+from conftest import shared_reference, torch_twin
 from test_run import PROGRAM_TIMEOUT, PROGRAMS, _py, reference_args
 
 einops = pytest.importorskip("einops")
 pytest.importorskip("safetensors")
 
-_ref: dict = {}
-
-
 def _reference(name, tmp_path_factory, device="cpu"):
-    """(working dir, stdout) of the reference run (``reference_args``: on a GPU, real torch with its tensors there)."""
-    args = reference_args(name, device)
-    key = tuple(args)
-    if key not in _ref:
-        cwd = tmp_path_factory.mktemp(name)
-        done = _py(args, cwd)
+    """(working dir, stdout) of the reference run (``reference_args``: on a GPU, real torch with its tensors there),
+    one a session (``conftest.shared_reference``)."""
+    def make(cwd):
+        done = _py(reference_args(name, device), cwd)
         assert done.returncode == 0, done.stderr[-3000:]
-        _ref[key] = (cwd, done.stdout)
-    return _ref[key]
+        return done.stdout
+
+    return shared_reference(f"hf-{name}-{torch_twin(device)}", tmp_path_factory, make)
 
 
 def _einops_case(lib, x, w):

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import tdx
-from conftest import torch_twin
+from conftest import shared_reference, torch_twin
 
 pytest_plugins = ["pytester"]
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -31,7 +31,6 @@ PROGRAM_TIMEOUT = 600
 # program -> its command-line arguments, in both runs: the LSTM's two LBFGS steps (its own default is three) carry
 # the optimizer's history from one step() to the next, at two thirds of the time on MLX
 PROGRAM_ARGS = {"lstm_lbfgs": ["2"]}
-_ref: dict = {}
 
 
 def _env(**extra):
@@ -100,14 +99,14 @@ def _program(name: str) -> list:
 
 
 def _reference(name: str, tmp_path_factory, device: str = "cpu"):
-    """(working dir, stdout) of the reference run under real torch (the data files it writes stay there)."""
-    key = (name, torch_twin(device))
-    if key not in _ref:
-        cwd = tmp_path_factory.mktemp(name)
+    """(working dir, stdout) of the reference run under real torch: the dir holds the data files it wrote, a copy
+    of its own for each caller (``conftest.shared_reference``: one run a session)."""
+    def make(cwd):
         done = _py(reference_args(name, device), cwd)
         assert done.returncode == 0, done.stderr
-        _ref[key] = (cwd, done.stdout)
-    return _ref[key]
+        return done.stdout
+
+    return shared_reference(f"{name}-{torch_twin(device)}", tmp_path_factory, make)
 
 
 # lstm_lbfgs trains in float64: a device without float64 (MLX's GPU) refuses it, as tdx does every float64 tensor there

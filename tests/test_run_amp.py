@@ -12,27 +12,26 @@ import re
 
 import pytest
 
-from conftest import torch_twin
+from conftest import shared_reference, torch_twin
 from test_run import _ON_DEVICE, PROGRAMS, _py
 
 NANOGPT = PROGRAMS / "nanogpt"
-_ref: dict = {}
-
-
 def _torch_run(key, scripts, tmp_path_factory, device="cpu"):
-    """stdout of each script run in turn under real torch, in one fresh working dir (cached per session); with
-    ``device``, the reference of a tdx run pinned to it (``test_run.reference_args``: on cuda real torch with every
-    tensor made there, so that a layer built with no device draws CUDA's numbers, as under ``tdx run --device``)."""
+    """stdout of each script run in turn under real torch, in one fresh working dir (one run a session:
+    ``conftest.shared_reference``); with ``device``, the reference of a tdx run pinned to it
+    (``test_run.reference_args``: on cuda real torch with every tensor made there, so that a layer built with no
+    device draws CUDA's numbers, as under ``tdx run --device``)."""
     twin = torch_twin(device)
-    if (key, twin) not in _ref:
-        cwd = tmp_path_factory.mktemp(f"torch-{key}")
+
+    def make(cwd):
         outs = []
         for script in scripts:
             done = _py([str(script)] if twin == "cpu" else ["-c", _ON_DEVICE, twin, str(script)], cwd)
             assert done.returncode == 0, done.stderr
             outs.append(done.stdout)
-        _ref[key, twin] = outs
-    return _ref[key, twin]
+        return outs
+
+    return shared_reference(f"torch-{key}-{twin}", tmp_path_factory, make)[1]
 
 
 def _tdx_run(device, scripts, cwd):
