@@ -23,6 +23,7 @@ from test_run import PROGRAM_TIMEOUT, PROGRAMS, _py, reference_args
 einops = pytest.importorskip("einops")
 pytest.importorskip("safetensors")
 
+
 def _reference(name, tmp_path_factory, device="cpu"):
     """(working dir, stdout) of the reference run (``reference_args``: on a GPU, real torch with its tensors there),
     one a session (``conftest.shared_reference``)."""
