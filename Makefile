@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml constraints.txt
 install: $(STAMP)
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -n auto --maxschedchunk 16 -q --timeout=900
+	$(BIN)/python -m pytest -n auto -q --timeout=900
 
 # mutation testing of the core modules, each with the tests that cover it (minutes per module on 2 cores);
 # MUTATE_ARGS: e.g. "tdx/config.py --max 0" for one module, every site

@@ -96,10 +96,8 @@ _DTYPE_NAMES = frozenset({"float16", "bfloat16", "float32", "float64", "complex6
 
 # the modules whose tests start processes (programs under ``tdx run``, launchers, loader workers, inner pytest runs),
 # seconds to tens of seconds a test, most costly first: they run before the rest, so that xdist hands them out among
-# its workers while the queue is long and the run ends on quick tests that finish together (without this, one
-# worker ran a program for minutes at the end while the other waited). It takes ``make test``'s
-# ``--maxschedchunk``: xdist's load scheduling otherwise gives each worker a quarter of its share as one
-# contiguous first chunk, and the first worker would get every module of this list
+# its workers while the queue is long and the run ends on quick tests that finish together (last, one worker ran a
+# program for minutes while the other waited)
 _SLOW_FIRST = ("test_run_libraries", "test_run", "test_run_procs", "test_distributed", "test_memory", "test_data",
                "test_run_hf", "test_run_distfx", "test_run_amp", "test_plugin_faults", "test_suite_guards",
                "test_run_hf_dropout", "test_mlx_faults", "test_architecture", "test_run_func",
