@@ -94,25 +94,6 @@ _DTYPE_NAMES = frozenset({"float16", "bfloat16", "float32", "float64", "complex6
                           "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool"})
 
 
-# the modules whose tests start processes (programs under ``tdx run``, launchers, loader workers, inner pytest runs),
-# seconds to tens of seconds a test, most costly first: they run before the rest, so that xdist hands them out among
-# its workers while the queue is long and the run ends on quick tests that finish together (last, one worker ran a
-# program for minutes while the other waited)
-_SLOW_FIRST = ("test_run_libraries", "test_run", "test_run_procs", "test_distributed", "test_memory", "test_data",
-               "test_run_hf", "test_run_distfx", "test_run_amp", "test_plugin_faults", "test_suite_guards",
-               "test_run_hf_dropout", "test_mlx_faults", "test_architecture", "test_run_func",
-               "test_alias_third_party", "test_hf_libraries", "test_config", "test_random_creation",
-               "test_first_hour", "test_threads_and_state", "test_multiprocessing", "test_torch_surface",
-               "test_data_names")
-_SLOW_RANK = {name: rank for rank, name in enumerate(_SLOW_FIRST)}
-
-
-def pytest_collection_modifyitems(session, config, items):
-    """The modules of :data:`_SLOW_FIRST` first, in its order; every module's own order kept (a stable sort)."""
-    last = len(_SLOW_FIRST)
-    items.sort(key=lambda item: _SLOW_RANK.get(item.path.stem, last))
-
-
 def pytest_generate_tests(metafunc):
     """tdx's own suite: every test taking ``device`` runs on every tdx device (the plugin is opt-in)."""
     parametrize_devices(metafunc, "device")
