@@ -17,11 +17,15 @@ must never import a framework at module level and never touch executors that rec
 
 from __future__ import annotations
 
+import sys
+
 from .. import _dtypes
-from .._errors import NATIVE_ERRORS, CastError, TdxRuntimeError, UnsupportedOpError
-from . import versions
+from .._errors import NATIVE_ERRORS, CastError, TdxRuntimeError, TdxTypeError, UnsupportedOpError, mismatch
+# wrapping and views import this module: bound here as modules (a partial module while they load), read at call time
+from . import versions, views as _views, wrapping as _wrapping
 # the facade's op families reach the tape through this one module: its state is re-exported here
-from ..autograd.grad_mode import MODE, is_grad_enabled  # noqa: F401
+from ..autograd import anomaly
+from ..autograd.grad_mode import MODE, enable_grad, is_grad_enabled, no_grad  # noqa: F401
 from ..autograd.tape import (_FREED, ACTIVE, Invalid, Meta, _differentiable, _local, _recording,  # noqa: F401
                              _run_suspended, _suspended, add_grad_hook, add_post_accumulate_hook, current_pass,
                              differentiating, meta, set_requires_grad)
@@ -65,17 +69,15 @@ class Node:
 
     def replay(self, natives):
         """Re-run the op with ``natives`` standing in for the inputs; returns output natives."""
-        from .wrapping import wrap
-
         plan = self.plan
         if plan is not None:  # the inputs are plain positional arguments: swap them in place
             args, inputs = list(self.args), self.inputs
             for pos, k in plan:
-                args[pos] = wrap(natives[k], inputs[k]._ex)
+                args[pos] = _wrapping.wrap(natives[k], inputs[k]._ex)
             out = _run_suspended(self.fn, args, self.kwargs)
             return [o._n for o in out] if isinstance(out, (tuple, list)) else [out._n]
         it = iter(natives)
-        swap = {id(t): wrap(next(it), t._ex) for t in self.inputs}
+        swap = {id(t): _wrapping.wrap(next(it), t._ex) for t in self.inputs}
 
         def sub(a):
             if id(a) in swap:
@@ -121,12 +123,19 @@ def _plan(args, kwargs, inputs):
     return tuple(plan)
 
 
+def _mlx():
+    """``mlx.core``: loaded by the MLX executor before its first tensor, so before anything is recorded (this module
+    never loads a framework itself; reading it here spares the backward pass an import statement per node)."""
+    mx = sys.modules.get("mlx.core")
+    if mx is None:
+        import mlx.core as mx
+    return mx
+
+
 def _tensor_class():
     cls = _CLASS[0]
     if cls is None:
-        from . import wrapping
-
-        cls = _CLASS[0] = wrapping.Tensor
+        cls = _CLASS[0] = _wrapping.Tensor
     return cls
 
 
@@ -226,9 +235,6 @@ def record_inplace(t, fn, args, kwargs):
     m = getattr(t, "_ag", None)
     if m is not None and m.requires_grad and m.node is None:
         raise TdxRuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-    from . import views as _views
-    from .wrapping import wrap
-
     _views.rehome_before_write(t)
     lay = getattr(t, "_view", None)
     root = t if lay is None else lay.root
@@ -241,7 +247,7 @@ def record_inplace(t, fn, args, kwargs):
         if lay.multi is not None:
             raise TdxRuntimeError(_views.multi_view_error(lay, base_written=False))
         _views.write_index(lay)  # refuse overlapping (expanded) views before anything changes
-    old = wrap(t._n, t._ex)
+    old = _wrapping.wrap(t._n, t._ex)
     if m is not None:
         old._ag = m
     new_args = tuple(old if a is t else a for a in args)
@@ -264,7 +270,7 @@ def record_inplace(t, fn, args, kwargs):
         if t is not root:
             updates.append((root, "_n", new_root))
     else:
-        base = wrap(anchor._n, anchor._ex)
+        base = _wrapping.wrap(anchor._n, anchor._ex)
         am = getattr(anchor, "_ag", None)
         if am is not None:
             base._ag = am
@@ -328,8 +334,7 @@ def _topo(root_node):
 
 
 def _vjp(node, cotangents, primals=None):
-    import mlx.core as mx
-
+    mx = _mlx()
     if node.__class__ is Invalid:
         raise TdxRuntimeError(node.message)
     if node.fn is None:
@@ -352,8 +357,7 @@ def _distinct(outs):
     two Python objects), and the sum is wanted. Single-output ops, the common case, pay nothing."""
     if len(outs) < 2:
         return outs
-    import mlx.core as mx
-
+    mx = _mlx()
     return [outs[0], *(mx.array(o) for o in outs[1:])]
 
 
@@ -361,11 +365,9 @@ def _node_vjp(node, k, *tensors):
     """The vector-Jacobian product of ``node`` as a facade op: ``tensors`` are its ``k`` inputs then the
     cotangents of its outputs. Recorded through :func:`call` when ``create_graph`` is set, so its own
     backward differentiates the vjp (``mx.vjp`` of ``mx.vjp``): second derivatives."""
-    from .wrapping import wrap
-
     natives = [t._n for t in tensors]
     grads = _vjp(node, natives[k:], natives[:k])
-    return tuple(wrap(g, t._ex) for g, t in zip(grads, tensors))
+    return tuple(_wrapping.wrap(g, t._ex) for g, t in zip(grads, tensors))
 
 
 def run_backward(roots, grad_roots,
@@ -384,8 +386,6 @@ def run_backward(roots, grad_roots,
         With ``accumulate`` false, the gradients of ``inputs`` (natives, Tensors when ``create_graph``,
         or None); otherwise None, with ``.grad`` of the leaves (or of ``inputs``) accumulated as torch does.
     """
-    from ..autograd.grad_mode import enable_grad, no_grad
-
     prev = getattr(_local, "pass_", None)
     _local.pass_ = (bool(retain_graph or create_graph), accumulate and inputs is None)
     try:
@@ -396,8 +396,6 @@ def run_backward(roots, grad_roots,
 
 
 def _propagate(roots, grad_roots, retain_graph, inputs, create_graph, accumulate):
-    from ..autograd import anomaly
-
     pending = {}  # id(node) -> [cotangent per output]
     # the metas whose gradient is wanted: returned (autograd.grad) or accumulated into .grad (backward(inputs=))
     wanted = {id(t._ag): None for t in inputs if meta(t) is not None} if inputs is not None else None
@@ -501,14 +499,12 @@ def _run_grad_hooks(m, g, ex, create_graph):
         TdxTypeError: a hook returned something that is neither a tensor nor None (torch's TypeError).
         TdxRuntimeError: a hook returned a tensor of another shape.
     """
-    from .wrapping import need_tensor
-
     for hook in list(m.grad_hooks.values()):
         given = g if create_graph else _wrap(g, ex)
         out = hook(given)
         if out is None:
             continue
-        need_tensor(out, "register_hook", "hook_result")  # torch's TypeError, as on torch executors
+        _wrapping.need_tensor(out, "register_hook", "hook_result")  # torch's TypeError, as on torch executors
         if tuple(out.shape) != tuple(given.shape):
             raise TdxRuntimeError(f"hook '{getattr(hook, '__name__', hook)}' has changed the size of value: "
                                   f"expected {list(given.shape)}, got {list(out.shape)}")
@@ -553,8 +549,7 @@ def _grads_of(node, slots, create_graph):
     custom = getattr(node, "backward_of", None)
     if custom is not None:  # a tdx.autograd.Function: the user's backward
         return custom(slots, create_graph)
-    import mlx.core as mx
-
+    mx = _mlx()
     if any(s is None for s in slots):  # mutate: equivalent (speed only: a pending node has a set slot)
         outs = node.outputs_like()
         ex = node.inputs[0]._ex
@@ -574,9 +569,7 @@ def _grads_of(node, slots, create_graph):
 
 
 def _wrap(native, ex):
-    from .wrapping import wrap
-
-    return wrap(native, ex)
+    return _wrapping.wrap(native, ex)
 
 
 def _accumulate(m, g, ex, create_graph) -> None:
@@ -593,8 +586,6 @@ def _accumulate(m, g, ex, create_graph) -> None:
     if create_graph or hasattr(g, "_n"):
         m.grad = old + g
         return
-    from . import views as _views
-
     _views.assign(old, old._ex.astype(old._ex.add(old._n, g), old.dtype))
 
 
@@ -633,8 +624,6 @@ def set_grad(t, value) -> None:
             m = t._ag = Meta()
         m.grad = value  # the wrapper ``.grad`` returns: ``value`` itself
         return
-    from .._errors import TdxTypeError
-
     if value is not None:
         if not isinstance(value, _tensor_class()):
             raise TdxTypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
@@ -664,15 +653,12 @@ def backward(t, gradient=None, retain_graph=None,
     if gradient is None:
         if t.numel() != 1:
             raise TdxRuntimeError("grad can be implicitly created only for scalar outputs")
-        import mlx.core as mx
-
+        mx = _mlx()
         g = mx.ones(t._n.shape, t._n.dtype)
         if create_graph:
             g = _wrap(g, t._ex)
     else:
         if gradient._ex is not t._ex:
-            from .._errors import mismatch
-
             raise mismatch("backward", t._ex.device, gradient._ex.device)
         g = gradient if create_graph else gradient._n
     retain = create_graph if retain_graph is None else bool(retain_graph)

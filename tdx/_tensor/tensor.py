@@ -26,8 +26,8 @@ from ..autograd.tape import ACTIVE as _TAPE, MODE as _MODE, STATE as _TAPE_STATE
 from . import versions as _versions, views as _views, wrapping
 from .hooks import HookHandle
 from .formats import check_memory_format, contiguous_format as _CONTIGUOUS
-from .wrapping import (LARGE_RESULT as _LARGE_RESULT, NO_KERNEL as _NO_KERNEL, SCALARS as _SCALARS, Size,
-                       bind_op as _bind_op, float32_entry as _float32_entry, foreign as _foreign, inline_typed,
+from .wrapping import (LARGE_RESULT as _LARGE_RESULT, NO_ENTRY as _NO_ENTRY, SCALARS as _SCALARS, Size,
+                       foreign as _foreign, inline_typed, op_entry as _op_entry,
                        mixed_operands as _mixed, scalar as _scalar, typed_errors, wrap)
 
 _new = object.__new__
@@ -45,19 +45,20 @@ def _operand(t, other, op: str):
 
 
 def _binary(name: str, reverse: bool = False):
-    seen = [_NO_KERNEL]  # the last executor's float32 kernel for this op (wrapping.float32_entry)
-    bound = [(None, None)]  # (the last executor, its function for this op): no attribute lookup per call
+    # the last executor's entry (wrapping.op_entry): its function for this op, then its float32 kernel's fields;
+    # one tuple, so the common case reads no executor attribute and a thread binding it never tears it
+    site = [_NO_ENTRY]
 
     # the operand handling is inlined (not _operand): this is the per-op hot path
     def op(self, other):
         if _TAPE[0] and _MODE.enabled and _tape.wants(self, other):
             return _tape.call(op, self, other)
         ex = self._ex
+        e = site[0]
+        if e[0] is not ex:
+            e = site[0] = _op_entry(ex, name)
         mine = self._n
-        k = seen[0]
-        if k[0] is not ex:
-            k = seen[0] = _float32_entry(ex, name)
-        if k[1] is not None:  # float32_binary, inlined: the per-op path on MLX
+        if e[2] is not None:  # float32_binary, inlined: the per-op path on MLX
             d = self._dt
             if d is None:
                 d = self._dt = ex._from_native[mine.dtype]  # Executor.dtype, read in this frame
@@ -67,14 +68,14 @@ def _binary(name: str, reverse: bool = False):
                         d = other._dt
                         if d is None:
                             d = other._dt = ex._from_native[other._n.dtype]
-                        b = other._n if d is _F32 and (k[4] or mine.ndim > 1 or other._n.ndim > 1) else None
+                        b = other._n if d is _F32 and (e[5] or mine.ndim > 1 or other._n.ndim > 1) else None
                     else:
                         b = None
                 else:
-                    b = other if (other.__class__ is float or other.__class__ is int) and k[3] else None
+                    b = other if (other.__class__ is float or other.__class__ is int) and e[4] else None
                 if b is not None and not (_TAPE[0] and _TAPE_STATE.differentiating):
                     try:
-                        n = k[1](b, mine, stream=k[5]) if reverse else k[1](mine, b, stream=k[5])
+                        n = e[2](b, mine, stream=e[6]) if reverse else e[2](mine, b, stream=e[6])
                     except NATIVE_ERRORS:
                         n = None
                     if n is not None:
@@ -84,21 +85,20 @@ def _binary(name: str, reverse: bool = False):
                         t._n = n
                         t._ex = ex
                         t._ag = t._view = None
-                        t._dt = k[2]
+                        t._dt = e[3]
                         return t
         if other.__class__ is Tensor:
             if other._ex is ex:
                 other = other._n
             else:
                 ex, mine, other = _mixed(name, self, other)
+                e = _op_entry(ex, name)  # the operands' common executor's (a host scalar moved to it)
         elif other.__class__ not in _SCALARS:
             other = _scalar(other)
             if other is NotImplemented:
                 return NotImplemented
-        fn = bound[0]
-        fn = fn[1] if fn[0] is ex else _bind_op(bound, ex, name)
         try:
-            n = fn(other, mine) if reverse else fn(mine, other)
+            n = e[1](other, mine) if reverse else e[1](mine, other)
         except NATIVE_ERRORS as err:
             raise ex.native_error(err) from None
         t = _new(Tensor)

@@ -137,12 +137,13 @@ def float32_entry(ex, name: str) -> tuple:
     return (ex, None, None, None, None, None) if entry is None else (ex, *entry, ex.s)
 
 
-def bind_op(bound: list, ex, name: str):
-    """Keep ``(ex, its function name)`` in a call site's ``bound`` (one tuple: a thread reading it while
-    another binds sees one pair or the other); the function."""
-    fn = getattr(ex, name)
-    bound[0] = (ex, fn)
-    return fn
+NO_ENTRY = (None,) * 7
+
+
+def op_entry(ex, name: str) -> tuple:
+    """(``ex``, its function for op ``name``, then :func:`float32_entry`'s kernel, result dtype, takes scalars,
+    takes two vectors and stream): what an operator's call site keeps of the last executor it saw."""
+    return (ex, getattr(ex, name), *float32_entry(ex, name)[1:])
 
 
 def _float32_kernel(seen: list, name: str, t):

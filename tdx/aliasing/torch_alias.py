@@ -115,6 +115,8 @@ def _import(name, globals=None, locals=None, fromlist=(), level=0):  # noqa: A00
         if globals is None:
             globals = sys._getframe(1).f_globals  # noqa: A001
         if _internal(globals):
+            if name in sys.modules:  # loaded already: nothing new to mark as internal (_load_internal's first case)
+                return _state["import"](name, globals, locals, fromlist, level)
             return _load_internal(lambda: _state["import"](name, globals, locals, fromlist, level), name)
         if name == "torch" and not fromlist and fromlist.__class__ is not list:  # the program's plain
             # ``import torch`` (transformers runs it inside functions, per token): tdx's package, once loaded
