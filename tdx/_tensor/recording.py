@@ -142,13 +142,18 @@ def _tensor_class():
 _CLASS = [None]
 
 
-def _tensors(args, kwargs):
-    Tensor = _tensor_class()
-    for a in (*args, *kwargs.values()):
+def _tensors(args, kwargs) -> list:
+    """The Tensors among the arguments, in order: each argument, and each item of a list or tuple argument."""
+    Tensor = _CLASS[0] or _tensor_class()
+    found = []
+    for a in (*args, *kwargs.values()) if kwargs else args:
         if a.__class__ is Tensor:
-            yield a
+            found.append(a)
         elif isinstance(a, (list, tuple)):
-            yield from (x for x in a if x.__class__ is Tensor)
+            for x in a:
+                if x.__class__ is Tensor:
+                    found.append(x)
+    return found
 
 
 def wants(*args, **kwargs) -> bool:
@@ -170,10 +175,11 @@ def wants(*args, **kwargs) -> bool:
     return False
 
 
-def _grad_inputs(args, kwargs) -> list:
-    """The tensors among the arguments that require grad, each once, in first-seen order."""
+def _grad_inputs(args, kwargs, tensors=None) -> list:
+    """The tensors among the arguments (``tensors``, where the caller has them) that require grad, each once, in
+    first-seen order."""
     seen, unique = set(), []
-    for t in _tensors(args, kwargs):
+    for t in _tensors(args, kwargs) if tensors is None else tensors:
         m = getattr(t, "_ag", None)
         if m is not None and m.requires_grad and id(t) not in seen:
             seen.add(id(t))
@@ -183,7 +189,8 @@ def _grad_inputs(args, kwargs) -> list:
 
 def call(fn, *args, **kwargs):
     """Run ``fn`` without recording inside it, then record it as one node."""
-    unique = _grad_inputs(args, kwargs)
+    given = _tensors(args, kwargs)
+    unique = _grad_inputs(args, kwargs, given)
     for t in unique:
         if t._ag.node.__class__ is Invalid:
             raise TdxRuntimeError(t._ag.node.message)
@@ -195,7 +202,7 @@ def call(fn, *args, **kwargs):
         raise UnsupportedOpError(f"{getattr(fn, '__name__', 'this op')}: moving a tensor that requires grad "
                                  f"from {unique[0]._ex.device} to another executor is not differentiable; "
                                  "detach() it first, or move it before requires_grad_()")
-    given = {id(t) for t in _tensors(args, kwargs)}  # an input returned as is (atleast_1d) stays what it was
+    given = {id(t) for t in given}  # an input returned as is (atleast_1d) stays what it was
     for i, o in enumerate(outs):
         if o.__class__ is Tensor and _differentiable(o) and id(o) not in given:
             o._ag = Meta(True, node, i)
