@@ -21,8 +21,7 @@ import sys
 
 from .. import _dtypes
 from .._errors import NATIVE_ERRORS, CastError, TdxRuntimeError, TdxTypeError, UnsupportedOpError, mismatch
-# wrapping and views import this module: bound here as modules (a partial module while they load), read at call time
-from . import versions, views as _views, wrapping as _wrapping
+from . import versions
 # the facade's op families reach the tape through this one module: its state is re-exported here
 from ..autograd import anomaly
 from ..autograd.grad_mode import MODE, enable_grad, is_grad_enabled, no_grad  # noqa: F401
@@ -73,11 +72,11 @@ class Node:
         if plan is not None:  # the inputs are plain positional arguments: swap them in place
             args, inputs = list(self.args), self.inputs
             for pos, k in plan:
-                args[pos] = _wrapping.wrap(natives[k], inputs[k]._ex)
+                args[pos] = _wrap(natives[k], inputs[k]._ex)
             out = _run_suspended(self.fn, args, self.kwargs)
             return [o._n for o in out] if isinstance(out, (tuple, list)) else [out._n]
         it = iter(natives)
-        swap = {id(t): _wrapping.wrap(next(it), t._ex) for t in self.inputs}
+        swap = {id(t): _wrap(next(it), t._ex) for t in self.inputs}
 
         def sub(a):
             if id(a) in swap:
@@ -135,7 +134,9 @@ def _mlx():
 def _tensor_class():
     cls = _CLASS[0]
     if cls is None:
-        cls = _CLASS[0] = _wrapping.Tensor
+        from . import wrapping
+
+        cls = _CLASS[0] = wrapping.Tensor
     return cls
 
 
@@ -242,6 +243,8 @@ def record_inplace(t, fn, args, kwargs):
     m = getattr(t, "_ag", None)
     if m is not None and m.requires_grad and m.node is None:
         raise TdxRuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    from . import views as _views
+
     _views.rehome_before_write(t)
     lay = getattr(t, "_view", None)
     root = t if lay is None else lay.root
@@ -254,7 +257,7 @@ def record_inplace(t, fn, args, kwargs):
         if lay.multi is not None:
             raise TdxRuntimeError(_views.multi_view_error(lay, base_written=False))
         _views.write_index(lay)  # refuse overlapping (expanded) views before anything changes
-    old = _wrapping.wrap(t._n, t._ex)
+    old = _wrap(t._n, t._ex)
     if m is not None:
         old._ag = m
     new_args = tuple(old if a is t else a for a in args)
@@ -277,7 +280,7 @@ def record_inplace(t, fn, args, kwargs):
         if t is not root:
             updates.append((root, "_n", new_root))
     else:
-        base = _wrapping.wrap(anchor._n, anchor._ex)
+        base = _wrap(anchor._n, anchor._ex)
         am = getattr(anchor, "_ag", None)
         if am is not None:
             base._ag = am
@@ -374,7 +377,7 @@ def _node_vjp(node, k, *tensors):
     backward differentiates the vjp (``mx.vjp`` of ``mx.vjp``): second derivatives."""
     natives = [t._n for t in tensors]
     grads = _vjp(node, natives[k:], natives[:k])
-    return tuple(_wrapping.wrap(g, t._ex) for g, t in zip(grads, tensors))
+    return tuple(_wrap(g, t._ex) for g, t in zip(grads, tensors))
 
 
 def run_backward(roots, grad_roots,
@@ -511,7 +514,7 @@ def _run_grad_hooks(m, g, ex, create_graph):
         out = hook(given)
         if out is None:
             continue
-        _wrapping.need_tensor(out, "register_hook", "hook_result")  # torch's TypeError, as on torch executors
+        _need_tensor(out, "register_hook", "hook_result")  # torch's TypeError, as on torch executors
         if tuple(out.shape) != tuple(given.shape):
             raise TdxRuntimeError(f"hook '{getattr(hook, '__name__', hook)}' has changed the size of value: "
                                   f"expected {list(given.shape)}, got {list(out.shape)}")
@@ -576,7 +579,22 @@ def _grads_of(node, slots, create_graph):
 
 
 def _wrap(native, ex):
-    return _wrapping.wrap(native, ex)
+    """:func:`wrapping.wrap` (wrapping imports this module: bound at the first call, not per call)."""
+    wrap = _WRAP[0]
+    if wrap is None:
+        from .wrapping import wrap
+
+        _WRAP[0] = wrap
+    return wrap(native, ex)
+
+
+_WRAP = [None]
+
+
+def _need_tensor(*args):
+    from .wrapping import need_tensor
+
+    return need_tensor(*args)
 
 
 def _accumulate(m, g, ex, create_graph) -> None:
@@ -593,6 +611,8 @@ def _accumulate(m, g, ex, create_graph) -> None:
     if create_graph or hasattr(g, "_n"):
         m.grad = old + g
         return
+    from . import views as _views
+
     _views.assign(old, old._ex.astype(old._ex.add(old._n, g), old.dtype))
 
 
