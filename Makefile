@@ -13,8 +13,10 @@ $(STAMP): pyproject.toml constraints.txt
 
 install: $(STAMP)
 
+# worksteal: a worker left without tests takes half of another's queue, so the suite does not end with one worker
+# running the slow program tests alone
 test: $(STAMP)
-	$(BIN)/python -m pytest -n auto -q --timeout=900
+	$(BIN)/python -m pytest -n auto --dist worksteal -q --timeout=900
 
 # mutation testing of the core modules, each with the tests that cover it (minutes per module on 2 cores);
 # MUTATE_ARGS: e.g. "tdx/config.py --max 0" for one module, every site
