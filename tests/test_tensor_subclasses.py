@@ -167,6 +167,34 @@ except TypeError as err:
 '''
 
 
+AROUND_AUTOCAST = '''
+LOG = []
+class Logged(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        LOG.append(func.__name__)
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+a = torch.tensor([1.0, -2.0], device=DEV).as_subclass(Logged)
+SEEN = {}
+for when in ("before", "inside", "after"):
+    LOG.clear()
+    if when == "inside":
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            outs = [torch.cat([a, a]), torch.exp(a), a.add(1), a.sum()]
+    else:
+        outs = [torch.cat([a, a]), torch.exp(a), a.add(1), a.sum()]
+    SEEN[when] = (list(LOG), [type(o).__name__ for o in outs])
+'''
+
+
+def test_an_autocast_region_keeps_subclass_dispatch(device):
+    """Opening and closing an autocast region swaps the ``torch.*`` functions and ``Tensor`` methods it casts; a
+    subclass's ``__torch_function__`` sees the same calls and keeps its type before, inside and after, as torch's."""
+    mine, theirs = _run(AROUND_AUTOCAST, tdx, device), _run(AROUND_AUTOCAST, torch, "cpu")
+    assert mine["SEEN"] == theirs["SEEN"]
+
+
 def test_library_patterns_as_torchs(device):
     """A plain subclass keeps its type, an opted-out one gives plain tensors, a metadata subclass calling func
     itself under DisableTorchFunctionSubclass works, and all-NotImplemented is torch's TypeError."""

@@ -450,6 +450,7 @@ def _namespace_function(public_name: str, impl):
         return torch_function_dispatch(function, impl, args, kwargs, label)
 
     function.__tdx_dispatch__ = True
+    function.__tdx_redispatch__ = lambda other: _namespace_function(public_name, other)
     return function
 
 
@@ -496,8 +497,9 @@ def _dispatch_namespaces() -> None:
 _REFLECTED_BY_PYTHON = _BINARY | frozenset("__eq__ __ne__ __lt__ __le__ __gt__ __ge__".split())
 
 
-def _plain_method(name: str, base):
-    public = getattr(Tensor, _PUBLIC.get(name, name), base)
+def _plain_method(name: str, base, public=None):
+    if public is None:
+        public = getattr(Tensor, _PUBLIC.get(name, name), base)
     label = f"torch.Tensor.{name}"
 
     @functools.wraps(base)
@@ -513,6 +515,7 @@ def _plain_method(name: str, base):
         return torch_function_dispatch(public, base, (self, *args), kwargs, label)
 
     method.__tdx_dispatch__ = True
+    method.__tdx_redispatch__ = lambda other: _plain_method(name, other, public)
     return method
 
 

@@ -574,4 +574,20 @@ def activate(on: bool) -> None:
     autocast is off. The functions of ``tdx.nn.functional``, ``tdx.linalg`` and ``tdx.fft`` keep their
     wrappers for good, so a name bound by ``from torch.nn.functional import ...`` is cast too."""
     for owner, name, fn, wrapped in _SWAPPED:
-        setattr(owner, name, wrapped if on else fn)
+        source, target = (fn, wrapped) if on else (wrapped, fn)
+        current = owner.__dict__.get(name)
+        if current is source:
+            setattr(owner, name, target)
+        elif getattr(current, "__tdx_dispatch__", False) and getattr(current, "__wrapped__", None) is source:
+            # a Tensor subclass took part since (tdx._tensor.subclassing): its __torch_function__ dispatch sits
+            # outermost, so it stays outermost, around the target; each pair is made once and kept
+            key = (id(owner), name)
+            pair = _DISPATCHED.get(key)
+            if pair is None or pair[0 if on else 1] is not current:
+                made = current.__tdx_redispatch__(target)
+                pair = _DISPATCHED[key] = (current, made) if on else (made, current)
+            setattr(owner, name, pair[1 if on else 0])
+        # anything else was put there by the program (a patch of its own): left as it is
+
+
+_DISPATCHED: dict = {}  # (id(owner), name) -> (the dispatcher around the original, the one around the wrapper)
