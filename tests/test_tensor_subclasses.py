@@ -167,14 +167,17 @@ except TypeError as err:
 '''
 
 
-AROUND_AUTOCAST = '''
+# a subclass that logs the name of each function its __torch_function__ receives
+LOGGED_BY_NAME = '''
 LOG = []
 class Logged(torch.Tensor):
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         LOG.append(func.__name__)
         return super().__torch_function__(func, types, args, kwargs or {})
+'''
 
+AROUND_AUTOCAST = LOGGED_BY_NAME + '''
 a = torch.tensor([1.0, -2.0], device=DEV).as_subclass(Logged)
 SEEN = {}
 for when in ("before", "inside", "after"):
@@ -401,14 +404,7 @@ def test_subclass_pickles_and_saves_as_torchs(device, tmp_path):
         assert type(tdx.load(tmp_path / "t.pt", weights_only=True, map_location=device)) is cls
 
 
-OVERRIDES = '''
-LOG = []
-class Logged(torch.Tensor):
-    @classmethod
-    def __torch_function__(cls, func, types, args=(), kwargs=None):
-        LOG.append(func.__name__)
-        return super().__torch_function__(func, types, args, kwargs or {})
-
+OVERRIDES = LOGGED_BY_NAME + '''
 def scaled(x, k=2.0):
     """A library function that dispatches itself, as torch's documentation shows."""
     if torch.overrides.has_torch_function_unary(x):
