@@ -25,6 +25,7 @@ def contiguous_strides(shape) -> tuple:
     return _contiguous(tuple(shape))
 
 
+@functools.lru_cache(maxsize=1024)  # asked twice of a head-split transpose (``contiguous``, then ``reshape``)
 def swap_keeps_order(shape: tuple, a: int, b: int) -> bool:
     """Whether a contiguous tensor of ``shape`` with dims ``a`` and ``b`` swapped (maybe negative) is contiguous
     by torch's rule (dims of size 1 take any stride): where the dims of more than one element keep their order,

@@ -28,7 +28,8 @@ from .hooks import HookHandle
 from .formats import check_memory_format, contiguous_format as _CONTIGUOUS
 from .wrapping import (LARGE_RESULT as _LARGE_RESULT, NO_ENTRY as _NO_ENTRY, SCALARS as _SCALARS, Size,
                        foreign as _foreign, inline_typed, op_entry as _op_entry,
-                       mixed_operands as _mixed, scalar as _scalar, typed_errors, wrap)
+                       mixed_operands as _mixed, scalar as _scalar, typed_errors, unwrap_index as _unwrap_index,
+                       wrap)
 
 _new = object.__new__
 _SIZES: dict = {}  # a native shape -> its Size (Tensor.shape)
@@ -154,10 +155,10 @@ class Tensor:
     # _dt: the tdx dtype where a per-op path has learnt it (float32_binary/float32_unary), else None; only
     # on executors whose natives never change dtype (MLX), and reset wherever _n may take another dtype
     # _w: in-place writes left before the lazy chain they build is computed (views.count_write), absent until
-    # the first write
+    # the first write; _fam: a root's live views (views.link_lazy), absent until its first view
     # __dict__: attributes libraries set on tensors (torch's tensors take them); CPython creates the dict on the
     # first such assignment, so a tensor that never gets one carries only a null pointer
-    __slots__ = ("_n", "_ex", "_ag", "_view", "_dt", "_w", "_ver", "__weakref__", "__dict__")
+    __slots__ = ("_n", "_ex", "_ag", "_view", "_dt", "_w", "_ver", "_fam", "__weakref__", "__dict__")
     __array_priority__ = 1000  # NumPy defers binary ops to Tensor
 
     # ``Tensor(...)`` is torch's legacy constructor (legacy.py); the facade makes its tensors with object.__new__
@@ -465,9 +466,12 @@ class Tensor:
         A tensor that requires grad stays differentiable across executors (the gradient flows back
         to the source), as torch's ``.to()`` across devices.
         """
-        # the forms that change nothing return at once: to(dtype), to(device) and to(device=, dtype=)
-        # naming this tensor's own dtype and executor (transformers calls them dozens of times per token)
-        if (len(args) <= 2 and not kwargs) or (len(args) + len(kwargs) <= 2 and (
+        # the forms that change nothing return at once: to(dtype), to(device) and to(device=, dtype=) naming this
+        # tensor's own dtype and executor (transformers calls them dozens of times per token); to(dtype) first
+        if len(args) == 1 and not kwargs and args[0].__class__ is _DType:
+            if args[0] is (self._dt or self.dtype):  # every RMS norm casts its input to float32 and back
+                return self
+        elif (len(args) <= 2 and not kwargs) or (len(args) + len(kwargs) <= 2 and (
                 len(kwargs) == ("device" in kwargs) + ("dtype" in kwargs) + ("non_blocking" in kwargs))):
             for a in (args if not kwargs else (*args, kwargs.get("device"), kwargs.get("dtype"))):
                 c = a.__class__
@@ -587,17 +591,20 @@ class Tensor:
             return _tape.call(Tensor.__getitem__, self, index)
         ex = self._ex
         cls = index.__class__
-        basic = True  # an int, a slice or a tuple of them: nothing to unwrap, and a view
-        plain = True  # slices without a step only: nothing for the executor to check
+        basic = True  # ints, slices, None and Ellipsis (or a tuple of them): nothing to unwrap, and a view
+        plain = True  # slices without a step and one Ellipsis only: nothing for the executor to check
         if cls is tuple:
+            spans = False  # an Ellipsis seen
             for i in index:
                 if i.__class__ is slice:
                     if i.step is not None:
                         plain = False
-                elif i.__class__ is int:
+                elif i is Ellipsis:  # x[..., :d]: plain once; a second one is the executor's error to raise
+                    if spans:
+                        plain = False
+                    spans = True
+                elif i.__class__ is int or i is None:
                     plain = False
-                elif i is None or i is Ellipsis:  # nothing to unwrap either; a view, found by its layout
-                    basic = plain = False
                 else:
                     index = _unwrap_index(index, ex)
                     basic = plain = False
@@ -728,32 +735,6 @@ def _set_copy(t, index, value):
     out = t.clone()
     out[index] = value
     return out
-
-
-def _unwrap_index(index, ex):
-    """``index`` with its tensors unwrapped to ``ex``'s natives, as torch reads it: a uint8 tensor is a
-    mask (deprecated, with torch's warning) and an integer of another class (``np.int64``) an int."""
-    if index.__class__ is Tensor:
-        if index.dtype is D.uint8:
-            import warnings
-
-            warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool "
-                          "instead.", UserWarning, stacklevel=3)
-            index = index.bool()
-        if index._ex is ex:
-            return index._n
-        if index._ex.device.type == "cpu" and not index.dtype.is_floating_point:
-            return index.to(ex.device)._n  # torch indexes a tensor on any device with CPU index tensors
-        return _foreign("index", ex, index)
-    if index.__class__ is tuple:
-        return tuple(_unwrap_index(i, ex) for i in index)
-    if index.__class__ is list and any(i.__class__ is Tensor for i in index):
-        return [_unwrap_index(i, ex) for i in index]
-    cls = index.__class__
-    if cls is not int and cls is not bool and cls is not slice and hasattr(cls, "__index__") \
-            and not getattr(index, "ndim", 0) and not isinstance(index, bool):
-        return cls.__index__(index)
-    return index
 
 
 for _name in ("add", "sub", "mul", "truediv", "floordiv", "pow", "matmul", "and_", "or_", "xor",

@@ -72,18 +72,16 @@ class Layout:
         return True
 
 
-# id(root) -> (weakref(root), {id(view): weakref(view)}); keyed by id because tensors compare
-# elementwise; the root weakref guards against a recycled id. Dead entries are swept lazily.
-_families: dict = {}
-_sweep_at = [1024]  # mutate: equivalent (memory only: when dead entries go)
+# A root's live views: its ``_fam`` slot, {id(view): weakref(view)} (absent until its first view; keyed by id
+# because tensors compare elementwise), so the table goes with its root and making a view reads no global table.
+# Dead views are dropped lazily.
 # Held while a write computes a tensor's new array from its current one and publishes it, so writes from
 # several threads into one tensor (``x[i] = v`` on disjoint elements, ``x += 1``) never lose each other.
 WRITE_LOCK = threading.RLock()
 
 
 def _views_of(root):
-    entry = _families.get(id(root))
-    return entry[1] if entry is not None and entry[0]() is root else None
+    return getattr(root, "_fam", None)
 
 
 def has_views(t) -> bool:
@@ -97,12 +95,6 @@ def family(root) -> list:
     if not views:
         return []
     return [v for v in (r() for r in list(views.values())) if v is not None]
-
-
-def _sweep() -> None:
-    for key in [k for k, (ref, _) in _families.items() if ref() is None]:
-        del _families[key]
-    _sweep_at[0] = max(1024, 2 * len(_families))  # mutate: equivalent (memory only: when dead entries go)
 
 
 def layout_of(t) -> Layout:
@@ -149,13 +141,10 @@ def _drop_dead(views: dict) -> None:
 
 def _register(root, out) -> None:
     """Add ``out`` to the live views of ``root`` (a tensor that is no view)."""
-    entry = _families.get(id(root))
-    if entry is not None and entry[0]() is root:
-        views = entry[1]
-    else:  # root's first view: its (empty) live-view table
-        if len(_families) >= _sweep_at[0]:  # mutate: equivalent (memory only: when dead entries go)
-            _sweep()
-        _families[id(root)] = (_ref(root), views := {})
+    try:
+        views = root._fam
+    except AttributeError:  # root's first view: its (empty) live-view table
+        views = root._fam = {}
     views[id(out)] = _ref(out)
     if not len(views) & 63:  # every 64 new entries, drop the views that died  mutate: equivalent (memory only)
         _drop_dead(views)
@@ -233,7 +222,7 @@ def _rehome(root):
     bare = wrap(root._n, root._ex)
     views = _views_of(root)
     if views is not None:
-        del _families[id(root)]
+        del root._fam
     moved = {}
     for key, ref in (views or {}).items():
         v = ref()
@@ -243,9 +232,7 @@ def _rehome(root):
     shape = tuple(root._ex.shape(root._n))
     root._view = Layout(bare, shape, _contiguous(shape), 0, owner=True)
     moved[id(root)] = weakref.ref(root)
-    if len(_families) >= _sweep_at[0]:  # mutate: equivalent (memory only: when dead entries go)
-        _sweep()
-    _families[id(bare)] = (weakref.ref(bare), moved)
+    bare._fam = moved
     return bare
 
 
@@ -305,13 +292,10 @@ def link_lazy(out, root, recipe):
     lay = _new(_LazyLayout)
     lay.root, lay.recipe, lay.resolved = root, recipe, None
     out._view = lay
-    entry = _families.get(id(root))  # _register's, inlined: every view op's path
-    if entry is not None and entry[0]() is root:
-        views = entry[1]
-    else:  # root's first view (a projection viewed as heads): its live-view table
-        if len(_families) >= _sweep_at[0]:  # mutate: equivalent (memory only: when dead entries go)
-            _sweep()
-        _families[id(root)] = (_ref(root), views := {})
+    try:  # _register's, inlined: every view op's path
+        views = root._fam
+    except AttributeError:  # root's first view (a projection viewed as heads): its live-view table
+        views = root._fam = {}
     views[id(out)] = _ref(out)
     if not len(views) & 63:  # mutate: equivalent (memory only)
         _drop_dead(views)

@@ -17,7 +17,6 @@ import functools
 import math
 import operator
 import warnings
-import weakref
 
 from .. import _dtypes as D
 from . import versions as _versions, views as _views
@@ -100,15 +99,15 @@ def reroot(t):
     m = getattr(t, "_ag", None)
     if m is not None:
         base._ag = m
-    entry = _views._families.pop(id(t), None)
-    if entry is not None:
-        views = entry[1]
+    views = getattr(t, "_fam", None)
+    if views is not None:
+        del t._fam
         views.pop(id(t), None)
         for ref in list(views.values()):
             v = ref()
             if v is not None:
                 v._view.root = base
-        _views._families[id(base)] = (weakref.ref(base), views)
+        base._fam = views
     return base
 
 
@@ -401,6 +400,9 @@ def _reshaped(out, src, must_view: bool):
     if lay is None:  # a reshape of a fresh tensor is always a view, with contiguous strides
         return _views.link_contiguous(out, src)
     shape = tuple(out._n.shape)
+    if lay.__class__ is _views._LazyLayout and lay.is_contiguous() and math.prod(shape) == math.prod(
+            lay.root._n.shape):  # all of a fresh tensor in its order (``x.transpose(1, 2)`` over a dim of 1):
+        return _views.link_lazy(out, lay.root, (_views.whole, shape))  # a reshape of that tensor itself
     strides = _views.view_strides(lay.shape, lay.strides, shape)
     if strides is None:
         if must_view:
@@ -616,3 +618,27 @@ def list_index(index: list):
 def dtype_or_none(dtype):
     """``dtype`` as a tdx dtype, or None."""
     return None if dtype is None else D.as_dtype(dtype)
+
+
+def unwrap_index(index, ex):
+    """``index`` with its tensors unwrapped to ``ex``'s natives, as torch reads it: a uint8 tensor is a
+    mask (deprecated, with torch's warning) and an integer of another class (``np.int64``) an int."""
+    if index.__class__ is Tensor:
+        if index.dtype is D.uint8:
+            warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool "
+                          "instead.", UserWarning, stacklevel=3)
+            index = index.bool()
+        if index._ex is ex:
+            return index._n
+        if index._ex.device.type == "cpu" and not index.dtype.is_floating_point:
+            return index.to(ex.device)._n  # torch indexes a tensor on any device with CPU index tensors
+        return foreign("index", ex, index)
+    if index.__class__ is tuple:
+        return tuple(unwrap_index(i, ex) for i in index)
+    if index.__class__ is list and any(i.__class__ is Tensor for i in index):
+        return [unwrap_index(i, ex) for i in index]
+    cls = index.__class__
+    if cls is not int and cls is not bool and cls is not slice and hasattr(cls, "__index__") \
+            and not getattr(index, "ndim", 0) and not isinstance(index, bool):
+        return cls.__index__(index)
+    return index

@@ -15,7 +15,7 @@ import mlx.core as mx
 from . import _math
 from ._math import causal_keep
 
-__all__ = ["run", "UPCAST_HALF"]
+__all__ = ["run", "direct", "UPCAST_HALF"]
 
 # device classes where the fused kernel runs float16/bfloat16 inputs in float32: MLX's CPU path is
 # unfused and emulates half-precision math, so float32 is both faster there and as precise as
@@ -33,6 +33,22 @@ def run(p, backend=None):
         mask = p.mask if p.mask_kind != "float" else p.mask.astype(mx.float32, stream=p.ex.s)
         return _fused(p, q, k, v, mask).astype(dt, stream=p.ex.s)
     return _fused(p, p.q, p.k, p.v, p.mask)
+
+
+def direct(p, backend=None):
+    """``run`` as a function of the three input natives alone, for calls planned as ``p`` (the same executor,
+    flags, dtypes and shapes but the key length's class): float32 or float16/bfloat16 where the device runs them
+    natively, no mask and not causal (a causal call's mask depends on the exact key length). None otherwise."""
+    dt = p.q.dtype
+    if p.mask is not None or p.is_causal or dt == mx.float64 or (
+            dt in (mx.float16, mx.bfloat16) and str(p.ex.device) in UPCAST_HALF):
+        return None
+    scale, s, attend = p.scale, p.ex.s, mx.fast.scaled_dot_product_attention
+
+    def fused(q, k, v):
+        return attend(q, k, v, scale=scale, stream=s)
+
+    return fused
 
 
 def _fused(p, q, k, v, mask):

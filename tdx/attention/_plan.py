@@ -86,8 +86,9 @@ def run_planned(query, key, value, dropout_p=0.0, is_causal=False, scale=None, e
     (:func:`._kernels.direct`), while that kernel is still the one :func:`resolve` picks; else None, and the
     caller takes :func:`resolve`'s path. Never on an executor that records on tdx's tape."""
     ex = getattr(query, "_ex", None)
-    if ex is None or ex.taped:  # no direct plan there (never made below): no key to build twice
-        return None
+    if ex is None or ex.taped and not (
+            query._ag is None and getattr(key, "_ag", None) is None and getattr(value, "_ag", None) is None):
+        return None  # a taped executor's call with autograd state: no direct plan (never made below), no key twice
     k = _key(query, key, value, None, dropout_p, is_causal, scale, enable_gqa)
     if k is None:
         return None
@@ -123,15 +124,16 @@ def resolve(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, s
             _plans.clear()
         template = p.copy()
         template.q = template.k = template.v = template.mask = None  # the plan keeps no arrays alive
-        _plans[k] = (template, orders, allowed, _direct(p, orders, allowed, chosen, attn_mask))
+        _plans[k] = (template, orders, allowed, _direct(p, orders, allowed, chosen, attn_mask, not any(k[12])))
     return p, chosen
 
 
-def _direct(p, orders, allowed, chosen, attn_mask):
+def _direct(p, orders, allowed, chosen, attn_mask, no_grads: bool):
     """``(backend, switch, run)`` for :func:`run_planned`, where a call planned as ``p`` can run ``chosen``
     directly: no mask, the first backend of the only order (so the pick is it while its switch is on; under an
-    ``sdpa_kernel`` block, part of the key, it always is), a result needing no reshape, no tape. Else None."""
-    if attn_mask is not None or p.ex.taped or len(orders) != 1 or orders[0][:1] != (chosen,) or \
+    ``sdpa_kernel`` block, part of the key, it always is), a result needing no reshape, nothing for a tape to
+    record (``no_grads``: no input requires grad, on an executor that records on tdx's tape). Else None."""
+    if attn_mask is not None or (p.ex.taped and not no_grads) or len(orders) != 1 or orders[0][:1] != (chosen,) or \
             tuple(p.out_shape) != (p.B, p.Hq, p.Tq, p.Ev):
         return None
     run = _kernels.direct(p, chosen)

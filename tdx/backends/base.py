@@ -183,8 +183,8 @@ class Executor:
                 + ", ".join(sorted(self.caps.dtypes))) from None
 
     def getitem_slices(self, x, index):
-        """``x[index]`` where ``index`` is a slice or a tuple of slices without a step (an executor whose
-        ``getitem`` checks what torch checks can skip that here)."""
+        """``x[index]`` where ``index`` is a slice or a tuple of slices without a step and at most one Ellipsis
+        (an executor whose ``getitem`` checks what torch checks can skip that here)."""
         return self.getitem(x, index)
 
     def dtype(self, x):

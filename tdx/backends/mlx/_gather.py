@@ -162,8 +162,9 @@ class MLXGatherOps:
         return x[tuple(first)], tuple(second)
 
     def getitem_slices(self, x, index):
-        """``x[index]`` for a slice or a tuple of slices without a step (the facade saw that): torch clamps
-        such slices as MLX does, so only the count of dims and an empty ``x`` need :meth:`getitem`."""
+        """``x[index]`` for a slice or a tuple of slices without a step and at most one Ellipsis (the facade saw
+        that): torch clamps such slices as MLX does and both place the Ellipsis alike, so only the count of dims
+        and an empty ``x`` need :meth:`getitem`."""
         if self._stream is None or not _THREAD.ready:
             self.s  # noqa: B018 - as in getitem
         shape = x.shape

@@ -139,6 +139,22 @@ class MLXNNOps:
         y = mx.matmul(x, t, stream=s)
         return y if b is None else mx.add(y, b, stream=s)
 
+    def linear_prepared(self, w):
+        """A function ``(x, b) -> x @ w.T + b`` (``b`` may be None) with :meth:`linear_last`'s values for a weight
+        it has already laid out (its transpose kept, no relaying left to offer), or None: what a caller keeps
+        beside ``w`` so that every later product of an ``nn.Linear`` in inference is one call."""
+        entry = _TRANSPOSED.get(id(w))
+        if entry is None or entry[0]() is not w or entry[-1] is _ROWS:
+            return None
+        t, s = entry[1], self._stream or self.s
+        matmul, add = mx.matmul, mx.add
+
+        def product(x, b):
+            y = matmul(x, t, stream=s)
+            return y if b is None else add(y, b, stream=s)
+
+        return product
+
     def lstm_gates(self, hidden_part, input_part, c):
         """One LSTM step after its two projections, float32 arrays, as torch's cell: ``gates = hidden_part +
         input_part`` (``(B, 4H)`` each), chunked ``i, f, g, o``; returns ``(h', c')`` with

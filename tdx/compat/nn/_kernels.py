@@ -149,8 +149,9 @@ def linear_kernel(x, weight, bias):
     return NOT_NATIVE
 
 
-# id(weight array) -> [weak reference to it, its executor, in_features, out_features, a bias array checked with it]:
-# the weights whose checks for linear_last passed (2-D, float32, not empty); an entry goes with its array
+# id(weight array) -> [weak reference to it, its executor, in_features, out_features, a bias array checked with it,
+# its product once the executor has laid it out (linear_prepared) or None]: the weights whose checks for linear_last
+# passed (2-D, float32, not empty); an entry goes with its array
 _FIT: dict = {}
 
 
@@ -185,13 +186,22 @@ def untaped_linear(x, weight, bias, ex):
             fit[4] = bn
     else:
         return NOT_NATIVE
-    try:  # _linear's: the same kernel without the tape's wrapper
-        n = ex.linear_last(xn, wn, bn, _OFFER if weight._view is None else None)
-    except NATIVE_ERRORS:
-        _OFFER.clear()
-        return NOT_NATIVE
-    if _OFFER:  # the executor relaid the weight for its products (its first product): rebind it
-        _take_offer(weight)
+    product = fit[5]
+    if product is not None:  # the weight laid out by an earlier call: its product in one call
+        try:
+            n = product(xn, bn)
+        except NATIVE_ERRORS:
+            return NOT_NATIVE
+    else:
+        try:  # _linear's: the same kernel without the tape's wrapper
+            n = ex.linear_last(xn, wn, bn, _OFFER if weight._view is None else None)
+        except NATIVE_ERRORS:
+            _OFFER.clear()
+            return NOT_NATIVE
+        if _OFFER:  # the executor relaid the weight for its products (its first product): rebind it
+            _take_offer(weight)
+        else:
+            fit[5] = ex.linear_prepared(wn)
     out = _new(_Tensor)  # wrap's, inlined
     out._n = n
     out._ex = ex
@@ -207,7 +217,7 @@ def _fit_weight(weight, ex):
     if len(ws) != 2 or 0 in ws or (weight._dt or weight.dtype) is not _F32 or getattr(ex, "linear_last", None) is None:
         return None
     key = id(wn)
-    fit = [weakref.ref(wn, lambda _ref: _FIT.pop(key, None)), ex, ws[1], ws[0], None]
+    fit = [weakref.ref(wn, lambda _ref: _FIT.pop(key, None)), ex, ws[1], ws[0], None, None]
     _FIT[key] = fit
     return fit
 
@@ -245,24 +255,25 @@ def torch_kernel(fn):
             ex = x._ex
             k = bound[0]
             k = k[1] if k[0] is ex else _bind_kernel(bound, ex, name)
-            if k is not None:
-                for v in kwargs.values():
-                    if v.__class__ not in _PLAIN:
-                        break
-                else:  # fast()'s work with nothing to unwrap: torch's kernel on the native
-                    try:
-                        n = k(x._n, **kwargs)
-                    except NATIVE_ERRORS:
-                        return fn(*args, **kwargs)  # the composed path raises tdx's typed error
-                    if n.__class__ is tuple:
-                        return tuple(wrap(o, ex) for o in n)
-                    if n is x._n:
-                        return x
-                    out = _new(_Tensor)  # wrap's, inlined
-                    out._n = n
-                    out._ex = ex
-                    out._ag = out._view = out._dt = None
-                    return out
+            if k is None:  # no kernel of that name on the executor (MLX; a name torch's are not routed for)
+                return fn(*args, **kwargs)
+            for v in kwargs.values():
+                if v.__class__ not in _PLAIN:
+                    break
+            else:  # fast()'s work with nothing to unwrap: torch's kernel on the native
+                try:
+                    n = k(x._n, **kwargs)
+                except NATIVE_ERRORS:
+                    return fn(*args, **kwargs)  # the composed path raises tdx's typed error
+                if n.__class__ is tuple:
+                    return tuple(wrap(o, ex) for o in n)
+                if n is x._n:
+                    return x
+                out = _new(_Tensor)  # wrap's, inlined
+                out._n = n
+                out._ex = ex
+                out._ag = out._view = out._dt = None
+                return out
         done = fast(name, *args, **kwargs)
         if done is NOT_NATIVE:
             return fn(*args, **kwargs)
