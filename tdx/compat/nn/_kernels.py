@@ -82,6 +82,9 @@ def _native(name: str, args: tuple, kwargs: dict):
                 return NOT_NATIVE
             nargs.append(a._n)
             continue
+        if a.__class__ in _PLAIN:  # a flag or a number (embedding's padding_idx, max_norm, ...): as it is
+            nargs.append(a)
+            continue
         a, ex = _unwrap(a, ex)
         if ex is _MIXED:
             return NOT_NATIVE
