@@ -59,6 +59,18 @@ def test_scalar_promotion(device, op, dtype, scalar):
         check(lambda: fn(scalar, x), lambda: fn(scalar, t), msg=f"{scalar!r} {op} x")
 
 
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int16", "int32", "int64"])
+@pytest.mark.parametrize("scalar", [1, 127, 300, -1, -129, 2**40])
+def test_integer_tensors_with_ints_in_and_out_of_their_range(device, dtype, scalar):
+    """An integer tensor with a Python int keeps its dtype, as torch's: an int it holds (a position moved by one)
+    and one it does not (torch wraps it into the dtype) give torch's values in arithmetic and comparisons."""
+    a = np.array([[44, 0, 1], [100, 7, 120]])
+    x, t = pair(a, device, dtype)
+    for name in ("add", "sub", "mul", "eq", "ne", "lt", "ge"):
+        fn = getattr(operator, name)
+        check(lambda: fn(x, scalar), lambda: fn(t, scalar), msg=f"x {name} {scalar!r}")
+
+
 @pytest.mark.parametrize("zero_dtype", ["int64", "float64", "int32"])
 @pytest.mark.parametrize("dtype", ["int32", "float16", "uint8", "float32"])
 def test_zero_dim_tensors_promote_like_scalars(device, dtype, zero_dtype):

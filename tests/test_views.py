@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import math
 import operator
 import weakref
 
@@ -599,3 +600,23 @@ def test_view_dtype_writes_are_not_recorded_as_torchs(device):
     for g, w in zip(got[:3], want[:3]):
         assert_close(g, w, rtol=0, atol=0)
     assert got[3] is want[3] is False
+
+
+@pytest.mark.parametrize("shape, dims, new", [((1, 8, 1, 32), (1, 2), (1, 1, 256)), ((2, 8, 1, 4), (1, 2), (2, 1, 32)),
+                                              ((3, 1, 4), (0, 1), (4, 3)), ((2, 3, 1), (1, 2), (6,)),
+                                              ((2, 3, 4), (0, 1), (24,)), ((2, 3, 4), (1, 2), (6, 4))])
+def test_reshape_of_a_transpose_is_a_view_where_torch_makes_one(device, shape, dims, new):
+    """``x.transpose(a, b).reshape(...)``: where the swapped dims keep the memory order (a dim of one element, as an
+    attention output over one query has) a view of ``x`` with torch's strides, so a write through it reaches ``x``
+    and the transpose; where the order changes, a copy that leaves them as they were, as torch's."""
+    def run(mod, **kw):
+        base = mod.arange(float(math.prod(shape)), **kw).reshape(shape)
+        v = base.transpose(*dims)
+        r = v.reshape(new)
+        r.mul_(2)
+        return base, v, r, r.stride(), r.is_contiguous()
+
+    got, want = run(tdx, device=device), run(torch)
+    for i, (g, w) in enumerate(zip(got[:3], want[:3])):
+        check(lambda: g, lambda: w, msg=f"tensor {i}")
+    assert got[3:] == want[3:]

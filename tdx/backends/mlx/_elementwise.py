@@ -27,7 +27,7 @@ from . import _cpu_rounding as cpu_rounding
 from . import _summation_order as summation
 from . import _torch_order as torch_order
 from ._indexing import on_stream, scalar_name
-from ._rules import _FLOATS, _INTS, _SCALARS, _SIGNED, _clamp_exact, _is_bool, _is_bool_operand, _tie_splitting, _where_exact
+from ._rules import _FLOATS, _INT_RANGES, _INTS, _SCALARS, _SIGNED, _clamp_exact, _is_bool, _is_bool_operand, _tie_splitting, _where_exact
 from ._value_bounds import KNOWN, combined, compared, inverted, shifted
 
 
@@ -307,6 +307,8 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
                     return a, b, self._from_native[d]
             elif (b.__class__ is float or b.__class__ is int) and d in _FLOATS:
                 return a, b, self._from_native[d]
+            elif b.__class__ is int and d in _INT_RANGES and _INT_RANGES[d][0] <= b <= _INT_RANGES[d][1]:
+                return a, b, self._from_native[d]  # an int the integer array holds: torch keeps its dtype, as MLX
         return self._args(a, b)
 
     def _int_divisor(self, b):
@@ -471,7 +473,6 @@ class MLXElementwiseOps(MLXElementwiseOpsStreamed):
             return fn(a, b, stream=self._stream or self.s)
         a, b, _ = self._pair(a, b)
         return fn(a, b, stream=self.s)
-
 
     def _order(self, fn, name, a, b):
         if type(a) is mx.array and type(b) is mx.array:  # the per-op path: one real dtype

@@ -18,6 +18,10 @@ _SCALARS = (bool, int, float, complex)
 _INTS = frozenset((mx.bool_, mx.uint8, mx.int8, mx.int16, mx.int32, mx.int64))
 _FLOATS = frozenset((mx.float16, mx.bfloat16, mx.float32, mx.float64))
 _SIGNED = frozenset((mx.int8, mx.int16, mx.int32, mx.int64))
+# torch's integer dtypes but bool -> the values they hold: an array of one with a Python int in that range keeps
+# its dtype in torch's promotion, as in MLX's
+_INT_RANGES = {d: (-(1 << 8 * d.size - 1), (1 << 8 * d.size - 1) - 1) if d in _SIGNED else (0, (1 << 8 * d.size) - 1)
+               for d in _INTS if d != mx.bool_}
 
 
 def _is_bool(v) -> bool:
