@@ -84,7 +84,8 @@ def _bind_tracing():
 def run_planned(query, key, value, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
     """The result native of a call without a mask whose plan runs its kernel on the inputs as they are
     (:func:`._kernels.direct`), while that kernel is still the one :func:`resolve` picks; else None, and the
-    caller takes :func:`resolve`'s path. Never on an executor that records on tdx's tape."""
+    caller takes :func:`resolve`'s path. On an executor that records on tdx's tape, only for inputs without
+    autograd state (inference: nothing to record)."""
     ex = getattr(query, "_ex", None)
     if ex is None or ex.taped and not (
             query._ag is None and getattr(key, "_ag", None) is None and getattr(value, "_ag", None) is None):
@@ -133,8 +134,8 @@ def _direct(p, orders, allowed, chosen, attn_mask, no_grads: bool):
     directly: no mask, the first backend of the only order (so the pick is it while its switch is on; under an
     ``sdpa_kernel`` block, part of the key, it always is), a result needing no reshape, nothing for a tape to
     record (``no_grads``: no input requires grad, on an executor that records on tdx's tape). Else None."""
-    if attn_mask is not None or (p.ex.taped and not no_grads) or len(orders) != 1 or orders[0][:1] != (chosen,) or \
-            tuple(p.out_shape) != (p.B, p.Hq, p.Tq, p.Ev):
+    if attn_mask is not None or (p.ex.taped and not no_grads) or len(orders) != 1 or \
+            orders[0][:1] != (chosen,) or tuple(p.out_shape) != (p.B, p.Hq, p.Tq, p.Ev):
         return None
     run = _kernels.direct(p, chosen)
     if run is None:
