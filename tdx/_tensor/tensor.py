@@ -476,10 +476,7 @@ class Tensor:
             for a in (args if not kwargs else (*args, kwargs.get("device"), kwargs.get("dtype"))):
                 c = a.__class__
                 if c is _DType:
-                    d = self._dt
-                    if d is None:  # the dtype property's read, in this frame (kept once read, as it keeps it)
-                        d = self._dt = self._ex._from_native[self._n.dtype]
-                    if a is not d:
+                    if a is not (self._dt or self.dtype):
                         break
                 elif c is _Device or c is str:
                     if a is not self._ex.device and _backends.get(a) is not self._ex:

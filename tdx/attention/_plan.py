@@ -70,6 +70,7 @@ def _key(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
             _priority[0] if _priority else _state.config_priority(), (_tracing[0] or _bind_tracing())())
 
 
+_GRADS_AT = 12  # where the key holds the inputs' gradient needs (``grads`` above)
 _priority = _state.PRIORITY
 _override = _state.override_getter  # _state.current_override without a frame of its own (every call reads it)
 _tracing = [None]  # _kernels.is_tracing's function, bound on first use
@@ -125,7 +126,7 @@ def resolve(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, s
             _plans.clear()
         template = p.copy()
         template.q = template.k = template.v = template.mask = None  # the plan keeps no arrays alive
-        _plans[k] = (template, orders, allowed, _direct(p, orders, allowed, chosen, attn_mask, not any(k[12])))
+        _plans[k] = (template, orders, allowed, _direct(p, orders, allowed, chosen, attn_mask, not any(k[_GRADS_AT])))
     return p, chosen
 
 
