@@ -14,8 +14,10 @@ $(STAMP): pyproject.toml constraints.txt
 install: $(STAMP)
 
 # worksteal: a worker left without tests takes half of another's queue, so the suite does not end with one worker
-# running the slow program tests alone
+# running the slow program tests alone. compileall first: the suite starts a Python with tdx a few hundred times, and
+# where PYTHONDONTWRITEBYTECODE is set none of them would keep the bytecode it compiled
 test: $(STAMP)
+	$(BIN)/python -m compileall -q tdx tests bench
 	$(BIN)/python -m pytest -n auto --dist worksteal -q --timeout=900
 
 # mutation testing of the core modules, each with the tests that cover it (minutes per module on 2 cores);

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import tdx
-from conftest import check, skip_value_checked
+from conftest import check, shared_reference, skip_value_checked
 
 
 def _loss(mod, x, w, b):
@@ -310,24 +310,39 @@ sys.path.insert(0, _BENCH)
 from buffer_rss import cases as _buffer_cases  # noqa: E402
 
 _BUFFER_CASES = list(_buffer_cases(tdx))
+_STDERR = "stderr"  # the key of the run's exit status and stderr among its rows (no case's name)
+
+
+def _rss_rows(device: str, tmp_path_factory) -> dict:
+    """bench/buffer_rss.py's row of every case on ``device`` (case -> the row's text), from one process a session for
+    all cases (``--inline``: every case's objects stay alive, so memory one case frees cannot hide another's growth),
+    and that process's exit status and stderr under :data:`_STDERR`: its start-up (torch's import) is paid once,
+    not once a case."""
+    def make(cwd):
+        env = {**os.environ, "PYTHONPATH": os.path.dirname(_BENCH) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        proc = subprocess.run([sys.executable, os.path.join(_BENCH, "buffer_rss.py"), "--inline", "--cases",
+                               ",".join(_BUFFER_CASES), "--device", device, "--steps", "500", "--warmup", "300",
+                               "--samples", "5"], capture_output=True, text=True, env=env, timeout=900, cwd=cwd)
+        rows = {case: line for line in proc.stdout.splitlines() for case in _BUFFER_CASES
+                if line.startswith(case) and line[len(case):len(case) + 1] == " "}
+        rows[_STDERR] = f"exit status {proc.returncode}: {proc.stderr[-3000:]}"
+        return rows
+
+    return shared_reference(f"buffer-rss-{device}", tmp_path_factory, make)[1]
 
 
 @pytest.mark.parametrize("case", _BUFFER_CASES)
-def test_state_nobody_reads_stays_flat(device, case):
+@pytest.mark.timeout(1200)
+def test_state_nobody_reads_stays_flat(device, case, tmp_path_factory):
     """500 training steps that read nothing back (after 300 of warm-up: the longest chain of lazy in-place
     writes tdx lets a tensor build is 256) grow the RSS by under 5 MB per 1,000 steps, for every module that
     updates buffers itself (running statistics, ``num_batches_tracked``, ``spectral_norm``'s vectors,
-    ``AveragedModel``) and for optimizers stepping parameters nobody reads. Each case runs in its own
-    process (bench/buffer_rss.py), so that memory another test freed cannot hide the growth; without the
-    bound every case grew 17 to 90 MB per 1,000 steps on MLX."""
+    ``AveragedModel``) and for optimizers stepping parameters nobody reads. The cases of a device run in one
+    process of their own (bench/buffer_rss.py), apart from the suite's, so that memory another test freed cannot
+    hide the growth; without the bound every case grew 17 to 90 MB per 1,000 steps on MLX."""
     if not sys.platform.startswith("linux"):
         pytest.skip("reads /proc/self/statm")
-    env = {**os.environ, "PYTHONPATH": os.path.dirname(_BENCH) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    proc = subprocess.run([sys.executable, os.path.join(_BENCH, "buffer_rss.py"), "--inline", "--cases", case,
-                           "--device", device, "--steps", "500", "--warmup", "300", "--samples", "5"],
-                          capture_output=True, text=True, env=env, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    row = proc.stdout.splitlines()[-1]
-    assert row.startswith(case), proc.stdout
-    per_1000 = float(row[len(case):].split()[1]) / 10  # the first-to-last growth, in MB per 10,000 steps
+    rows = _rss_rows(device, tmp_path_factory)
+    assert case in rows, rows[_STDERR]
+    per_1000 = float(rows[case][len(case):].split()[1]) / 10  # the first-to-last growth, in MB per 10,000 steps
     assert per_1000 < 5.0, f"{case} on {device}: RSS grew {per_1000:.2f} MB per 1,000 steps"

@@ -373,6 +373,42 @@ def test_plugin_leaves_other_projects_alone(pytester):
                                  "*test_own_parametrize?meta? PASSED*", "*tdx device matrix*"])
 
 
+ABSENT_ROWS_TEST = """
+    import pytest
+
+    @pytest.mark.parametrize("n", [1, 2, 3])
+    def test_rows(tdx_device, n):
+        assert n in (1, 2, 3)
+
+    def test_single(tdx_device):
+        pass
+"""
+
+
+@pytest.mark.parametrize("how", ["option", "ini", "default"])
+def test_absent_devices_skip_one_row_per_function_where_asked(pytester, how):
+    """``--tdx-absent=one`` (or ``tdx_absent = "one"`` in the ini options) keeps, of a device that is not there, one
+    skipped row per test function, naming the reason and how many rows it stands for, and deselects the rest;
+    without it every row is skipped. Present devices run every row either way."""
+    rows = tdx.backends.available()
+    present, absent = sum(r.available for r in rows), sum(not r.available for r in rows)
+    if not absent:
+        pytest.skip("every device tdx knows is on this machine: no row is skipped")
+    pytester.makepyfile(test_absent=textwrap.dedent(ABSENT_ROWS_TEST))
+    args = ["-p", "no:randomly", "-p", "no:cacheprovider", "-rs"]
+    if how == "option":
+        args.append("--tdx-absent=one")
+    elif how == "ini":
+        pytester.makeini("[pytest]\ntdx_absent = one\n")
+    result = pytester.runpytest_subprocess(*args)
+    if how == "default":
+        result.assert_outcomes(passed=4 * present, skipped=4 * absent)
+        return
+    result.assert_outcomes(passed=4 * present, skipped=2 * absent, deselected=2 * absent)
+    missing = next(r for r in rows if not r.available)
+    result.stdout.fnmatch_lines([f"*{missing.device} unavailable: *(one row for 3: --tdx-absent=each lists each)*"])
+
+
 STAR_MODULES = ("torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.optim",
                 "torch.optim.lr_scheduler", "torch.utils.data", "torch.linalg", "torch.fft", "torch.special",
                 "torch.autograd", "torch.distributions",

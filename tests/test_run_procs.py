@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+from conftest import shared_reference
 from test_run import GLOO_SHUTDOWN_ABORT, PROGRAMS, _py, _reference
 
 ORDERED = ("profiled_train", "dataloader_spawn", "char_tensorboard")
@@ -107,17 +108,28 @@ def test_two():
 """
 
 
-def test_xdist_workers_run_under_the_alias(device, tmp_path):
-    (tmp_path / "conftest.py").write_text(_XDIST_CONFTEST)
-    (tmp_path / "test_probe.py").write_text(_XDIST_TEST)
+def _plain_pytest_oracle(tag: str, files: dict, args: list, tmp_path_factory) -> tuple:
+    """(exit status, the output's tail, the sorted texts of the ``gw*-*`` files the tests wrote) of plain pytest
+    under real torch running ``files`` (name -> text) with ``args``: the oracle of a pytest run under ``tdx run``,
+    one run a session for every device (``conftest.shared_reference``)."""
+    def make(cwd):
+        for name, text in files.items():
+            (cwd / name).write_text(text)
+        done = _py(args, cwd)
+        out = done.stdout[-3000:] + done.stderr[-3000:]
+        return done.returncode, out, sorted(p.read_text() for p in cwd.glob("gw*-*"))
+
+    return tuple(shared_reference(f"plain-pytest-{tag}", tmp_path_factory, make)[1])
+
+
+def test_xdist_workers_run_under_the_alias(device, tmp_path, tmp_path_factory):
+    files = {"conftest.py": _XDIST_CONFTEST, "test_probe.py": _XDIST_TEST}
     args = ["-m", "pytest", "-q", "-n", "2", "-p", "no:cacheprovider", "-p", "no:randomly", "test_probe.py"]
-    torch_dir = tmp_path / "torch"
-    torch_dir.mkdir()
-    for name in ("conftest.py", "test_probe.py"):
-        (torch_dir / name).write_text((tmp_path / name).read_text())
-    done = _py(args, torch_dir)  # the oracle: plain pytest's workers import torch
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert {p.read_text() for p in torch_dir.glob("gw*-*")} == {"torch cpu torch"}
+    rc, out, lines = _plain_pytest_oracle("xdist", files, args, tmp_path_factory)  # plain pytest's workers: torch
+    assert rc == 0, out
+    assert set(lines) == {"torch cpu torch"}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
     done = _py(["-m", "tdx", "run", "--device", device, *args], tmp_path)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     lines = {p.name.split("-")[1]: p.read_text() for p in tmp_path.glob("gw*-*")}
@@ -137,12 +149,12 @@ def test_submodules():
 """
 
 
-def test_pytest_test_modules_import_torch_submodules_under_run(device, tmp_path):
+def test_pytest_test_modules_import_torch_submodules_under_run(device, tmp_path, tmp_path_factory):
     # pytest's assertion rewriting claims the tdx package (tdx ships a pytest plugin): without tdx's finders
     # put back ahead of it, `import torch.nn.functional` in a test module failed with a relative-import error
     (tmp_path / "test_sub.py").write_text(_SUBMODULE_TEST)
     args = ["-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "test_sub.py"]
-    done = _py(args, tmp_path)  # the oracle: plain pytest under torch
-    assert done.returncode == 0 and "KIND torch" in done.stdout, done.stdout[-3000:]
+    rc, out, _ = _plain_pytest_oracle("submodules", {"test_sub.py": _SUBMODULE_TEST}, args, tmp_path_factory)
+    assert rc == 0 and "KIND torch" in out, out  # the oracle: plain pytest under torch
     done = _py(["-m", "tdx", "run", "--device", device, *args], tmp_path)
     assert done.returncode == 0 and "KIND tdx" in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]

@@ -9,6 +9,8 @@ devices are reported as skipped with the reason, and the run ends with a table o
 devices (passed/failed/skipped), under ``-n auto`` too. A suite that wants every ``device``
 argument parametrized calls :func:`parametrize_devices` from its own ``pytest_generate_tests``
 (tdx's suite does, in ``tests/conftest.py``). ``--tdx-devices=cpu,mlx:cpu`` narrows the devices;
+``--tdx-absent=one`` (or ``tdx_absent = "one"`` in the ini options) keeps one skipped row per test function
+for a device that is not there;
 ``-p no:tdx`` turns the plugin off. Frameworks are imported only when devices are listed.
 
 Under ``python -m tdx run -m pytest -n N`` each xdist worker loads this plugin before any conftest
@@ -46,6 +48,7 @@ _lost: dict = {}  # device -> node id of the test after which the device faulted
 _ending: list = []  # set when this xdist worker must end after the current test's reports
 _worker: list = []  # [True] in an xdist worker process (not in one it started, which inherits its environment)
 _failure_log: list = []  # [path] where the controller appends each failure as it arrives (--tdx-failures)
+_absent: dict = {}  # device that is not there -> the reason its rows skip, as device_params marked them
 
 
 def _adopt_run_alias() -> None:
@@ -68,6 +71,11 @@ def pytest_addoption(parser):
     group.addoption("--tdx-devices", default=None,
                     help="comma-separated devices to run tdx device tests on (default: every known device)")
     group.addoption("--tdx-no-matrix", action="store_true", help="do not print the devices x modules table")
+    group.addoption("--tdx-absent", choices=("each", "one"), default=None,
+                    help="rows of a device that is not there: 'each' (default) reports every row skipped; 'one' "
+                         "keeps one skipped row per test function and device, naming how many it stands for, "
+                         "and deselects the others (a suite parametrized over many inputs skips thousands)")
+    parser.addini("tdx_absent", "--tdx-absent's default for this project ('each' or 'one')", default="each")
     group.addoption("--tdx-failures", default=None, metavar="PATH",
                     help="append each failure's report to PATH as it arrives, so a run cut by a time limit "
                          "still leaves its messages (the summary at the end does not)")
@@ -93,6 +101,8 @@ def device_params(config) -> list:
         if wanted is not None and row.device not in wanted:
             continue
         marks = () if row.available else (pytest.mark.skip(reason=f"{row.device} unavailable: {row.reason}"),)
+        if not row.available:
+            _absent[row.device] = f"{row.device} unavailable: {row.reason}"
         params.append(pytest.param(row.device, marks=marks, id=row.device))
     return params
 
@@ -138,6 +148,34 @@ def _device_of(item):
         if name in callspec.params:
             return callspec.params[name]
     return None
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under ``--tdx-absent=one``: of the rows of a device that is not there, one per test function is kept,
+    skipped with the reason and the number of rows it stands for; the others are deselected (reported so)."""
+    if (config.getoption("--tdx-absent", default=None) or config.getini("tdx_absent")) != "one" or not _absent:
+        return
+    kept, dropped, first = [], [], {}
+    for item in items:
+        device = _device_of(item)
+        if device not in _absent:
+            kept.append(item)
+            continue
+        key = (item.nodeid.partition("[")[0], device)
+        if key in first:
+            first[key][1] += 1
+            dropped.append(item)
+        else:
+            first[key] = [item, 1]
+            kept.append(item)
+    if not dropped:
+        return
+    for (_, device), (item, rows) in first.items():
+        if rows > 1:
+            item.add_marker(pytest.mark.skip(reason=f"{_absent[device]} (one row for {rows}: --tdx-absent=each "
+                                                    "lists each)"), append=False)
+    config.hook.pytest_deselected(items=dropped)
+    items[:] = kept
 
 
 def _device_fault(device: str):
