@@ -21,6 +21,9 @@ import tdx
 from . import _kernels
 from ..._errors import TdxIndexError, TdxNotImplementedError, TdxRuntimeError, TdxTypeError, TdxValueError
 
+_Tensor = tdx.Tensor
+_F32 = tdx.float32
+
 __all__ = ["threshold", "threshold_", "relu", "relu_", "relu6", "hardtanh", "hardtanh_", "leaky_relu",
            "leaky_relu_", "elu", "elu_", "selu", "selu_", "celu", "celu_", "gelu", "silu", "mish", "softplus",
            "softsign", "logsigmoid", "sigmoid", "tanh", "hardsigmoid", "hardswish", "tanhshrink", "softshrink",
@@ -379,6 +382,9 @@ def silu(input, inplace=False):  # noqa: A002 - torch's name
     Raises:
         TdxNotImplementedError: ``input`` is neither floating point nor complex.
     """
+    if not inplace and input.__class__ is _Tensor and (input._dt or input.dtype) is _F32:
+        return input * input.sigmoid()  # compute's steps for a float32 tensor (opmath and to() leave it as it is)
+
     def compute(x):
         w = opmath(need_float(x, "silu", "silu_cpu", complex_ok=True))
         return (w * w.sigmoid()).to(x.dtype)
