@@ -100,9 +100,10 @@ def device_params(config) -> list:
     for row in backends.available():
         if wanted is not None and row.device not in wanted:
             continue
-        marks = () if row.available else (pytest.mark.skip(reason=f"{row.device} unavailable: {row.reason}"),)
+        marks = ()
         if not row.available:
-            _absent[row.device] = f"{row.device} unavailable: {row.reason}"
+            reason = _absent[row.device] = f"{row.device} unavailable: {row.reason}"
+            marks = (pytest.mark.skip(reason=reason),)
         params.append(pytest.param(row.device, marks=marks, id=row.device))
     return params
 
