@@ -310,14 +310,14 @@ sys.path.insert(0, _BENCH)
 from buffer_rss import cases as _buffer_cases  # noqa: E402
 
 _BUFFER_CASES = list(_buffer_cases(tdx))
-_STDERR = "stderr"  # the key of the run's exit status and stderr among its rows (no case's name)
+_STDERR, _STATUS = "stderr", "status"  # the keys of the run's stderr and exit status among its rows (no case's)
 
 
 def _rss_rows(device: str, tmp_path_factory) -> dict:
-    """bench/buffer_rss.py's row of every case on ``device`` (case -> the row's text), from one process a session for
-    all cases (``--inline``: every case's objects stay alive, so memory one case frees cannot hide another's growth),
-    and that process's exit status and stderr under :data:`_STDERR`: its start-up (torch's import) is paid once,
-    not once a case."""
+    """bench/buffer_rss.py's row of every case on ``device`` (case -> the row's text), from one process a session
+    for all cases (``--inline``: every case's objects stay alive, so memory one case frees cannot hide another's
+    growth), and that process's stderr and exit status under :data:`_STDERR` and :data:`_STATUS`: its start-up
+    (torch's import) is paid once, not once a case."""
     def make(cwd):
         env = {**os.environ, "PYTHONPATH": os.path.dirname(_BENCH) + os.pathsep + os.environ.get("PYTHONPATH", "")}
         proc = subprocess.run([sys.executable, os.path.join(_BENCH, "buffer_rss.py"), "--inline", "--cases",
@@ -325,7 +325,7 @@ def _rss_rows(device: str, tmp_path_factory) -> dict:
                                "--samples", "5"], capture_output=True, text=True, env=env, timeout=900, cwd=cwd)
         rows = {case: line for line in proc.stdout.splitlines() for case in _BUFFER_CASES
                 if line.startswith(case) and line[len(case):len(case) + 1] == " "}
-        rows[_STDERR] = f"exit status {proc.returncode}: {proc.stderr[-3000:]}"
+        rows[_STDERR], rows[_STATUS] = proc.stderr[-3000:], proc.returncode
         return rows
 
     return shared_reference(f"buffer-rss-{device}", tmp_path_factory, make)[1]
@@ -343,6 +343,6 @@ def test_state_nobody_reads_stays_flat(device, case, tmp_path_factory):
     if not sys.platform.startswith("linux"):
         pytest.skip("reads /proc/self/statm")
     rows = _rss_rows(device, tmp_path_factory)
-    assert case in rows, rows[_STDERR]
+    assert rows[_STATUS] == 0 and case in rows, rows[_STDERR]
     per_1000 = float(rows[case][len(case):].split()[1]) / 10  # the first-to-last growth, in MB per 10,000 steps
     assert per_1000 < 5.0, f"{case} on {device}: RSS grew {per_1000:.2f} MB per 1,000 steps"

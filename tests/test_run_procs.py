@@ -109,15 +109,15 @@ def test_two():
 
 
 def _plain_pytest_oracle(tag: str, files: dict, args: list, tmp_path_factory) -> tuple:
-    """(exit status, the output's tail, the sorted texts of the ``gw*-*`` files the tests wrote) of plain pytest
-    under real torch running ``files`` (name -> text) with ``args``: the oracle of a pytest run under ``tdx run``,
-    one run a session for every device (``conftest.shared_reference``)."""
+    """(exit status, stdout's tail, stderr's tail, the sorted texts of the ``gw*-*`` files the tests wrote) of
+    plain pytest under real torch running ``files`` (name -> text) with ``args``: the oracle of a pytest run under
+    ``tdx run``, one run a session for every device (``conftest.shared_reference``)."""
     def make(cwd):
         for name, text in files.items():
             (cwd / name).write_text(text)
         done = _py(args, cwd)
-        out = done.stdout[-3000:] + done.stderr[-3000:]
-        return done.returncode, out, sorted(p.read_text() for p in cwd.glob("gw*-*"))
+        written = sorted(p.read_text() for p in cwd.glob("gw*-*"))
+        return done.returncode, done.stdout[-3000:], done.stderr[-3000:], written
 
     return tuple(shared_reference(f"plain-pytest-{tag}", tmp_path_factory, make)[1])
 
@@ -125,8 +125,8 @@ def _plain_pytest_oracle(tag: str, files: dict, args: list, tmp_path_factory) ->
 def test_xdist_workers_run_under_the_alias(device, tmp_path, tmp_path_factory):
     files = {"conftest.py": _XDIST_CONFTEST, "test_probe.py": _XDIST_TEST}
     args = ["-m", "pytest", "-q", "-n", "2", "-p", "no:cacheprovider", "-p", "no:randomly", "test_probe.py"]
-    rc, out, lines = _plain_pytest_oracle("xdist", files, args, tmp_path_factory)  # plain pytest's workers: torch
-    assert rc == 0, out
+    rc, out, err, lines = _plain_pytest_oracle("xdist", files, args, tmp_path_factory)  # plain pytest: torch
+    assert rc == 0, out + err
     assert set(lines) == {"torch cpu torch"}
     for name, text in files.items():
         (tmp_path / name).write_text(text)
@@ -154,7 +154,7 @@ def test_pytest_test_modules_import_torch_submodules_under_run(device, tmp_path,
     # put back ahead of it, `import torch.nn.functional` in a test module failed with a relative-import error
     (tmp_path / "test_sub.py").write_text(_SUBMODULE_TEST)
     args = ["-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "test_sub.py"]
-    rc, out, _ = _plain_pytest_oracle("submodules", {"test_sub.py": _SUBMODULE_TEST}, args, tmp_path_factory)
-    assert rc == 0 and "KIND torch" in out, out  # the oracle: plain pytest under torch
+    rc, out, err, _ = _plain_pytest_oracle("submodules", {"test_sub.py": _SUBMODULE_TEST}, args, tmp_path_factory)
+    assert rc == 0 and "KIND torch" in out, out + err  # the oracle: plain pytest under torch
     done = _py(["-m", "tdx", "run", "--device", device, *args], tmp_path)
     assert done.returncode == 0 and "KIND tdx" in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
